@@ -1,0 +1,38 @@
+"""Pure classic consumer-group logic: no sockets, files, asyncio or wall clock.
+
+Time comes from an injected `Clock`, timers from `KeyedTimers`, durability from the `RecordLog`
+port (`coordinator.ports`). `GroupManager` is the entry point.
+"""
+
+from coordinator.groups.clock import Clock, FakeClock
+from coordinator.groups.config import GroupConfig, RequestMeta
+from coordinator.groups.manager import GroupManager, GroupSummary
+from coordinator.groups.records import (
+    GroupMetadataRecord,
+    GroupTombstone,
+    LogRecord,
+    MemberRecord,
+    OffsetCommitRecord,
+    OffsetTombstone,
+)
+from coordinator.groups.state import GroupState, IllegalStateTransition
+from coordinator.groups.timers import FakeTimers, KeyedTimers
+
+__all__ = [
+    "Clock",
+    "FakeClock",
+    "FakeTimers",
+    "GroupConfig",
+    "GroupManager",
+    "GroupMetadataRecord",
+    "GroupState",
+    "GroupSummary",
+    "GroupTombstone",
+    "IllegalStateTransition",
+    "KeyedTimers",
+    "LogRecord",
+    "MemberRecord",
+    "OffsetCommitRecord",
+    "OffsetTombstone",
+    "RequestMeta",
+]

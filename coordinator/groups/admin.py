@@ -1,0 +1,169 @@
+"""DescribeGroups (15) v0-6, ListGroups (16) v0-5, DeleteGroups (42) v0-2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.groups.config import RequestMeta
+from coordinator.groups.errors import ErrorCode
+from coordinator.groups.group import Group
+from coordinator.groups.member import Respond
+from coordinator.groups.offset_api import OffsetHandler
+from coordinator.groups.rebalance import Rebalancer
+from coordinator.groups.records import GroupTombstone, LogRecord
+from coordinator.groups.runtime import Runtime
+from coordinator.groups.state import GroupState
+
+__all__ = ["GROUP_TYPE_CLASSIC", "AdminHandler"]
+
+GROUP_TYPE_CLASSIC = "classic"
+INT32_MIN = -(2**31)
+# AclOperation bits a group supports (READ=3, DELETE=6, DESCRIBE=8); we have no ACLs.
+GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+class AdminHandler:
+    def __init__(self, rt: Runtime, rebalancer: Rebalancer, offsets: OffsetHandler) -> None:
+        self.rt = rt
+        self.rb = rebalancer
+        self.offsets = offsets
+
+    # -- DescribeGroups ---------------------------------------------------------------------------
+    def describe_groups(self, req: dict[str, Any], meta: RequestMeta, respond: Respond) -> None:
+        version = meta.api_version
+        with_ops = bool(req.get("include_authorized_operations"))
+        respond({"groups": [self._describe(str(g), version, with_ops) for g in req.get("groups") or []]})
+
+    def _describe(self, group_id: str, version: int, with_ops: bool) -> dict[str, Any]:
+        error = self.rt.phase_error()
+        if error is None and not group_id:
+            error = ErrorCode.INVALID_GROUP_ID
+        group = self.rt.group(group_id)
+        if error is None and group is None and version >= 6:
+            error = ErrorCode.GROUP_ID_NOT_FOUND  # KIP-1043; v0-5 describe a missing group as Dead
+        if error is not None:
+            entry = _described(version, group_id, error, "", "", "", [])
+            if version >= 6:
+                entry["error_message"] = (
+                    f"Group {group_id} not found." if error == ErrorCode.GROUP_ID_NOT_FOUND else error.name
+                )
+            return entry
+        if group is None:
+            entry = _described(version, group_id, ErrorCode.NONE, GroupState.DEAD.value, "", "", [])
+        else:
+            entry = self._describe_group(group, version)
+        if version >= 3:
+            entry["authorized_operations"] = GROUP_AUTHORIZED_OPERATIONS if with_ops else INT32_MIN
+        return entry
+
+    def _describe_group(self, group: Group, version: int) -> dict[str, Any]:
+        stable = group.state is GroupState.STABLE
+        members = []
+        for m in group.members.values():
+            entry: dict[str, Any] = {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                # Metadata and assignment only once the generation is settled (Kafka's summary).
+                "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
+                "member_assignment": m.assignment if stable else b"",
+            }
+            if version >= 4:
+                entry["group_instance_id"] = m.group_instance_id
+            members.append(entry)
+        return _described(
+            version,
+            group.group_id,
+            ErrorCode.NONE,
+            group.state.value,
+            group.protocol_type or "",
+            (group.protocol_name or "") if stable else "",
+            members,
+        )
+
+    # -- ListGroups -------------------------------------------------------------------------------
+    def list_groups(self, req: dict[str, Any], meta: RequestMeta, respond: Respond) -> None:
+        version = meta.api_version
+        error = self.rt.phase_error()
+        if error is ErrorCode.COORDINATOR_NOT_AVAILABLE:
+            respond({"error_code": int(error), "groups": []})
+            return
+        states = {s.lower() for s in req.get("states_filter") or []} if version >= 4 else set()
+        types = {t.lower() for t in req.get("types_filter") or []} if version >= 5 else set()
+        groups = []
+        if not types or GROUP_TYPE_CLASSIC in types:
+            for group in self.rt.groups.values():
+                if group.state is GroupState.DEAD or (states and group.state.value.lower() not in states):
+                    continue
+                entry: dict[str, Any] = {
+                    "group_id": group.group_id,
+                    "protocol_type": group.protocol_type or "",
+                }
+                if version >= 4:
+                    entry["group_state"] = group.state.value
+                if version >= 5:
+                    entry["group_type"] = GROUP_TYPE_CLASSIC
+                groups.append(entry)
+        # While loading Kafka answers COORDINATOR_LOAD_IN_PROGRESS and still lists the loaded groups.
+        respond({"error_code": int(error or ErrorCode.NONE), "groups": groups})
+
+    # -- DeleteGroups -----------------------------------------------------------------------------
+    def delete_groups(self, req: dict[str, Any], meta: RequestMeta, respond: Respond) -> None:
+        names = [str(g) for g in req.get("groups_names") or []]
+        results: list[dict[str, Any]] = []
+        records: list[LogRecord] = []
+        for group_id in names:
+            error = self._delete_one(group_id, records)
+            results.append({"group_id": group_id, "error_code": int(error)})
+        failed = [
+            {
+                "group_id": r["group_id"],
+                "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                if r["error_code"] == 0
+                else r["error_code"],
+            }
+            for r in results
+        ]
+        self.offsets.append_then(records, respond, {"results": results}, {"results": failed})
+
+    def _delete_one(self, group_id: str, records: list[LogRecord]) -> ErrorCode:
+        error = self.rt.phase_error()
+        if error is not None:
+            return error
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = self.rt.group(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.state is not GroupState.EMPTY:
+            return ErrorCode.NON_EMPTY_GROUP
+        records.extend(self.delete_group_records(group))
+        self.rb.drop_group(group)
+        return ErrorCode.NONE
+
+    def delete_group_records(self, group: Group) -> list[LogRecord]:
+        """Tombstones for every offset, plus the group's (only if a GroupMetadata record can exist:
+        one is written from generation 1 on, as Kafka's Scala coordinator does)."""
+        records: list[LogRecord] = list(self.rt.offsets.tombstones_for_group(group.group_id))
+        if group.generation_id > 0:
+            records.append(GroupTombstone(group.group_id))
+        return records
+
+
+def _described(
+    version: int,
+    group_id: str,
+    error: ErrorCode,
+    state: str,
+    protocol_type: str,
+    protocol_data: str,
+    members: list[dict[str, Any]],
+) -> dict[str, Any]:
+    return {
+        "error_code": int(error),
+        "group_id": group_id,
+        "group_state": state,
+        "protocol_type": protocol_type,
+        "protocol_data": protocol_data,
+        "members": members,
+    }

@@ -1,0 +1,39 @@
+"""Configuration of the group logic and the per-request metadata it needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "OFFSET_METADATA_MAX_BYTES", "GroupConfig", "RequestMeta"]
+
+# Kafka's internal constant (GroupCoordinator / GroupMetadataManager): a new member's heartbeat
+# deadline while its first JoinGroup is parked.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
+# offset.metadata.max.bytes (Kafka default; measured in characters as the Java coordinator does).
+OFFSET_METADATA_MAX_BYTES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    """Broker settings the group logic mirrors; each defaults to Kafka's value."""
+
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_max_size: int | None = None  # None = unbounded (Kafka: Integer.MAX_VALUE)
+    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000  # offsets.retention.minutes = 10080
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMeta:
+    """What the group logic needs from the request header and the connection.
+
+    `client_host` is stored and shown as given (Kafka shows `/1.2.3.4`; the server decides the
+    format).
+    """
+
+    api_version: int
+    client_id: str
+    client_host: str

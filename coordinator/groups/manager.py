@@ -1,0 +1,214 @@
+"""GroupManager: the one owner of every classic consumer group and its committed offsets.
+
+The server calls one method per API with the decoded request dict (protocol shape: Kafka JSON
+field names in snake_case), a `RequestMeta`, and a `respond` callback. `respond(response)` is
+called exactly once, synchronously or later (a parked JoinGroup / SyncGroup), and only after the
+records the answer depends on are durable. Response dicts carry only fields the request's version
+has (the codec fills the rest with defaults).
+
+Everything runs on one loop/thread: request methods, timer callbacks and `on_done` callbacks of the
+`RecordLog` must not run concurrently (no locks inside).
+
+Lifecycle: construct -> `apply(record)` for every replayed record -> `on_loaded()` -> requests ->
+`shutdown()`. Before `on_loaded` group APIs answer COORDINATOR_LOAD_IN_PROGRESS (Heartbeat NONE,
+SyncGroup REBALANCE_IN_PROGRESS, as Kafka); after `shutdown` COORDINATOR_NOT_AVAILABLE.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from coordinator.groups.admin import AdminHandler
+from coordinator.groups.clock import Clock
+from coordinator.groups.config import GroupConfig, RequestMeta
+from coordinator.groups.errors import ErrorCode
+from coordinator.groups.group import Group
+from coordinator.groups.join import JoinHandler, JoinRequest
+from coordinator.groups.membership import MembershipHandler
+from coordinator.groups.offset_api import OffsetHandler
+from coordinator.groups.rebalance import Rebalancer
+from coordinator.groups.records import (
+    GroupMetadataRecord,
+    GroupTombstone,
+    LogRecord,
+    OffsetCommitRecord,
+    OffsetTombstone,
+)
+from coordinator.groups.retention import Retention
+from coordinator.groups.runtime import Phase, Runtime
+from coordinator.groups.sync import SyncHandler
+from coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
+
+if TYPE_CHECKING:  # a runtime import would be circular: coordinator.ports imports groups.records
+    from coordinator.ports import RecordLog
+
+__all__ = ["GroupConfig", "GroupManager", "GroupSummary", "RequestMeta", "Respond"]
+
+log = logging.getLogger("coordinator.groups")
+
+Respond = Callable[[dict[str, Any]], None]
+Request = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """A read-only view of one group, for metrics and admin tooling."""
+
+    group_id: str
+    state: str
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader_id: str | None
+    members: int
+    pending_members: int
+    committed_offsets: int
+
+
+class GroupManager:
+    """All group APIs of a classic group coordinator (Kafka's GroupCoordinator), pure and synchronous."""
+
+    def __init__(
+        self,
+        config: GroupConfig,
+        clock: Clock,
+        timers: KeyedTimers,
+        log: RecordLog,
+        *,
+        new_uuid: Callable[[], str] | None = None,
+    ) -> None:
+        """`new_uuid` makes member ids deterministic in tests (default: str(uuid.uuid4()))."""
+        self._rt = Runtime(config, clock, timers, log, new_uuid)
+        self._rb = Rebalancer(self._rt)
+        self._join = JoinHandler(self._rt, self._rb)
+        self._membership = MembershipHandler(self._rt, self._rb)
+        self._sync = SyncHandler(self._rt, self._rb)
+        self._offsets = OffsetHandler(self._rt, self._rb, self.apply)
+        self._admin = AdminHandler(self._rt, self._rb, self._offsets)
+        self._retention = Retention(self._rt, self._rb, self.apply)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def apply(self, record: LogRecord) -> None:
+        """Replay one record (storage recovery, in log order, before `on_loaded`).
+
+        Live offset commits and tombstones are applied through here too, once durable. Group
+        records are only ever applied by recovery (live group changes are transitions)."""
+        rt = self._rt
+        match record:
+            case OffsetCommitRecord():
+                rt.offsets.put(record)
+                if record.group_id not in rt.groups:  # offsets without a group: a simple group
+                    rt.groups[record.group_id] = Group(record.group_id, None)
+            case OffsetTombstone():
+                rt.offsets.delete(record.group_id, record.topic, record.partition)
+            case GroupMetadataRecord():
+                rt.groups[record.group_id] = Group.from_record(record)
+            case GroupTombstone():
+                rt.groups.pop(record.group_id, None)
+
+    def on_loaded(self) -> None:
+        """Recovery finished: re-arm session timers from now, schedule offset expiry, serve requests."""
+        rt = self._rt
+        rt.phase = Phase.ACTIVE
+        for group_id in rt.offsets.group_ids():
+            if group_id not in rt.groups:
+                rt.groups[group_id] = Group(group_id, None)
+        max_size = rt.config.group_max_size
+        for group in list(rt.groups.values()):
+            for member in group.members.values():
+                self._rb.schedule_session(group, member.member_id, member.session_timeout_ms)
+            if max_size is not None and len(group.members) > max_size:
+                self._rb.prepare_rebalance(group, "freshly-loaded group is over capacity")
+        self._retention.schedule()
+        log.info("groups loaded: groups=%d offsets=%d", len(rt.groups), rt.offsets.count())
+
+    def shutdown(self) -> None:
+        """Cancel every timer; answer parked JoinGroup/SyncGroup with NOT_COORDINATOR (retriable,
+        the client rediscovers the coordinator). Later requests get COORDINATOR_NOT_AVAILABLE."""
+        self._rt.phase = Phase.SHUT_DOWN
+        self._rt.timers.cancel(EXPIRE_OFFSETS_KEY)
+        for group in self._rt.groups.values():
+            self._rb.cancel_group_timers(group)
+            self._rb.fail_parked(group, ErrorCode.NOT_COORDINATOR)
+
+    def delete_topics(self, topic_names: Iterable[str]) -> None:
+        """DeleteTopics: write tombstones for every committed offset of these topics (all groups)."""
+        self._retention.delete_topics(topic_names)
+
+    def expire_offsets(self) -> None:
+        """Run one offset-retention pass now (it also runs every offsets_retention_check_interval_ms)."""
+        self._retention.expire_offsets()
+
+    # -- group membership APIs --------------------------------------------------------------------
+    def join_group(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        """JoinGroup (11) v0-9. Answered at once (errors, MEMBER_ID_REQUIRED, unchanged follower) or
+        when the join phase completes."""
+        self._join.handle(JoinRequest.parse(req, meta, respond))
+
+    def sync_group(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        """SyncGroup (14) v0-5. In CompletingRebalance parked until the leader's assignment is durable."""
+        self._sync.handle(req, meta, respond)
+
+    def heartbeat(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        """Heartbeat (12) v0-4. Always answered synchronously."""
+        self._membership.heartbeat(req, meta, respond)
+
+    def leave_group(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        """LeaveGroup (13) v0-5. Always answered synchronously."""
+        self._membership.leave_group(req, meta, respond)
+
+    # -- offsets ----------------------------------------------------------------------------------
+    def offset_commit(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        """OffsetCommit (8) v0-9. Answered once the commit records are durable."""
+        self._offsets.commit(req, meta, respond)
+
+    def offset_fetch(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        """OffsetFetch (9) v0-9. Always answered synchronously."""
+        self._offsets.fetch(req, meta, respond)
+
+    def offset_delete(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        """OffsetDelete (47) v0. Answered once the tombstones are durable."""
+        self._offsets.delete(req, meta, respond)
+
+    # -- admin ------------------------------------------------------------------------------------
+    def describe_groups(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        """DescribeGroups (15) v0-6. Always answered synchronously."""
+        self._admin.describe_groups(req, meta, respond)
+
+    def list_groups(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        """ListGroups (16) v0-5. Always answered synchronously."""
+        self._admin.list_groups(req, meta, respond)
+
+    def delete_groups(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        """DeleteGroups (42) v0-2. Answered once the tombstones are durable."""
+        self._admin.delete_groups(req, meta, respond)
+
+    # -- introspection ----------------------------------------------------------------------------
+    def groups(self) -> list[GroupSummary]:
+        """A snapshot of every group (metrics, admin, tests)."""
+        rt = self._rt
+        return [
+            GroupSummary(
+                group_id=g.group_id,
+                state=g.state.value,
+                generation_id=g.generation_id,
+                protocol_type=g.protocol_type,
+                protocol_name=g.protocol_name,
+                leader_id=g.leader_id,
+                members=len(g.members),
+                pending_members=len(g.pending_members),
+                committed_offsets=len(rt.offsets.of_group(g.group_id)),
+            )
+            for g in rt.groups.values()
+        ]
+
+    def group(self, group_id: str) -> Group | None:
+        """The live Group object (read it, never mutate it): tests and debugging."""
+        return self._rt.group(group_id)
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetCommitRecord]:
+        """The durable committed offsets of one group, keyed by (topic, partition)."""
+        return dict(self._rt.offsets.of_group(group_id))

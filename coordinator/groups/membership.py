@@ -1,0 +1,117 @@
+"""Heartbeat (12) v0-4 and LeaveGroup (13) v0-5."""
+
+from __future__ import annotations
+
+from coordinator.groups.config import RequestMeta
+from coordinator.groups.errors import ErrorCode
+from coordinator.groups.group import Group
+from coordinator.groups.member import Respond
+from coordinator.groups.rebalance import Rebalancer
+from coordinator.groups.responses import heartbeat_response, leave_response
+from coordinator.groups.runtime import Runtime
+from coordinator.groups.state import GroupState
+
+__all__ = ["MembershipHandler"]
+
+_HEARTBEAT_BY_STATE = {
+    GroupState.EMPTY: ErrorCode.UNKNOWN_MEMBER_ID,
+    GroupState.PREPARING_REBALANCE: ErrorCode.REBALANCE_IN_PROGRESS,  # how Stable members learn to rejoin
+    GroupState.COMPLETING_REBALANCE: ErrorCode.NONE,
+    GroupState.STABLE: ErrorCode.NONE,
+}
+
+LeaveEntry = tuple[str, str | None, ErrorCode]
+
+
+class MembershipHandler:
+    def __init__(self, rt: Runtime, rebalancer: Rebalancer) -> None:
+        self.rt = rt
+        self.rb = rebalancer
+
+    # -- Heartbeat --------------------------------------------------------------------------------
+    def heartbeat(self, req: dict[str, object], meta: RequestMeta, respond: Respond) -> None:
+        respond(heartbeat_response(self._heartbeat(req)))
+
+    def _heartbeat(self, req: dict[str, object]) -> ErrorCode:
+        error = self.rt.phase_error()
+        if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return ErrorCode.NONE  # Kafka: old clients do not know LOAD_IN_PROGRESS on Heartbeat
+        if error is not None:
+            return error
+        group_id = str(req.get("group_id") or "")
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = self.rt.group(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID  # not NOT_AVAILABLE: the client must rejoin (KAFKA-8386)
+        if group.state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        member_id = str(req.get("member_id") or "")
+        iid = req.get("group_instance_id")
+        error = group.validate_member(member_id, None if iid is None else str(iid))
+        if error is not None:
+            return error
+        if req.get("generation_id") != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        result = _HEARTBEAT_BY_STATE[group.state]
+        if result is not ErrorCode.UNKNOWN_MEMBER_ID:
+            member = group.members[member_id]
+            self.rb.schedule_session(group, member_id, member.session_timeout_ms)
+        return result
+
+    # -- LeaveGroup -------------------------------------------------------------------------------
+    def leave_group(self, req: dict[str, object], meta: RequestMeta, respond: Respond) -> None:
+        version = meta.api_version
+        requested = _leaving_members(req, version)
+        error = self.rt.phase_error()
+        group_id = str(req.get("group_id") or "")
+        if error is None and not group_id:
+            error = ErrorCode.INVALID_GROUP_ID
+        if error is not None:
+            respond(leave_response(version, error))
+            return
+        group = self.rt.group(group_id)
+        if group is None:
+            respond(
+                leave_response(
+                    version, ErrorCode.NONE, [(m, iid, ErrorCode.UNKNOWN_MEMBER_ID) for m, iid in requested]
+                )
+            )
+            return
+        if group.state is GroupState.DEAD:
+            respond(leave_response(version, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return
+        results = [(m, iid, self._leave_one(group, m, iid)) for m, iid in requested]
+        respond(leave_response(version, ErrorCode.NONE, results))
+
+    def _leave_one(self, group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode:
+        if member_id == "":
+            # Admin removal of a static member by instance id (KIP-345).
+            current = group.static_member_id(group_instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            self.rb.remove_member_and_update(group, current, f"static member {group_instance_id} removed")
+            return ErrorCode.NONE
+        if member_id in group.pending_members:
+            self.rb.remove_pending_member(group, member_id)
+            return ErrorCode.NONE
+        error = group.validate_member(member_id, group_instance_id)
+        if error is not None:
+            return error
+        self.rb.remove_member_and_update(group, member_id, f"member {member_id} left the group")
+        return ErrorCode.NONE
+
+
+def _leaving_members(req: dict[str, object], version: int) -> list[tuple[str, str | None]]:
+    """v3+ batch; v0-2 carry one MemberId, treated as a one-entry batch (as Kafka does)."""
+    if version < 3:
+        return [(str(req.get("member_id") or ""), None)]
+    members = req.get("members") or []
+    assert isinstance(members, list)
+    return [
+        (
+            str(m.get("member_id") or ""),
+            None if m.get("group_instance_id") is None else str(m["group_instance_id"]),
+        )
+        for m in members
+    ]

@@ -1,0 +1,88 @@
+"""Committed offsets of every group (Kafka's OffsetMetadataManager, without transactions).
+
+Offsets are materialised only once their record is durable (`put` / `delete` run from the log's
+`on_done`, and from recovery): a fetch never returns an offset the log could lose. While a commit
+is in flight its partitions are *pending*, and offset expiry leaves them alone (Kafka: "never expire
+a partition with a pending commit").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
+from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
+
+__all__ = ["OffsetStore", "TopicPartition"]
+
+TopicPartition = tuple[str, int]
+
+
+class OffsetStore:
+    def __init__(self) -> None:
+        self._offsets: dict[str, dict[TopicPartition, OffsetCommitRecord]] = {}
+        self._pending: dict[str, Counter[TopicPartition]] = {}
+
+    # -- materialised offsets ---------------------------------------------------------------------
+    def put(self, record: OffsetCommitRecord) -> None:
+        self._offsets.setdefault(record.group_id, {})[(record.topic, record.partition)] = record
+
+    def delete(self, group_id: str, topic: str, partition: int) -> None:
+        offsets = self._offsets.get(group_id)
+        if offsets is None:
+            return
+        offsets.pop((topic, partition), None)
+        if not offsets:
+            del self._offsets[group_id]
+
+    def get(self, group_id: str, topic: str, partition: int) -> OffsetCommitRecord | None:
+        offsets = self._offsets.get(group_id)
+        return None if offsets is None else offsets.get((topic, partition))
+
+    def of_group(self, group_id: str) -> dict[TopicPartition, OffsetCommitRecord]:
+        """The group's committed offsets (a live view: do not mutate)."""
+        return self._offsets.get(group_id, {})
+
+    def has_offsets(self, group_id: str) -> bool:
+        return bool(self._offsets.get(group_id)) or bool(self._pending.get(group_id))
+
+    def group_ids(self) -> Iterator[str]:
+        return iter(list(self._offsets))
+
+    def tombstones_for_group(self, group_id: str) -> list[OffsetTombstone]:
+        return [OffsetTombstone(group_id, t, p) for (t, p) in self.of_group(group_id)]
+
+    def tombstones_for_topics(self, topics: Iterable[str]) -> list[OffsetTombstone]:
+        wanted = set(topics)
+        return [
+            OffsetTombstone(group_id, t, p)
+            for group_id, offsets in self._offsets.items()
+            for (t, p) in offsets
+            if t in wanted
+        ]
+
+    def count(self) -> int:
+        return sum(len(o) for o in self._offsets.values())
+
+    # -- in-flight commits ------------------------------------------------------------------------
+    def begin_pending(self, records: Iterable[OffsetCommitRecord]) -> None:
+        for r in records:
+            self._pending.setdefault(r.group_id, Counter())[(r.topic, r.partition)] += 1
+
+    def end_pending(self, records: Iterable[OffsetCommitRecord]) -> None:
+        for r in records:
+            pending = self._pending.get(r.group_id)
+            if pending is None:
+                continue
+            pending[(r.topic, r.partition)] -= 1
+            if pending[(r.topic, r.partition)] <= 0:
+                del pending[(r.topic, r.partition)]
+            if not pending:
+                del self._pending[r.group_id]
+
+    def has_pending(self, group_id: str) -> bool:
+        return bool(self._pending.get(group_id))
+
+    def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
+        pending = self._pending.get(group_id)
+        return pending is not None and pending[(topic, partition)] > 0

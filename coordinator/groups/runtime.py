@@ -1,0 +1,79 @@
+"""What every part of the group logic shares: injected ports, the groups, the offsets, the phase."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from coordinator.groups.clock import Clock
+from coordinator.groups.config import GroupConfig
+from coordinator.groups.errors import ErrorCode
+from coordinator.groups.group import Group
+from coordinator.groups.offsets import OffsetStore
+from coordinator.groups.timers import KeyedTimers
+
+if TYPE_CHECKING:  # a runtime import would be circular: coordinator.ports imports groups.records
+    from coordinator.ports import RecordLog
+
+__all__ = ["Phase", "Runtime"]
+
+
+class Phase(enum.Enum):
+    LOADING = "loading"
+    """Recovery is replaying the log: group APIs answer COORDINATOR_LOAD_IN_PROGRESS (Kafka §3.4)."""
+    ACTIVE = "active"
+    SHUT_DOWN = "shut_down"
+    """After `shutdown()`: group APIs answer COORDINATOR_NOT_AVAILABLE."""
+
+
+def _uuid4() -> str:
+    return str(uuid.uuid4())
+
+
+class Runtime:
+    def __init__(
+        self,
+        config: GroupConfig,
+        clock: Clock,
+        timers: KeyedTimers,
+        log: RecordLog,
+        new_uuid: Callable[[], str] | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.timers = timers
+        self.log = log
+        self.groups: dict[str, Group] = {}
+        self.offsets = OffsetStore()
+        self.phase = Phase.LOADING
+        self._new_uuid = new_uuid or _uuid4
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    def new_member_id(self, prefix: str) -> str:
+        """Kafka: `client_id-UUID` for dynamic members, `group_instance_id-UUID` for static ones."""
+        return f"{prefix}-{self._new_uuid()}"
+
+    def group(self, group_id: str) -> Group | None:
+        return self.groups.get(group_id)
+
+    def is_current(self, group: Group) -> bool:
+        """False for a group object that was deleted (or replaced) since a timer captured it."""
+        return self.groups.get(group.group_id) is group
+
+    def get_or_create_group(self, group_id: str) -> Group:
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id, self.now_ms())
+        return group
+
+    def phase_error(self) -> ErrorCode | None:
+        """Kafka's common checks: loading -> COORDINATOR_LOAD_IN_PROGRESS, inactive -> NOT_AVAILABLE."""
+        if self.phase is Phase.LOADING:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if self.phase is Phase.SHUT_DOWN:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return None

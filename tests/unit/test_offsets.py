@@ -1,0 +1,241 @@
+"""OffsetCommit, OffsetFetch and OffsetDelete in every state (reference §3.3, §5.4, §5.5, §5.9)."""
+
+from __future__ import annotations
+
+from coordinator.groups import GroupState, OffsetCommitRecord, OffsetTombstone
+from tests.unit.conftest import Harness
+
+NONE = 0
+OFFSET_METADATA_TOO_LARGE = 12
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+ILLEGAL_GENERATION = 22
+INVALID_GROUP_ID = 24
+UNKNOWN_MEMBER_ID = 25
+REBALANCE_IN_PROGRESS = 27
+NON_EMPTY_GROUP = 68
+GROUP_ID_NOT_FOUND = 69
+FENCED_INSTANCE_ID = 82
+GROUP_SUBSCRIBED_TO_TOPIC = 86
+
+
+def _errors(reply) -> list[int]:  # type: ignore[no-untyped-def]
+    return [p["error_code"] for t in reply["topics"] for p in t["partitions"]]
+
+
+def _offset(h: Harness, topic: str = "t", partition: int = 0, group: str = "g") -> int:
+    r = h.fetch({topic: [partition]}, group=group)
+    return int(r["topics"][0]["partitions"][0]["committed_offset"])
+
+
+# -- OffsetCommit --------------------------------------------------------------------------------
+def test_simple_commit_creates_an_offset_only_empty_group(h: Harness) -> None:
+    r = h.commit({("t", 0): 5, ("t", 1): 6, ("u", 0): 7})
+    assert _errors(r) == [NONE, NONE, NONE]
+    assert h.state() is GroupState.EMPTY and h.mgr.group("g").protocol_type is None
+    assert _offset(h, "t", 1) == 6
+    record = h.log.records[0]
+    assert isinstance(record, OffsetCommitRecord) and record.metadata == "m" and record.leader_epoch == 3
+
+
+def test_member_commit_in_empty_group_is_unknown_member(h: Harness) -> None:
+    h.commit({("t", 0): 1})
+    assert _errors(h.commit({("t", 0): 2}, member_id="m", generation=0)) == [UNKNOWN_MEMBER_ID]
+
+
+def test_commit_to_missing_group_with_generation_is_illegal_generation_before_v9(h: Harness) -> None:
+    assert _errors(h.commit({("t", 0): 1}, member_id="m", generation=1, version=8)) == [ILLEGAL_GENERATION]
+    assert _errors(h.commit({("t", 0): 1}, member_id="m", generation=1, version=9)) == [GROUP_ID_NOT_FOUND]
+    assert h.mgr.group("g") is None
+
+
+def test_member_commit_in_preparing_rebalance_is_accepted_and_refreshes_session(h: Harness) -> None:
+    ids = h.stable_group(2)
+    gen = h.generation()
+    h.join(ids[0])
+    h.advance(5_000)
+    assert _errors(h.commit({("t", 0): 9}, member_id=ids[1], generation=gen)) == [NONE]
+    assert h.timers.deadline(f"session:g:{ids[1]}") == h.clock.now_ms() + 10_000
+
+
+def test_member_commit_in_completing_rebalance_is_rebalance_in_progress(h: Harness) -> None:
+    ids = h.stable_group(2)
+    [h.join(m) for m in ids]
+    assert h.state() is GroupState.COMPLETING_REBALANCE
+    assert _errors(h.commit({("t", 0): 1}, member_id=ids[1], generation=h.generation())) == [
+        REBALANCE_IN_PROGRESS
+    ]
+
+
+def test_member_commit_in_stable_is_accepted(h: Harness) -> None:
+    ids = h.stable_group(2)
+    assert _errors(h.commit({("t", 0): 3}, member_id=ids[1], generation=h.generation())) == [NONE]
+    assert _offset(h) == 3
+
+
+def test_simple_commit_to_non_empty_group_is_unknown_member(h: Harness) -> None:
+    h.stable_group(1)
+    assert _errors(h.commit({("t", 0): 3})) == [UNKNOWN_MEMBER_ID]
+
+
+def test_commit_with_stale_generation_or_unknown_member_or_fenced_instance(h: Harness) -> None:
+    ids = h.stable_group(2)
+    gen = h.generation()
+    assert _errors(h.commit({("t", 0): 1}, member_id=ids[1], generation=gen - 1)) == [ILLEGAL_GENERATION]
+    assert _errors(h.commit({("t", 0): 1}, member_id="nobody", generation=gen)) == [UNKNOWN_MEMBER_ID]
+    assert _errors(h.commit({("t", 0): 1}, member_id=ids[1], generation=gen, iid="x")) == [UNKNOWN_MEMBER_ID]
+
+
+def test_commit_from_replaced_static_member_is_fenced(h: Harness) -> None:
+    a = h.join(iid="s")
+    h.settle(a)
+    h.sync(a["member_id"], a["generation_id"], {}, iid="s")
+    h.join(iid="s")
+    errors = _errors(
+        h.commit({("t", 0): 1}, member_id=a["member_id"], generation=a["generation_id"], iid="s")
+    )
+    assert errors == [FENCED_INSTANCE_ID]
+
+
+def test_too_large_metadata_fails_only_that_partition(h: Harness) -> None:
+    big = "x" * 4097
+    r = h.commit({("t", 0): 1}, metadata=big)
+    assert _errors(r) == [OFFSET_METADATA_TOO_LARGE]
+    r = h.commit({("t", 0): 1, ("t", 1): 2}, metadata="ok")
+    assert _errors(r) == [NONE, NONE]
+
+
+def test_null_metadata_is_stored_as_empty_string(h: Harness) -> None:
+    h.commit({("t", 0): 1}, metadata=None)
+    assert h.fetch({"t": [0]})["topics"][0]["partitions"][0]["metadata"] == ""
+
+
+def test_commit_with_empty_group_id_is_invalid(h: Harness) -> None:
+    assert _errors(h.commit({("t", 0): 1}, group="")) == [INVALID_GROUP_ID]
+
+
+def test_commit_while_loading_is_load_in_progress() -> None:
+    h = Harness(loaded=False)
+    assert _errors(h.commit({("t", 0): 1})) == [COORDINATOR_LOAD_IN_PROGRESS]
+
+
+def test_commit_v2_to_v4_with_retention_persists_an_expire_timestamp(h: Harness) -> None:
+    h.commit({("t", 0): 1}, version=2, retention_ms=60_000)
+    h.commit({("t", 1): 1}, version=5, retention_ms=-1)
+    first, second = h.log.of_type(OffsetCommitRecord)
+    assert first.expire_timestamp_ms == first.commit_timestamp_ms + 60_000
+    assert second.expire_timestamp_ms == -1
+
+
+# -- OffsetFetch ---------------------------------------------------------------------------------
+def test_fetch_from_missing_group_returns_minus_one_without_error(h: Harness) -> None:
+    r = h.fetch({"t": [0, 1]}, group="missing")
+    assert r.error == NONE
+    assert r["topics"][0]["partitions"][1] == {
+        "partition_index": 1,
+        "committed_offset": -1,
+        "metadata": "",
+        "error_code": 0,
+        "committed_leader_epoch": -1,
+    }
+
+
+def test_fetch_with_null_topics_returns_every_committed_offset(h: Harness) -> None:
+    h.commit({("t", 1): 5, ("t", 0): 4, ("u", 0): 7})
+    r = h.fetch(None)
+    assert [
+        (t["name"], [(p["partition_index"], p["committed_offset"]) for p in t["partitions"]])
+        for t in r["topics"]
+    ] == [("t", [(0, 4), (1, 5)]), ("u", [(0, 7)])]
+    assert h.fetch(None, group="missing")["topics"] == []
+
+
+def test_fetch_works_in_every_group_state(h: Harness) -> None:
+    ids = h.stable_group(2)
+    gen = h.generation()
+    h.commit({("t", 0): 11}, member_id=ids[0], generation=gen)
+    assert _offset(h) == 11  # Stable
+    h.join(ids[0])
+    assert _offset(h) == 11  # PreparingRebalance
+    h.join(ids[1])
+    assert h.state() is GroupState.COMPLETING_REBALANCE and _offset(h) == 11
+
+
+def test_fetch_v8_batches_groups_each_with_its_own_result(h: Harness) -> None:
+    h.commit({("t", 0): 1}, group="a")
+    req = {
+        "groups": [
+            {"group_id": "a", "topics": None},
+            {"group_id": "", "topics": None},
+            {"group_id": "b", "topics": [{"name": "t", "partition_indexes": [0]}]},
+        ],
+        "require_stable": True,
+    }
+    r = h.call("offset_fetch", req, 8)
+    a, empty, b = r["groups"]
+    assert a["error_code"] == 0 and a["topics"][0]["partitions"][0]["committed_offset"] == 1
+    assert empty["error_code"] == INVALID_GROUP_ID
+    assert b["error_code"] == 0 and b["topics"][0]["partitions"][0]["committed_offset"] == -1
+
+
+def test_fetch_v1_copies_group_error_into_partitions_and_v2_uses_top_level(h: Harness) -> None:
+    v1 = h.call("offset_fetch", {"group_id": "", "topics": [{"name": "t", "partition_indexes": [0]}]}, 1)
+    assert "error_code" not in v1.value and v1["topics"][0]["partitions"][0]["error_code"] == INVALID_GROUP_ID
+    assert "committed_leader_epoch" not in v1["topics"][0]["partitions"][0]
+    v2 = h.call("offset_fetch", {"group_id": "", "topics": None}, 2)
+    assert v2.error == INVALID_GROUP_ID and v2["topics"] == []
+
+
+def test_fetch_require_stable_never_reports_unstable_without_transactions(h: Harness) -> None:
+    h.log.hold = True
+    h.commit({("t", 0): 1})
+    r = h.fetch({"t": [0]}, require_stable=True)
+    assert r.error == NONE and r["topics"][0]["partitions"][0]["error_code"] == NONE
+
+
+# -- OffsetDelete --------------------------------------------------------------------------------
+def _offset_delete(h: Harness, topics: dict[str, list[int]], group: str = "g"):  # type: ignore[no-untyped-def]
+    req = {
+        "group_id": group,
+        "topics": [
+            {"name": t, "partitions": [{"partition_index": p} for p in ps]} for t, ps in topics.items()
+        ],
+    }
+    return h.call("offset_delete", req, 0)
+
+
+def test_offset_delete_in_empty_group_deletes_and_writes_tombstones(h: Harness) -> None:
+    h.commit({("t", 0): 1, ("t", 1): 2})
+    r = _offset_delete(h, {"t": [0, 5]})
+    assert r.error == NONE and _errors(r) == [NONE, NONE]
+    assert h.log.of_type(OffsetTombstone) == [OffsetTombstone("g", "t", 0)]  # only existing offsets
+    assert _offset(h, "t", 0) == -1 and _offset(h, "t", 1) == 2
+
+
+def test_offset_delete_in_stable_consumer_group_refuses_subscribed_topics(h: Harness) -> None:
+    ids = h.stable_group(2)  # subscribed to "t"
+    h.commit({("t", 0): 1, ("other", 0): 2}, member_id=ids[0], generation=h.generation())
+    r = _offset_delete(h, {"t": [0], "other": [0]})
+    assert r.error == NONE and _errors(r) == [GROUP_SUBSCRIBED_TO_TOPIC, NONE]
+    assert _offset(h, "t") == 1 and _offset(h, "other") == -1
+
+
+def test_offset_delete_in_rebalancing_consumer_group_checks_subscriptions(h: Harness) -> None:
+    ids = h.stable_group(2)
+    h.commit({("t", 0): 1}, member_id=ids[0], generation=h.generation())
+    h.join(ids[0])
+    assert h.state() is GroupState.PREPARING_REBALANCE
+    assert _errors(_offset_delete(h, {"t": [0]})) == [GROUP_SUBSCRIBED_TO_TOPIC]
+    h.join(ids[1])
+    assert h.state() is GroupState.COMPLETING_REBALANCE
+    assert _errors(_offset_delete(h, {"t": [0]})) == [GROUP_SUBSCRIBED_TO_TOPIC]
+
+
+def test_offset_delete_in_non_empty_non_consumer_group_is_non_empty_group(h: Harness) -> None:
+    h.stable_group(1, protocol_type="connect")
+    r = _offset_delete(h, {"t": [0]})
+    assert r.error == NON_EMPTY_GROUP and r["topics"] == []
+
+
+def test_offset_delete_for_missing_group_is_group_id_not_found(h: Harness) -> None:
+    assert _offset_delete(h, {"t": [0]}, group="missing").error == GROUP_ID_NOT_FOUND
