@@ -1,0 +1,30 @@
+"""What ApiVersions advertises: api key -> (min, max). The only source of that answer.
+
+Every range here must be defined by the API's request and response schema (a test checks it), so we
+never advertise a version we cannot decode. Ranges are Kafka 3.9's (kafka-group-protocol.md section
+2.1) with one deliberate cap: Fetch stops at 12, because v13+ addresses topics by id and makes clients
+demand topic ids from Metadata.
+"""
+
+SERVED_VERSIONS: dict[int, tuple[int, int]] = {
+    0: (0, 11),  # Produce
+    1: (0, 12),  # Fetch (capped, see above)
+    2: (0, 9),  # ListOffsets
+    3: (0, 12),  # Metadata
+    8: (0, 9),  # OffsetCommit
+    9: (0, 9),  # OffsetFetch
+    10: (0, 6),  # FindCoordinator
+    11: (0, 9),  # JoinGroup
+    12: (0, 4),  # Heartbeat
+    13: (0, 5),  # LeaveGroup
+    14: (0, 5),  # SyncGroup
+    15: (0, 5),  # DescribeGroups
+    16: (0, 5),  # ListGroups
+    18: (0, 4),  # ApiVersions
+    19: (0, 7),  # CreateTopics
+    20: (0, 6),  # DeleteTopics
+    22: (0, 5),  # InitProducerId
+    37: (0, 3),  # CreatePartitions
+    42: (0, 2),  # DeleteGroups
+    47: (0, 0),  # OffsetDelete
+}

@@ -1,0 +1,202 @@
+"""Size-prefixed frames and the request/response headers around message bodies.
+
+Request header v1 = api_key, api_version, correlation_id, client_id; v2 adds a tagged-field section.
+The client_id stays a legacy INT16-length nullable string even in v2, so any server can read the
+header of an ApiVersions request of a version it does not know (RequestHeader.json,
+"flexibleVersions": "none" on ClientId). ApiVersions responses always use header v0 (KIP-511,
+ApiMessageTypeGenerator special-cases key 18) so a client can parse the fallback answer.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.errors import DecodeError, FrameTooLarge, UnsupportedVersion
+from protocol.schema import Schema, codec_for
+from protocol.types import decode_uvarint, encode_uvarint
+
+DEFAULT_MAX_FRAME_BYTES = 104857600  # Kafka's socket.request.max.bytes
+API_VERSIONS_KEY = 18
+
+_SIZE = struct.Struct(">i")
+_REQUEST_HEAD = struct.Struct(">hhi")
+_CLIENT_ID_LEN = struct.Struct(">h")
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DecodeError",
+    "FrameSplitter",
+    "FrameTooLarge",
+    "RequestHeader",
+    "UnsupportedVersion",
+    "decode_request",
+    "decode_request_header",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "request_header_version",
+    "response_header_version",
+]
+
+
+class FrameSplitter:
+    """Cuts a byte stream, fed in arbitrary chunks, into frame payloads."""
+
+    __slots__ = ("_buffer", "max_frame_bytes")
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buffer = self._buffer
+        buffer += data
+        frames: list[bytes] = []
+        start = 0
+        end = len(buffer)
+        while end - start >= 4:
+            (size,) = _SIZE.unpack_from(buffer, start)
+            if size < 0:
+                raise DecodeError(None, None, "size", f"negative frame size {size}")
+            if size > self.max_frame_bytes:
+                raise FrameTooLarge(None, None, "size", f"frame of {size} bytes exceeds {self.max_frame_bytes}")
+            if end - start - 4 < size:
+                break
+            frames.append(bytes(buffer[start + 4 : start + 4 + size]))
+            start += 4 + size
+        if start:
+            del buffer[:start]
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for a frame not yet complete."""
+        return len(self._buffer)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    request_api_key: int
+    request_api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def _request_schemas() -> dict[int, Schema]:
+    from protocol.messages import REQUEST_SCHEMAS  # the registry imports every message module
+
+    return REQUEST_SCHEMAS
+
+
+def _response_schemas() -> dict[int, Schema]:
+    from protocol.messages import RESPONSE_SCHEMAS
+
+    return RESPONSE_SCHEMAS
+
+
+def _flexible(schema: Schema, api_version: int) -> bool:
+    return schema.flexible_since is not None and api_version >= schema.flexible_since
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    schema = _request_schemas().get(api_key)
+    return 2 if schema is not None and _flexible(schema, api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    schema = _response_schemas().get(api_key)
+    return 1 if schema is not None and _flexible(schema, api_version) else 0
+
+
+def decode_request_header(payload: bytes, flexible: bool) -> tuple[RequestHeader, int]:
+    """(header, offset of the body)."""
+    try:
+        api_key, api_version, correlation_id = _REQUEST_HEAD.unpack_from(payload)
+        (length,) = _CLIENT_ID_LEN.unpack_from(payload, 8)
+        pos = 10
+        client_id = None
+        if length >= 0:
+            client_id = bytes(payload[pos : pos + length]).decode()
+            if len(client_id.encode()) != length:
+                raise ValueError("client_id truncated")
+            pos += length
+        elif length != -1:
+            raise ValueError(f"negative client_id length {length}")
+        if flexible:
+            pos = _skip_tags(payload, pos)
+    except (struct.error, IndexError, ValueError) as exc:
+        raise DecodeError(None, None, "request header", str(exc)) from None
+    return RequestHeader(api_key, api_version, correlation_id, client_id), pos
+
+
+def _skip_tags(payload: bytes, pos: int) -> int:
+    count, pos = decode_uvarint(payload, pos)
+    for _ in range(count):
+        _tag, pos = decode_uvarint(payload, pos)
+        size, pos = decode_uvarint(payload, pos)
+        pos += size
+        if pos > len(payload):
+            raise ValueError("header tagged field runs past the end")
+    return pos
+
+
+def decode_request(payload: bytes) -> tuple[RequestHeader, dict[str, Any]]:
+    """Header and body of a request frame's payload; UnsupportedVersion for what we do not define."""
+    if len(payload) < 8:
+        raise DecodeError(None, None, "request header", "shorter than 8 bytes")
+    api_key, api_version, correlation_id = _REQUEST_HEAD.unpack_from(payload)
+    schema = _request_schemas().get(api_key)
+    if schema is None or schema.versions is None or api_version not in schema.versions:
+        raise UnsupportedVersion(api_key, api_version, correlation_id)
+    header, pos = decode_request_header(payload, _flexible(schema, api_version))
+    try:
+        body = codec_for(schema, api_version).parse(payload[pos:])
+    except DecodeError as exc:
+        exc.api_key, exc.api_version = api_key, api_version
+        raise
+    return header, body
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any]) -> bytes:
+    """A complete size-prefixed response frame."""
+    encoded = codec_for(_response_schemas()[api_key], api_version).build(body)
+    tags = b"\x00" if response_header_version(api_key, api_version) == 1 else b""
+    size = 4 + len(tags) + len(encoded)
+    return b"".join((_SIZE.pack(size), _SIZE.pack(correlation_id), tags, encoded))
+
+
+def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int, dict[str, Any]]:
+    """(correlation_id, body) of a response frame's payload (without its size prefix)."""
+    try:
+        (correlation_id,) = _SIZE.unpack_from(payload)
+        pos = 4
+        if response_header_version(api_key, api_version) == 1:
+            pos = _skip_tags(payload, pos)
+    except (struct.error, IndexError, ValueError) as exc:
+        raise DecodeError(api_key, api_version, "response header", str(exc)) from None
+    return correlation_id, codec_for(_response_schemas()[api_key], api_version).parse(payload[pos:])
+
+
+def encode_request(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    body: Mapping[str, Any],
+    client_id: str | None = "kcoord",
+) -> bytes:
+    """A complete size-prefixed request frame (clients, tests and benchmarks)."""
+    schema = _request_schemas()[api_key]
+    encoded = codec_for(schema, api_version).build(body)
+    if client_id is None:
+        client = _CLIENT_ID_LEN.pack(-1)
+    else:
+        raw = client_id.encode()
+        client = _CLIENT_ID_LEN.pack(len(raw)) + raw
+    tags = encode_uvarint(0) if _flexible(schema, api_version) else b""
+    payload = b"".join((_REQUEST_HEAD.pack(api_key, api_version, correlation_id), client, tags, encoded))
+    return _SIZE.pack(len(payload)) + payload

@@ -1,0 +1,118 @@
+"""`__consumer_offsets` record keys and values (apache/kafka group-coordinator/src/main/resources/
+common/message/{OffsetCommitKey,OffsetCommitValue,GroupMetadataKey,GroupMetadataValue}.json).
+
+Every key and value is an INT16 version followed by the struct. The *key* version tells the record
+type: 0 and 1 are an offset commit (identical layouts; Kafka writes 1), 2 is classic group metadata,
+3+ are KIP-848 / share-group records we do not read. Value v4 is the flexible form of v3.
+Writers: Kafka writes OffsetCommitValue v3 (v1 when the commit carried an explicit retention) and
+GroupMetadataValue v3.
+"""
+
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+from protocol.errors import DecodeError
+from protocol.schema import Field, Schema, array, codec_for
+from protocol.types import BYTES, INT32, INT64, NULLABLE_STRING, STRING
+
+OFFSET_COMMIT_KEY = Schema(
+    "OffsetCommitKey",
+    versions=range(0, 2),
+    fields=(
+        Field("group", STRING),
+        Field("topic", STRING),
+        Field("partition", INT32),
+    ),
+)
+
+OFFSET_COMMIT_VALUE = Schema(
+    "OffsetCommitValue",
+    versions=range(0, 5), flexible_since=4,
+    fields=(
+        Field("offset", INT64),
+        Field("leader_epoch", INT32, since=3, default=-1),
+        Field("metadata", STRING),
+        Field("commit_timestamp", INT64),
+        Field("expire_timestamp", INT64, since=1, until=1, default=-1),
+    ),
+)
+
+GROUP_METADATA_KEY = Schema(
+    "GroupMetadataKey",
+    versions=range(2, 3),
+    fields=(
+        Field("group", STRING),
+    ),
+)
+
+MEMBER_METADATA = Schema(
+    "MemberMetadata",
+    fields=(
+        Field("member_id", STRING),
+        Field("group_instance_id", NULLABLE_STRING, since=3, default=None),
+        Field("client_id", STRING),
+        Field("client_host", STRING),
+        # v0 has no rebalance timeout: readers use the session timeout instead.
+        Field("rebalance_timeout", INT32, since=1, default=-1),
+        Field("session_timeout", INT32),
+        Field("subscription", BYTES),  # the member's metadata for the selected protocol only
+        Field("assignment", BYTES),
+    ),
+)
+
+GROUP_METADATA_VALUE = Schema(
+    "GroupMetadataValue",
+    versions=range(0, 5), flexible_since=4,
+    fields=(
+        Field("protocol_type", STRING),
+        Field("generation", INT32),
+        Field("protocol", NULLABLE_STRING),
+        Field("leader", NULLABLE_STRING),
+        Field("current_state_timestamp", INT64, since=2, default=-1),
+        Field("members", array(MEMBER_METADATA)),
+    ),
+)
+
+OFFSET_COMMIT_KEY_VERSION = 1  # what Kafka writes
+GROUP_METADATA_KEY_VERSION = 2
+OFFSET_COMMIT_VALUE_VERSION = 3
+GROUP_METADATA_VALUE_VERSION = 3
+
+KEY_SCHEMAS: dict[int, Schema] = {0: OFFSET_COMMIT_KEY, 1: OFFSET_COMMIT_KEY, 2: GROUP_METADATA_KEY}
+# key schema -> the value schema stored under it
+VALUE_SCHEMAS: dict[str, Schema] = {
+    OFFSET_COMMIT_KEY.name: OFFSET_COMMIT_VALUE,
+    GROUP_METADATA_KEY.name: GROUP_METADATA_VALUE,
+}
+
+_VERSION = struct.Struct(">h")
+
+
+def encode_versioned(schema: Schema, version: int, message: Mapping[str, Any]) -> bytes:
+    """INT16 version + struct: the layout of every `__consumer_offsets` key and value."""
+    return _VERSION.pack(version) + codec_for(schema, version).build(message)
+
+
+def decode_key(data: bytes) -> tuple[Schema | None, dict[str, Any]]:
+    """Return (key schema, fields); (None, {}) for key versions we do not read (KIP-848 and later)."""
+    version = _read_version(data, "key")
+    schema = KEY_SCHEMAS.get(version)
+    if schema is None:
+        return None, {}
+    return schema, dict(codec_for(schema, version).parse(bytes(data[_VERSION.size :])))
+
+
+def decode_value(schema: Schema, data: bytes) -> tuple[int, dict[str, Any]]:
+    """Return (value version, fields) of a value stored under a key of the given schema's type."""
+    version = _read_version(data, "value")
+    if schema.versions is None or version not in schema.versions:
+        raise DecodeError(None, version, "version", f"{schema.name}: unknown version {version}")
+    return version, dict(codec_for(schema, version).parse(bytes(data[_VERSION.size :])))
+
+
+def _read_version(data: bytes, what: str) -> int:
+    if len(data) < _VERSION.size:
+        raise DecodeError(None, None, "version", f"record {what} of {len(data)} bytes has no version")
+    (version,) = _VERSION.unpack_from(data)
+    return int(version)

@@ -1,0 +1,48 @@
+"""The registry and the ApiVersions table agree with the schemas."""
+
+from protocol.schema import codec_for
+
+from protocol.api_versions_table import SERVED_VERSIONS
+from protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
+
+
+def test_every_served_version_is_defined_for_request_and_response() -> None:
+    for api_key, (low, high) in SERVED_VERSIONS.items():
+        assert low <= high
+        for version in range(low, high + 1):
+            assert version in REQUEST_SCHEMAS[api_key].versions, (api_key, version)
+            assert version in RESPONSE_SCHEMAS[api_key].versions, (api_key, version)
+
+
+def test_every_defined_api_is_served_over_its_whole_range() -> None:
+    assert set(SERVED_VERSIONS) == set(REQUEST_SCHEMAS) == set(RESPONSE_SCHEMAS)
+    for api_key, schema in REQUEST_SCHEMAS.items():
+        assert SERVED_VERSIONS[api_key] == (schema.versions[0], schema.versions[-1])
+        assert RESPONSE_SCHEMAS[api_key].versions == schema.versions
+        assert RESPONSE_SCHEMAS[api_key].flexible_since == schema.flexible_since
+        assert schema.name.endswith("Request") and RESPONSE_SCHEMAS[api_key].name.endswith("Response")
+
+
+def test_group_apis_keep_librdkafka_non_flexible_versions() -> None:
+    """librdkafka caps JoinGroup 5, SyncGroup 3, Heartbeat 3, LeaveGroup 1, FindCoordinator 2
+    (kafka-group-protocol.md section 10, row 3): they must be served, non-flexible."""
+    for api_key, version in {11: 5, 14: 3, 12: 3, 13: 1, 10: 2}.items():
+        low, high = SERVED_VERSIONS[api_key]
+        assert low <= version <= high
+        assert REQUEST_SCHEMAS[api_key].flexible_since > version
+
+
+def test_an_empty_mapping_encodes_as_all_defaults() -> None:
+    """Architecture contract: a missing key means the field's default, and decoding yields every field."""
+    for schemas in (REQUEST_SCHEMAS, RESPONSE_SCHEMAS):
+        for schema in schemas.values():
+            for version in schema.versions:
+                decoded = codec_for(schema, version).parse(codec_for(schema, version).build({}))
+                assert decoded == {field.name: field.default for field in schema.fields}, (
+                    schema.name,
+                    version,
+                )
+
+
+def test_fetch_is_capped_below_topic_ids() -> None:
+    assert SERVED_VERSIONS[1][1] == 12
