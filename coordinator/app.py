@@ -1,0 +1,197 @@
+"""The server's lifecycle in named phases: `startup()` (open storage, recover, bind), `serve()`, `shutdown()`.
+
+The listener opens only after storage recovery has replayed every record into the group manager and
+the topic registry, so a client never sees half-loaded state. Shutdown stops accepting, answers or
+fails what is in flight (parked JoinGroup/SyncGroup get NOT_COORDINATOR, parked fetches answer
+empty), waits up to `shutdown_timeout_s` for durable writes to be acknowledged, then closes the log
+(flush, fsync, snapshot, unlock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import resource
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import storage
+from coordinator.config import Config, HostPort
+from coordinator.groups.manager import GroupManager
+from coordinator.persistence import Replayer, StorageRecordLog, storage_config
+from coordinator.server.apis import served_versions
+from coordinator.server.connection import Connection
+from coordinator.server.context import DelayedResponses, ServerContext
+from coordinator.server.timers import AsyncioTimers, SystemClock
+from coordinator.topics import TopicRegistry
+from protocol.api_versions_table import SERVED_VERSIONS
+
+__all__ = ["App", "raise_open_files_limit", "run"]
+
+log = logging.getLogger("kcoord.app")
+
+
+class App:
+    """One coordinator process: storage, group manager, topic registry and listener."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.connections: set[Connection] = set()
+        self._server: asyncio.Server | None = None
+        self._log: Any = None
+        self._timers: AsyncioTimers | None = None
+        self.ctx: ServerContext | None = None
+        self.bound: HostPort | None = None
+
+    async def startup(self) -> None:
+        """Recover storage into memory, then bind the listener (in that order)."""
+        loop = asyncio.get_running_loop()
+        self._timers = AsyncioTimers(loop)
+        record_log = StorageRecordLog()
+        manager = GroupManager(self.config.group_config(), SystemClock(), self._timers, record_log)
+        topics = TopicRegistry(record_log)
+        replayer = Replayer(manager, topics)
+        started = time.monotonic()
+        self._log = await storage.Log.open(self.config.data_dir, storage_config(self.config), replayer.apply)
+        record_log.attach(self._log)
+        replayer.finish()
+        manager.on_loaded()
+        log.info(
+            "recovered data_dir=%s %s topics=%d seconds=%.3f",
+            self.config.data_dir,
+            replayer.summary(),
+            len(topics.all()),
+            time.monotonic() - started,
+        )
+        await self._bind(loop, manager, topics)
+
+    async def _bind(
+        self, loop: asyncio.AbstractEventLoop, manager: GroupManager, topics: TopicRegistry
+    ) -> None:
+        listen = self.config.listen
+        # The context needs the advertised address, which depends on the bound port (port 0 = any):
+        # bind without serving, build the context, then start accepting.
+        self._server = await loop.create_server(
+            self._new_connection,
+            listen.host,
+            listen.port,
+            backlog=4096,
+            reuse_address=True,
+            start_serving=False,
+        )
+        port = self._server.sockets[0].getsockname()[1]
+        self.bound = HostPort(listen.host, port)
+        advertised = self.config.advertised_listener or HostPort(
+            "127.0.0.1" if listen.host in ("0.0.0.0", "::", "") else listen.host, port
+        )
+        self.ctx = ServerContext(
+            config=self.config,
+            manager=manager,
+            topics=topics,
+            advertised=advertised,
+            delayed=DelayedResponses(loop),
+            served=served_versions(dict(SERVED_VERSIONS)),
+        )
+        await self._server.start_serving()
+        log.info(
+            "listening on %s:%d advertised=%s node_id=%d", listen.host, port, advertised, self.config.node_id
+        )
+
+    def _new_connection(self) -> Connection:
+        assert self.ctx is not None, "connection accepted before the context was built"
+        return Connection(self.ctx, self.connections)
+
+    async def shutdown(self) -> None:
+        """Stop accepting, settle in-flight requests, close the log with a snapshot."""
+        ctx = self.ctx
+        if self._server is not None:
+            self._server.close()
+        if ctx is not None:
+            ctx.shutting_down = True
+            for conn in list(self.connections):
+                conn.drain()
+            ctx.manager.shutdown()
+            ctx.delayed.fire_all()
+            await self._settle(self.config.shutdown_timeout_s)
+        for conn in list(self.connections):
+            conn.close()
+        if self._timers is not None:
+            self._timers.cancel_all()
+        log_, self._log = self._log, None
+        if log_ is not None:
+            await log_.close()  # a StorageError here reaches _main: exit code 1
+            log.info("storage closed (flushed, fsynced, snapshot written)")
+
+    async def _settle(self, timeout_s: float) -> None:
+        """Wait (bounded) until every received request has been answered; durable writes finish first."""
+        deadline = time.monotonic() + timeout_s
+        while any(conn.in_flight for conn in self.connections):
+            if time.monotonic() >= deadline:
+                pending = sum(conn.in_flight for conn in self.connections)
+                log.warning("shutdown: %d requests still unanswered after %.1fs, closing", pending, timeout_s)
+                return
+            await asyncio.sleep(0.01)
+
+
+def raise_open_files_limit() -> None:
+    """Soft RLIMIT_NOFILE -> hard limit, so thousands of client connections fit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError) as exc:
+        log.warning("could not raise the open files limit from %d to %d: %s", soft, target, exc)
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+async def _main(config: Config) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    interrupts = 0
+
+    def on_signal(signum: int) -> None:
+        nonlocal interrupts
+        interrupts += signum == signal.SIGINT
+        if interrupts > 1:  # a second Ctrl-C forces the exit, whatever shutdown is waiting for
+            log.error("second SIGINT: exiting without a clean shutdown")
+            logging.shutdown()
+            os._exit(130)
+        log.info("received %s: shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal, signum)
+    app = App(config)
+    try:
+        await app.startup()
+    except (storage.StorageError, OSError) as exc:  # e.g. data dir locked, listen address in use
+        log.error("startup failed: %s", exc)
+        await app.shutdown()
+        return 1
+    await stop.wait()
+    try:
+        await app.shutdown()
+    except storage.StorageError as exc:
+        log.error("shutdown could not close the log cleanly: %s", exc)
+        return 1
+    log.info("stopped")
+    return 0
+
+
+def run(config: Config) -> int:
+    """Run the server until SIGTERM/SIGINT; the exit code."""
+    raise_open_files_limit()
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(_main(config))

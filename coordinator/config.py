@@ -1,0 +1,180 @@
+"""Server configuration: one frozen dataclass, filled from command-line flags and `KCOORD_*` env vars.
+
+Every setting is named after the Kafka broker setting it mirrors and defaults to Kafka's value
+(`group.initial.rebalance.delay.ms` -> `--group-initial-rebalance-delay-ms` /
+`KCOORD_GROUP_INITIAL_REBALANCE_DELAY_MS` / `group_initial_rebalance_delay_ms`).
+Precedence: flag > environment > default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from coordinator.groups.config import GroupConfig
+
+__all__ = ["Config", "HostPort", "add_serve_arguments", "config_from_args", "parse_host_port"]
+
+ENV_PREFIX = "KCOORD_"
+FsyncPolicy = Literal["always", "interval", "never"]
+LogFormat = Literal["text", "json"]
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything `kcoord serve` needs. Defaults are Kafka's (see `docs/kafka-group-protocol.md` §8.6)."""
+
+    listen: HostPort = HostPort("0.0.0.0", 9092)  # listeners=PLAINTEXT://0.0.0.0:9092
+    # advertised.listeners: what Metadata/FindCoordinator return. None = the bound listen address,
+    # with 0.0.0.0 replaced by 127.0.0.1 (a client cannot connect to the wildcard address).
+    advertised_listener: HostPort | None = None
+    data_dir: Path = Path("./data")  # log.dirs
+    node_id: int = 0  # node.id / broker.id
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_max_size: int | None = None  # Kafka: Integer.MAX_VALUE = unbounded
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600_000
+    auto_create_topics: bool = True  # auto.create.topics.enable
+    num_partitions: int = 1  # num.partitions, for auto-created topics and CreateTopics with -1
+    fsync: FsyncPolicy = "always"
+    log_level: str = "INFO"
+    log_format: LogFormat = "text"
+    # socket.request.max.bytes: a bigger frame closes the connection.
+    socket_request_max_bytes: int = 104_857_600
+    # How long shutdown waits for in-flight requests (parked joins are answered at once).
+    shutdown_timeout_s: float = 10.0
+    cluster_id: str = "kcoord"
+
+    def group_config(self) -> GroupConfig:
+        """The subset the pure group logic needs."""
+        return GroupConfig(
+            group_initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+            group_min_session_timeout_ms=self.group_min_session_timeout_ms,
+            group_max_session_timeout_ms=self.group_max_session_timeout_ms,
+            group_max_size=self.group_max_size,
+            offsets_retention_ms=self.offsets_retention_minutes * 60_000,
+            offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
+        )
+
+
+def parse_host_port(text: str) -> HostPort:
+    """`host:port`, `[v6]:port` or `:port` (all interfaces)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected host:port, got {text!r}")
+    host = host.strip("[]") or "0.0.0.0"
+    return HostPort(host, int(port))
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
+# (flag, parser, help). The dataclass field is the flag without dashes, the env var is KCOORD_ + it.
+_OPTIONS: tuple[tuple[str, object, str], ...] = (
+    ("--listen", parse_host_port, "host:port to bind (listeners), default 0.0.0.0:9092; port 0 = any"),
+    ("--advertised-listener", parse_host_port, "host:port returned to clients (advertised.listeners)"),
+    ("--data-dir", Path, "directory of the durable log (log.dirs), default ./data"),
+    ("--node-id", _non_negative_int, "broker id returned in Metadata/FindCoordinator, default 0"),
+    ("--group-initial-rebalance-delay-ms", _non_negative_int, "default 3000"),
+    ("--group-min-session-timeout-ms", _non_negative_int, "default 6000"),
+    ("--group-max-session-timeout-ms", _non_negative_int, "default 1800000"),
+    ("--group-max-size", _positive_int, "default unbounded"),
+    ("--offsets-retention-minutes", _positive_int, "default 10080 (7 days)"),
+    ("--offsets-retention-check-interval-ms", _positive_int, "default 600000"),
+    ("--auto-create-topics", _parse_bool, "auto.create.topics.enable, default true"),
+    ("--num-partitions", _positive_int, "partitions of auto-created topics, default 1"),
+    ("--fsync", str, "always|interval|never, default always"),
+    ("--log-level", str, "DEBUG|INFO|WARNING|ERROR, default INFO"),
+    ("--log-format", str, "text|json, default text"),
+)
+_CHOICES = {"fsync": ("always", "interval", "never"), "log_format": ("text", "json")}
+_METAVARS: dict[object, str] = {parse_host_port: "HOST:PORT", Path: "DIR", _parse_bool: "true|false"}
+
+
+def _field_name(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one flag per `Config` setting; absent flags stay None so env/defaults apply."""
+    for flag, parse, help_text in _OPTIONS:
+        name = _field_name(flag)
+        env = ENV_PREFIX + name.upper()
+        metavar = _METAVARS.get(parse) or ("|".join(_CHOICES[name]) if name in _CHOICES else "N")
+        if parse is str and name not in _CHOICES:
+            metavar = "LEVEL"
+        parser.add_argument(
+            flag,
+            type=parse,
+            default=None,
+            metavar=metavar,
+            help=f"{help_text} [env {env}]",  # type: ignore[arg-type]
+        )
+
+
+def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Config:
+    """Build the `Config`: flag if given, else `KCOORD_<NAME>` if set, else the Kafka default."""
+    env = os.environ if env is None else env
+    values: dict[str, object] = {}
+    for flag, parse, _ in _OPTIONS:
+        name = _field_name(flag)
+        value = getattr(args, name, None)
+        if value is None and (raw := env.get(ENV_PREFIX + name.upper())) not in (None, ""):
+            try:
+                value = parse(raw)  # type: ignore[operator]
+            except (argparse.ArgumentTypeError, ValueError) as exc:
+                raise SystemExit(f"kcoord: bad {ENV_PREFIX + name.upper()}={raw!r}: {exc}") from None
+        if value is not None:
+            values[name] = value
+    _check_choices(values)
+    values["log_level"] = str(values.get("log_level", "INFO")).upper()
+    return dataclasses.replace(Config(), **values)  # type: ignore[arg-type]
+
+
+def _check_choices(values: Mapping[str, object]) -> None:
+    for name, allowed in _CHOICES.items():
+        if name in values and values[name] not in allowed:
+            raise SystemExit(f"kcoord: --{name.replace('_', '-')} must be one of {', '.join(allowed)}")
+
+
+def parse_serve_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Config:
+    """Convenience for tests: parse `serve` flags alone."""
+    parser = argparse.ArgumentParser(prog="kcoord serve")
+    add_serve_arguments(parser)
+    return config_from_args(parser.parse_args(list(argv)), env)

@@ -1,0 +1,371 @@
+"""Domain records <-> storage records, the `RecordLog` adapter over `storage.Log`, and replay.
+
+Storage record types (the log's user owns 0-0x7F):
+* 0 OffsetCommit: key = OffsetCommitKey v1, value = OffsetCommitValue v3 (v1 when the commit carried
+  an explicit expire timestamp), as Kafka writes them to `__consumer_offsets`;
+* 1 GroupMetadata: key = GroupMetadataKey v2, value = GroupMetadataValue v3;
+* 4 Topic: the topic registry's own record (`coordinator/topics/records.py`).
+Every key and value starts with its INT16 version; a None value is a tombstone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import storage
+from coordinator.config import Config
+from coordinator.groups.manager import GroupManager
+from coordinator.groups.records import (
+    GroupMetadataRecord,
+    GroupTombstone,
+    LogRecord,
+    MemberRecord,
+    OffsetCommitRecord,
+    OffsetTombstone,
+)
+from coordinator.ports import OnDone
+from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone
+from coordinator.topics.records import (
+    TOPIC_RECORD_TYPE,
+    decode_topic_key,
+    decode_topic_value,
+    encode_topic_key,
+    encode_topic_value,
+)
+from protocol.messages import records as schemas
+from protocol.messages.records import decode_key, decode_value, encode_versioned
+
+__all__ = [
+    "GROUP_METADATA_TYPE",
+    "OFFSET_COMMIT_TYPE",
+    "Replayer",
+    "StorageRecordLog",
+    "from_storage",
+    "render",
+    "storage_config",
+    "to_storage",
+]
+
+log = logging.getLogger("kcoord.persistence")
+
+OFFSET_COMMIT_TYPE = 0
+GROUP_METADATA_TYPE = 1
+AnyRecord = LogRecord | TopicRecord | TopicTombstone
+
+
+def storage_config(config: Config) -> Any:
+    """The storage settings the coordinator controls (`--fsync`)."""
+    return storage.LogConfig(fsync_policy=config.fsync)
+
+
+# -- encoding ---------------------------------------------------------------------------------------
+# Offset commits are the hot record (every commit, every replay), so OffsetCommitKey v1 and
+# OffsetCommitValue v3 have hand-written struct codecs; tests/server/test_persistence.py checks them
+# byte for byte against protocol's schemas. Everything else goes through the schemas.
+_H = struct.Struct(">h")
+_KEY_HEAD = struct.Struct(">hh")  # version, group length
+_KEY_TAIL = struct.Struct(">i")  # partition
+_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader_epoch, metadata length
+_V3_TAIL = struct.Struct(">q")  # commit_timestamp
+_SHORT_MAX = 0x7FFF
+
+
+def _offset_key(group_id: str, topic: str, partition: int) -> bytes:
+    group, name = group_id.encode(), topic.encode()
+    if len(group) > _SHORT_MAX or len(name) > _SHORT_MAX:  # let the schema codec report it
+        fields = {"group": group_id, "topic": topic, "partition": partition}
+        return encode_versioned(schemas.OFFSET_COMMIT_KEY, schemas.OFFSET_COMMIT_KEY_VERSION, fields)
+    return b"".join(
+        (_KEY_HEAD.pack(1, len(group)), group, _H.pack(len(name)), name, _KEY_TAIL.pack(partition))
+    )
+
+
+def _group_key(group_id: str) -> bytes:
+    version = schemas.GROUP_METADATA_KEY_VERSION
+    return encode_versioned(schemas.GROUP_METADATA_KEY, version, {"group": group_id})
+
+
+def _offset_value(r: OffsetCommitRecord) -> bytes:
+    if r.expire_timestamp_ms != -1:  # Kafka writes v1 only for commits with an explicit retention
+        fields = {
+            "offset": r.offset,
+            "metadata": r.metadata,
+            "commit_timestamp": r.commit_timestamp_ms,
+            "expire_timestamp": r.expire_timestamp_ms,
+        }
+        return encode_versioned(schemas.OFFSET_COMMIT_VALUE, 1, fields)
+    metadata = r.metadata.encode()
+    if len(metadata) > _SHORT_MAX:
+        fields = {
+            "offset": r.offset,
+            "leader_epoch": r.leader_epoch,
+            "metadata": r.metadata,
+            "commit_timestamp": r.commit_timestamp_ms,
+        }
+        return encode_versioned(schemas.OFFSET_COMMIT_VALUE, schemas.OFFSET_COMMIT_VALUE_VERSION, fields)
+    head = _V3_HEAD.pack(3, r.offset, r.leader_epoch, len(metadata))
+    return b"".join((head, metadata, _V3_TAIL.pack(r.commit_timestamp_ms)))
+
+
+def _group_value(r: GroupMetadataRecord) -> bytes:
+    members = [
+        {
+            "member_id": m.member_id,
+            "group_instance_id": m.group_instance_id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "rebalance_timeout": m.rebalance_timeout_ms,
+            "session_timeout": m.session_timeout_ms,
+            "subscription": m.subscription,
+            "assignment": m.assignment,
+        }
+        for m in r.members
+    ]
+    fields = {
+        "protocol_type": r.protocol_type,
+        "generation": r.generation_id,
+        "protocol": r.protocol_name,
+        "leader": r.leader_id,
+        "current_state_timestamp": r.current_state_timestamp_ms,
+        "members": members,
+    }
+    return encode_versioned(schemas.GROUP_METADATA_VALUE, schemas.GROUP_METADATA_VALUE_VERSION, fields)
+
+
+def to_storage(record: AnyRecord) -> storage.Record:
+    """One domain record as a storage record."""
+    match record:
+        case OffsetCommitRecord():
+            key = _offset_key(record.group_id, record.topic, record.partition)
+            return storage.Record(OFFSET_COMMIT_TYPE, key, _offset_value(record))
+        case OffsetTombstone():
+            return storage.Record(
+                OFFSET_COMMIT_TYPE, _offset_key(record.group_id, record.topic, record.partition), None
+            )
+        case GroupMetadataRecord():
+            return storage.Record(GROUP_METADATA_TYPE, _group_key(record.group_id), _group_value(record))
+        case GroupTombstone():
+            return storage.Record(GROUP_METADATA_TYPE, _group_key(record.group_id), None)
+        case TopicRecord():
+            return storage.Record(
+                TOPIC_RECORD_TYPE, encode_topic_key(record.name), encode_topic_value(record)
+            )
+        case TopicTombstone():
+            return storage.Record(TOPIC_RECORD_TYPE, encode_topic_key(record.name), None)
+    raise TypeError(f"not a domain record: {record!r}")
+
+
+# -- decoding ---------------------------------------------------------------------------------------
+def _fast_offset(key: bytes, value: bytes | None) -> LogRecord | None:
+    """OffsetCommitKey v0/v1 with value v3 (or a tombstone) by struct; None = use the schemas."""
+    version, group_len = _KEY_HEAD.unpack_from(key)
+    if version not in (0, 1):
+        return None
+    pos = _KEY_HEAD.size + group_len
+    group = key[_KEY_HEAD.size : pos].decode()
+    (topic_len,) = _H.unpack_from(key, pos)
+    pos += _H.size
+    topic = key[pos : pos + topic_len].decode()
+    (partition,) = _KEY_TAIL.unpack_from(key, pos + topic_len)
+    if pos + topic_len + _KEY_TAIL.size != len(key) or group_len < 0 or topic_len < 0:
+        return None  # not the layout we expect: the schema codec will say what is wrong
+    if value is None:
+        return OffsetTombstone(group, topic, partition)
+    if len(value) < _V3_HEAD.size or _H.unpack_from(value)[0] != 3:
+        return None
+    _, offset, leader_epoch, meta_len = _V3_HEAD.unpack_from(value)
+    end = _V3_HEAD.size + meta_len
+    if meta_len < 0 or end + _V3_TAIL.size != len(value):
+        return None
+    metadata = value[_V3_HEAD.size : end].decode()
+    (commit_timestamp,) = _V3_TAIL.unpack_from(value, end)
+    return OffsetCommitRecord(group, topic, partition, offset, leader_epoch, metadata, commit_timestamp)
+
+
+def _offset_from_storage(k: dict[str, Any], value: bytes | None) -> LogRecord:
+    if value is None:
+        return OffsetTombstone(k["group"], k["topic"], k["partition"])
+    _, v = decode_value(schemas.OFFSET_COMMIT_VALUE, value)
+    return OffsetCommitRecord(
+        group_id=k["group"],
+        topic=k["topic"],
+        partition=k["partition"],
+        offset=v["offset"],
+        leader_epoch=v["leader_epoch"],
+        metadata=v["metadata"] or "",
+        commit_timestamp_ms=v["commit_timestamp"],
+        expire_timestamp_ms=v["expire_timestamp"],
+    )
+
+
+def _group_from_storage(k: dict[str, Any], value: bytes | None) -> LogRecord:
+    if value is None:
+        return GroupTombstone(k["group"])
+    version, v = decode_value(schemas.GROUP_METADATA_VALUE, value)
+    members = tuple(
+        MemberRecord(
+            member_id=m["member_id"],
+            group_instance_id=m["group_instance_id"],
+            client_id=m["client_id"],
+            client_host=m["client_host"],
+            # v0 has no rebalance timeout: Kafka uses the session timeout.
+            rebalance_timeout_ms=m["rebalance_timeout"] if version >= 1 else m["session_timeout"],
+            session_timeout_ms=m["session_timeout"],
+            subscription=m["subscription"],
+            assignment=m["assignment"],
+        )
+        for m in v["members"]
+    )
+    return GroupMetadataRecord(
+        group_id=k["group"],
+        protocol_type=v["protocol_type"] or "",
+        generation_id=v["generation"],
+        protocol_name=v["protocol"],
+        leader_id=v["leader"],
+        current_state_timestamp_ms=v["current_state_timestamp"],
+        members=members,
+    )
+
+
+def from_storage(record: storage.Record) -> AnyRecord | None:
+    """The domain record, or None for a record kind we do not know (the caller skips it)."""
+    if record.type == TOPIC_RECORD_TYPE:
+        name = decode_topic_key(record.key)
+        return TopicTombstone(name) if record.value is None else decode_topic_value(name, record.value)
+    if record.type not in (OFFSET_COMMIT_TYPE, GROUP_METADATA_TYPE):
+        return None
+    if record.type == OFFSET_COMMIT_TYPE:
+        try:
+            fast = _fast_offset(record.key, record.value)
+        except (struct.error, UnicodeDecodeError):
+            fast = None  # malformed: the schema codec raises the precise DecodeError
+        if fast is not None:
+            return fast
+    schema, key = decode_key(record.key)
+    if schema is schemas.OFFSET_COMMIT_KEY and record.type == OFFSET_COMMIT_TYPE:
+        return _offset_from_storage(key, record.value)
+    if schema is schemas.GROUP_METADATA_KEY and record.type == GROUP_METADATA_TYPE:
+        return _group_from_storage(key, record.value)
+    return None  # KIP-848 / share-group keys, or a key under the wrong type: not ours to read
+
+
+def render(record: storage.Record) -> str:
+    """One line per record for `kcoord storage dump`: known types decoded through protocol/."""
+    try:
+        domain = from_storage(record)
+    except (ValueError, KeyError, struct.error) as exc:  # what a bad key/value raises in the codecs
+        return f"type={record.type} undecodable ({exc}) key={record.key.hex()}"
+    if domain is None:
+        value = "tombstone" if record.value is None else f"value={record.value.hex()}"
+        return f"type={record.type} key={record.key.hex()} {value}"
+    return _render_domain(domain)
+
+
+def _render_domain(domain: AnyRecord) -> str:
+    match domain:
+        case OffsetCommitRecord():
+            return (
+                f"offset_commit group={domain.group_id} topic={domain.topic} partition={domain.partition} "
+                f"offset={domain.offset} leader_epoch={domain.leader_epoch} metadata={domain.metadata!r} "
+                f"commit_timestamp={domain.commit_timestamp_ms} expire_timestamp={domain.expire_timestamp_ms}"
+            )
+        case OffsetTombstone():
+            where = f"group={domain.group_id} topic={domain.topic} partition={domain.partition}"
+            return f"offset_commit {where} tombstone"
+        case GroupMetadataRecord():
+            members = ",".join(m.member_id for m in domain.members)
+            return (
+                f"group_metadata group={domain.group_id} protocol_type={domain.protocol_type!r} "
+                f"generation={domain.generation_id} protocol={domain.protocol_name} "
+                f"leader={domain.leader_id} "
+                f"state_timestamp={domain.current_state_timestamp_ms} members=[{members}]"
+            )
+        case GroupTombstone():
+            return f"group_metadata group={domain.group_id} tombstone"
+        case TopicRecord():
+            return f"topic name={domain.name} partitions={domain.num_partitions} topic_id={domain.topic_id}"
+        case TopicTombstone():
+            return f"topic name={domain.name} tombstone"
+    raise TypeError(domain)
+
+
+# -- the RecordLog adapter --------------------------------------------------------------------------
+class StorageRecordLog:
+    """`coordinator.ports.RecordLog` (and the topic registry's log) over `storage.Log`.
+
+    `on_done` runs when the append future resolves: the storage writer resolves futures in append
+    order, so callbacks keep that order. A failed append reports the `StorageError`; nothing is
+    acknowledged before it is durable.
+    """
+
+    __slots__ = ("_log",)
+
+    def __init__(self) -> None:
+        self._log: Any = None
+
+    def attach(self, log_: Any) -> None:
+        self._log = log_
+
+    def append(self, records: Sequence[AnyRecord], on_done: OnDone) -> None:
+        if self._log is None:
+            on_done(storage.StorageError("the log is not open"))
+            return
+        try:
+            future: asyncio.Future[int] = self._log.append([to_storage(r) for r in records])
+        except storage.StorageError as exc:  # closed or failed log: report, never raise into the caller
+            on_done(exc)
+            return
+        future.add_done_callback(lambda f: on_done(_outcome(f)))
+
+
+def _outcome(future: asyncio.Future[int]) -> BaseException | None:
+    if future.cancelled():
+        return storage.StorageError("append cancelled")
+    return future.exception()
+
+
+# -- replay -----------------------------------------------------------------------------------------
+class Replayer:
+    """The `apply` callback of `storage.Log.open`: feeds recovered records to their owners.
+
+    Once `finish()` ran, later calls are ignored: live state is changed by the owners themselves.
+    """
+
+    def __init__(self, manager: GroupManager, topics: TopicRegistry) -> None:
+        self._manager = manager
+        self._topics = topics
+        self._counts: Counter[str] = Counter()
+        self._finished = False
+
+    def apply(self, record: storage.Record) -> None:
+        if self._finished:
+            return
+        domain = from_storage(record)
+        match domain:
+            case None:
+                self._counts["skipped"] += 1
+                if self._counts["skipped"] == 1:
+                    log.warning("skipping unknown record type=%d (further ones counted only)", record.type)
+            case TopicRecord() | TopicTombstone():
+                self._counts["topic"] += 1
+                self._topics.apply(domain)
+            case _:
+                self._counts[
+                    "offset" if isinstance(domain, OffsetCommitRecord | OffsetTombstone) else "group"
+                ] += 1
+                self._manager.apply(domain)
+
+    def finish(self) -> None:
+        self._finished = True
+
+    def summary(self) -> str:
+        counts = self._counts
+        return (
+            f"records={sum(counts.values())} offsets={counts['offset']} groups={counts['group']} "
+            f"topic_records={counts['topic']} skipped={counts['skipped']}"
+        )

@@ -1,0 +1,61 @@
+"""One thin module per API; `HANDLERS` maps api keys to their `handle` functions.
+
+ApiVersions (18) is not in the table: the connection answers it from cached frames before decoding
+(see `api_versions.py`). Produce (0) is served only to answer "not stored yet" (see `produce.py` for
+why it must be advertised). InitProducerId (22) is deliberately absent until the data plane and
+transactions exist: it is not advertised, and a client that sends it anyway is disconnected, as Kafka
+does for any API it does not serve (docs/compat.md).
+"""
+
+from __future__ import annotations
+
+from coordinator.server.apis import (
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_groups,
+    delete_topics,
+    describe_groups,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    join_group,
+    leave_group,
+    list_groups,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    produce,
+    sync_group,
+)
+from coordinator.server.context import Handler
+
+__all__ = ["HANDLERS", "api_versions", "produce", "served_versions"]
+
+HANDLERS: dict[int, Handler] = {
+    0: produce.handle,
+    1: fetch.handle,
+    2: list_offsets.handle,
+    3: metadata.handle,
+    8: offset_commit.handle,
+    9: offset_fetch.handle,
+    10: find_coordinator.handle,
+    11: join_group.handle,
+    12: heartbeat.handle,
+    13: leave_group.handle,
+    14: sync_group.handle,
+    15: describe_groups.handle,
+    16: list_groups.handle,
+    19: create_topics.handle,
+    20: delete_topics.handle,
+    37: create_partitions.handle,
+    42: delete_groups.handle,
+    47: offset_delete.handle,
+}
+
+
+def served_versions(table: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """What ApiVersions advertises: protocol's SERVED_VERSIONS restricted to APIs we can answer."""
+    return {key: rng for key, rng in table.items() if key in HANDLERS or key == api_versions.API_KEY}

@@ -1,0 +1,101 @@
+"""CreateTopics (19), v0-7. v1: validate_only, error_message; v2: throttle_time_ms; v4: -1 = broker
+default partitions/replication; v5: flexible, num_partitions/replication_factor/configs in the result;
+v7: topic_id.
+
+Validation follows Kafka's controller (ReplicationControlManager.createTopics) in order: duplicate
+names, name, existence, assignments vs counts, partitions, replication factor (one broker: only 1).
+Topic configs are accepted and ignored (docs/compat.md). Answered once the topics are durable; a
+storage failure answers KAFKA_STORAGE_ERROR (retriable) and creates nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+from coordinator.groups.config import RequestMeta
+from coordinator.server.apis.topic_checks import Failure, check_assignments, check_replication
+from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.topics import validate_topic_name
+
+__all__ = ["handle"]
+
+Topic = dict[str, Any]
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    version = meta.api_version
+    topics: list[Topic] = req["topics"]
+    counts = Counter(str(t["name"]) for t in topics)
+    outcome: dict[str, Failure | int] = {}
+    for topic in topics:
+        name = str(topic["name"])
+        outcome[name] = _check(ctx, topic, counts[name] > 1)
+    to_create = [(n, c) for n, c in outcome.items() if isinstance(c, int)]
+    if not to_create or req["validate_only"]:
+        respond(_response(ctx, topics, outcome, version))
+        return
+
+    def durable(error: BaseException | None) -> None:
+        if error is not None:
+            for name, _ in to_create:
+                outcome[name] = (ErrorCode.KAFKA_STORAGE_ERROR, f"storage failure: {error}")
+        respond(_response(ctx, topics, outcome, version))
+
+    ctx.topics.create(to_create, durable)
+
+
+def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
+    """The partition count to create, or (error, message)."""
+    name = str(topic["name"])
+    if duplicate:
+        return ErrorCode.INVALID_REQUEST, f"Topic '{name}' appears more than once in the request."
+    if (reason := validate_topic_name(name)) is not None:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
+    if ctx.topics.get(name) is not None or ctx.topics.is_pending(name):
+        return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+    assignments: list[dict[str, Any]] = topic["assignments"]
+    num_partitions = int(topic["num_partitions"])
+    replication = int(topic["replication_factor"])
+    if assignments:
+        if num_partitions != -1 or replication != -1:
+            return ErrorCode.INVALID_REQUEST, (
+                "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                "Both cannot be used at the same time."
+            )
+        return check_assignments(ctx, assignments, first_index=0)
+    if num_partitions == -1:
+        num_partitions = ctx.config.num_partitions
+    if num_partitions <= 0:
+        return ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+    failure = check_replication(replication)
+    return failure if failure is not None else num_partitions
+
+
+def _response(
+    ctx: ServerContext, topics: list[Topic], outcome: dict[str, Failure | int], version: int
+) -> dict[str, Any]:
+    results = []
+    seen: set[str] = set()
+    for topic in topics:
+        name = str(topic["name"])
+        if name in seen:  # one result per distinct name, as Kafka answers duplicates
+            continue
+        seen.add(name)
+        results.append(_result(ctx, name, outcome[name], version))
+    return {"topics": results}
+
+
+def _result(ctx: ServerContext, name: str, outcome: Failure | int, version: int) -> dict[str, Any]:
+    if not isinstance(outcome, int):
+        error, message = outcome
+        return {"name": name, "error_code": error, **({"error_message": message} if version >= 1 else {})}
+    result: dict[str, Any] = {"name": name, "error_code": ErrorCode.NONE}
+    if version >= 5:
+        result.update(num_partitions=outcome, replication_factor=1, configs=[])
+    created = ctx.topics.get(name)
+    if version >= 7 and created is not None:
+        result["topic_id"] = created.topic_id
+    return result

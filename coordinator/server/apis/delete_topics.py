@@ -1,0 +1,82 @@
+"""DeleteTopics (20), v0-6. v1: throttle_time_ms; v4: flexible; v5: error_message; v6: topics by
+name or topic_id (`topics` replaces `topic_names`).
+
+Deleting a topic deletes its committed offsets in every group (Kafka's onPartitionsDeleted): the group
+logic writes those tombstones first, then the topic tombstones go to the same ordered log, so once
+the topic deletion is durable the offset deletions are too, and a re-created topic never sees old
+offsets. Answered once durable; a storage failure answers KAFKA_STORAGE_ERROR (retriable).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+from coordinator.groups.config import RequestMeta
+from coordinator.server.context import Request, Respond, ServerContext
+
+__all__ = ["handle"]
+
+_NO_ID = uuid.UUID(int=0)
+Result = dict[str, Any]
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    version = meta.api_version
+    results = [_check(ctx, name, topic_id, version) for name, topic_id in _requested(req, version)]
+    doomed = list(dict.fromkeys(str(r["name"]) for r in results if r["error_code"] == ErrorCode.NONE))
+    if not doomed:
+        respond({"responses": results})
+        return
+
+    def durable(error: BaseException | None) -> None:
+        if error is not None:
+            for result in results:
+                if result["error_code"] == ErrorCode.NONE:
+                    result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                    if version >= 5:
+                        result["error_message"] = f"storage failure: {error}"
+        respond({"responses": results})
+
+    ctx.manager.delete_topics(doomed)
+    ctx.topics.delete(doomed, durable)
+
+
+def _requested(req: Request, version: int) -> list[tuple[str | None, uuid.UUID]]:
+    if version >= 6:
+        return [(t["name"], t["topic_id"]) for t in req["topics"]]
+    return [(str(name), _NO_ID) for name in req["topic_names"]]
+
+
+def _check(ctx: ServerContext, name: str | None, topic_id: uuid.UUID, version: int) -> Result:
+    if name is None:  # v6: by id
+        name = ctx.topics.name_for_id(topic_id)
+        if name is None:
+            return _result(
+                None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, "The topic id does not exist.", version
+            )
+    topic = ctx.topics.get(name)
+    if topic is None or ctx.topics.is_pending(name):
+        return _result(
+            name,
+            topic_id,
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            "This server does not host this topic-partition.",
+            version,
+        )
+    if topic_id != _NO_ID and topic_id != topic.topic_id:
+        return _result(name, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, "The topic id does not match.", version)
+    return _result(name, topic.topic_id if version >= 6 else _NO_ID, ErrorCode.NONE, None, version)
+
+
+def _result(
+    name: str | None, topic_id: uuid.UUID, error: ErrorCode, message: str | None, version: int
+) -> Result:
+    result: Result = {"name": name, "error_code": error}
+    if version >= 6:
+        result["topic_id"] = topic_id
+    if version >= 5:
+        result["error_message"] = message
+    return result

@@ -1,0 +1,53 @@
+"""FindCoordinator (10), v0-6. v1: key_type, throttle_time_ms, error_message; v3: flexible;
+v4: batched coordinator_keys (KIP-699) with one result per key; v6: share key type.
+
+This node coordinates every group (a single broker leads every `__consumer_offsets` partition).
+Transaction keys get COORDINATOR_NOT_AVAILABLE until transactions exist; other key types are
+INVALID_REQUEST, as in Kafka's KafkaApis.getCoordinator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+from coordinator.groups.config import RequestMeta
+from coordinator.server.context import Request, Respond, ServerContext
+
+__all__ = ["handle"]
+
+GROUP, TRANSACTION = 0, 1
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    version = meta.api_version
+    key_type = int(req["key_type"])
+    if version >= 4:
+        keys = req["coordinator_keys"]
+        respond({"coordinators": [_lookup(ctx, str(key), key_type) for key in keys]})
+        return
+    entry = _lookup(ctx, str(req["key"]), key_type)
+    del entry["key"]
+    if version == 0:
+        del entry["error_message"]
+    respond(entry)
+
+
+def _lookup(ctx: ServerContext, key: str, key_type: int) -> dict[str, Any]:
+    if key_type == GROUP:
+        node = ctx.advertised
+        return {
+            "key": key,
+            "node_id": ctx.node_id,
+            "host": node.host,
+            "port": node.port,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+        }
+    if key_type == TRANSACTION:
+        error, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported yet"
+    else:
+        error, message = ErrorCode.INVALID_REQUEST, f"unsupported coordinator key type {key_type}"
+    # On error Kafka answers NodeId -1, Host "", Port -1.
+    return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": message}

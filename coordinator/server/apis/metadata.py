@@ -1,0 +1,120 @@
+"""Metadata (3), v0-12. v0: empty topic list = all topics; v1: null = all, rack, controller_id,
+is_internal; v2: cluster_id; v4: allow_auto_topic_creation; v5: offline_replicas; v7: leader_epoch;
+v8-10: authorized operations (not computed: defaults); v9: flexible; v10: topic_id; v12: lookup by id.
+
+This node is the only broker and leads every partition. Topics are auto-created when
+`--auto-create-topics` is on and the request allows it; unlike Kafka (which answers
+LEADER_NOT_AVAILABLE first) we answer once the topic is durable, with the topic itself (docs/compat.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+from coordinator.groups.config import RequestMeta
+from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.topics import TopicRecord, validate_topic_name
+
+__all__ = ["broker_entry", "handle"]
+
+_NO_ID = uuid.UUID(int=0)
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    version = meta.api_version
+    wanted = _requested(ctx, req, version)
+    allow = version < 4 or bool(req["allow_auto_topic_creation"])
+    missing = (
+        []
+        if wanted is None or not (allow and ctx.config.auto_create_topics)
+        else [
+            name
+            for name in dict.fromkeys(n for n, _ in wanted if n is not None)
+            if ctx.topics.get(name) is None
+            and not ctx.topics.is_pending(name)
+            and validate_topic_name(name) is None
+        ]
+    )
+    if not missing:
+        respond(_response(ctx, wanted, version))
+        return
+    # Answer once the new topics are durable (a failed write leaves them unknown: a retriable error).
+    ctx.topics.create(
+        [(name, ctx.config.num_partitions) for name in missing],
+        lambda error: respond(_response(ctx, wanted, version)),
+    )
+
+
+Wanted = list[tuple[str | None, uuid.UUID]]
+
+
+def _requested(ctx: ServerContext, req: Request, version: int) -> Wanted | None:
+    """(name, topic_id) pairs, None = all topics. v10+ may name a topic by id only (null name)."""
+    topics = req["topics"]
+    if topics is None or (version == 0 and not topics):
+        return None
+    wanted: Wanted = []
+    for topic in topics:
+        name, topic_id = topic["name"], topic.get("topic_id", _NO_ID)
+        wanted.append((name if name is not None else ctx.topics.name_for_id(topic_id), topic_id))
+    return wanted
+
+
+def _response(ctx: ServerContext, wanted: Wanted | None, version: int) -> dict[str, Any]:
+    if wanted is None:
+        topics = [_topic_entry(ctx, t.name, t, version) for t in ctx.topics.all()]
+    else:
+        topics = [
+            _topic_entry(ctx, name, ctx.topics.get(name), version)
+            if name is not None
+            else {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id}
+            for name, topic_id in wanted
+        ]
+    body: dict[str, Any] = {"brokers": [broker_entry(ctx)], "topics": topics}
+    if version >= 1:
+        body["controller_id"] = ctx.node_id
+    if version >= 2:
+        body["cluster_id"] = ctx.config.cluster_id
+    return body
+
+
+def broker_entry(ctx: ServerContext) -> dict[str, Any]:
+    return {"node_id": ctx.node_id, "host": ctx.advertised.host, "port": ctx.advertised.port}
+
+
+def _topic_entry(ctx: ServerContext, name: str, topic: TopicRecord | None, version: int) -> dict[str, Any]:
+    if topic is None:
+        return {"error_code": _missing_error(ctx, name), "name": name}
+    entry: dict[str, Any] = {
+        "error_code": ErrorCode.NONE,
+        "name": name,
+        "partitions": [_partition_entry(ctx, p, version) for p in range(topic.num_partitions)],
+    }
+    if version >= 10:
+        entry["topic_id"] = topic.topic_id
+    return entry
+
+
+def _missing_error(ctx: ServerContext, name: str) -> ErrorCode:
+    if validate_topic_name(name) is not None:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    if ctx.topics.is_pending(name):
+        return ErrorCode.LEADER_NOT_AVAILABLE  # being created by another request, as Kafka answers
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _partition_entry(ctx: ServerContext, index: int, version: int) -> dict[str, Any]:
+    node = ctx.node_id
+    entry: dict[str, Any] = {
+        "error_code": ErrorCode.NONE,
+        "partition_index": index,
+        "leader_id": node,
+        "replica_nodes": [node],
+        "isr_nodes": [node],
+    }
+    if version >= 7:
+        entry["leader_epoch"] = 0
+    return entry

@@ -1,0 +1,238 @@
+"""One client connection: an asyncio `Protocol` that splits frames and answers them in request order.
+
+Kafka answers the requests of one connection strictly in order (the socket is muted while a request
+is in flight, `docs/kafka-group-protocol.md` §1.1). We read ahead instead, but keep a FIFO of response
+slots: a parked JoinGroup holds back every later response on its socket, exactly as clients expect.
+
+Bad input (malformed or oversized frame, unknown API key or version, undecodable body) closes only
+this connection, with one log line. ApiVersions at a version we do not serve gets the v0-layout
+UNSUPPORTED_VERSION answer instead (KIP-511), handled in `apis/api_versions.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import struct
+from typing import cast
+
+from protocol.errors import DecodeError, UnsupportedVersion
+from protocol.frames import FrameSplitter, FrameTooLarge, decode_request, encode_response
+
+from coordinator.groups.config import RequestMeta
+from coordinator.server.apis import HANDLERS, api_versions, produce
+from coordinator.server.context import ServerContext
+
+__all__ = ["Connection"]
+
+log = logging.getLogger("kcoord.connection")
+
+_HEAD = struct.Struct(">hhi")  # request_api_key, request_api_version, correlation_id
+# Read-ahead bound: past this many unanswered requests we stop reading the socket (memory stays bounded
+# against a client that pipelines without reading its responses).
+MAX_IN_FLIGHT = 1024
+_RESUME_BELOW = MAX_IN_FLIGHT // 2
+
+
+class _Slot:
+    """The place of one response in the connection's FIFO; `respond` fills it (once)."""
+
+    __slots__ = ("api_key", "api_version", "conn", "correlation_id", "frame")
+
+    def __init__(self, conn: Connection, api_key: int, api_version: int, correlation_id: int) -> None:
+        self.conn = conn
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.frame: bytes | None = None
+
+    def respond(self, body: dict[str, object]) -> None:
+        if self.frame is not None:
+            log.error(
+                "second response for api_key=%d correlation_id=%d ignored", self.api_key, self.correlation_id
+            )
+            return
+        conn = self.conn
+        if conn._closed:
+            return
+        try:
+            self.frame = encode_response(self.api_key, self.api_version, self.correlation_id, body)
+        except Exception:
+            # A response the codec refuses is a bug in a handler. `respond` may run inside the group
+            # logic or a timer: log it and drop this connection, never raise into the caller.
+            log.exception("cannot encode api_key=%d api_version=%d", self.api_key, self.api_version)
+            conn.abort("response encoding failed")
+            return
+        conn._slot_ready()
+
+
+def _discard(body: dict[str, object]) -> None:
+    return None
+
+
+class Connection(asyncio.Protocol):
+    """Per-socket state: frame splitter, FIFO of response slots, read/write flow control."""
+
+    def __init__(self, ctx: ServerContext, connections: set[Connection]) -> None:
+        self._ctx = ctx
+        self._connections = connections
+        self._splitter = FrameSplitter(ctx.config.socket_request_max_bytes)
+        self._slots: collections.deque[_Slot] = collections.deque()
+        self._transport: asyncio.Transport | None = None
+        self._peer = "?"
+        self._client_host = ""
+        self._in_batch = False
+        self._closed = False
+        self._reading_paused = False
+        self._writing_paused = False
+        self._draining = False  # shutdown: answer what was received, read nothing more
+
+    # -- asyncio.Protocol ------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's TCPTransport implements asyncio.Transport without subclassing it.
+        self._transport = transport = cast(asyncio.Transport, transport)
+        peer = transport.get_extra_info("peername")
+        host = peer[0] if isinstance(peer, tuple) else str(peer)
+        self._peer = f"{host}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self._client_host = f"/{host}"  # Kafka shows InetAddress.toString(): "/127.0.0.1"
+        self._connections.add(self)
+        if self._ctx.shutting_down:
+            transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._slots.clear()
+        self._connections.discard(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed or self._draining:
+            return
+        try:
+            frames = self._splitter.feed(data)
+        except (FrameTooLarge, DecodeError) as exc:
+            self.abort(f"bad frame: {exc}")
+            return
+        # Answer everything this read produced with one write: pipelined requests stay cheap.
+        self._in_batch = True
+        try:
+            for payload in frames:
+                if self._closed:
+                    return
+                self._handle(payload)
+        finally:
+            self._in_batch = False
+        self._flush()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._update_reading()
+
+    # -- requests ----------------------------------------------------------------------------------
+    def _handle(self, payload: bytes) -> None:
+        if len(payload) < _HEAD.size:
+            self.abort(f"request of {len(payload)} bytes is shorter than a header")
+            return
+        api_key, api_version, correlation_id = _HEAD.unpack_from(payload)
+        if api_key == api_versions.API_KEY:
+            try:
+                frame = api_versions.frame(self._ctx, api_version, correlation_id, payload)
+            except (DecodeError, UnsupportedVersion) as exc:
+                self.abort(f"undecodable ApiVersions v{api_version}: {exc}")
+                return
+            self._enqueue_frame(frame)
+            return
+        handler = HANDLERS.get(api_key)
+        served = self._ctx.served.get(api_key)
+        if handler is None or served is None or not served[0] <= api_version <= served[1]:
+            # Kafka fails request parsing and closes the connection (§1.6 point 5).
+            self.abort(f"unsupported api_key={api_key} api_version={api_version}")
+            return
+        try:
+            header, body = decode_request(payload)
+        except (DecodeError, UnsupportedVersion) as exc:
+            self.abort(f"undecodable api_key={api_key} api_version={api_version}: {exc}")
+            return
+        meta = RequestMeta(api_version, header.client_id or "", self._client_host)
+        if api_key == produce.API_KEY and not produce.wants_response(body):
+            respond = _discard  # Produce with acks=0: Kafka sends no response at all
+        else:
+            slot = _Slot(self, api_key, api_version, correlation_id)
+            self._slots.append(slot)
+            respond = slot.respond
+        try:
+            handler(self._ctx, body, meta, respond)
+        except Exception:
+            log.exception(
+                "handler failed api_key=%d api_version=%d peer=%s", api_key, api_version, self._peer
+            )
+            self.abort("handler failed")
+            return
+        if len(self._slots) >= MAX_IN_FLIGHT:
+            self._update_reading()
+
+    def _enqueue_frame(self, frame: bytes) -> None:
+        slot = _Slot(self, api_versions.API_KEY, 0, 0)
+        slot.frame = frame
+        self._slots.append(slot)
+        if not self._in_batch:
+            self._flush()
+
+    def _slot_ready(self) -> None:
+        if not self._in_batch and not self._closed:
+            self._flush()
+
+    def _flush(self) -> None:
+        slots = self._slots
+        if not slots or slots[0].frame is None or self._transport is None:
+            return
+        frames = []
+        while slots and (frame := slots[0].frame) is not None:
+            frames.append(frame)
+            slots.popleft()
+        try:
+            self._transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
+        except (RuntimeError, OSError):  # the transport closed under us; connection_lost follows
+            return
+        if self._reading_paused:
+            self._update_reading()
+
+    # -- flow control and closing ---------------------------------------------------------------
+    def _update_reading(self) -> None:
+        if self._transport is None or self._closed:
+            return
+        should_pause = self._writing_paused or self._draining or len(self._slots) >= MAX_IN_FLIGHT
+        if should_pause and not self._reading_paused:
+            self._transport.pause_reading()
+            self._reading_paused = True
+        elif not should_pause and self._reading_paused and len(self._slots) < _RESUME_BELOW:
+            self._transport.resume_reading()
+            self._reading_paused = False
+
+    @property
+    def in_flight(self) -> int:
+        """Requests received and not yet answered."""
+        return len(self._slots)
+
+    def drain(self) -> None:
+        """Shutdown: stop reading new requests; in-flight ones are still answered."""
+        self._draining = True
+        self._update_reading()
+
+    def close(self) -> None:
+        """Close after the responses already written are sent."""
+        if self._transport is not None and not self._closed:
+            self._closed = True
+            self._transport.close()
+
+    def abort(self, reason: str) -> None:
+        """Bad input: one log line, then close only this connection."""
+        if self._closed:
+            return
+        log.warning("closing connection peer=%s: %s", self._peer, reason)
+        self._slots.clear()
+        self.close()

@@ -1,0 +1,72 @@
+"""What every API handler gets: the group manager, the topic registry and this broker's identity."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.config import Config, HostPort
+from coordinator.groups.config import RequestMeta
+from coordinator.groups.manager import GroupManager
+from coordinator.topics import TopicRegistry
+
+__all__ = ["DelayedResponses", "Handler", "Request", "Respond", "ServerContext"]
+
+# Decoded request bodies: Kafka JSON field names -> values whose types the schema fixes.
+Request = dict[str, Any]
+Respond = Callable[[dict[str, object]], None]
+
+
+class DelayedResponses:
+    """Responses that wait on a timer (Fetch's max_wait_ms); all fire at once on shutdown."""
+
+    __slots__ = ("_loop", "_tokens", "_waiting")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._tokens = itertools.count()
+        self._waiting: dict[int, tuple[asyncio.TimerHandle, Callable[[], None]]] = {}
+
+    def add(self, delay_ms: int, fire: Callable[[], None]) -> None:
+        token = next(self._tokens)
+        handle = self._loop.call_later(max(delay_ms, 0) / 1000.0, self._fire, token)
+        self._waiting[token] = (handle, fire)
+
+    def _fire(self, token: int) -> None:
+        _, fire = self._waiting.pop(token)
+        fire()
+
+    def fire_all(self) -> None:
+        waiting, self._waiting = self._waiting, {}
+        for handle, fire in waiting.values():
+            handle.cancel()
+            fire()
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+
+@dataclass(slots=True)
+class ServerContext:
+    """Shared by every connection; built by `coordinator.app` once recovery has finished."""
+
+    config: Config
+    manager: GroupManager
+    topics: TopicRegistry
+    advertised: HostPort
+    delayed: DelayedResponses
+    # api key -> (min, max) actually served: SERVED_VERSIONS restricted to keys that have a handler.
+    served: dict[int, tuple[int, int]]
+    shutting_down: bool = False
+    # Cached encoded ApiVersions frames (version -> frame with correlation id 0).
+    api_versions_frames: dict[int, bytes] = field(default_factory=dict)
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+
+Handler = Callable[[ServerContext, Request, RequestMeta, Respond], None]

@@ -1,0 +1,132 @@
+"""TopicRegistry: which topics exist and how many partitions each has.
+
+This node is the only broker, so it leads every partition. Partitions hold no records yet (the data
+plane is a later issue): every partition's log start and end offsets are 0.
+
+Writes go through the log first and reach memory only once durable (the `on_done` of the append),
+so a topic a client has seen never disappears after a crash. While a write for a name is in flight
+the name is *pending*: a second create/delete/alter of it is refused instead of racing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
+
+from coordinator.topics.records import TopicRecord, TopicTombstone
+
+__all__ = ["MAX_TOPIC_NAME_LENGTH", "TopicLog", "TopicRegistry", "validate_topic_name"]
+
+log = logging.getLogger("kcoord.topics")
+
+OnDone = Callable[[BaseException | None], None]
+TopicChange = TopicRecord | TopicTombstone
+
+# Kafka's org.apache.kafka.common.internals.Topic: legal characters and maximum length.
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+class TopicLog(Protocol):
+    """The part of the durable log the registry writes to (wired to storage by persistence.py)."""
+
+    def append(self, records: Sequence[TopicChange], on_done: OnDone) -> None: ...
+
+
+def validate_topic_name(name: str | None) -> str | None:
+    """None if `name` is a legal topic name, else Kafka's reason (InvalidTopicException message)."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters"
+    if not _LEGAL.fullmatch(name):
+        return (
+            f"Topic name {name!r} is illegal, it contains a character other than "
+            "ASCII alphanumerics, '.', '_' and '-'"
+        )
+    return None
+
+
+class TopicRegistry:
+    """Durable topics. `apply` is the only place that changes memory (replay and live writes)."""
+
+    def __init__(self, topic_log: TopicLog) -> None:
+        self._log = topic_log
+        self._topics: dict[str, TopicRecord] = {}
+        self._by_id: dict[uuid.UUID, str] = {}
+        self._pending: set[str] = set()
+
+    # -- reads ------------------------------------------------------------------------------
+    def get(self, name: str) -> TopicRecord | None:
+        return self._topics.get(name)
+
+    def name_for_id(self, topic_id: uuid.UUID) -> str | None:
+        return self._by_id.get(topic_id)
+
+    def all(self) -> list[TopicRecord]:
+        return [self._topics[name] for name in sorted(self._topics)]
+
+    def has_partition(self, name: str, partition: int) -> bool:
+        topic = self._topics.get(name)
+        return topic is not None and 0 <= partition < topic.num_partitions
+
+    def is_pending(self, name: str) -> bool:
+        """A create/delete/alter of `name` is being written."""
+        return name in self._pending
+
+    # -- replay / apply ------------------------------------------------------------------------
+    def apply(self, record: TopicChange) -> None:
+        if isinstance(record, TopicRecord):
+            old = self._topics.get(record.name)
+            if old is not None and old.topic_id != record.topic_id:
+                self._by_id.pop(old.topic_id, None)
+            self._topics[record.name] = record
+            self._by_id[record.topic_id] = record.name
+        else:
+            removed = self._topics.pop(record.name, None)
+            if removed is not None:
+                self._by_id.pop(removed.topic_id, None)
+
+    # -- writes ----------------------------------------------------------------------------------
+    def create(self, specs: Iterable[tuple[str, int]], on_done: OnDone) -> list[TopicRecord]:
+        """Write new topics (name, partitions); callers validated names, counts and absence."""
+        records = [TopicRecord(name, uuid.uuid4(), count) for name, count in specs]
+        self._write(records, on_done)
+        return records
+
+    def delete(self, names: Iterable[str], on_done: OnDone) -> None:
+        self._write([TopicTombstone(name) for name in names], on_done)
+
+    def set_partition_count(self, changes: Iterable[tuple[str, int]], on_done: OnDone) -> None:
+        """CreatePartitions: grow existing topics (callers checked that each count grows)."""
+        self._write([TopicRecord(n, self._topics[n].topic_id, count) for n, count in changes], on_done)
+
+    def _write(self, records: Sequence[TopicChange], on_done: OnDone) -> None:
+        if not records:
+            on_done(None)
+            return
+        names = [r.name for r in records]
+        self._pending.update(names)
+
+        def durable(error: BaseException | None) -> None:
+            self._pending.difference_update(names)
+            if error is None:
+                for record in records:
+                    self.apply(record)
+                    log.info("topic %s", _describe(record))
+            else:
+                log.error("topic write failed, nothing applied: %s (%s)", names, error)
+            on_done(error)
+
+        self._log.append(records, durable)
+
+
+def _describe(record: TopicChange) -> str:
+    if isinstance(record, TopicRecord):
+        return f"name={record.name} partitions={record.num_partitions} topic_id={record.topic_id}"
+    return f"name={record.name} deleted"

@@ -1,0 +1,88 @@
+"""Compaction of sealed segments: keep each key's newest record, drop expired tombstones.
+
+Each sealed segment is rewritten under its own name with the swap protocol Kafka's LocalLog uses:
+write `<name>.cleaned`, fsync, rename to `<name>.swap`, fsync the directory, replace the original,
+fsync the directory. Recovery deletes a `.cleaned` (the original is intact) and completes a `.swap`
+(it is whole and fsynced). The active segment is never touched, so appends continue meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from storage import framing
+from storage.files import SEGMENT_HEADER_SIZE, SWAP_SUFFIX, FileOps, encode_segment_header
+from storage.recovery import Entry, Key, Segment
+from storage.records import LogConfig
+
+CLEANED_SUFFIX = ".cleaned"
+
+
+def dirty_ratio(sealed: list[Segment], active_base_lsn: int, keydir: dict[Key, Entry]) -> float:
+    """dead bytes / total bytes over the sealed segments (Kafka's cleanable dirty ratio).
+
+    Sealed segments hold exactly the LSNs below the active segment's base, so a key's newest
+    record is live in them iff its LSN is below that base.
+    """
+    total = sum(s.size - SEGMENT_HEADER_SIZE for s in sealed)
+    if total <= 0:
+        return 0.0
+    live = sum(entry.size for entry in keydir.values() if entry.lsn < active_base_lsn)
+    return max(0.0, (total - live) / total)
+
+
+@dataclass(slots=True)
+class Plan:
+    segments: list[Segment]
+    keep_lsns: set[int]
+    now_ms: int
+    retention_ms: int
+    outputs: list[Segment] = field(default_factory=list)
+    expired_tombstones: list[tuple[Key, int]] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, sealed: list[Segment], keydir: dict[Key, Entry], now_ms: int, retention_ms: int) -> Plan:
+        keep: set[int] = set()
+        expired: list[tuple[Key, int]] = []
+        for key, entry in keydir.items():
+            if entry.value is None and now_ms - entry.timestamp_ms >= retention_ms:
+                expired.append((key, entry.lsn))
+            else:
+                keep.add(entry.lsn)
+        plan = cls(list(sealed), keep, now_ms, retention_ms)
+        plan.expired_tombstones = expired
+        return plan
+
+
+def run(plan: Plan, directory: Path, config: LogConfig, ops: FileOps) -> int:
+    """Rewrite every planned segment; returns the bytes freed. Runs in a worker thread."""
+    freed = 0
+    for segment in plan.segments:
+        data = segment.path.read_bytes()[: segment.size]
+        kept = [
+            framing.encode(f.type, 0, f.lsn, f.timestamp_ms, f.key, f.value)
+            for f in framing.scan(data, SEGMENT_HEADER_SIZE, config.max_record_bytes)
+            if f.lsn in plan.keep_lsns and f.type <= framing.USER_TYPE_MAX
+        ]
+        body = encode_segment_header(segment.base_lsn) + b"".join(kept)
+        freed += segment.size - len(body)
+        _swap_in(segment.path, body, ops)
+        plan.outputs.append(Segment(segment.path, segment.base_lsn, len(body)))
+    return freed
+
+
+def _swap_in(path: Path, body: bytes, ops: FileOps) -> None:
+    cleaned = path.with_name(path.name + CLEANED_SUFFIX)
+    swap = path.with_name(path.name + SWAP_SUFFIX)
+    fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        ops.write(fd, body)
+        ops.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(cleaned, swap)
+    ops.fsync_dir(path.parent)
+    os.replace(swap, path)
+    ops.fsync_dir(path.parent)

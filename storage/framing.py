@@ -1,0 +1,93 @@
+"""Record framing: one struct header, CRC32C over everything after the crc field.
+
+    u32 length | u32 crc32c | u8 type | u8 flags | u64 lsn | i64 timestamp_ms | u16 key_len | key | value
+
+`length` counts the bytes after the crc field. Types 0-0x7F belong to the log's user; storage's own
+types are >= 0x80. The replay loop reads with precompiled `struct.Struct`s (construct per record is
+5-20x slower); `FRAME_SCHEMA` is the same layout in construct, checked against the fast reader by a
+property test.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import construct
+from crc32c import crc32c
+
+HEADER = struct.Struct(">IIBBQqH")
+HEADER_SIZE = HEADER.size  # 28
+_AFTER_CRC = struct.Struct(">BBQqH")
+_PREFIX = struct.Struct(">II")
+FIXED_AFTER_CRC = _AFTER_CRC.size  # 20
+
+FLAG_TOMBSTONE = 0x01
+FLAG_BATCH_START = 0x02
+TYPE_BATCH_END = 0x80
+USER_TYPE_MAX = 0x7F
+
+DEFAULT_MAX_RECORD_BYTES = 1 << 20
+
+FRAME_SCHEMA = construct.Struct(
+    "length" / construct.Int32ub,
+    "crc" / construct.Int32ub,
+    "type" / construct.Int8ub,
+    "flags" / construct.Int8ub,
+    "lsn" / construct.Int64ub,
+    "timestamp_ms" / construct.Int64sb,
+    "key_len" / construct.Int16ub,
+    "key" / construct.Bytes(construct.this.key_len),
+    "value" / construct.Bytes(construct.this.length - FIXED_AFTER_CRC - construct.this.key_len),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A decoded record as stored: position `offset` in its file, `size` bytes long."""
+
+    type: int
+    flags: int
+    lsn: int
+    timestamp_ms: int
+    key: bytes
+    value: bytes | None
+    offset: int
+    size: int
+
+
+def encode(type_: int, flags: int, lsn: int, timestamp_ms: int, key: bytes, value: bytes | None) -> bytes:
+    if value is None:
+        flags |= FLAG_TOMBSTONE
+        value = b""
+    body = _AFTER_CRC.pack(type_, flags, lsn, timestamp_ms, len(key)) + key + value
+    return _PREFIX.pack(len(body), crc32c(body)) + body
+
+
+def scan(data: bytes | memoryview, start: int, max_record_bytes: int) -> Iterator[Frame]:
+    """Decode records from `start` until the data ends or a record is bad.
+
+    Stops silently at the first invalid record; the caller compares the last frame's end with
+    len(data) to tell a clean end from a torn or corrupt tail.
+    """
+    view = memoryview(data)
+    end = len(view)
+    pos = start
+    unpack_prefix = _PREFIX.unpack_from
+    unpack_rest = _AFTER_CRC.unpack_from
+    while end - pos >= HEADER_SIZE:
+        length, crc = unpack_prefix(view, pos)
+        if length < FIXED_AFTER_CRC or length > max_record_bytes or pos + 8 + length > end:
+            return
+        body = view[pos + 8 : pos + 8 + length]
+        if crc32c(body) != crc:
+            return
+        type_, flags, lsn, timestamp_ms, key_len = unpack_rest(view, pos + 8)
+        if FIXED_AFTER_CRC + key_len > length:
+            return
+        key_end = pos + HEADER_SIZE + key_len
+        key = bytes(view[pos + HEADER_SIZE : key_end])
+        value = None if flags & FLAG_TOMBSTONE else bytes(view[key_end : pos + 8 + length])
+        yield Frame(type_, flags, lsn, timestamp_ms, key, value, pos, 8 + length)
+        pos += 8 + length

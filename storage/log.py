@@ -1,0 +1,308 @@
+"""The durable log: one writer task, group commit, snapshots and background compaction.
+
+`append(records)` assigns LSNs at once (so log order is call order) and returns a future that
+resolves with the last LSN only when the records are durable under the fsync policy. Everything
+queued while a write is in flight goes out in the next single write + fsync (group commit). The
+keydir (newest record per key) is updated only after a write succeeded, so snapshots and
+compaction only ever see durable records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from storage import compaction, framing, snapshot
+from storage.errors import StorageError
+from storage.files import (
+    DirectoryLock,
+    FileOps,
+    encode_segment_header,
+    segment_name,
+    wrap_os_error,
+)
+from storage.recovery import Entry, Key, Recovered, Segment, recover
+from storage.records import LogConfig, Record
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Pending:
+    future: asyncio.Future[int]
+    data: bytes
+    entries: list[tuple[Key, Entry]]
+    last_lsn: int
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Log:
+    def __init__(self, directory: Path, config: LogConfig, ops: FileOps, lock: DirectoryLock, state: Recovered):
+        self.directory = directory
+        self.config = config
+        self.ops = ops
+        self._lock = lock
+        self.keydir = state.keydir
+        self.segments = state.segments
+        self.next_lsn = state.next_lsn
+        self._fsync_interval = config.fsync_interval_ms()
+        self._queue: list[_Pending] = []
+        self._wakeup = asyncio.Event()
+        self._closing = False
+        self._failure: StorageError | None = None
+        self._last_fsync = time.monotonic()
+        self._dirty = False
+        self._records_since_snapshot = state.records
+        self._compaction: asyncio.Task[None] | None = None
+        self._fd = self._open_active()
+        self._writer = asyncio.get_running_loop().create_task(self._run(), name="storage-writer")
+
+    @classmethod
+    async def open(
+        cls,
+        data_dir: str | os.PathLike[str],
+        config: LogConfig | None = None,
+        apply: Callable[[Record], None] | None = None,
+        *,
+        ops: FileOps | None = None,
+    ) -> Log:
+        """Lock the directory, recover it (replaying every live record through `apply`), start writing."""
+        directory = Path(data_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        config = config or LogConfig()
+        config.fsync_interval_ms()  # validate the policy before touching anything
+        ops = ops or FileOps()
+        lock = DirectoryLock(directory)
+        lock.acquire()
+        try:
+            state = recover(directory, config, apply or (lambda record: None), ops)
+            return cls(directory, config, ops, lock, state)
+        except BaseException:
+            lock.release()
+            raise
+
+    # -- appending --------------------------------------------------------------------------------
+    def append(self, records: Sequence[Record]) -> asyncio.Future[int]:
+        """Queue `records` as one atomic batch; the future resolves once they are durable."""
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if self._failure is not None or self._closing:
+            future.set_exception(self._failure or StorageError("log is closed"))
+            return future
+        if not records:
+            future.set_result(self.next_lsn - 1)
+            return future
+        try:
+            pending = self._encode(records, future)
+        except ValueError as exc:
+            future.set_exception(StorageError(str(exc)))
+            return future
+        self._queue.append(pending)
+        self._wakeup.set()
+        return future
+
+    def _encode(self, records: Sequence[Record], future: asyncio.Future[int]) -> _Pending:
+        now = _now_ms()
+        lsn = self.next_lsn
+        chunks: list[bytes] = []
+        entries: list[tuple[Key, Entry]] = []
+        batch = len(records) > 1
+        for index, record in enumerate(records):
+            if not 0 <= record.type <= framing.USER_TYPE_MAX:
+                raise ValueError(f"record type {record.type} is reserved for storage")
+            flags = framing.FLAG_BATCH_START if batch and index == 0 else 0
+            frame = framing.encode(record.type, flags, lsn, now, record.key, record.value)
+            if len(frame) - 8 > self.config.max_record_bytes:
+                raise ValueError(f"record of {len(frame)} bytes exceeds max_record_bytes")
+            chunks.append(frame)
+            entries.append(((record.type, record.key), Entry(lsn, len(frame), now, record.value)))
+            lsn += 1
+        if batch:
+            chunks.append(framing.encode(framing.TYPE_BATCH_END, 0, lsn, now, b"", b""))
+            lsn += 1
+        self.next_lsn = lsn
+        return _Pending(future, b"".join(chunks), entries, lsn - 1)
+
+    # -- the writer task --------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while True:
+            timeout = self._fsync_interval / 1000 if self._dirty and self._fsync_interval else None
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
+            except TimeoutError:
+                await self._fsync_now()
+            self._wakeup.clear()
+            while self._queue:
+                pending, self._queue = self._queue, []
+                await self._write(pending)
+            if self._closing:
+                return
+            await self._maybe_snapshot()
+            self._maybe_compact()
+
+    async def _write(self, pending: list[_Pending]) -> None:
+        if self._failure is not None:
+            for item in pending:
+                item.future.set_exception(self._failure)
+            return
+        data = b"".join(item.data for item in pending)
+        start = self.segments[-1].size
+        try:
+            if self._should_roll():
+                await asyncio.to_thread(self._roll, pending[0].entries[0][1].lsn)
+            start = self.segments[-1].size
+            await asyncio.to_thread(self._write_sync, data)
+        except OSError as exc:
+            error = wrap_os_error("append", exc)
+            log.error("storage write failed, failing %d appends: %s", len(pending), error)
+            await self._undo(start, error)
+            for item in pending:
+                if not item.future.done():
+                    item.future.set_exception(error)
+            return
+        self.segments[-1].size += len(data)
+        for item in pending:
+            for key, entry in item.entries:
+                self.keydir[key] = entry
+            self._records_since_snapshot += len(item.entries)
+            if not item.future.done():
+                item.future.set_result(item.last_lsn)
+
+    def _write_sync(self, data: bytes) -> None:
+        self.ops.write(self._fd, data)
+        interval = self._fsync_interval
+        if interval is None or (interval > 0 and time.monotonic() - self._last_fsync >= interval / 1000):
+            self.ops.fsync(self._fd)
+            self._last_fsync = time.monotonic()
+            self._dirty = False
+        else:
+            self._dirty = interval > 0
+
+    async def _fsync_now(self) -> None:
+        if self._dirty:
+            await asyncio.to_thread(self.ops.fsync, self._fd)
+            self._last_fsync = time.monotonic()
+            self._dirty = False
+
+    async def _undo(self, size: int, error: StorageError) -> None:
+        """Cut the active segment back to its last good size so no partial record survives."""
+        try:
+            await asyncio.to_thread(self._truncate_active, size)
+        except OSError as exc:
+            self._failure = StorageError(f"log unusable: {error}; truncating back also failed: {exc}")
+            log.error("%s", self._failure)
+
+    def _truncate_active(self, size: int) -> None:
+        self.ops.truncate(self._fd, size)
+        os.lseek(self._fd, size, os.SEEK_SET)
+        self.ops.fsync(self._fd)
+
+    # -- segments ---------------------------------------------------------------------------------
+    def _open_active(self) -> int:
+        if not self.segments:
+            self.segments.append(self._create_segment(self.next_lsn))
+        active = self.segments[-1]
+        self._active_opened = time.monotonic()
+        fd = os.open(active.path, os.O_WRONLY)
+        os.lseek(fd, active.size, os.SEEK_SET)
+        return fd
+
+    def _create_segment(self, base_lsn: int) -> Segment:
+        path = self.directory / segment_name(base_lsn)
+        header = encode_segment_header(base_lsn)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            self.ops.write(fd, header)
+            self.ops.fsync(fd)
+        finally:
+            os.close(fd)
+        self.ops.fsync_dir(self.directory)
+        return Segment(path, base_lsn, len(header))
+
+    def _should_roll(self) -> bool:
+        active = self.segments[-1]
+        if active.size <= len(encode_segment_header(0)):
+            return False
+        age_ms = (time.monotonic() - self._active_opened) * 1000
+        return active.size >= self.config.segment_bytes or age_ms >= self.config.segment_ms
+
+    def _roll(self, base_lsn: int) -> None:
+        self.ops.fsync(self._fd)
+        os.close(self._fd)
+        self.segments.append(self._create_segment(base_lsn))
+        self._fd = self._open_active()
+        log.info("rolled to segment %s", self.segments[-1].path.name)
+
+    # -- snapshots and compaction -----------------------------------------------------------------
+    async def _maybe_snapshot(self) -> None:
+        if self._records_since_snapshot >= self.config.snapshot_every_records:
+            await self.snapshot()
+
+    async def snapshot(self) -> Path:
+        """Write every live record (as of now, all durable) to a new snapshot file."""
+        frames = [
+            framing.encode(key[0], 0, entry.lsn, entry.timestamp_ms, key[1], entry.value)
+            for key, entry in sorted(self.keydir.items(), key=lambda item: item[1].lsn)
+            if entry.value is not None
+        ]
+        path = await asyncio.to_thread(snapshot.write, self.directory, self.next_lsn, frames, self.ops)
+        self._records_since_snapshot = 0
+        log.info("snapshot %s written with %d live records", path.name, len(frames))
+        return path
+
+    def dirty_ratio(self) -> float:
+        return compaction.dirty_ratio(self.segments[:-1], self.segments[-1].base_lsn, self.keydir)
+
+    def _maybe_compact(self) -> None:
+        if self._compaction is not None and not self._compaction.done():
+            return
+        if len(self.segments) > 1 and self.dirty_ratio() >= self.config.min_cleanable_dirty_ratio:
+            self._compaction = asyncio.get_running_loop().create_task(self.compact())
+
+    async def compact(self) -> int:
+        """Rewrite the sealed segments keeping only each key's newest record; returns bytes freed."""
+        sealed = list(self.segments[:-1])
+        if not sealed:
+            return 0
+        plan = compaction.Plan.build(sealed, self.keydir, _now_ms(), self.config.tombstone_retention_ms)
+        freed = await asyncio.to_thread(compaction.run, plan, self.directory, self.config, self.ops)
+        # Segments only ever get appended at the end, so everything after `sealed` is untouched.
+        self.segments[:] = plan.outputs + self.segments[len(sealed) :]
+        for key, lsn in plan.expired_tombstones:
+            entry = self.keydir.get(key)
+            if entry is not None and entry.lsn == lsn:
+                del self.keydir[key]
+        log.info("compaction freed %d bytes over %d sealed segments", freed, len(sealed))
+        return freed
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def flush(self) -> None:
+        """Wait until everything appended so far has been written."""
+        while self._queue:
+            await asyncio.gather(*(p.future for p in list(self._queue)), return_exceptions=True)
+
+    async def close(self, *, write_snapshot: bool = True) -> None:
+        """Flush, fsync, snapshot and release the lock."""
+        if self._closing:
+            return
+        await self.flush()
+        self._closing = True
+        self._wakeup.set()
+        await self._writer
+        if self._compaction is not None:
+            await asyncio.gather(self._compaction, return_exceptions=True)
+        try:
+            if self._failure is None:
+                await asyncio.to_thread(self.ops.fsync, self._fd)
+                if write_snapshot:
+                    await self.snapshot()
+        finally:
+            os.close(self._fd)
+            self._lock.release()

@@ -1,0 +1,39 @@
+"""The log's unit: a typed key/value record, and the settings of a log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """`value is None` is a tombstone: the key is deleted."""
+
+    type: int
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Storage settings, each named after the Kafka/Bitcask knob it mirrors."""
+
+    fsync_policy: str = "always"  # always | interval:<ms> | never (unsafe: acks before fsync)
+    segment_bytes: int = 64 * 1024 * 1024  # offsets.topic.segment.bytes is 100 MiB; smaller replays faster
+    segment_ms: int = 3_600_000
+    max_record_bytes: int = 1 << 20
+    min_cleanable_dirty_ratio: float = 0.5  # Kafka's min.cleanable.dirty.ratio
+    tombstone_retention_ms: int = 86_400_000  # Kafka's delete.retention.ms
+    snapshot_every_records: int = 1_000_000
+    compaction_check_interval_ms: int = 60_000
+
+    def fsync_interval_ms(self) -> int | None:
+        """None for `always`, -1 for `never`, else the interval."""
+        policy = self.fsync_policy
+        if policy == "always":
+            return None
+        if policy == "never":
+            return -1
+        if policy.startswith("interval:") and policy[9:].isdigit():
+            return int(policy[9:])
+        raise ValueError(f"fsync policy must be always, never or interval:<ms>, not {policy!r}")

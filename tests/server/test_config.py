@@ -1,0 +1,61 @@
+"""Config: flags > KCOORD_* environment > Kafka defaults; one frozen dataclass."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from coordinator.config import Config, HostPort, parse_serve_argv
+
+
+def test_defaults_are_kafkas() -> None:
+    config = parse_serve_argv([], env={})
+    assert config == Config()
+    assert config.listen == HostPort("0.0.0.0", 9092)
+    assert (
+        config.group_initial_rebalance_delay_ms,
+        config.group_min_session_timeout_ms,
+        config.group_max_session_timeout_ms,
+    ) == (3000, 6000, 1_800_000)
+    assert (config.offsets_retention_minutes, config.offsets_retention_check_interval_ms) == (10080, 600_000)
+    assert config.group_max_size is None and config.auto_create_topics and config.num_partitions == 1
+    assert config.fsync == "always" and config.data_dir == Path("./data")
+    assert config.group_config().offsets_retention_ms == 10080 * 60_000
+
+
+def test_flags_override_env_which_overrides_defaults() -> None:
+    env = {
+        "KCOORD_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        "KCOORD_NUM_PARTITIONS": "3",
+        "KCOORD_AUTO_CREATE_TOPICS": "false",
+        "KCOORD_LISTEN": "127.0.0.1:1234",
+    }
+    config = parse_serve_argv(
+        ["--num-partitions", "6", "--advertised-listener", "kafka.example:19092"], env=env
+    )
+    assert config.group_initial_rebalance_delay_ms == 0
+    assert config.num_partitions == 6
+    assert config.auto_create_topics is False
+    assert config.listen == HostPort("127.0.0.1", 1234)
+    assert config.advertised_listener == HostPort("kafka.example", 19092)
+
+
+def test_config_is_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Config().node_id = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--fsync", "sometimes"], ["--log-format", "xml"], ["--listen", "nope"], ["--num-partitions", "0"]],
+)
+def test_bad_values_are_rejected(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_serve_argv(argv, env={})
+
+
+def test_bad_env_value_is_rejected() -> None:
+    with pytest.raises(SystemExit):
+        parse_serve_argv([], env={"KCOORD_GROUP_MAX_SIZE": "-1"})

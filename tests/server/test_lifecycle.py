@@ -1,0 +1,190 @@
+"""Process lifecycle: SIGTERM/SIGINT shutdown, restart durability of topics, `kcoord storage dump`."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.server.server_process import REPO, ServerProcess
+from tests.server.wire import call, connect, decode_response, is_closed, read_frame, send
+
+METADATA, CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 3, 19, 20, 37
+
+
+def _create(address: tuple[str, int], name: str, partitions: int) -> None:
+    topic = {
+        "name": name,
+        "num_partitions": partitions,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [],
+    }
+    with connect(address) as sock:
+        assert (
+            call(sock, CREATE_TOPICS, 4, {"topics": [topic], "timeout_ms": 1000})["topics"][0]["error_code"]
+            == 0
+        )
+
+
+def _topics(address: tuple[str, int]) -> dict[str, int]:
+    with connect(address) as sock:
+        response = call(sock, METADATA, 4, {"topics": None, "allow_auto_topic_creation": False})
+    return {t["name"]: len(t["partitions"]) for t in response["topics"]}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_shuts_down_cleanly_with_a_snapshot(tmp_path: Path, sig: int) -> None:
+    proc = ServerProcess(tmp_path / "data")
+    proc.start()
+    try:
+        _create(proc.address, "snap", 2)
+        idle = connect(proc.address)  # an open idle connection must not block shutdown
+        assert proc.stop(sig) == 0
+        idle.close()
+    finally:
+        proc.kill()
+    assert list((tmp_path / "data").glob("*.snap")), "clean shutdown writes a snapshot"
+    assert any("stopped" in line for line in proc.lines)
+
+
+def test_listener_opens_after_recovery(tmp_path: Path) -> None:
+    proc = ServerProcess(tmp_path / "data")
+    proc.start()
+    proc.kill()
+    recovered = next(i for i, line in enumerate(proc.lines) if "recovered" in line)
+    listening = next(i for i, line in enumerate(proc.lines) if "listening on" in line)
+    assert recovered < listening
+
+
+def test_topics_and_partition_counts_survive_sigkill(tmp_path: Path) -> None:
+    proc = ServerProcess(tmp_path / "data", "--fsync", "always")
+    proc.start()
+    try:
+        _create(proc.address, "keep", 3)
+        _create(proc.address, "gone", 1)
+        _create(proc.address, "grown", 1)
+        with connect(proc.address) as sock:
+            body = {"topics": [{"name": "grown", "count": 6, "assignments": None}], "timeout_ms": 1000}
+            assert call(sock, CREATE_PARTITIONS, 1, body)["results"][0]["error_code"] == 0
+            deleted = call(sock, DELETE_TOPICS, 1, {"topic_names": ["gone"], "timeout_ms": 1000})
+            assert deleted["responses"][0]["error_code"] == 0
+        before = _topics(proc.address)
+        proc.kill()
+        proc.start()
+        assert _topics(proc.address) == before == {"keep": 3, "grown": 6}
+    finally:
+        proc.kill()
+
+
+def test_storage_dump_renders_topic_records(tmp_path: Path) -> None:
+    proc = ServerProcess(tmp_path / "data")
+    proc.start()
+    try:
+        _create(proc.address, "dumped", 2)
+        assert proc.stop() == 0
+    finally:
+        proc.kill()
+    out = subprocess.run(
+        [sys.executable, "-m", "coordinator", "storage", "dump", "--data-dir", str(tmp_path / "data")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "topic name=dumped partitions=2" in out.stdout
+
+
+def test_env_vars_configure_the_server(tmp_path: Path) -> None:
+    proc = ServerProcess(tmp_path / "data", env={"KCOORD_NUM_PARTITIONS": "3", "KCOORD_NODE_ID": "7"})
+    proc.start()
+    try:
+        with connect(proc.address) as sock:
+            response = call(
+                sock, METADATA, 4, {"topics": [{"name": "env"}], "allow_auto_topic_creation": True}
+            )
+        assert [b["node_id"] for b in response["brokers"]] == [7]
+        assert len(response["topics"][0]["partitions"]) == 3
+    finally:
+        proc.kill()
+
+
+OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, DESCRIBE_GROUPS = 8, 9, 11, 15
+
+
+def test_committed_offsets_and_groups_survive_sigkill(tmp_path: Path) -> None:
+    proc = ServerProcess(tmp_path / "data", "--fsync", "always")
+    proc.start()
+    try:
+        _create(proc.address, "off", 2)
+        commit = {
+            "group_id": "keeper",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "retention_time_ms": -1,
+            "topics": [
+                {
+                    "name": "off",
+                    "partitions": [
+                        {"partition_index": 1, "committed_offset": 42, "committed_metadata": "meta"}
+                    ],
+                }
+            ],
+        }
+        with connect(proc.address) as sock:
+            response = call(sock, OFFSET_COMMIT, 2, commit)
+            assert response["topics"][0]["partitions"][0]["error_code"] == 0
+        proc.kill()
+        proc.start()
+        fetch = {"group_id": "keeper", "topics": [{"name": "off", "partition_indexes": [0, 1]}]}
+        with connect(proc.address) as sock:
+            fetched = call(sock, OFFSET_FETCH, 2, fetch)
+        partitions = fetched["topics"][0]["partitions"]
+        assert [(p["partition_index"], p["committed_offset"], p["metadata"]) for p in partitions] == [
+            (0, -1, ""),
+            (1, 42, "meta"),
+        ]
+    finally:
+        proc.kill()
+
+
+def _wait_for_group_state(address: tuple[str, int], group_id: str, state: str) -> None:
+    """Poll DescribeGroups (bounded) until the group reaches `state`."""
+    with connect(address) as sock:
+        for attempt in range(200):
+            described = call(sock, DESCRIBE_GROUPS, 0, {"groups": [group_id]}, correlation_id=attempt)
+            if described["groups"][0]["group_state"] == state:
+                return
+            time.sleep(0.01)  # polling interval of a bounded loop, not a fixed wait
+    raise AssertionError(f"group {group_id} never reached {state}")
+
+
+def test_sigterm_answers_a_parked_join_then_exits_0(tmp_path: Path) -> None:
+    # A long initial rebalance delay parks the first JoinGroup in the delayed-join purgatory.
+    proc = ServerProcess(tmp_path / "data", "--group-initial-rebalance-delay-ms", "60000")
+    proc.start()
+    try:
+        join = {
+            "group_id": "parked",
+            "session_timeout_ms": 10_000,
+            "rebalance_timeout_ms": 60_000,
+            "member_id": "",
+            "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"}],
+        }
+        with connect(proc.address) as sock:
+            send(sock, JOIN_GROUP, 3, 9, join)  # v3: no MEMBER_ID_REQUIRED round trip
+            _wait_for_group_state(proc.address, "parked", "PreparingRebalance")
+            assert proc.proc is not None
+            proc.proc.send_signal(signal.SIGTERM)
+            correlation_id, body = decode_response(JOIN_GROUP, 3, read_frame(sock))
+            assert (correlation_id, body["error_code"]) == (9, 16)  # NOT_COORDINATOR: rediscover, retry
+            assert is_closed(sock)
+        assert proc.stop() == 0
+    finally:
+        proc.kill()

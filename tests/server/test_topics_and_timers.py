@@ -1,0 +1,85 @@
+"""TopicRegistry (apply after durable, pending names, record codec) and AsyncioTimers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from coordinator.server.timers import AsyncioTimers
+from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone, validate_topic_name
+from coordinator.topics.records import (
+    decode_topic_key,
+    decode_topic_value,
+    encode_topic_key,
+    encode_topic_value,
+)
+
+
+class _ManualLog:
+    def __init__(self) -> None:
+        self.pending: list[tuple[Sequence[object], Callable[[BaseException | None], None]]] = []
+
+    def append(self, records: Sequence[object], on_done: Callable[[BaseException | None], None]) -> None:
+        self.pending.append((records, on_done))
+
+
+def test_topic_is_visible_only_once_durable_and_pending_meanwhile() -> None:
+    log = _ManualLog()
+    registry = TopicRegistry(log)
+    done: list[BaseException | None] = []
+    registry.create([("t", 3)], done.append)
+    assert registry.get("t") is None and registry.is_pending("t")
+    log.pending.pop()[1](None)
+    assert done == [None] and not registry.is_pending("t")
+    assert (
+        registry.get("t") is not None
+        and registry.has_partition("t", 2)
+        and not registry.has_partition("t", 3)
+    )
+
+
+def test_failed_write_changes_nothing() -> None:
+    log = _ManualLog()
+    registry = TopicRegistry(log)
+    registry.create([("t", 1)], lambda error: None)
+    log.pending.pop()[1](OSError("disk full"))
+    assert registry.get("t") is None and not registry.is_pending("t")
+
+
+def test_apply_replays_create_grow_delete() -> None:
+    registry = TopicRegistry(_ManualLog())
+    record = TopicRecord("x", __import__("uuid").uuid4(), 2)
+    registry.apply(record)
+    registry.apply(TopicRecord("x", record.topic_id, 5))
+    assert registry.get("x") == TopicRecord("x", record.topic_id, 5)
+    assert registry.name_for_id(record.topic_id) == "x"
+    registry.apply(TopicTombstone("x"))
+    assert registry.get("x") is None and registry.name_for_id(record.topic_id) is None
+
+
+def test_topic_record_round_trip() -> None:
+    record = TopicRecord("héllo.topic", __import__("uuid").uuid4(), 12)
+    key = encode_topic_key(record.name)
+    assert key[:2] == b"\x00\x00"
+    assert decode_topic_key(key) == record.name
+    assert decode_topic_value(record.name, encode_topic_value(record)) == record
+
+
+def test_topic_name_rules_are_kafkas() -> None:
+    assert validate_topic_name("ok-Topic_1.x") is None
+    for bad in ("", ".", "..", "a" * 250, "sp ace", "sl/ash"):
+        assert validate_topic_name(bad) is not None
+
+
+async def test_asyncio_timers_replace_cancel_and_fire() -> None:
+    timers = AsyncioTimers(asyncio.get_running_loop())
+    fired: list[str] = []
+    done = asyncio.Event()
+    timers.schedule("a", 50, lambda: fired.append("a-old"))
+    timers.schedule("a", 1, lambda: fired.append("a"))
+    timers.schedule("b", 1, lambda: fired.append("b"))
+    timers.cancel("b")
+    timers.cancel("unknown")
+    timers.schedule("c", 5, done.set)
+    await asyncio.wait_for(done.wait(), 5)
+    assert fired == ["a"] and len(timers) == 0
