@@ -192,7 +192,11 @@ class Log:
             self._dirty = False
 
     async def _undo(self, size: int, error: StorageError) -> None:
-        """Cut the active segment back to its last good size so no partial record survives."""
+        """Cut the active segment back to its last good size so no partial record survives.
+
+        If even that fails (a failed fsync usually repeats: the kernel may have dropped the dirty
+        pages), the log refuses further appends; recovery at the next start truncates the tail.
+        """
         try:
             await asyncio.to_thread(self._truncate_active, size)
         except OSError as exc:
@@ -264,7 +268,17 @@ class Log:
         if self._compaction is not None and not self._compaction.done():
             return
         if len(self.segments) > 1 and self.dirty_ratio() >= self.config.min_cleanable_dirty_ratio:
-            self._compaction = asyncio.get_running_loop().create_task(self.compact())
+            self._compaction = asyncio.get_running_loop().create_task(self._compact_while_dirty())
+
+    async def _compact_while_dirty(self) -> None:
+        # Appends that arrived during a pass may have made the log dirty again: go on until clean.
+        while len(self.segments) > 1 and self.dirty_ratio() >= self.config.min_cleanable_dirty_ratio:
+            try:
+                if await self.compact() <= 0:
+                    return
+            except OSError as exc:
+                log.error("compaction failed, will retry after later appends: %s", exc)
+                return
 
     async def compact(self) -> int:
         """Rewrite the sealed segments keeping only each key's newest record; returns bytes freed."""
