@@ -19,9 +19,9 @@ from crc32c import crc32c
 
 HEADER = struct.Struct(">IIBBQqH")
 HEADER_SIZE = HEADER.size  # 28
-_AFTER_CRC = struct.Struct(">BBQqH")
-_PREFIX = struct.Struct(">II")
-FIXED_AFTER_CRC = _AFTER_CRC.size  # 20
+AFTER_CRC = struct.Struct(">BBQqH")
+PREFIX = struct.Struct(">II")
+FIXED_AFTER_CRC = AFTER_CRC.size  # 20
 
 FLAG_TOMBSTONE = 0x01
 FLAG_BATCH_START = 0x02
@@ -61,8 +61,8 @@ def encode(type_: int, flags: int, lsn: int, timestamp_ms: int, key: bytes, valu
     if value is None:
         flags |= FLAG_TOMBSTONE
         value = b""
-    body = _AFTER_CRC.pack(type_, flags, lsn, timestamp_ms, len(key)) + key + value
-    return _PREFIX.pack(len(body), crc32c(body)) + body
+    body = AFTER_CRC.pack(type_, flags, lsn, timestamp_ms, len(key)) + key + value
+    return PREFIX.pack(len(body), crc32c(body)) + body
 
 
 def scan(data: bytes | memoryview, start: int, max_record_bytes: int) -> Iterator[Frame]:
@@ -74,8 +74,8 @@ def scan(data: bytes | memoryview, start: int, max_record_bytes: int) -> Iterato
     view = memoryview(data)
     end = len(view)
     pos = start
-    unpack_prefix = _PREFIX.unpack_from
-    unpack_rest = _AFTER_CRC.unpack_from
+    unpack_prefix = PREFIX.unpack_from
+    unpack_rest = AFTER_CRC.unpack_from
     while end - pos >= HEADER_SIZE:
         length, crc = unpack_prefix(view, pos)
         if length < FIXED_AFTER_CRC or length > max_record_bytes or pos + 8 + length > end:
