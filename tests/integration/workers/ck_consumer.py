@@ -1,0 +1,80 @@
+"""A confluent-kafka (librdkafka) consumer in its own process (protocol: see `common.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+
+from tests.integration.workers.common import Commands, Options, emit, partitions_json
+
+
+def handle(consumer: Consumer, cmd: dict[str, Any]) -> None:
+    if cmd["cmd"] == "commit":
+        offsets = [
+            TopicPartition(t, p, offset, metadata=metadata) for t, p, offset, metadata in cmd["offsets"]
+        ]
+        results = consumer.commit(offsets=offsets, asynchronous=False)
+        errors = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in results or () if tp.error]
+        if errors:
+            raise RuntimeError("; ".join(errors))
+        emit("done", id=cmd["id"])
+    elif cmd["cmd"] == "committed":
+        tps = [TopicPartition(t, p) for t, p in cmd["partitions"]]
+        result = [
+            [tp.topic, tp.partition, tp.offset, tp.metadata or ""]
+            for tp in consumer.committed(tps, timeout=10)
+            if tp.offset >= 0
+        ]
+        emit("done", id=cmd["id"], offsets=result)
+
+
+def main() -> None:
+    opts = Options.from_argv()
+    conf: dict[str, Any] = {
+        "bootstrap.servers": opts.bootstrap,
+        "group.id": opts.group,
+        "client.id": opts.client_id,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": opts.session_timeout_ms,
+        "heartbeat.interval.ms": opts.heartbeat_interval_ms,
+        "max.poll.interval.ms": opts.max_poll_interval_ms,
+        "topic.metadata.refresh.interval.ms": opts.metadata_max_age_ms,
+        "partition.assignment.strategy": opts.assignor,
+        "reconnect.backoff.ms": 50,
+        "reconnect.backoff.max.ms": 500,
+        "retry.backoff.ms": 100,
+        "retry.backoff.max.ms": 500,
+    }
+    if opts.group_instance_id is not None:
+        conf["group.instance.id"] = opts.group_instance_id
+    consumer = Consumer(conf)
+    consumer.subscribe(
+        opts.topics,
+        on_assign=lambda _c, tps: emit("assigned", partitions=partitions_json(tps)),
+        on_revoke=lambda _c, tps: emit("revoked", partitions=partitions_json(tps)),
+        on_lost=lambda _c, tps: emit("lost", partitions=partitions_json(tps)),
+    )
+    emit("started")
+    commands = Commands()
+    reported: list[list[Any]] | None = None
+    while True:
+        consumer.poll(0.1)
+        current = partitions_json(consumer.assignment())
+        if current != reported:
+            emit("assignment", partitions=current)
+            reported = current
+        for cmd in commands.pending():
+            if cmd["cmd"] == "close":
+                consumer.close()
+                emit("closed")
+                return
+            try:
+                handle(consumer, cmd)
+            except Exception as exc:
+                emit("failed", id=cmd.get("id"), error=f"{type(exc).__name__}: {exc}")
+
+
+if __name__ == "__main__":
+    main()

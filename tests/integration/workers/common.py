@@ -1,0 +1,85 @@
+"""Shared plumbing of the consumer workers: JSON lines out, JSON-line commands in.
+
+A worker is started as `python -m tests.integration.workers.<client>_consumer '<json options>'`.
+It reports on stdout, one JSON object per line:
+
+    {"event": "started"}
+    {"event": "assignment", "partitions": [[topic, partition], ...]}   # whenever it changes
+    {"event": "assigned" | "revoked" | "lost", "partitions": [...]}    # rebalance callbacks
+    {"event": "done", "id": N, ...}  /  {"event": "failed", "id": N, "error": "..."}  # command results
+    {"event": "closed"}
+
+and reads commands on stdin, one JSON object per line:
+
+    {"cmd": "commit", "id": N, "offsets": [[topic, partition, offset, metadata], ...]}
+    {"cmd": "committed", "id": N, "partitions": [[topic, partition], ...]}
+        -> {"event": "done", "id": N, "offsets": [[topic, partition, offset, metadata], ...]}
+    {"cmd": "close"}
+
+End of stdin (the test went away) closes the consumer too.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Commands", "Options", "emit", "partitions_json"]
+
+_out_lock = threading.Lock()
+
+
+def emit(event: str, **fields: Any) -> None:
+    line = json.dumps({"event": event, **fields})
+    with _out_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def partitions_json(tps: Any) -> list[list[Any]]:
+    """Sorted [[topic, partition], ...] from any iterable of objects with .topic and .partition."""
+    return sorted([tp.topic, tp.partition] for tp in tps)
+
+
+@dataclass(frozen=True)
+class Options:
+    bootstrap: str
+    group: str
+    topics: list[str]
+    client_id: str
+    assignor: str = "range"
+    session_timeout_ms: int = 3000
+    heartbeat_interval_ms: int = 300
+    max_poll_interval_ms: int = 30000
+    metadata_max_age_ms: int = 1000
+    group_instance_id: str | None = None
+
+    @classmethod
+    def from_argv(cls) -> Options:
+        return cls(**json.loads(sys.argv[1]))
+
+
+class Commands:
+    """Reads stdin on a daemon thread; the client loop drains `pending()` between polls."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in sys.stdin:
+            if line.strip():
+                self._queue.put(json.loads(line))
+        self._queue.put({"cmd": "close"})  # the test closed our stdin or died
+
+    def pending(self) -> list[dict[str, Any]]:
+        items = []
+        while True:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                return items

@@ -1,0 +1,84 @@
+"""A kafka-python consumer in its own process (protocol: see `common.py`)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from kafka.structs import OffsetAndMetadata
+
+from tests.integration.workers.common import Commands, Options, emit, partitions_json
+
+ASSIGNORS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+
+
+class Listener(ConsumerRebalanceListener):
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        emit("revoked", partitions=partitions_json(revoked))
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        emit("assigned", partitions=partitions_json(assigned))
+
+
+def handle(consumer: KafkaConsumer, cmd: dict[str, Any]) -> None:
+    if cmd["cmd"] == "commit":
+        offsets = {
+            TopicPartition(t, p): OffsetAndMetadata(offset, metadata, -1)
+            for t, p, offset, metadata in cmd["offsets"]
+        }
+        consumer.commit(offsets)
+        emit("done", id=cmd["id"])
+    elif cmd["cmd"] == "committed":
+        result = []
+        for t, p in cmd["partitions"]:
+            committed = consumer.committed(TopicPartition(t, p), metadata=True, timeout_ms=10_000)
+            if committed is not None:
+                result.append([t, p, committed.offset, committed.metadata])
+        emit("done", id=cmd["id"], offsets=result)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING)
+    opts = Options.from_argv()
+    consumer = KafkaConsumer(
+        bootstrap_servers=opts.bootstrap,
+        group_id=opts.group,
+        client_id=opts.client_id,
+        group_instance_id=opts.group_instance_id,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=opts.session_timeout_ms,
+        heartbeat_interval_ms=opts.heartbeat_interval_ms,
+        max_poll_interval_ms=opts.max_poll_interval_ms,
+        metadata_max_age_ms=opts.metadata_max_age_ms,
+        partition_assignment_strategy=[ASSIGNORS[opts.assignor]],
+        reconnect_backoff_max_ms=500,
+        retry_backoff_ms=100,
+    )
+    consumer.subscribe(opts.topics, listener=Listener())
+    emit("started")
+    commands = Commands()
+    reported: list[list[Any]] | None = None
+    while True:
+        consumer.poll(timeout_ms=100)
+        current = partitions_json(consumer.assignment())
+        if current != reported:
+            emit("assignment", partitions=current)
+            reported = current
+        for cmd in commands.pending():
+            if cmd["cmd"] == "close":
+                consumer.close()
+                emit("closed")
+                return
+            try:
+                handle(consumer, cmd)
+            except Exception as exc:
+                emit("failed", id=cmd.get("id"), error=f"{type(exc).__name__}: {exc}")
+
+
+if __name__ == "__main__":
+    main()
