@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
@@ -42,7 +43,8 @@ def handle(consumer: KafkaConsumer, cmd: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.WARNING)
+    # KCOORD_WORKER_LOG=DEBUG shows the client's own protocol trace when a scenario misbehaves.
+    logging.basicConfig(level=os.environ.get("KCOORD_WORKER_LOG", "WARNING"))
     opts = Options.from_argv()
     consumer = KafkaConsumer(
         bootstrap_servers=opts.bootstrap,
