@@ -227,9 +227,8 @@ def encode(api_key: int, version: int, body: dict[str, Any]) -> bytes:
 
 def decode(api_key: int, version: int, payload: bytes) -> dict[str, Any]:
     """A response body (after the correlation id; flexible versions skip the header's tag buffer)."""
-    from protocol.schema import codec_for
-
     from protocol.messages import RESPONSE_SCHEMAS
+    from protocol.schema import codec_for
 
     schema = RESPONSE_SCHEMAS[api_key]
     pos = 4

@@ -54,8 +54,10 @@ async def appends_per_second(directory: Path, appenders: int, seconds: float = 3
 
 
 async def build_log(directory: Path, records: int, keys: int) -> None:
-    log = await Log.open(directory, LogConfig(fsync_policy="never", snapshot_every_records=10**12,
-                                              min_cleanable_dirty_ratio=2.0))
+    log = await Log.open(
+        directory,
+        LogConfig(fsync_policy="never", snapshot_every_records=10**12, min_cleanable_dirty_ratio=2.0),
+    )
     batch = 1000
     for start in range(0, records, batch):
         futures = [log.append([Record(0, b"key-%d" % ((start + i) % keys), VALUE)]) for i in range(batch)]
@@ -82,7 +84,9 @@ async def restart_with_snapshot(directory: Path) -> tuple[int, float]:
     log = await Log.open(directory, LogConfig(fsync_policy="never"))
     await log.snapshot()
     for start in range(0, 100_000, 1000):
-        await asyncio.gather(*(log.append([Record(0, b"key-%d" % (start + i), b"tail")]) for i in range(1000)))
+        await asyncio.gather(
+            *(log.append([Record(0, b"key-%d" % (start + i), b"tail")]) for i in range(1000))
+        )
     await log.close(write_snapshot=False)
     return await replay_rate(directory)
 

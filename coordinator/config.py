@@ -141,10 +141,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
             metavar = "LEVEL"
         parser.add_argument(
             flag,
-            type=parse,
+            type=parse,  # type: ignore[arg-type]
             default=None,
             metavar=metavar,
-            help=f"{help_text} [env {env}]",  # type: ignore[arg-type]
+            help=f"{help_text} [env {env}]",
         )
 
 

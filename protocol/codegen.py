@@ -137,7 +137,9 @@ class _StructWriter:
             reader = gen.var("_t")
             value_lines = _read_value(gen, f.type, "v", f.nullable(gen.version), f.name)
             gen.chunks.append(
-                "\n".join([f"def {reader}(d, p, end):"] + ["    " + x for x in value_lines] + ["    return v"])
+                "\n".join(
+                    [f"def {reader}(d, p, end):"] + ["    " + x for x in value_lines] + ["    return v"]
+                )
             )
             readers.append((f.tag, var, reader))
         lines += [
@@ -184,8 +186,14 @@ class _StructWriter:
         lines = ["tags = []"]
         for f in self.tagged:
             var, buf, default = gen.var(), gen.var("t"), gen.const(f.default)
-            lines += [f"{var} = get({f.name!r}, {default})", f"if {var} != {default}:", f"    {buf} = bytearray()"]
-            lines += ["    " + x for x in _write_value(gen, f.type, var, buf, f.nullable(gen.version), f.name)]
+            lines += [
+                f"{var} = get({f.name!r}, {default})",
+                f"if {var} != {default}:",
+                f"    {buf} = bytearray()",
+            ]
+            lines += [
+                "    " + x for x in _write_value(gen, f.type, var, buf, f.nullable(gen.version), f.name)
+            ]
             lines.append(f"    tags.append(({f.tag}, {buf}))")
         lines += [
             "o += _euv(len(tags))",
@@ -212,7 +220,11 @@ def _runs(fields: list[Field]) -> list[list[Field]]:
 
 def _default_expr(gen: _Generator, f: Field) -> str:
     if isinstance(f.default, (dict, list)):
-        return f"_fresh({gen.const(f.default)})" if f.default else ("[]" if isinstance(f.default, list) else "{}")
+        return (
+            f"_fresh({gen.const(f.default)})"
+            if f.default
+            else ("[]" if isinstance(f.default, list) else "{}")
+        )
     return gen.const(f.default)
 
 
@@ -240,7 +252,11 @@ def _read_value(gen: _Generator, kind: Any, target: str, nullable: bool, name: s
         unpack = gen.const(struct.Struct(">" + kind.fmt).unpack_from)
         return [f"{target}, = {unpack}(d, p); p += {struct.calcsize('>' + kind.fmt)}"]
     if kind is UUID:
-        return ["q = p + 16", "if q > end: raise _Bad('truncated uuid')", f"{target} = _UUID(bytes=d[p:q]); p = q"]
+        return [
+            "q = p + 16",
+            "if q > end: raise _Bad('truncated uuid')",
+            f"{target} = _UUID(bytes=d[p:q]); p = q",
+        ]
     n = gen.var("n")
     if isinstance(kind, Array):
         lines = _read_length(gen, n, "_I32", 4) + _null_or(n, target, nullable, name)
@@ -252,7 +268,8 @@ def _read_value(gen: _Generator, kind: Any, target: str, nullable: bool, name: s
         raise NotImplementedError(f"no codec for {kind!r}")
     lines = _read_length(gen, n, legacy, size) + _null_or(n, target, nullable, name)
     value = "d[p:q].decode()" if kind in TEXT else "d[p:q]"
-    return lines + ["    q = p + " + n, "    if q > end: raise _Bad('truncated')", f"    {target} = {value}; p = q"]
+    tail = [f"    q = p + {n}", "    if q > end: raise _Bad('truncated')", f"    {target} = {value}; p = q"]
+    return [*lines, *tail]
 
 
 def _read_items(gen: _Generator, item: Any, target: str, count: str) -> list[str]:
@@ -263,9 +280,11 @@ def _read_items(gen: _Generator, item: Any, target: str, count: str) -> list[str
         ]
     elem = gen.var("x")
     inner = _read_value(gen, item, elem, False, "array element")
-    return [f"{target} = []", f"for _ in range({count}):"] + ["    " + x for x in inner] + [
-        f"    {target}.append({elem})"
-    ]
+    return (
+        [f"{target} = []", f"for _ in range({count}):"]
+        + ["    " + x for x in inner]
+        + [f"    {target}.append({elem})"]
+    )
 
 
 def _write_length(gen: _Generator, length: str, out: str, legacy: str) -> str:
@@ -291,7 +310,7 @@ def _write_value(gen: _Generator, kind: Any, var: str, out: str, nullable: bool,
         return [f"{out} += {var}.bytes"]
     if isinstance(kind, Array):
         lines = _write_null(gen, var, out, nullable, name, b"\xff\xff\xff\xff")
-        body = [_write_length(gen, f"len({var})", out, "_P32")] + _write_items(gen, kind.item, var, out)
+        body = [_write_length(gen, f"len({var})", out, "_P32"), *_write_items(gen, kind.item, var, out)]
         return [*lines[:1], "else:" if nullable else "if True:"] + ["    " + x for x in body]
     legacy_null, legacy = (b"\xff\xff", "_P16") if kind in TEXT else (b"\xff\xff\xff\xff", "_P32")
     lines = _write_null(gen, var, out, nullable, name, legacy_null)

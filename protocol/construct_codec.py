@@ -129,7 +129,10 @@ def write_tags(stream: Any, obj: Mapping[int, bytes]) -> Any:
     return obj
 
 
-_HELPERS = "from protocol.construct_codec import read_uvarint, read_blob, write_blob, read_count, write_length, read_tags, write_tags"
+_HELPERS = (
+    "from protocol.construct_codec import "
+    "read_uvarint, read_blob, write_blob, read_count, write_length, read_tags, write_tags"
+)
 
 
 # -- compile-friendly primitives ------------------------------------------------------------------
@@ -208,7 +211,9 @@ class TaggedFields(construct.Construct):  # type: ignore[misc]
         self.known = known
 
     def _parse(self, stream: Any, context: Any, path: str) -> Any:
-        parsers = {tag: (lambda s, this, sub=sub: sub._parsereport(s, this, path)) for tag, sub in self.known.items()}
+        parsers = {
+            tag: (lambda s, this, sub=sub: sub._parsereport(s, this, path)) for tag, sub in self.known.items()
+        }
         return read_tags(stream, parsers, context)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
@@ -248,9 +253,13 @@ def _kind(kind: Any, version: int, compact: bool, nullable: bool) -> Any:
 
 def _struct(schema: Schema, version: int, compact: bool) -> Any:
     present = [f for f in schema.fields if f.present(version, compact)]
-    members = [f.name / _kind(f.type, version, compact, f.nullable(version)) for f in present if f.tag is None]
+    members = [
+        f.name / _kind(f.type, version, compact, f.nullable(version)) for f in present if f.tag is None
+    ]
     if compact:
-        tagged = {f.tag: _kind(f.type, version, compact, f.nullable(version)) for f in present if f.tag is not None}
+        tagged = {
+            f.tag: _kind(f.type, version, compact, f.nullable(version)) for f in present if f.tag is not None
+        }
         members.append("_tagged" / TaggedFields(tagged))
     return construct.Struct(*members)
 
@@ -279,7 +288,9 @@ def _to_message(schema: Schema, version: int, flexible: bool, raw: Any) -> dict[
         if not f.present(version, flexible):
             message[f.name] = _copy(f.default)
         elif f.tag is not None:
-            message[f.name] = _value(f, version, flexible, tagged[f.tag]) if f.tag in tagged else _copy(f.default)
+            message[f.name] = (
+                _value(f, version, flexible, tagged[f.tag]) if f.tag in tagged else _copy(f.default)
+            )
         else:
             message[f.name] = _value(f, version, flexible, raw[f.name])
     return message

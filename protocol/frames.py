@@ -62,7 +62,9 @@ class FrameSplitter:
             if size < 0:
                 raise DecodeError(None, None, "size", f"negative frame size {size}")
             if size > self.max_frame_bytes:
-                raise FrameTooLarge(None, None, "size", f"frame of {size} bytes exceeds {self.max_frame_bytes}")
+                raise FrameTooLarge(
+                    None, None, "size", f"frame of {size} bytes exceeds {self.max_frame_bytes}"
+                )
             if end - start - 4 < size:
                 break
             frames.append(bytes(buffer[start + 4 : start + 4 + size]))

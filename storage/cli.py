@@ -59,7 +59,9 @@ def _check_segment(path: Path, is_last: bool) -> tuple[list[framing.Frame], str 
 def dump(directory: Path, render: Render) -> int:
     for snap_path in list_snapshots(directory):
         snap = snapshot.decode(snap_path, LogConfig().max_record_bytes)
-        print(f"# snapshot {snap_path.name}: " + ("damaged" if snap is None else f"{len(snap.frames)} records"))
+        print(
+            f"# snapshot {snap_path.name}: " + ("damaged" if snap is None else f"{len(snap.frames)} records")
+        )
         for frame in snap.frames if snap else []:
             print(f"  lsn={frame.lsn} ts={frame.timestamp_ms} {_describe(frame, render)}")
     segments = list_segments(directory)
@@ -67,7 +69,9 @@ def dump(directory: Path, render: Render) -> int:
         frames, problem = _check_segment(path, index == len(segments) - 1)
         print(f"# segment {path.name}: {len(frames)} records")
         for frame in frames:
-            print(f"  lsn={frame.lsn} offset={frame.offset} ts={frame.timestamp_ms} {_describe(frame, render)}")
+            print(
+                f"  lsn={frame.lsn} offset={frame.offset} ts={frame.timestamp_ms} {_describe(frame, render)}"
+            )
         if problem:
             print(f"# {problem}")
     return 0

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from storage import framing
 from storage.files import SEGMENT_HEADER_SIZE, SWAP_SUFFIX, FileOps, encode_segment_header
-from storage.recovery import Entry, Key, Segment
 from storage.records import LogConfig
+from storage.recovery import Entry, Key, Segment
 
 CLEANED_SUFFIX = ".cleaned"
 

@@ -26,8 +26,8 @@ from storage.files import (
     segment_name,
     wrap_os_error,
 )
-from storage.recovery import Entry, Key, Recovered, Segment, recover
 from storage.records import LogConfig, Record
+from storage.recovery import Entry, Key, Recovered, Segment, recover
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,9 @@ def _now_ms() -> int:
 
 
 class Log:
-    def __init__(self, directory: Path, config: LogConfig, ops: FileOps, lock: DirectoryLock, state: Recovered):
+    def __init__(
+        self, directory: Path, config: LogConfig, ops: FileOps, lock: DirectoryLock, state: Recovered
+    ):
         self.directory = directory
         self.config = config
         self.ops = ops

@@ -17,12 +17,11 @@ import logging
 import struct
 from typing import cast
 
-from protocol.errors import DecodeError, UnsupportedVersion
-from protocol.frames import FrameSplitter, FrameTooLarge, decode_request, encode_response
-
 from coordinator.groups.config import RequestMeta
 from coordinator.server.apis import HANDLERS, api_versions, produce
 from coordinator.server.context import ServerContext
+from protocol.errors import DecodeError, UnsupportedVersion
+from protocol.frames import FrameSplitter, FrameTooLarge, decode_request, encode_response
 
 __all__ = ["Connection"]
 

@@ -29,7 +29,7 @@ def test_the_splitter_reassembles_frames_from_any_chunking(payloads: list[bytes]
     splitter = FrameSplitter(max_frame_bytes=100)
     got: list[bytes] = []
     pos = 0
-    for cut in cuts + [len(stream)]:
+    for cut in [*cuts, len(stream)]:
         got += splitter.feed(stream[pos : pos + cut])
         pos += cut
     assert got == payloads and splitter.buffered == 0
@@ -58,7 +58,9 @@ def test_a_flexible_request_keeps_a_legacy_client_id_and_round_trips() -> None:
     header, decoded = decode_request(payload)
     assert (header.request_api_key, header.request_api_version, header.correlation_id) == (12, 4, 77)
     assert header.client_id == "ćlient" and decoded == body
-    _, null_client = decode_request(encode_request(HEARTBEAT, 0, 1, body | {"group_instance_id": None}, client_id=None)[4:])
+    _, null_client = decode_request(
+        encode_request(HEARTBEAT, 0, 1, body | {"group_instance_id": None}, client_id=None)[4:]
+    )
     assert null_client["group_id"] == "g"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -68,8 +67,14 @@ SAMPLE = Schema(
 def test_fields_absent_from_a_version_decode_to_their_defaults() -> None:
     decoded = codec_for(SAMPLE, 0).parse(codec_for(SAMPLE, 0).build({"name": "x", "items": [{"id": 1}]}))
     assert decoded == {
-        "name": "x", "count": -1, "items": [{"id": 1, "label": ""}], "ids": [],
-        "since_three": False, "token": uuid.UUID(int=0), "note": None, "epoch": -1,
+        "name": "x",
+        "count": -1,
+        "items": [{"id": 1, "label": ""}],
+        "ids": [],
+        "since_three": False,
+        "token": uuid.UUID(int=0),
+        "note": None,
+        "epoch": -1,
     }
 
 
@@ -114,7 +119,7 @@ def test_huge_array_counts_fail_fast_without_allocating() -> None:
     compact = b"\x01" + b"\x00\x00\x00\x01" + b"\xff\xff\xff\xff\x0f"  # compact items count 2^32-2
     started = time.perf_counter()
     for version, data in ((0, legacy), (2, compact)):
-        with pytest.raises(DecodeError, match="items|array"):
+        with pytest.raises(DecodeError, match=r"items|array"):
             codec_for(SAMPLE, version).parse(data)
     assert time.perf_counter() - started < 0.5
 
@@ -138,5 +143,3 @@ def test_the_construct_codec_also_rejects_malformed_input_with_decode_error() ->
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
             construct_codec.parse(SAMPLE, 3, data[:cut])
-
-

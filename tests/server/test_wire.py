@@ -8,9 +8,9 @@ import struct
 import threading
 
 import pytest
-from protocol.frames import encode_request
 
 from protocol.api_versions_table import SERVED_VERSIONS
+from protocol.frames import encode_request
 from tests.server.server_process import ServerProcess
 from tests.server.wire import call, connect, decode_response, is_closed, read_frame, send
 

@@ -19,7 +19,9 @@ from tests.storage.conftest import fold, replay, segments
 SMALL = LogConfig(fsync_policy="never", segment_bytes=300, min_cleanable_dirty_ratio=2.0)
 
 operations = st.lists(
-    st.tuples(st.integers(0, 1), st.sampled_from([b"a", b"b", b"c", b"d", b"e"]), st.none() | st.binary(max_size=20)),
+    st.tuples(
+        st.integers(0, 1), st.sampled_from([b"a", b"b", b"c", b"d", b"e"]), st.none() | st.binary(max_size=20)
+    ),
     min_size=1,
     max_size=60,
 )
@@ -40,7 +42,9 @@ def test_state_after_compaction_and_after_snapshot_plus_tail_equals_state_before
     asyncio.run(_compaction_case(ops, tail))
 
 
-async def _compaction_case(ops: list[tuple[int, bytes, bytes | None]], tail: list[tuple[int, bytes, bytes | None]]) -> None:
+async def _compaction_case(
+    ops: list[tuple[int, bytes, bytes | None]], tail: list[tuple[int, bytes, bytes | None]]
+) -> None:
     directory = Path(tempfile.mkdtemp())
     try:
         expected = fold([Record(*op) for op in ops])
@@ -82,8 +86,12 @@ async def test_background_compaction_runs_when_the_dirty_ratio_is_reached(tmp_pa
 
 
 async def test_expired_tombstones_are_dropped_and_fresh_ones_kept(tmp_path: Path) -> None:
-    config = LogConfig(fsync_policy="never", segment_bytes=200, min_cleanable_dirty_ratio=2.0, tombstone_retention_ms=0)
-    log = await _write(tmp_path, [(0, b"gone", b"x"), (0, b"gone", None)] + [(0, b"k", b"%d" % i) for i in range(20)], config)
+    config = LogConfig(
+        fsync_policy="never", segment_bytes=200, min_cleanable_dirty_ratio=2.0, tombstone_retention_ms=0
+    )
+    log = await _write(
+        tmp_path, [(0, b"gone", b"x"), (0, b"gone", None)] + [(0, b"k", b"%d" % i) for i in range(20)], config
+    )
     await log.compact()
     assert (0, b"gone") not in log.keydir
     await log.close(write_snapshot=False)

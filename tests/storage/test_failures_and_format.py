@@ -54,14 +54,16 @@ class FailingOps(FileOps):
 
 
 @pytest.mark.parametrize("failure", ["fail_write", "fail_fsync"])
-async def test_a_failed_write_fails_the_pending_appends_and_leaves_a_clean_log(tmp_path: Path, failure: str) -> None:
+async def test_a_failed_write_fails_the_pending_appends_and_leaves_a_clean_log(
+    tmp_path: Path, failure: str
+) -> None:
     ops = FailingOps()
     log = await Log.open(tmp_path, LogConfig(), ops=ops)
     assert await log.append([Record(0, b"before", b"1")]) >= 0
     setattr(ops, failure, True)
     pending = [log.append([Record(0, b"lost%d" % i, b"x")]) for i in range(3)]
     for future in pending:
-        with pytest.raises(StorageError, match="No space|Input/output"):
+        with pytest.raises(StorageError, match=r"No space|Input/output"):
             await future
     setattr(ops, failure, False)
     if failure == "fail_write":  # ENOSPC: the partial write was cut off again, appends go on
@@ -101,7 +103,11 @@ def test_the_struct_reader_agrees_with_the_construct_schema(
     (fast,) = framing.scan(data, 0, 1 << 20)
     parsed = framing.FRAME_SCHEMA.parse(data)
     assert (fast.type, fast.flags, fast.lsn, fast.timestamp_ms, fast.key) == (
-        parsed.type, parsed.flags, parsed.lsn, parsed.timestamp_ms, parsed.key
+        parsed.type,
+        parsed.flags,
+        parsed.lsn,
+        parsed.timestamp_ms,
+        parsed.key,
     )
     assert fast.value == (None if parsed.flags & framing.FLAG_TOMBSTONE else parsed.value)
     assert fast.size == parsed.length + 8

@@ -58,7 +58,9 @@ async def _state_with(directory: Path, data: bytes, cut: int) -> dict[tuple[int,
     return state
 
 
-async def test_a_flipped_bit_in_the_last_record_truncates_there(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_flipped_bit_in_the_last_record_truncates_there(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     await write_records(tmp_path, 3)
     (segment,) = segments(tmp_path)
     data = bytearray(segment.read_bytes())
@@ -70,7 +72,9 @@ async def test_a_flipped_bit_in_the_last_record_truncates_there(tmp_path: Path, 
     assert str(segment) in caplog.text and "offset" in caplog.text
 
 
-async def test_a_flipped_bit_in_a_sealed_segment_refuses_to_start_naming_file_and_offset(tmp_path: Path) -> None:
+async def test_a_flipped_bit_in_a_sealed_segment_refuses_to_start_naming_file_and_offset(
+    tmp_path: Path,
+) -> None:
     config = LogConfig(fsync_policy="never", segment_bytes=100)
     await write_records(tmp_path, 6, config)
     sealed = segments(tmp_path)[0]

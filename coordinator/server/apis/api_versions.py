@@ -11,10 +11,9 @@ from __future__ import annotations
 import re
 import struct
 
+from coordinator.server.context import ServerContext
 from protocol.errors import ErrorCode
 from protocol.frames import decode_request, encode_response
-
-from coordinator.server.context import ServerContext
 
 __all__ = ["API_KEY", "frame"]
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from protocol.errors import ErrorCode
-
 from coordinator.groups.config import RequestMeta
 from coordinator.server.apis.topic_checks import Failure, check_assignments
 from coordinator.server.context import Request, Respond, ServerContext
+from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from protocol.errors import ErrorCode
-
 from coordinator.groups.config import RequestMeta
 from coordinator.server.apis.topic_checks import Failure, check_assignments, check_replication
 from coordinator.server.context import Request, Respond, ServerContext
 from coordinator.topics import validate_topic_name
+from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

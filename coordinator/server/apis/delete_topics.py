@@ -12,10 +12,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from protocol.errors import ErrorCode
-
 from coordinator.groups.config import RequestMeta
 from coordinator.server.context import Request, Respond, ServerContext
+from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

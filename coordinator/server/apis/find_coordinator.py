@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.errors import ErrorCode
-
 from coordinator.groups.config import RequestMeta
 from coordinator.server.context import Request, Respond, ServerContext
+from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from protocol.errors import ErrorCode
-
 from coordinator.groups.config import RequestMeta
 from coordinator.server.context import Request, Respond, ServerContext
 from coordinator.topics import TopicRecord, validate_topic_name
+from protocol.errors import ErrorCode
 
 __all__ = ["broker_entry", "handle"]
 

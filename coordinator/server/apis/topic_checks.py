@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.errors import ErrorCode
-
 from coordinator.server.context import ServerContext
+from protocol.errors import ErrorCode
 
 __all__ = ["Failure", "check_assignments", "check_replication"]
 
