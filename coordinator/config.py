@@ -21,7 +21,8 @@ from coordinator.groups.config import GroupConfig
 __all__ = ["Config", "HostPort", "add_serve_arguments", "config_from_args", "parse_host_port"]
 
 ENV_PREFIX = "KCOORD_"
-FsyncPolicy = Literal["always", "interval", "never"]
+# always | interval:<ms> | never, as storage.LogConfig takes it
+FsyncPolicy = str
 LogFormat = Literal["text", "json"]
 
 
@@ -91,6 +92,16 @@ def _parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+def parse_fsync(text: str) -> str:
+    """always | interval[:<ms>] | never; a bare `interval` fsyncs every second (Bitcask's default)."""
+    policy = text.strip().lower()
+    if policy == "interval":
+        return "interval:1000"
+    if policy in ("always", "never") or (policy.startswith("interval:") and policy[9:].isdigit()):
+        return policy
+    raise argparse.ArgumentTypeError(f"expected always, interval[:<ms>] or never, got {text!r}")
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -119,12 +130,17 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--offsets-retention-check-interval-ms", _positive_int, "default 600000"),
     ("--auto-create-topics", _parse_bool, "auto.create.topics.enable, default true"),
     ("--num-partitions", _positive_int, "partitions of auto-created topics, default 1"),
-    ("--fsync", str, "always|interval|never, default always"),
+    ("--fsync", parse_fsync, "always|interval[:<ms>]|never (unsafe), default always"),
     ("--log-level", str, "DEBUG|INFO|WARNING|ERROR, default INFO"),
     ("--log-format", str, "text|json, default text"),
 )
-_CHOICES = {"fsync": ("always", "interval", "never"), "log_format": ("text", "json")}
-_METAVARS: dict[object, str] = {parse_host_port: "HOST:PORT", Path: "DIR", _parse_bool: "true|false"}
+_CHOICES = {"log_format": ("text", "json")}
+_METAVARS: dict[object, str] = {
+    parse_host_port: "HOST:PORT",
+    Path: "DIR",
+    _parse_bool: "true|false",
+    parse_fsync: "always|interval[:MS]|never",
+}
 
 
 def _field_name(flag: str) -> str:

@@ -59,3 +59,15 @@ def test_bad_values_are_rejected(argv: list[str]) -> None:
 def test_bad_env_value_is_rejected() -> None:
     with pytest.raises(SystemExit):
         parse_serve_argv([], env={"KCOORD_GROUP_MAX_SIZE": "-1"})
+
+
+@pytest.mark.parametrize(
+    ("flag", "policy"),
+    [("always", "always"), ("never", "never"), ("interval", "interval:1000"), ("interval:250", "interval:250")],
+)
+def test_fsync_flag_yields_a_policy_storage_accepts(flag: str, policy: str) -> None:
+    import storage
+
+    config = parse_serve_argv(["--fsync", flag], env={})
+    assert config.fsync == policy
+    storage.LogConfig(fsync_policy=config.fsync).fsync_interval_ms()  # raises on a policy it rejects
