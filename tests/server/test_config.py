@@ -63,7 +63,12 @@ def test_bad_env_value_is_rejected() -> None:
 
 @pytest.mark.parametrize(
     ("flag", "policy"),
-    [("always", "always"), ("never", "never"), ("interval", "interval:1000"), ("interval:250", "interval:250")],
+    [
+        ("always", "always"),
+        ("never", "never"),
+        ("interval", "interval:1000"),
+        ("interval:250", "interval:250"),
+    ],
 )
 def test_fsync_flag_yields_a_policy_storage_accepts(flag: str, policy: str) -> None:
     import storage
