@@ -13,7 +13,7 @@ Phases, each bounded in count and time, all traffic on 127.0.0.1:
 
 Requests are encoded with our own `protocol.frames.encode_request`; the hot loops send pre-encoded
 frames so that the (single, Python) load generator is not the bottleneck. Server flags:
---group-initial-rebalance-delay-ms 0, --fsync always, --log-level WARNING.
+--group-initial-rebalance-delay-ms 0, --fsync always, --log-level INFO.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def start_kcoord(data_dir: Path) -> ServerProcess:
         "--data-dir", str(data_dir),
         "--group-initial-rebalance-delay-ms", "0",
         "--fsync", "always",
-        "--log-level", "WARNING",
+        "--log-level", "INFO",  # the "listening on" line is INFO; transitions are one line each
     ]  # fmt: skip
     server = ServerProcess(argv, "kcoord")
     return server
