@@ -76,12 +76,7 @@ def run(plan: Plan, directory: Path, config: LogConfig, ops: FileOps) -> int:
 def _swap_in(path: Path, body: bytes, ops: FileOps) -> None:
     cleaned = path.with_name(path.name + CLEANED_SUFFIX)
     swap = path.with_name(path.name + SWAP_SUFFIX)
-    fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        ops.write(fd, body)
-        ops.fsync(fd)
-    finally:
-        os.close(fd)
+    ops.write_new_file(cleaned, body)
     os.replace(cleaned, swap)
     ops.fsync_dir(path.parent)
     os.replace(swap, path)

@@ -89,15 +89,19 @@ class FileOps:
         finally:
             os.close(fd)
 
-    def write_file_atomically(self, path: Path, data: bytes) -> None:
-        """tmp -> fsync -> rename -> fsync dir: the file is either wholly there or absent."""
-        tmp = path.with_name(path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    def write_new_file(self, path: Path, data: bytes) -> None:
+        """Create (or truncate) `path` with `data` and fsync it; the caller renames it into place."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             self.write(fd, data)
             self.fsync(fd)
         finally:
             os.close(fd)
+
+    def write_file_atomically(self, path: Path, data: bytes) -> None:
+        """tmp -> fsync -> rename -> fsync dir: the file is either wholly there or absent."""
+        tmp = path.with_name(path.name + ".tmp")
+        self.write_new_file(tmp, data)
         os.replace(tmp, path)
         self.fsync_dir(path.parent)
 
