@@ -28,7 +28,7 @@ FLAG_BATCH_START = 0x02
 TYPE_BATCH_END = 0x80
 USER_TYPE_MAX = 0x7F
 
-DEFAULT_MAX_RECORD_BYTES = 1 << 20
+DEFAULT_MAX_RECORD_BYTES = 16 << 20
 
 FRAME_SCHEMA = construct.Struct(
     "length" / construct.Int32ub,

@@ -25,7 +25,9 @@ class LogConfig:
     fsync_policy: str = "always"  # always | interval:<ms> | never (unsafe: acks before fsync)
     segment_bytes: int = 64 * 1024 * 1024  # offsets.topic.segment.bytes is 100 MiB; smaller replays faster
     segment_ms: int = 3_600_000
-    max_record_bytes: int = 1 << 20
+    # One GroupMetadata value holds every member's subscription and assignment: a 10,000-member
+    # group is a few MiB. The cap only has to make a torn length field recognisable.
+    max_record_bytes: int = 16 << 20
     min_cleanable_dirty_ratio: float = 0.5  # Kafka's min.cleanable.dirty.ratio
     tombstone_retention_ms: int = 86_400_000  # Kafka's delete.retention.ms
     snapshot_every_records: int = 1_000_000

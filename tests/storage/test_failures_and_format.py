@@ -157,3 +157,17 @@ async def test_cli_dump_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture
     segment.write_bytes(segment.read_bytes()[:-2])
     assert storage_cli(["verify", "--data-dir", str(tmp_path)]) == 1
     assert "torn tail at offset" in capsys.readouterr().out
+
+
+async def test_a_multi_mib_record_like_a_10k_member_group_fits_the_default_cap(tmp_path: Path) -> None:
+    """A 10,000-member group's metadata is a few MiB; with a 1 MiB cap its SyncGroup could never
+    persist and the group rebalanced forever (found by bench/coordinator.py)."""
+    value = bytes(range(256)) * (4 * 4096)  # 4 MiB
+    log = await Log.open(tmp_path, FAST)
+    await log.append([Record(1, b"big-group", value)])
+    await log.close(write_snapshot=False)
+    assert await replay(tmp_path) == {(1, b"big-group"): value}
+    log = await Log.open(tmp_path / "capped", LogConfig(fsync_policy="never", max_record_bytes=1 << 20))
+    with pytest.raises(StorageError, match="exceeds"):
+        await log.append([Record(1, b"big-group", value)])
+    await log.close(write_snapshot=False)
