@@ -104,6 +104,8 @@ class Log:
         try:
             pending = self._encode(records, future)
         except ValueError as exc:
+            # e.g. an oversized record: the caller answers a retriable error, so say why here
+            log.warning("append of %d records rejected: %s", len(records), exc)
             future.set_exception(StorageError(str(exc)))
             return future
         self._queue.append(pending)
