@@ -67,7 +67,10 @@ class OffsetStore:
     # -- in-flight commits ------------------------------------------------------------------------
     def begin_pending(self, records: Iterable[OffsetCommitRecord]) -> None:
         for r in records:
-            self._pending.setdefault(r.group_id, Counter())[(r.topic, r.partition)] += 1
+            pending = self._pending.get(r.group_id)
+            if pending is None:  # not setdefault(Counter()): that builds a Counter per commit
+                pending = self._pending[r.group_id] = Counter()
+            pending[(r.topic, r.partition)] += 1
 
     def end_pending(self, records: Iterable[OffsetCommitRecord]) -> None:
         for r in records:
