@@ -10,7 +10,7 @@ import enum
 
 
 class ErrorCode(enum.IntEnum):
-    """Every error code of Apache Kafka, named as in Errors.java."""
+    """Every error code of Apache Kafka (-1..133, Kafka 4.1), named as in Errors.java."""
 
     UNKNOWN_SERVER_ERROR = -1
     NONE = 0
@@ -141,6 +141,12 @@ class ErrorCode(enum.IntEnum):
     INVALID_VOTER_KEY = 125
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
+    INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
+    SHARE_SESSION_LIMIT_REACHED = 133
 
     @property
     def retriable(self) -> bool:
@@ -181,6 +187,7 @@ _RETRIABLE: frozenset[ErrorCode] = frozenset(
         ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
         ErrorCode.SHARE_SESSION_NOT_FOUND,
         ErrorCode.INVALID_SHARE_SESSION_EPOCH,
+        ErrorCode.SHARE_SESSION_LIMIT_REACHED,
     }
 )
 

@@ -86,3 +86,34 @@ def test_a_truncated_header_or_body_is_a_decode_error() -> None:
     for cut in range(len(frame)):
         with pytest.raises(DecodeError):
             decode_request(frame[:cut])
+
+
+def test_the_splitter_checks_a_size_prefix_split_across_chunks_and_accepts_the_maximum() -> None:
+    splitter = FrameSplitter(max_frame_bytes=3)
+    assert splitter.feed(b"\x00\x00") == [] and splitter.feed(b"\x00\x03ab") == []
+    assert splitter.feed(b"c\x00\x00\x00\x00") == [b"abc", b""]
+    negative = FrameSplitter()
+    for byte in b"\xff\xff\xff":
+        assert negative.feed(bytes([byte])) == []
+    with pytest.raises(DecodeError):
+        negative.feed(b"\xfe")
+
+
+def test_every_request_uses_header_v2_exactly_when_its_version_is_flexible() -> None:
+    from protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
+
+    for api_key, schema in REQUEST_SCHEMAS.items():
+        for version in schema.versions or ():
+            flexible = schema.is_flexible(version)
+            assert request_header_version(api_key, version) == (2 if flexible else 1)
+            response_flexible = RESPONSE_SCHEMAS[api_key].is_flexible(version) and api_key != API_VERSIONS
+            assert response_header_version(api_key, version) == (1 if response_flexible else 0)
+
+
+def test_api_versions_responses_have_no_header_tag_section_even_when_flexible() -> None:
+    body = {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 4}]}
+    frame = encode_response(API_VERSIONS, 4, 3, body)
+    # size, correlation id, then the body's INT16 error code at once: no tag byte in between.
+    assert frame[4:10] == struct.pack(">ih", 3, 35)
+    heartbeat = encode_response(HEARTBEAT, 4, 3, {"error_code": 35})
+    assert heartbeat[4:9] == struct.pack(">i", 3) + b"\x00"

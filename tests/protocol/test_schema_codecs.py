@@ -35,6 +35,23 @@ def test_every_derived_construct_codec_is_fully_compiled(schema: Schema, version
     assert construct_codec.is_fully_compiled(construct_codec.construct_for(schema, version))
 
 
+def test_the_compiled_check_catches_constructs_that_run_interpreted() -> None:
+    """construct compiles VarInt and Adapters 'successfully' but links them in interpreted."""
+    import construct
+
+    assert not construct_codec.is_fully_compiled(construct.Struct("n" / construct.VarInt).compile())
+    assert construct_codec.is_fully_compiled(construct.Struct("n" / construct.Int32sb).compile())
+
+
+def test_tagged_field_codecs_are_fully_compiled_too() -> None:
+    for schema, version in (p.values for p in ALL):
+        if not schema.is_flexible(version):
+            continue
+        for f in schema.fields:
+            if f.tag is not None and f.present(version, True):
+                assert construct_codec.is_fully_compiled(construct_codec._tag_codec(f, version))
+
+
 @pytest.mark.parametrize(("schema", "version"), ALL)
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
@@ -143,3 +160,50 @@ def test_the_construct_codec_also_rejects_malformed_input_with_decode_error() ->
     for cut in range(len(data)):
         with pytest.raises(DecodeError):
             construct_codec.parse(SAMPLE, 3, data[:cut])
+
+
+# SAMPLE v3 by hand: name "x", count -1, items [{id 1, label "a", <item tags>}], ids [],
+# since_three False, token 0, then the top-level tagged section.
+def _sample_v3(item_tags: bytes, tags: bytes) -> bytes:
+    head = b"\x02x" + b"\xff\xff\xff\xff" + b"\x02" + b"\x00\x00\x00\x01" + b"\x02a" + item_tags
+    return head + b"\x01" + b"\x00" + bytes(16) + tags
+
+
+def test_unknown_tags_are_skipped_in_every_struct_and_known_ones_read_between_them() -> None:
+    item_tags = b"\x01" + b"\x09\x03abc"  # one unknown tag in the nested struct
+    tags = b"\x03" + b"\x05\x02zz" + b"\x07\x08" + (42).to_bytes(8, "big") + b"\x96\x01\x00"
+    for parse in (codec_for(SAMPLE, 3).parse, lambda d: construct_codec.parse(SAMPLE, 3, d)):
+        decoded = parse(_sample_v3(item_tags, tags))
+        assert decoded["items"] == [{"id": 1, "label": "a"}]
+        assert (decoded["epoch"], decoded["note"]) == (42, None)
+    assert codec_for(SAMPLE, 3).parse(_sample_v3(b"\x00", b"\x00"))["epoch"] == -1
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        b"\x01\x05\x09zz",  # a tagged field whose size runs past the end
+        b"\xff\xff\xff\xff\x0f",  # 2^32-1 tagged fields announced, none there
+        b"\x01\x07\x02\x00\x00",  # a known tag whose value is shorter than its type
+        b"\x01\x80\x80\x80\x80\x80\x01\x00",  # a tag number varint longer than 5 bytes
+    ],
+)
+def test_malformed_tagged_sections_are_decode_errors(tags: bytes) -> None:
+    started = time.perf_counter()
+    with pytest.raises(DecodeError) as raised:
+        codec_for(SAMPLE, 3).parse(_sample_v3(b"\x00", tags))
+    assert raised.value.field == "tagged fields" and time.perf_counter() - started < 0.5
+    with pytest.raises(DecodeError):
+        construct_codec.parse(SAMPLE, 3, _sample_v3(b"\x00", tags))
+
+
+def test_building_rejects_values_the_wire_type_cannot_hold() -> None:
+    for bad in ({"count": 2**31}, {"count": "7"}, {"name": 5}, {"items": [{"id": None}]}):
+        with pytest.raises(ValueError):
+            codec_for(SAMPLE, 3).build(bad)
+
+
+def test_codecs_are_cached_and_versions_outside_the_schema_are_refused() -> None:
+    assert codec_for(SAMPLE, 2) is codec_for(SAMPLE, 2)
+    with pytest.raises(ValueError):
+        codec_for(SAMPLE, 4)
