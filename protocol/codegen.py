@@ -25,7 +25,7 @@ import uuid
 from typing import Any
 
 from protocol.errors import DecodeError
-from protocol.schema import Field, Schema
+from protocol.schema import Field, Schema, fresh_default
 from protocol.types import (
     BINARY,
     TEXT,
@@ -341,14 +341,6 @@ def _write_items(gen: _Generator, item: Any, var: str, out: str) -> list[str]:
     return [f"for {elem} in {var}:"] + ["    " + x for x in inner]
 
 
-def _fresh(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _fresh(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fresh(v) for v in value]
-    return value
-
-
 def generate(schema: Schema, version: int) -> dict[str, Any]:
     """The generated functions (parse, parse_prefix, build) and their source for `schema` at `version`."""
     gen = _Generator(version, schema.is_flexible(version))
@@ -382,6 +374,11 @@ def build(m):
     return bytes(o)
 """
     source = "\n".join(gen.chunks) + top
-    namespace: dict[str, Any] = {**_RUNTIME, **gen.consts, "_fresh": _fresh, "_BUILD_ERRORS": _BUILD_ERRORS}
+    namespace: dict[str, Any] = {
+        **_RUNTIME,
+        **gen.consts,
+        "_fresh": fresh_default,
+        "_BUILD_ERRORS": _BUILD_ERRORS,
+    }
     exec(compile(source, f"<codec {schema.name} v{version}>", "exec"), namespace)
     return {name: namespace[name] for name in ("parse", "parse_prefix", "build")} | {"source": source}

@@ -22,7 +22,7 @@ from typing import Any
 import construct
 
 from protocol.errors import DecodeError
-from protocol.schema import Field, Schema
+from protocol.schema import Field, Schema, fresh_default
 from protocol.types import (
     BINARY,
     BOOLEAN,
@@ -286,10 +286,10 @@ def _to_message(schema: Schema, version: int, flexible: bool, raw: Any) -> dict[
     message: dict[str, Any] = {}
     for f in schema.fields:
         if not f.present(version, flexible):
-            message[f.name] = _copy(f.default)
+            message[f.name] = fresh_default(f.default)
         elif f.tag is not None:
             message[f.name] = (
-                _value(f, version, flexible, tagged[f.tag]) if f.tag in tagged else _copy(f.default)
+                _value(f, version, flexible, tagged[f.tag]) if f.tag in tagged else fresh_default(f.default)
             )
         else:
             message[f.name] = _value(f, version, flexible, raw[f.name])
@@ -341,14 +341,6 @@ def _unconvert(kind: Any, version: int, flexible: bool, value: Any) -> Any:
         return [_unconvert(kind.item, version, flexible, item) for item in value]
     if kind is UUID:
         return value.bytes
-    return value
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
     return value
 
 

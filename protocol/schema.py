@@ -84,7 +84,7 @@ class Schema:
         return self.flexible_since is not None and version >= self.flexible_since
 
     def defaults(self) -> dict[str, Any]:
-        return {f.name: _fresh(f.default) for f in self.fields}
+        return {f.name: fresh_default(f.default) for f in self.fields}
 
     def __repr__(self) -> str:
         return f"Schema({self.name!r})"
@@ -100,11 +100,12 @@ def _default_for(kind: Any) -> Any:
     return implicit_default(kind)
 
 
-def _fresh(value: Any) -> Any:
+def fresh_default(value: Any) -> Any:
+    """A copy of a default that a decoded message may own (defaults are shared, messages mutable)."""
     if isinstance(value, dict):
-        return {k: _fresh(v) for k, v in value.items()}
+        return {k: fresh_default(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_fresh(v) for v in value]
+        return [fresh_default(v) for v in value]
     return value
 
 
