@@ -82,6 +82,7 @@ class Connection(asyncio.Protocol):
         self._peer = "?"
         self._client_host = ""
         self._in_batch = False
+        self._flush_scheduled = False
         self._closed = False
         self._reading_paused = False
         self._writing_paused = False
@@ -182,7 +183,16 @@ class Connection(asyncio.Protocol):
             self._flush()
 
     def _slot_ready(self) -> None:
-        if not self._in_batch and not self._closed:
+        # Responses completed outside a read (durable commits, joins released by a timer) usually
+        # come in bursts: one storage write resolves every commit queued behind it. Writing on the
+        # next loop turn sends the whole burst of this connection in one send() instead of one each.
+        if not self._in_batch and not self._closed and not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._closed:
             self._flush()
 
     def _flush(self) -> None:
