@@ -102,6 +102,15 @@ def parse_fsync(text: str) -> str:
     raise argparse.ArgumentTypeError(f"expected always, interval[:<ms>] or never, got {text!r}")
 
 
+def parse_log_level(text: str) -> str:
+    """A logging level name, any case (Python's levels; WARN is WARNING)."""
+    level = text.strip().upper()
+    level = "WARNING" if level == "WARN" else level
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise argparse.ArgumentTypeError(f"expected DEBUG, INFO, WARNING or ERROR, got {text!r}")
+    return level
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -131,7 +140,7 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--auto-create-topics", _parse_bool, "auto.create.topics.enable, default true"),
     ("--num-partitions", _positive_int, "partitions of auto-created topics, default 1"),
     ("--fsync", parse_fsync, "always|interval[:<ms>]|never (unsafe), default always"),
-    ("--log-level", str, "DEBUG|INFO|WARNING|ERROR, default INFO"),
+    ("--log-level", parse_log_level, "DEBUG|INFO|WARNING|ERROR, default INFO"),
     ("--log-format", str, "text|json, default text"),
 )
 _CHOICES = {"log_format": ("text", "json")}
@@ -140,6 +149,7 @@ _METAVARS: dict[object, str] = {
     Path: "DIR",
     _parse_bool: "true|false",
     parse_fsync: "always|interval[:MS]|never",
+    parse_log_level: "LEVEL",
 }
 
 
@@ -153,8 +163,6 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         name = _field_name(flag)
         env = ENV_PREFIX + name.upper()
         metavar = _METAVARS.get(parse) or ("|".join(_CHOICES[name]) if name in _CHOICES else "N")
-        if parse is str and name not in _CHOICES:
-            metavar = "LEVEL"
         parser.add_argument(
             flag,
             type=parse,  # type: ignore[arg-type]
@@ -179,7 +187,6 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = N
         if value is not None:
             values[name] = value
     _check_choices(values)
-    values["log_level"] = str(values.get("log_level", "INFO")).upper()
     return dataclasses.replace(Config(), **values)  # type: ignore[arg-type]
 
 

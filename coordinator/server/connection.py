@@ -87,6 +87,7 @@ class Connection(asyncio.Protocol):
         self._reading_paused = False
         self._writing_paused = False
         self._draining = False  # shutdown: answer what was received, read nothing more
+        self._debug = log.isEnabledFor(logging.DEBUG)  # read once: the check costs per request
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -158,6 +159,15 @@ class Connection(asyncio.Protocol):
             self.abort(f"undecodable api_key={api_key} api_version={api_version}: {exc}")
             return
         meta = RequestMeta(api_version, header.client_id or "", self._client_host)
+        if self._debug:
+            log.debug(
+                "request api_key=%d api_version=%d correlation_id=%d client_id=%s peer=%s",
+                api_key,
+                api_version,
+                correlation_id,
+                meta.client_id,
+                self._peer,
+            )
         if api_key == produce.API_KEY and not produce.wants_response(body):
             respond = _discard  # Produce with acks=0: Kafka sends no response at all
         else:

@@ -49,11 +49,23 @@ def test_config_is_frozen() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--fsync", "sometimes"], ["--log-format", "xml"], ["--listen", "nope"], ["--num-partitions", "0"]],
+    [
+        ["--fsync", "sometimes"],
+        ["--log-format", "xml"],
+        ["--log-level", "chatty"],
+        ["--listen", "nope"],
+        ["--num-partitions", "0"],
+    ],
 )
 def test_bad_values_are_rejected(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         parse_serve_argv(argv, env={})
+
+
+def test_log_level_takes_any_case() -> None:
+    assert parse_serve_argv(["--log-level", "debug"], env={}).log_level == "DEBUG"
+    assert parse_serve_argv([], env={"KCOORD_LOG_LEVEL": "warn"}).log_level == "WARNING"
+    assert parse_serve_argv([], env={}).log_level == "INFO"
 
 
 def test_bad_env_value_is_rejected() -> None:
