@@ -2,17 +2,21 @@
 
 Appends/s with fsync=always and group commit for 1, 16 and 256 concurrent appenders of 100-byte
 records, the raw fsync latency of the disk (the physical limit), replay speed of a 1,000,000-record
-log without a snapshot, and restart time with a 100k-live-key snapshot plus a 100k-record tail.
+log without a snapshot, restart time with a 100k-live-key snapshot plus a 100k-record tail, and how
+long the event loop stalls while a compaction of 1,000,000 records and a 100k-key snapshot run
+beside it (the worst gap between 1 ms ticks: what a heartbeat waits for).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from storage import Log, LogConfig, Record
@@ -91,6 +95,34 @@ async def restart_with_snapshot(directory: Path) -> tuple[int, float]:
     return await replay_rate(directory)
 
 
+async def loop_stall_during(work: Callable[[], Awaitable[object]]) -> tuple[float, float, float]:
+    """(seconds the work took, worst and p99 gap in ms between 1 ms ticks of the loop meanwhile)."""
+    gaps: list[float] = []
+    task = asyncio.ensure_future(work())
+    started = last = time.perf_counter()
+    while not task.done():
+        await asyncio.sleep(0.001)
+        now = time.perf_counter()
+        gaps.append((now - last) * 1000)
+        last = now
+    elapsed = time.perf_counter() - started
+    await task
+    gaps.sort()
+    return elapsed, gaps[-1], gaps[int(len(gaps) * 0.99)]
+
+
+async def compaction_and_snapshot_stalls(directory: Path) -> None:
+    await build_log(directory, 1_000_000, 100_000)
+    log = await Log.open(directory, LogConfig(fsync_policy="never", segment_bytes=8 << 20))
+    gc.freeze()  # as `kcoord serve` does after recovery
+    log.segments.append(log._create_segment(log.next_lsn))  # seal what was written: all of it compacts
+    log._fd = log._open_active()
+    for name, work in (("compaction", log.compact), ("snapshot", log.snapshot)):
+        elapsed, worst, p99 = await loop_stall_during(work)
+        print(f"{name} beside the event loop: {elapsed:.2f} s, loop gap worst {worst:.1f} ms p99 {p99:.1f}")
+    await log.close(write_snapshot=False)
+
+
 async def main(base: Path) -> None:
     print(f"fsync latency: {fsync_latency_ms(base):.2f} ms ({1000 / fsync_latency_ms(base):.0f} fsyncs/s)")
     for appenders in (1, 16, 256):
@@ -106,6 +138,9 @@ async def main(base: Path) -> None:
     directory = Path(tempfile.mkdtemp(dir=base))
     count, elapsed = await restart_with_snapshot(directory)
     print(f"restart with 100k-key snapshot + 100k tail: {count:,} records applied in {elapsed:.2f} s")
+    shutil.rmtree(directory)
+    directory = Path(tempfile.mkdtemp(dir=base))
+    await compaction_and_snapshot_stalls(directory)
     shutil.rmtree(directory)
 
 

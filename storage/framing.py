@@ -65,11 +65,12 @@ def encode(type_: int, flags: int, lsn: int, timestamp_ms: int, key: bytes, valu
     return PREFIX.pack(len(body), crc32c(body)) + body
 
 
-def scan(data: bytes | memoryview, start: int, max_record_bytes: int) -> Iterator[Frame]:
-    """Decode records from `start` until the data ends or a record is bad.
+def walk(data: bytes | memoryview, start: int, max_record_bytes: int) -> Iterator[tuple[int, ...]]:
+    """`(offset, size, type, flags, lsn, timestamp_ms, key_len)` of each valid record from `start`.
 
-    Stops silently at the first invalid record; the caller compares the last frame's end with
-    len(data) to tell a clean end from a torn or corrupt tail.
+    CRC-checked, copying nothing: compaction keeps most records byte for byte. Stops silently at
+    the first invalid record; the caller compares the last record's end with len(data) to tell a
+    clean end from a torn or corrupt tail.
     """
     view = memoryview(data)
     end = len(view)
@@ -80,14 +81,27 @@ def scan(data: bytes | memoryview, start: int, max_record_bytes: int) -> Iterato
         length, crc = unpack_prefix(view, pos)
         if length < FIXED_AFTER_CRC or length > max_record_bytes or pos + 8 + length > end:
             return
-        body = view[pos + 8 : pos + 8 + length]
-        if crc32c(body) != crc:
+        if crc32c(view[pos + 8 : pos + 8 + length]) != crc:
             return
         type_, flags, lsn, timestamp_ms, key_len = unpack_rest(view, pos + 8)
         if FIXED_AFTER_CRC + key_len > length:
             return
-        key_end = pos + HEADER_SIZE + key_len
-        key = bytes(view[pos + HEADER_SIZE : key_end])
-        value = None if flags & FLAG_TOMBSTONE else bytes(view[key_end : pos + 8 + length])
-        yield Frame(type_, flags, lsn, timestamp_ms, key, value, pos, 8 + length)
+        yield pos, 8 + length, type_, flags, lsn, timestamp_ms, key_len
         pos += 8 + length
+
+
+def scan(data: bytes | memoryview, start: int, max_record_bytes: int) -> Iterator[Frame]:
+    """The records from `start` as `Frame`s, with `walk`'s stopping rule."""
+    view = memoryview(data)
+    for offset, size, type_, flags, lsn, timestamp_ms, key_len in walk(view, start, max_record_bytes):
+        key_end = offset + HEADER_SIZE + key_len
+        key = bytes(view[offset + HEADER_SIZE : key_end])
+        value = None if flags & FLAG_TOMBSTONE else bytes(view[key_end : offset + size])
+        yield Frame(type_, flags, lsn, timestamp_ms, key, value, offset, size)
+
+
+def clear_flags(frame: bytes | memoryview, mask: int) -> bytes:
+    """A copy of an encoded record with the `mask` bits of its flags cleared and its CRC redone."""
+    body = bytearray(frame[8:])
+    body[1] &= ~mask & 0xFF  # flags follow the type byte
+    return PREFIX.pack(len(body), crc32c(body)) + body

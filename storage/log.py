@@ -55,6 +55,8 @@ class Log:
         self.keydir = state.keydir
         self.segments = state.segments
         self.next_lsn = state.next_lsn
+        # Past the last record in the keydir: what a snapshot covers (queued appends are not in it).
+        self._durable_next_lsn = state.next_lsn
         self._fsync_interval = config.fsync_interval_ms()
         self._queue: list[_Pending] = []
         self._wakeup = asyncio.Event()
@@ -64,6 +66,7 @@ class Log:
         self._dirty = False
         self._records_since_snapshot = state.records
         self._compaction: asyncio.Task[None] | None = None
+        self._next_compaction_check = 0.0
         self._fd = self._open_active()
         self._writer = asyncio.get_running_loop().create_task(self._run(), name="storage-writer")
 
@@ -172,6 +175,7 @@ class Log:
                     item.future.set_exception(error)
             return
         self.segments[-1].size += len(data)
+        self._durable_next_lsn = pending[-1].last_lsn + 1
         for item in pending:
             for key, entry in item.entries:
                 self.keydir[key] = entry
@@ -255,15 +259,24 @@ class Log:
 
     async def snapshot(self) -> Path:
         """Write every live record (as of now, all durable) to a new snapshot file."""
-        frames = [
-            framing.encode(key[0], 0, entry.lsn, entry.timestamp_ms, key[1], entry.value)
-            for key, entry in sorted(self.keydir.items(), key=lambda item: item[1].lsn)
-            if entry.value is not None
-        ]
-        path = await asyncio.to_thread(snapshot.write, self.directory, self.next_lsn, frames, self.ops)
+        # Only two C-level list copies happen on the event loop; sorting and encoding a large keydir
+        # would stall it. Parallel lists, not (key, entry) pairs: no new objects for the GC to chase.
+        keys, entries = list(self.keydir), list(self.keydir.values())
+        path, count = await asyncio.to_thread(self._write_snapshot, keys, entries, self._durable_next_lsn)
         self._records_since_snapshot = 0
-        log.info("snapshot %s written with %d live records", path.name, len(frames))
+        log.info("snapshot %s written with %d live records", path.name, count)
         return path
+
+    def _write_snapshot(self, keys: list[Key], entries: list[Entry], next_lsn: int) -> tuple[Path, int]:
+        frames = []
+        for done, index in enumerate(sorted(range(len(entries)), key=lambda i: entries[i].lsn)):
+            if done % 4096 == 0:
+                time.sleep(0.0002)  # hand the GIL to the event loop (see compaction._kept)
+            entry = entries[index]
+            if entry.value is not None:
+                key = keys[index]
+                frames.append(framing.encode(key[0], 0, entry.lsn, entry.timestamp_ms, key[1], entry.value))
+        return snapshot.write(self.directory, next_lsn, frames, self.ops), len(frames)
 
     def dirty_ratio(self) -> float:
         return compaction.dirty_ratio(self.segments[:-1], self.segments[-1].base_lsn, self.keydir)
@@ -271,6 +284,12 @@ class Log:
     def _maybe_compact(self) -> None:
         if self._compaction is not None and not self._compaction.done():
             return
+        # The dirty ratio walks the whole keydir: after every write batch that would cost more than
+        # the write itself once there are many keys. Kafka's cleaner also checks on a backoff.
+        now = time.monotonic()
+        if now < self._next_compaction_check:
+            return
+        self._next_compaction_check = now + self.config.compaction_check_interval_ms / 1000
         if len(self.segments) > 1 and self.dirty_ratio() >= self.config.min_cleanable_dirty_ratio:
             self._compaction = asyncio.get_running_loop().create_task(self._compact_while_dirty())
 

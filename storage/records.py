@@ -31,7 +31,7 @@ class LogConfig:
     min_cleanable_dirty_ratio: float = 0.5  # Kafka's min.cleanable.dirty.ratio
     tombstone_retention_ms: int = 86_400_000  # Kafka's delete.retention.ms
     snapshot_every_records: int = 1_000_000
-    compaction_check_interval_ms: int = 60_000
+    compaction_check_interval_ms: int = 15_000  # Kafka's log.cleaner.backoff.ms
 
     def fsync_interval_ms(self) -> int | None:
         """None for `always`, -1 for `never`, else the interval."""

@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage import Log, LogConfig, Record
+from storage import Log, LogConfig, Record, framing
 from storage.compaction import CLEANED_SUFFIX
-from storage.files import SWAP_SUFFIX
+from storage.files import SEGMENT_HEADER_SIZE, SWAP_SUFFIX
 from tests.storage.conftest import fold, replay, segments
 
 SMALL = LogConfig(fsync_policy="never", segment_bytes=300, min_cleanable_dirty_ratio=2.0)
@@ -74,7 +74,7 @@ async def test_compaction_shrinks_the_sealed_segments(tmp_path: Path) -> None:
 
 
 async def test_background_compaction_runs_when_the_dirty_ratio_is_reached(tmp_path: Path) -> None:
-    config = LogConfig(fsync_policy="never", segment_bytes=300)
+    config = LogConfig(fsync_policy="never", segment_bytes=300, compaction_check_interval_ms=0)
     log = await _write(tmp_path, [(0, b"k", b"v%d" % i) for i in range(60)], config)
     for _ in range(100):
         if log.dirty_ratio() < 0.5:
@@ -129,3 +129,34 @@ async def test_every_step_of_an_interrupted_swap_recovers_without_loss(tmp_path:
 
 async def _state(log: Log) -> dict[tuple[int, bytes], bytes]:
     return {key: entry.value for key, entry in log.keydir.items() if entry.value is not None}
+
+
+async def test_the_dirty_ratio_is_checked_only_every_compaction_check_interval(tmp_path: Path) -> None:
+    config = LogConfig(fsync_policy="never", segment_bytes=300, compaction_check_interval_ms=3_600_000)
+    log = await _write(tmp_path, [(0, b"k", b"v%d" % i) for i in range(60)], config)
+    await asyncio.sleep(0.05)  # room for a background pass, were one started
+    assert log.dirty_ratio() > 0.5  # the first check ran at the first append, with one segment only
+    await log.close(write_snapshot=False)
+
+
+async def test_compacted_batches_keep_their_live_records_and_lose_their_batch_marks(tmp_path: Path) -> None:
+    config = LogConfig(fsync_policy="never", segment_bytes=300, min_cleanable_dirty_ratio=2.0)
+    log = await Log.open(tmp_path, config)
+    for i in range(30):
+        # each batch starts with a key of its own, so the batch starts stay live
+        await log.append(
+            [Record(2, b"u%d" % i, b"u"), Record(0, b"a", b"%d" % i), Record(1, b"b%d" % (i % 3), b"x" * i)]
+        )
+    await log.compact()
+    await log.close(write_snapshot=False)
+    sealed = segments(tmp_path)[:-1]
+    frames = [f for path in sealed for f in framing.scan(path.read_bytes(), SEGMENT_HEADER_SIZE, 1 << 20)]
+    assert sum(f.type == 2 for f in frames) > 1  # batch starts were kept ...
+    assert not any(f.flags & framing.FLAG_BATCH_START for f in frames)  # ... without their mark
+    assert not any(f.type == framing.TYPE_BATCH_END for f in frames)
+    assert await replay(tmp_path, config) == {
+        (0, b"a"): b"29",
+        (1, b"b0"): b"x" * 27,
+        (1, b"b1"): b"x" * 28,
+        (1, b"b2"): b"x" * 29,
+    } | {(2, b"u%d" % i): b"u" for i in range(30)}
