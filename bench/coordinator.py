@@ -23,24 +23,22 @@ import asyncio
 import collections
 import contextlib
 import json
-import os
 import random
-import re
 import resource
 import signal
 import struct
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-LISTENING = re.compile(r"listening on (\S+):(\d+)")
+from protocol.consumer_protocol import encode_assignment, encode_subscription
+from protocol.frames import decode_response, encode_request
+from tests.kcoord_process import CommandProcess, KcoordServer, ServerProcess
+
 SIZE = struct.Struct(">i")
 ERR_NONE, ERR_REBALANCE_IN_PROGRESS, ERR_MEMBER_ID_REQUIRED = 0, 27, 79
 ERR_ILLEGAL_GENERATION, ERR_UNKNOWN_MEMBER_ID = 22, 25
@@ -50,69 +48,17 @@ JOIN_V, SYNC_V, HEARTBEAT_V, LEAVE_V, COMMIT_V = 5, 3, 3, 3, 3  # librdkafka's /
 # -- processes ----------------------------------------------------------------------------------------
 
 
-class ServerProcess:
-    """A server subprocess that logs "listening on host:port"; CPU and RSS read from /proc."""
-
-    def __init__(self, argv: list[str], name: str) -> None:
-        self.name = name
-        self.lines: list[str] = []
-        self.proc = subprocess.Popen(
-            argv,
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self._ready = threading.Event()
-        self.port = 0
-        threading.Thread(target=self._pump, daemon=True).start()
-        if not self._ready.wait(60) or not self.port:
-            self.stop()
-            raise SystemExit(f"{name} did not start:\n" + "\n".join(self.lines[-30:]))
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip())
-            if not self.port and (match := LISTENING.search(line)):
-                self.port = int(match.group(2))
-                self._ready.set()
-        self._ready.set()
-
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def rss_mib(self) -> float:
-        match = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{self.proc.pid}/status").read_text())
-        return int(match.group(1)) / 1024 if match else float("nan")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-
-
-def start_kcoord(data_dir: Path) -> ServerProcess:
-    argv = [
-        sys.executable, "-m", "coordinator", "serve",
-        "--listen", "127.0.0.1:0",
-        "--data-dir", str(data_dir),
-        "--group-initial-rebalance-delay-ms", "0",
-        "--fsync", "always",
-        "--log-level", "INFO",  # the "listening on" line is INFO; transitions are one line each
-    ]  # fmt: skip
-    server = ServerProcess(argv, "kcoord")
+def start_kcoord(data_dir: Path) -> KcoordServer:
+    # INFO: the "listening on" line is INFO; transitions are one line each
+    server = KcoordServer(data_dir, "--fsync", "always", "--log-level", "INFO")
+    server.start(60)
     return server
 
 
-def start_ceiling() -> ServerProcess:
-    return ServerProcess([sys.executable, "-m", "bench.coordinator", "ceiling-server"], "ceiling")
+def start_ceiling() -> CommandProcess:
+    ceiling = CommandProcess([sys.executable, "-m", "bench.coordinator", "ceiling-server"], "ceiling")
+    ceiling.start(60)
+    return ceiling
 
 
 # -- the ceiling: a bare uvloop server answering pre-encoded Heartbeat responses -------------------------
@@ -220,41 +166,11 @@ _correlation = iter(range(1, 1 << 31))
 
 
 def encode(api_key: int, version: int, body: dict[str, Any]) -> bytes:
-    from protocol.frames import encode_request
-
     return encode_request(api_key, version, next(_correlation), body, client_id="kcoord-bench")
 
 
 def decode(api_key: int, version: int, payload: bytes) -> dict[str, Any]:
-    """A response body (after the correlation id; flexible versions skip the header's tag buffer)."""
-    from protocol.messages import RESPONSE_SCHEMAS
-    from protocol.schema import codec_for
-
-    schema = RESPONSE_SCHEMAS[api_key]
-    pos = 4
-    if api_key != 18 and schema.flexible_since is not None and version >= schema.flexible_since:
-        pos = _skip_tags(payload, pos)
-    return dict(codec_for(schema, version).parse(payload[pos:]))
-
-
-def _uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _skip_tags(data: bytes, pos: int) -> int:
-    count, pos = _uvarint(data, pos)
-    for _ in range(count):
-        _, pos = _uvarint(data, pos)
-        size, pos = _uvarint(data, pos)
-        pos += size
-    return pos
+    return decode_response(api_key, version, payload)[1]
 
 
 async def call(conn: Conn, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
@@ -265,14 +181,10 @@ async def call(conn: Conn, api_key: int, version: int, body: dict[str, Any]) -> 
 
 
 def subscription(topic: str) -> bytes:
-    from protocol.consumer_protocol import encode_subscription
-
     return encode_subscription({"topics": [topic], "user_data": None}, version=0)
 
 
 def assignment(topic: str, partitions: list[int]) -> bytes:
-    from protocol.consumer_protocol import encode_assignment
-
     return encode_assignment({"assigned_partitions": [{"topic": topic, "partitions": partitions}]}, version=0)
 
 
@@ -677,7 +589,7 @@ async def idle_phase(kcoord: ServerProcess, formation: Formation, args: argparse
         "members": formation.size,
         "seconds": t1 - t0,
         "server_cpu_pct": 100 * (cpu1 - cpu0) / (t1 - t0),
-        "server_rss_mib": kcoord.rss_mib(),
+        "server_rss_mib": kcoord.rss_kib() / 1024,
         "heartbeat_errors": sum(formation.heartbeat_errors.values()) - errors_before,
     }
 
@@ -718,7 +630,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         kcoord = start_kcoord(Path(tmp) / "data")
         ceiling = start_ceiling()
         try:
-            results["server_rss_mib_at_start"] = kcoord.rss_mib()
+            results["server_rss_mib_at_start"] = kcoord.rss_kib() / 1024
             if "heartbeats" in args.phases:
                 print("heartbeats ...", flush=True)
                 results["heartbeats"] = await heartbeat_phase(kcoord, ceiling, args)
@@ -728,7 +640,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             if "joins" in args.phases:
                 print("joins ...", flush=True)
                 results["joins"] = await join_phase(kcoord, args)
-            results["server_rss_mib_at_end"] = kcoord.rss_mib()
+            results["server_rss_mib_at_end"] = kcoord.rss_kib() / 1024
         finally:
             kcoord.stop()
             ceiling.stop()

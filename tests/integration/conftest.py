@@ -10,11 +10,9 @@ import contextlib
 import itertools
 import json
 import os
-import re
 import resource
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -26,8 +24,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-LISTENING = re.compile(r"listening on (\S+):(\d+)")
+from tests.kcoord_process import REPO, KcoordServer, api_versions_round_trip
+
 CLIENTS = ("kafka-python", "confluent-kafka", "aiokafka")
 WORKER_MODULES = {
     "kafka-python": "tests.integration.workers.kpy_consumer",
@@ -52,41 +50,6 @@ def wait_until(condition: Callable[[], T], timeout: float, what: str, interval: 
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:.1f}s waiting for {what}")
         time.sleep(interval)
-
-
-# -- raw wire: an ApiVersions v0 round trip, independent of our own codec -----------------------------
-
-_CLIENT_ID = b"kcoord-it"
-
-
-def api_versions_request(correlation_id: int) -> bytes:
-    payload = struct.pack(">hhih", 18, 0, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID
-    return struct.pack(">i", len(payload)) + payload
-
-
-def recv_exactly(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed by the server")
-        buf += chunk
-    return bytes(buf)
-
-
-def api_versions_round_trip(sock: socket.socket, correlation_id: int) -> dict[int, tuple[int, int]]:
-    """Send ApiVersions v0, check the answer, return {api_key: (min, max)}."""
-    sock.sendall(api_versions_request(correlation_id))
-    (size,) = struct.unpack(">i", recv_exactly(sock, 4))
-    payload = recv_exactly(sock, size)
-    got_correlation, error_code, count = struct.unpack_from(">ihi", payload)
-    assert got_correlation == correlation_id, (got_correlation, correlation_id)
-    assert error_code == 0, f"ApiVersions v0 answered error {error_code}"
-    keys = {}
-    for i in range(count):
-        key, low, high = struct.unpack_from(">hhh", payload, 10 + 6 * i)
-        keys[key] = (low, high)
-    return keys
 
 
 class Prober:
@@ -137,134 +100,6 @@ class Prober:
 # -- the server ---------------------------------------------------------------------------------------
 
 
-class KcoordServer:
-    """`python -m coordinator serve` as a subprocess; the port is kept across restarts."""
-
-    def __init__(self, data_dir: Path, log_path: Path, extra: Iterable[str] = ()) -> None:
-        self.data_dir = data_dir
-        self.log_path = log_path
-        self.extra = list(extra)
-        self.host = "127.0.0.1"
-        self.port = 0  # 0 until the first start: the server picks a free port, then we keep it
-        self.proc: subprocess.Popen[str] | None = None
-        self.lines: list[str] = []
-        self._cond = threading.Condition()
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return (self.host, self.port)
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def start(self, timeout: float = 30.0) -> None:
-        argv = [
-            sys.executable, "-m", "coordinator", "serve",
-            "--listen", f"{self.host}:{self.port}",
-            "--data-dir", str(self.data_dir),
-            "--group-initial-rebalance-delay-ms", "0",
-            "--group-min-session-timeout-ms", "1000",
-            *self.extra,
-        ]  # fmt: skip
-        with self._cond:
-            self.lines = []
-        self.proc = subprocess.Popen(
-            argv,
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-        )
-        threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
-        match = self.wait_for_log(LISTENING, timeout)
-        self.port = int(match.group(2))
-        self.wait_answering(timeout)
-
-    def _pump(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        with self.log_path.open("a") as log:
-            log.write(f"--- server pid {proc.pid} ---\n")
-            for line in proc.stdout:
-                log.write(line)
-                log.flush()
-                with self._cond:
-                    self.lines.append(line.rstrip("\n"))
-                    self._cond.notify_all()
-        with self._cond:
-            self._cond.notify_all()
-
-    def wait_for_log(self, pattern: re.Pattern[str] | str, timeout: float = 30.0) -> re.Match[str]:
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for line in self.lines:
-                    if match := regex.search(line):
-                        return match
-                exited = self.proc is None or self.proc.poll() is not None
-                remaining = deadline - time.monotonic()
-                if exited or remaining <= 0:
-                    tail = "\n".join(self.lines[-40:])
-                    raise AssertionError(f"server: no log line {regex.pattern!r} (exited={exited}):\n{tail}")
-                self._cond.wait(min(remaining, 0.2))
-
-    def wait_answering(self, timeout: float = 10.0) -> None:
-        """TCP connect + ApiVersions round trip, retried until it works (bounded)."""
-
-        def answers() -> bool:
-            try:
-                with socket.create_connection(self.address, timeout=2) as sock:
-                    sock.settimeout(5)
-                    api_versions_round_trip(sock, 1)
-                return True
-            except OSError:
-                return False
-
-        wait_until(answers, timeout, f"the server on {self.bootstrap} to answer ApiVersions", interval=0.1)
-
-    def rss_kib(self) -> int:
-        status = Path(f"/proc/{self.pid}/status").read_text()
-        match = re.search(r"VmRSS:\s+(\d+) kB", status)
-        assert match is not None
-        return int(match.group(1))
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def kill9(self) -> None:
-        self._stop(signal.SIGKILL)
-
-    def terminate(self, timeout: float = 30.0) -> int:
-        return self._stop(signal.SIGTERM, timeout)
-
-    def restart(self, timeout: float = 30.0) -> None:
-        """SIGTERM (if still running), then start again on the same port and data dir."""
-        self.terminate()
-        self.start(timeout)
-
-    def _stop(self, sig: int, timeout: float = 30.0) -> int:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return 0
-        if proc.poll() is None:
-            proc.send_signal(sig)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-        self.proc = proc  # keep the handle: `pid`/`returncode` stay readable after the stop
-        return proc.returncode
-
-
 @pytest.fixture
 def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[KcoordServer]:
     """A running `kcoord serve` on a free loopback port with a fresh data dir; killed at teardown.
@@ -272,14 +107,13 @@ def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[KcoordSer
     Extra server flags: `@pytest.mark.server_args("--fsync", "never")`.
     """
     marker = request.node.get_closest_marker("server_args")
-    srv = KcoordServer(tmp_path / "data", tmp_path / "server.log", marker.args if marker else ())
+    extra = ("--group-min-session-timeout-ms", "1000", *(marker.args if marker else ()))
+    srv = KcoordServer(tmp_path / "data", *extra, log_path=tmp_path / "server.log")
     try:
         srv.start()
         yield srv
     finally:
-        if srv.proc is not None and srv.proc.poll() is None:
-            srv.proc.kill()
-            srv.proc.wait(10)
+        srv.kill()
         _attach_log(request, "server log", tmp_path / "server.log")
 
 

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import (
-    KcoordServer,
     Workers,
     create_topic,
     partitions_of,
@@ -20,6 +19,7 @@ from tests.integration.conftest import (
     wait_for_split,
     wait_until,
 )
+from tests.kcoord_process import KcoordServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

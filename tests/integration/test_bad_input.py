@@ -13,14 +13,11 @@ from collections.abc import Iterator
 import pytest
 
 from tests.integration.conftest import (
-    KcoordServer,
     Prober,
-    api_versions_request,
-    api_versions_round_trip,
     raise_open_files_limit,
-    recv_exactly,
     wait_until,
 )
+from tests.kcoord_process import KcoordServer, api_versions_request, api_versions_round_trip, recv_exactly
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180), pytest.mark.server_args("--fsync", "never")]
 

@@ -13,7 +13,6 @@ import pytest
 
 from tests.integration.conftest import (
     CLIENTS,
-    KcoordServer,
     Worker,
     Workers,
     create_topic,
@@ -22,6 +21,7 @@ from tests.integration.conftest import (
     wait_for_split,
     wait_until,
 )
+from tests.kcoord_process import KcoordServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -209,7 +209,7 @@ def test_server_killed_and_restarted_keeps_offsets_topics_and_group(
         member.commit((t, p, o, m) for (t, p), (o, m) in mine.items())
         committed.update(mine)
 
-    server.kill9()
+    server.kill()
     server.start()  # same port, same data dir
 
     admin = AdminClient({"bootstrap.servers": server.bootstrap})

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.server_process import ServerProcess
+from tests.kcoord_process import KcoordServer
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
+def server(tmp_path: Path) -> Iterator[KcoordServer]:
     """A running `python -m coordinator serve` on a free loopback port; stopped by PID afterwards."""
-    proc = ServerProcess(tmp_path / "data")
+    proc = KcoordServer(tmp_path / "data", "--fsync", "never")
     proc.start()
     try:
         yield proc

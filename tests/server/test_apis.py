@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from protocol.api_versions_table import SERVED_VERSIONS
-from tests.server.server_process import ServerProcess
+from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, decode_response, read_frame, send
 
 FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, FIND_COORDINATOR = 1, 2, 3, 8, 10
@@ -38,7 +38,7 @@ def _metadata(sock, names: list[str] | None, version: int = 4, allow: bool = Fal
 
 
 @pytest.mark.parametrize("version", _versions(METADATA))
-def test_metadata_lists_this_node_as_only_broker_and_leader(server: ServerProcess, version: int) -> None:
+def test_metadata_lists_this_node_as_only_broker_and_leader(server: KcoordServer, version: int) -> None:
     with connect(server.address) as sock:
         assert _create(sock, "md-topic", 3)["error_code"] == 0
         body: dict[str, object] = {"topics": [{"name": "md-topic"}, {"name": "missing"}]}
@@ -60,7 +60,7 @@ def test_metadata_lists_this_node_as_only_broker_and_leader(server: ServerProces
 
 
 def test_metadata_auto_creates_topics_with_num_partitions(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    proc = ServerProcess(tmp_path / "data", "--num-partitions", "4")
+    proc = KcoordServer(tmp_path / "data", "--num-partitions", "4")
     proc.start()
     try:
         with connect(proc.address) as sock:
@@ -76,7 +76,7 @@ def test_metadata_auto_creates_topics_with_num_partitions(tmp_path) -> None:  # 
 
 
 def test_metadata_does_not_auto_create_when_disabled(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    proc = ServerProcess(tmp_path / "data", "--auto-create-topics", "false")
+    proc = KcoordServer(tmp_path / "data", "--auto-create-topics", "false")
     proc.start()
     try:
         with connect(proc.address) as sock:
@@ -86,7 +86,7 @@ def test_metadata_does_not_auto_create_when_disabled(tmp_path) -> None:  # type:
 
 
 @pytest.mark.parametrize("version", _versions(FIND_COORDINATOR))
-def test_find_coordinator_returns_this_node_for_groups(server: ServerProcess, version: int) -> None:
+def test_find_coordinator_returns_this_node_for_groups(server: KcoordServer, version: int) -> None:
     with connect(server.address) as sock:
         if version >= 4:
             body = {"key_type": 0, "coordinator_keys": ["g1", "g2", ""]}
@@ -112,7 +112,7 @@ def test_find_coordinator_returns_this_node_for_groups(server: ServerProcess, ve
                 assert (txn["error_code"], txn["node_id"], txn["port"]) == (15, -1, -1)
 
 
-def test_create_topics_validates_like_kafka(server: ServerProcess) -> None:
+def test_create_topics_validates_like_kafka(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         assert _create(sock, "t1", 2)["error_code"] == 0
         assert _create(sock, "t1", 2)["error_code"] == 36  # TOPIC_ALREADY_EXISTS
@@ -144,7 +144,7 @@ def test_create_topics_validates_like_kafka(server: ServerProcess) -> None:
     assert names == {"t1": 2, "default": 1, "validate": 2}
 
 
-def test_create_partitions_grows_and_delete_topics_removes(server: ServerProcess) -> None:
+def test_create_partitions_grows_and_delete_topics_removes(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         assert _create(sock, "grow", 2)["error_code"] == 0
         body = {"topics": [{"name": "grow", "count": 5, "assignments": None}], "timeout_ms": 1000}
@@ -158,7 +158,7 @@ def test_create_partitions_grows_and_delete_topics_removes(server: ServerProcess
         assert _metadata(sock, ["grow"])["topics"][0]["error_code"] == 3
 
 
-def test_list_offsets_of_empty_partitions_are_zero(server: ServerProcess) -> None:
+def test_list_offsets_of_empty_partitions_are_zero(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         assert _create(sock, "lo", 2)["error_code"] == 0
         parts = [
@@ -172,7 +172,7 @@ def test_list_offsets_of_empty_partitions_are_zero(server: ServerProcess) -> Non
     assert got == [(0, 0, 0), (1, 0, 0), (7, 3, -1)]
 
 
-def test_fetch_at_zero_waits_max_wait_and_returns_no_records(server: ServerProcess) -> None:
+def test_fetch_at_zero_waits_max_wait_and_returns_no_records(server: KcoordServer) -> None:
     version = max(v for v in _versions(FETCH) if v <= 11)
     with connect(server.address) as sock:
         assert _create(sock, "fe", 1)["error_code"] == 0
@@ -196,7 +196,7 @@ def test_fetch_at_zero_waits_max_wait_and_returns_no_records(server: ServerProce
         assert partition["error_code"] == 1  # OFFSET_OUT_OF_RANGE, answered at once
 
 
-def test_offset_commit_for_unknown_topic_is_unknown_topic_or_partition(server: ServerProcess) -> None:
+def test_offset_commit_for_unknown_topic_is_unknown_topic_or_partition(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         assert _create(sock, "oc", 1)["error_code"] == 0
         topics = [
@@ -238,7 +238,7 @@ def _produce_body(acks: int) -> dict[str, object]:
     }
 
 
-def test_produce_is_refused_until_the_data_plane_exists(server: ServerProcess) -> None:
+def test_produce_is_refused_until_the_data_plane_exists(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         assert _create(sock, "pr", 1)["error_code"] == 0
         response = call(sock, 0, 8, _produce_body(acks=-1))
@@ -247,7 +247,7 @@ def test_produce_is_refused_until_the_data_plane_exists(server: ServerProcess) -
     assert "does not store records" in partitions[0]["error_message"]
 
 
-def test_produce_with_acks_0_gets_no_response(server: ServerProcess) -> None:
+def test_produce_with_acks_0_gets_no_response(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         assert _create(sock, "pr", 1)["error_code"] == 0
         send(sock, 0, 3, 41, _produce_body(acks=0))

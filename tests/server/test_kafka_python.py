@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.server.server_process import REPO, ServerProcess
+from tests.kcoord_process import REPO, KcoordServer
 
 SCRIPT = Path(__file__).parent / "clients" / "kafka_python_smoke.py"
 
 
-def test_kafka_python_admin_and_consumer_group_smoke(server: ServerProcess) -> None:
+def test_kafka_python_admin_and_consumer_group_smoke(server: KcoordServer) -> None:
     out = subprocess.run(
         [sys.executable, str(SCRIPT), server.bootstrap, "smoke-topic", "smoke-group"],
         cwd=REPO,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.server_process import REPO, ServerProcess
+from tests.kcoord_process import REPO, KcoordServer
 from tests.server.wire import call, connect, decode_response, is_closed, read_frame, send
 
 METADATA, CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 3, 19, 20, 37
@@ -39,7 +39,7 @@ def _topics(address: tuple[str, int]) -> dict[str, int]:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_shuts_down_cleanly_with_a_snapshot(tmp_path: Path, sig: int) -> None:
-    proc = ServerProcess(tmp_path / "data")
+    proc = KcoordServer(tmp_path / "data")
     proc.start()
     try:
         _create(proc.address, "snap", 2)
@@ -53,7 +53,7 @@ def test_signal_shuts_down_cleanly_with_a_snapshot(tmp_path: Path, sig: int) -> 
 
 
 def test_listener_opens_after_recovery(tmp_path: Path) -> None:
-    proc = ServerProcess(tmp_path / "data")
+    proc = KcoordServer(tmp_path / "data")
     proc.start()
     proc.kill()
     recovered = next(i for i, line in enumerate(proc.lines) if "recovered" in line)
@@ -62,7 +62,7 @@ def test_listener_opens_after_recovery(tmp_path: Path) -> None:
 
 
 def test_topics_and_partition_counts_survive_sigkill(tmp_path: Path) -> None:
-    proc = ServerProcess(tmp_path / "data", "--fsync", "always")
+    proc = KcoordServer(tmp_path / "data", "--fsync", "always")
     proc.start()
     try:
         _create(proc.address, "keep", 3)
@@ -82,7 +82,7 @@ def test_topics_and_partition_counts_survive_sigkill(tmp_path: Path) -> None:
 
 
 def test_storage_dump_renders_topic_records(tmp_path: Path) -> None:
-    proc = ServerProcess(tmp_path / "data")
+    proc = KcoordServer(tmp_path / "data")
     proc.start()
     try:
         _create(proc.address, "dumped", 2)
@@ -101,7 +101,7 @@ def test_storage_dump_renders_topic_records(tmp_path: Path) -> None:
 
 
 def test_env_vars_configure_the_server(tmp_path: Path) -> None:
-    proc = ServerProcess(tmp_path / "data", env={"KCOORD_NUM_PARTITIONS": "3", "KCOORD_NODE_ID": "7"})
+    proc = KcoordServer(tmp_path / "data", env={"KCOORD_NUM_PARTITIONS": "3", "KCOORD_NODE_ID": "7"})
     proc.start()
     try:
         with connect(proc.address) as sock:
@@ -118,7 +118,7 @@ OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, DESCRIBE_GROUPS = 8, 9, 11, 15
 
 
 def test_committed_offsets_and_groups_survive_sigkill(tmp_path: Path) -> None:
-    proc = ServerProcess(tmp_path / "data", "--fsync", "always")
+    proc = KcoordServer(tmp_path / "data", "--fsync", "always")
     proc.start()
     try:
         _create(proc.address, "off", 2)
@@ -166,7 +166,7 @@ def _wait_for_group_state(address: tuple[str, int], group_id: str, state: str) -
 
 def test_sigterm_answers_a_parked_join_then_exits_0(tmp_path: Path) -> None:
     # A long initial rebalance delay parks the first JoinGroup in the delayed-join purgatory.
-    proc = ServerProcess(tmp_path / "data", "--group-initial-rebalance-delay-ms", "60000")
+    proc = KcoordServer(tmp_path / "data", "--group-initial-rebalance-delay-ms", "60000")
     proc.start()
     try:
         join = {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.server_process import ServerProcess
+from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, is_closed
 
 METADATA = 3
@@ -23,7 +23,7 @@ def _json_lines(lines: list[str]) -> list[dict[str, str]]:
 
 
 def test_json_format_writes_one_json_object_per_line(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "data", "--log-format", "json", "--log-level", "info")
+    server = KcoordServer(tmp_path / "data", "--log-format", "json", "--log-level", "info")
     server.start()
     try:
         with connect(server.address) as sock:
@@ -45,7 +45,7 @@ def test_json_format_writes_one_json_object_per_line(tmp_path: Path) -> None:
 
 def test_debug_level_logs_each_request_and_info_does_not(tmp_path: Path) -> None:
     for level, expected in (("DEBUG", 1), ("INFO", 0)):
-        server = ServerProcess(tmp_path / level, "--log-level", level)
+        server = KcoordServer(tmp_path / level, "--log-level", level)
         server.start()
         try:
             with connect(server.address) as sock:
@@ -59,7 +59,7 @@ def test_debug_level_logs_each_request_and_info_does_not(tmp_path: Path) -> None
 
 
 def test_bad_log_level_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "data", "--log-level", "chatty")
+    server = KcoordServer(tmp_path / "data", "--log-level", "chatty")
     with pytest.raises(AssertionError, match="exited=True"):
         server.start(timeout=10)
     assert server.proc is not None and server.proc.wait(10) == 2  # argparse's usage error

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from tests.server.server_process import ServerProcess
+from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, decode_response, read_frame, send
 
 JOIN_GROUP, HEARTBEAT, SYNC_GROUP, API_VERSIONS = 11, 12, 14, 18
@@ -32,7 +32,7 @@ def _join_new_member(sock: socket.socket) -> str:
     return str(first["member_id"])
 
 
-def test_parked_join_holds_back_later_responses_on_its_connection(server: ServerProcess) -> None:
+def test_parked_join_holds_back_later_responses_on_its_connection(server: KcoordServer) -> None:
     with connect(server.address) as a, connect(server.address) as b:
         member_a = _join_new_member(a)
         joined = call(a, JOIN_GROUP, 5, _join_body(member_a))

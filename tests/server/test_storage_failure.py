@@ -15,7 +15,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from tests.server.server_process import ServerProcess
+from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect
 
 CREATE_TOPICS, OFFSET_COMMIT, OFFSET_FETCH, METADATA = 19, 8, 9, 3
@@ -70,13 +70,12 @@ def _limit_file_size(pid: int, limit: int | None) -> None:
 
 def test_failed_appends_answer_coordinator_not_available_and_are_never_acknowledged(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    server = ServerProcess(data_dir, "--fsync", "always")
+    server = KcoordServer(data_dir, "--fsync", "always")
     server.start()
     try:
         with connect(server.address) as sock:
             _create_topic(sock)
-            assert server.proc is not None
-            pid = server.proc.pid
+            pid = server.pid
             size_before = _active_segment(data_dir).stat().st_size
             _limit_file_size(pid, size_before + 8192)
 
@@ -116,14 +115,13 @@ def test_failed_appends_answer_coordinator_not_available_and_are_never_acknowled
 
 def test_failed_appends_before_a_crash_are_not_replayed(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    server = ServerProcess(data_dir, "--fsync", "always")
+    server = KcoordServer(data_dir, "--fsync", "always")
     server.start()
     try:
         with connect(server.address) as sock:
             _create_topic(sock)
             assert _commit(sock, 7) == NONE
-            assert server.proc is not None
-            _limit_file_size(server.proc.pid, _active_segment(data_dir).stat().st_size)
+            _limit_file_size(server.pid, _active_segment(data_dir).stat().st_size)
             assert _commit(sock, 8) == COORDINATOR_NOT_AVAILABLE
             assert _committed(sock) == (7, "m7")
         server.stop(signal.SIGKILL)
@@ -164,15 +162,14 @@ def _join_and_sync(sock: Any, member_id: str = "") -> tuple[str, int, int]:
 def test_group_metadata_that_cannot_be_stored_fails_the_sync(tmp_path: Path) -> None:
     """Kafka answers SyncGroup only once the group's metadata is durable; a failed write is retriable."""
     data_dir = tmp_path / "data"
-    server = ServerProcess(data_dir, "--fsync", "always")
+    server = KcoordServer(data_dir, "--fsync", "always")
     server.start()
     try:
         with connect(server.address) as sock:
-            assert server.proc is not None
-            _limit_file_size(server.proc.pid, _active_segment(data_dir).stat().st_size)
+            _limit_file_size(server.pid, _active_segment(data_dir).stat().st_size)
             member, join_error, sync_error = _join_and_sync(sock)
             assert (join_error, sync_error) == (NONE, COORDINATOR_NOT_AVAILABLE)
-            _limit_file_size(server.proc.pid, None)
+            _limit_file_size(server.pid, None)
             # The member rejoins with its id, as a client does after a retriable sync error.
             assert _join_and_sync(sock, member) == (member, NONE, NONE)
         server.stop(signal.SIGKILL)

@@ -11,7 +11,7 @@ import pytest
 
 from protocol.api_versions_table import SERVED_VERSIONS
 from protocol.frames import encode_request
-from tests.server.server_process import ServerProcess
+from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, decode_response, is_closed, read_frame, send
 
 API_VERSIONS = 18
@@ -24,7 +24,7 @@ def _api_versions_body(version: int) -> dict[str, object]:
     return {"client_software_name": "kcoord-test", "client_software_version": "1.0"} if version >= 3 else {}
 
 
-def _assert_served(server: ServerProcess) -> None:
+def _assert_served(server: KcoordServer) -> None:
     """The server still answers a fresh connection (bad input elsewhere did not hurt it)."""
     with connect(server.address) as sock:
         response = call(sock, API_VERSIONS, 0, {})
@@ -32,7 +32,7 @@ def _assert_served(server: ServerProcess) -> None:
 
 
 @pytest.mark.parametrize("version", range(0, 5))
-def test_api_versions_lists_served_apis_at_every_version(server: ServerProcess, version: int) -> None:
+def test_api_versions_lists_served_apis_at_every_version(server: KcoordServer, version: int) -> None:
     with connect(server.address) as sock:
         response = call(sock, API_VERSIONS, version, _api_versions_body(version), correlation_id=7 + version)
     assert response["error_code"] == 0
@@ -46,7 +46,7 @@ def test_api_versions_lists_served_apis_at_every_version(server: ServerProcess, 
 
 
 def test_api_versions_at_unsupported_version_answers_v0_layout_with_key_18_range(
-    server: ServerProcess,
+    server: KcoordServer,
 ) -> None:
     low, high = SERVED_VERSIONS[API_VERSIONS]
     with connect(server.address) as sock:
@@ -64,14 +64,14 @@ def test_api_versions_at_unsupported_version_answers_v0_layout_with_key_18_range
         assert response["error_code"] == 0
 
 
-def test_api_versions_v3_with_invalid_software_name_is_invalid_request(server: ServerProcess) -> None:
+def test_api_versions_v3_with_invalid_software_name_is_invalid_request(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         body = {"client_software_name": "-bad name-", "client_software_version": "1.0"}
         response = call(sock, API_VERSIONS, 3, body)
     assert response["error_code"] == 42
 
 
-def test_unknown_api_key_closes_the_connection(server: ServerProcess) -> None:
+def test_unknown_api_key_closes_the_connection(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         payload = struct.pack(">hhih", 999, 0, 1, -1)
         sock.sendall(struct.pack(">i", len(payload)) + payload)
@@ -79,7 +79,7 @@ def test_unknown_api_key_closes_the_connection(server: ServerProcess) -> None:
     _assert_served(server)
 
 
-def test_unsupported_version_of_a_served_api_closes_the_connection(server: ServerProcess) -> None:
+def test_unsupported_version_of_a_served_api_closes_the_connection(server: KcoordServer) -> None:
     _, high = SERVED_VERSIONS[METADATA]
     with connect(server.address) as sock:
         payload = struct.pack(">hhih", METADATA, high + 1, 1, -1)
@@ -88,7 +88,7 @@ def test_unsupported_version_of_a_served_api_closes_the_connection(server: Serve
     _assert_served(server)
 
 
-def test_unserved_init_producer_id_closes_the_connection(server: ServerProcess) -> None:
+def test_unserved_init_producer_id_closes_the_connection(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         send(sock, 22, 1, 1, {"transactional_id": None, "transaction_timeout_ms": 1000})
         assert is_closed(sock)
@@ -105,7 +105,7 @@ def test_unserved_init_producer_id_closes_the_connection(server: ServerProcess) 
         pytest.param(struct.pack(">i", 2) + b"\x00\x12", id="shorter-than-header"),
     ],
 )
-def test_bad_input_closes_only_that_connection(server: ServerProcess, garbage: bytes) -> None:
+def test_bad_input_closes_only_that_connection(server: KcoordServer, garbage: bytes) -> None:
     with connect(server.address) as healthy, connect(server.address) as bad:
         assert call(healthy, API_VERSIONS, 0, {})["error_code"] == 0
         bad.sendall(garbage)
@@ -114,7 +114,7 @@ def test_bad_input_closes_only_that_connection(server: ServerProcess, garbage: b
     _assert_served(server)
 
 
-def test_frame_cut_midway_then_disconnect_leaves_server_serving(server: ServerProcess) -> None:
+def test_frame_cut_midway_then_disconnect_leaves_server_serving(server: KcoordServer) -> None:
     with connect(server.address) as healthy:
         cut = connect(server.address)
         cut.sendall(struct.pack(">i", 100) + b"\x00\x03\x00\x01")  # 4 of 100 promised bytes
@@ -125,7 +125,7 @@ def test_frame_cut_midway_then_disconnect_leaves_server_serving(server: ServerPr
     assert server.proc is not None and server.proc.poll() is None
 
 
-def test_one_log_line_per_bad_connection(server: ServerProcess) -> None:
+def test_one_log_line_per_bad_connection(server: KcoordServer) -> None:
     before = server.count("closing connection")
     mark = len(server.lines)
     with connect(server.address) as bad:
@@ -136,7 +136,7 @@ def test_one_log_line_per_bad_connection(server: ServerProcess) -> None:
     assert server.count("closing connection") == before + 1
 
 
-def test_pipelined_requests_are_answered_in_request_order(server: ServerProcess) -> None:
+def test_pipelined_requests_are_answered_in_request_order(server: KcoordServer) -> None:
     requests = [
         (API_VERSIONS, 0, {}),
         (METADATA, 1, {"topics": []}),
@@ -152,7 +152,7 @@ def test_pipelined_requests_are_answered_in_request_order(server: ServerProcess)
             assert got == correlation_id
 
 
-def test_thousands_of_pipelined_requests_keep_their_order(server: ServerProcess) -> None:
+def test_thousands_of_pipelined_requests_keep_their_order(server: KcoordServer) -> None:
     count = 3000  # > the server's read-ahead bound: reading pauses and resumes on the way
     frames = b"".join(encode_request(METADATA, 1, i, {"topics": []}, client_id="p") for i in range(count))
     with connect(server.address) as sock:
