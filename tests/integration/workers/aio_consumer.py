@@ -11,7 +11,7 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.structs import OffsetAndMetadata
 
-from tests.integration.workers.common import Commands, Options, emit, partitions_json
+from tests.integration.workers.common import Options, WorkerLoop, emit, partitions_json
 
 ASSIGNORS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
 
@@ -60,24 +60,14 @@ async def main() -> None:
     )
     consumer.subscribe(opts.topics, listener=Listener())
     await consumer.start()
-    emit("started")
-    commands = Commands()
-    reported: list[list[Any]] | None = None
-    while True:
+    loop = WorkerLoop()
+    while not loop.closing:
         await consumer.getmany(timeout_ms=100)
-        current = partitions_json(consumer.assignment())
-        if current != reported:
-            emit("assignment", partitions=current)
-            reported = current
-        for cmd in commands.pending():
-            if cmd["cmd"] == "close":
-                await consumer.stop()
-                emit("closed")
-                return
-            try:
+        for cmd in loop.tick(consumer.assignment()):
+            with loop.reporting(cmd):
                 await handle(consumer, cmd)
-            except Exception as exc:
-                emit("failed", id=cmd.get("id"), error=f"{type(exc).__name__}: {exc}")
+    await consumer.stop()
+    loop.closed()
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.integration.workers.common import Commands, Options, emit, partitions_json
+from tests.integration.workers.common import Options, WorkerLoop, emit, partitions_json
 
 
 def handle(consumer: Consumer, cmd: dict[str, Any]) -> None:
@@ -56,24 +56,14 @@ def main() -> None:
         on_revoke=lambda _c, tps: emit("revoked", partitions=partitions_json(tps)),
         on_lost=lambda _c, tps: emit("lost", partitions=partitions_json(tps)),
     )
-    emit("started")
-    commands = Commands()
-    reported: list[list[Any]] | None = None
-    while True:
+    loop = WorkerLoop()
+    while not loop.closing:
         consumer.poll(0.1)
-        current = partitions_json(consumer.assignment())
-        if current != reported:
-            emit("assignment", partitions=current)
-            reported = current
-        for cmd in commands.pending():
-            if cmd["cmd"] == "close":
-                consumer.close()
-                emit("closed")
-                return
-            try:
+        for cmd in loop.tick(consumer.assignment()):
+            with loop.reporting(cmd):
                 handle(consumer, cmd)
-            except Exception as exc:
-                emit("failed", id=cmd.get("id"), error=f"{type(exc).__name__}: {exc}")
+    consumer.close()
+    loop.closed()
 
 
 if __name__ == "__main__":

@@ -21,14 +21,16 @@ End of stdin (the test went away) closes the consumer too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import sys
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Commands", "Options", "emit", "partitions_json"]
+__all__ = ["Commands", "Options", "WorkerLoop", "emit", "partitions_json"]
 
 _out_lock = threading.Lock()
 
@@ -83,3 +85,47 @@ class Commands:
                 items.append(self._queue.get_nowait())
             except queue.Empty:
                 return items
+
+
+class WorkerLoop:
+    """What every worker does between two polls of its client, whatever the client:
+
+    loop = WorkerLoop()                 # emits "started"
+    while not loop.closing:
+        <poll the client>
+        for cmd in loop.tick(<the client's assignment>):
+            with loop.reporting(cmd):
+                <run cmd>
+    <close the client>; loop.closed()
+    """
+
+    def __init__(self) -> None:
+        emit("started")
+        self.closing = False
+        self._commands = Commands()
+        self._reported: list[list[Any]] | None = None
+
+    def tick(self, assignment: Iterable[Any]) -> list[dict[str, Any]]:
+        """Report a changed assignment; the commands to run now (those before a close)."""
+        current = partitions_json(assignment)
+        if current != self._reported:
+            emit("assignment", partitions=current)
+            self._reported = current
+        ready = []
+        for cmd in self._commands.pending():
+            if cmd["cmd"] == "close":
+                self.closing = True
+                break
+            ready.append(cmd)
+        return ready
+
+    @contextlib.contextmanager
+    def reporting(self, cmd: dict[str, Any]) -> Iterator[None]:
+        """A command that raises is answered with a "failed" event; the worker goes on."""
+        try:
+            yield
+        except Exception as exc:
+            emit("failed", id=cmd.get("id"), error=f"{type(exc).__name__}: {exc}")
+
+    def closed(self) -> None:
+        emit("closed")

@@ -12,7 +12,7 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.structs import OffsetAndMetadata
 
-from tests.integration.workers.common import Commands, Options, emit, partitions_json
+from tests.integration.workers.common import Options, WorkerLoop, emit, partitions_json
 
 ASSIGNORS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
 
@@ -62,26 +62,16 @@ def main() -> None:
         retry_backoff_ms=100,
     )
     consumer.subscribe(opts.topics, listener=Listener())
-    emit("started")
-    commands = Commands()
-    reported: list[list[Any]] | None = None
-    while True:
+    loop = WorkerLoop()
+    while not loop.closing:
         # Long enough for a whole JoinGroup+SyncGroup round: kafka-python 3.0.12 drops a join that
         # outlives the poll timeout when need_rejoin() has turned False meanwhile (FINDINGS.md).
         consumer.poll(timeout_ms=2000)
-        current = partitions_json(consumer.assignment())
-        if current != reported:
-            emit("assignment", partitions=current)
-            reported = current
-        for cmd in commands.pending():
-            if cmd["cmd"] == "close":
-                consumer.close()
-                emit("closed")
-                return
-            try:
+        for cmd in loop.tick(consumer.assignment()):
+            with loop.reporting(cmd):
                 handle(consumer, cmd)
-            except Exception as exc:
-                emit("failed", id=cmd.get("id"), error=f"{type(exc).__name__}: {exc}")
+    consumer.close()
+    loop.closed()
 
 
 if __name__ == "__main__":
