@@ -9,7 +9,7 @@ import pytest
 
 from protocol.api_versions_table import SERVED_VERSIONS
 from tests.kcoord_process import KcoordServer
-from tests.server.wire import call, connect, decode_response, read_frame, send
+from tests.server.wire import call, connect, create_topic, decode_response, read_frame, send
 
 FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, FIND_COORDINATOR = 1, 2, 3, 8, 10
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
@@ -20,18 +20,6 @@ def _versions(api_key: int) -> range:
     return range(low, high + 1)
 
 
-def _create(sock, name: str, partitions: int, version: int = 4, **extra: object) -> dict:  # type: ignore[no-untyped-def]
-    topic = {
-        "name": name,
-        "num_partitions": partitions,
-        "replication_factor": 1,
-        "assignments": [],
-        "configs": [],
-    }
-    topic.update(extra)
-    return call(sock, CREATE_TOPICS, version, {"topics": [topic], "timeout_ms": 5000})["topics"][0]
-
-
 def _metadata(sock, names: list[str] | None, version: int = 4, allow: bool = False) -> dict:  # type: ignore[no-untyped-def]
     topics = None if names is None else [{"name": n} for n in names]
     return call(sock, METADATA, version, {"topics": topics, "allow_auto_topic_creation": allow})
@@ -40,7 +28,7 @@ def _metadata(sock, names: list[str] | None, version: int = 4, allow: bool = Fal
 @pytest.mark.parametrize("version", _versions(METADATA))
 def test_metadata_lists_this_node_as_only_broker_and_leader(server: KcoordServer, version: int) -> None:
     with connect(server.address) as sock:
-        assert _create(sock, "md-topic", 3)["error_code"] == 0
+        assert create_topic(sock, "md-topic", 3)["error_code"] == 0
         body: dict[str, object] = {"topics": [{"name": "md-topic"}, {"name": "missing"}]}
         if version >= 4:
             body["allow_auto_topic_creation"] = False
@@ -114,13 +102,13 @@ def test_find_coordinator_returns_this_node_for_groups(server: KcoordServer, ver
 
 def test_create_topics_validates_like_kafka(server: KcoordServer) -> None:
     with connect(server.address) as sock:
-        assert _create(sock, "t1", 2)["error_code"] == 0
-        assert _create(sock, "t1", 2)["error_code"] == 36  # TOPIC_ALREADY_EXISTS
-        assert _create(sock, "bad/name", 1)["error_code"] == 17
-        assert _create(sock, "zero", 0)["error_code"] == 37  # INVALID_PARTITIONS
-        assert _create(sock, "rf3", 1, replication_factor=3)["error_code"] == 38
-        assert _create(sock, "default", -1, replication_factor=-1)["error_code"] == 0
-        assert _create(sock, "validate", 2, version=4)["error_code"] == 0
+        assert create_topic(sock, "t1", 2)["error_code"] == 0
+        assert create_topic(sock, "t1", 2)["error_code"] == 36  # TOPIC_ALREADY_EXISTS
+        assert create_topic(sock, "bad/name", 1)["error_code"] == 17
+        assert create_topic(sock, "zero", 0)["error_code"] == 37  # INVALID_PARTITIONS
+        assert create_topic(sock, "rf3", 1, replication_factor=3)["error_code"] == 38
+        assert create_topic(sock, "default", -1, replication_factor=-1)["error_code"] == 0
+        assert create_topic(sock, "validate", 2, version=4)["error_code"] == 0
         response = call(
             sock,
             CREATE_TOPICS,
@@ -146,7 +134,7 @@ def test_create_topics_validates_like_kafka(server: KcoordServer) -> None:
 
 def test_create_partitions_grows_and_delete_topics_removes(server: KcoordServer) -> None:
     with connect(server.address) as sock:
-        assert _create(sock, "grow", 2)["error_code"] == 0
+        assert create_topic(sock, "grow", 2)["error_code"] == 0
         body = {"topics": [{"name": "grow", "count": 5, "assignments": None}], "timeout_ms": 1000}
         assert call(sock, CREATE_PARTITIONS, 1, body)["results"][0]["error_code"] == 0
         assert call(sock, CREATE_PARTITIONS, 1, body)["results"][0]["error_code"] == 37
@@ -160,7 +148,7 @@ def test_create_partitions_grows_and_delete_topics_removes(server: KcoordServer)
 
 def test_list_offsets_of_empty_partitions_are_zero(server: KcoordServer) -> None:
     with connect(server.address) as sock:
-        assert _create(sock, "lo", 2)["error_code"] == 0
+        assert create_topic(sock, "lo", 2)["error_code"] == 0
         parts = [
             {"partition_index": 0, "timestamp": -2},
             {"partition_index": 1, "timestamp": -1},
@@ -175,7 +163,7 @@ def test_list_offsets_of_empty_partitions_are_zero(server: KcoordServer) -> None
 def test_fetch_at_zero_waits_max_wait_and_returns_no_records(server: KcoordServer) -> None:
     version = max(v for v in _versions(FETCH) if v <= 11)
     with connect(server.address) as sock:
-        assert _create(sock, "fe", 1)["error_code"] == 0
+        assert create_topic(sock, "fe", 1)["error_code"] == 0
         part = {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
         body = {
             "replica_id": -1,
@@ -198,7 +186,7 @@ def test_fetch_at_zero_waits_max_wait_and_returns_no_records(server: KcoordServe
 
 def test_offset_commit_for_unknown_topic_is_unknown_topic_or_partition(server: KcoordServer) -> None:
     with connect(server.address) as sock:
-        assert _create(sock, "oc", 1)["error_code"] == 0
+        assert create_topic(sock, "oc", 1)["error_code"] == 0
         topics = [
             {
                 "name": "oc",
@@ -240,7 +228,7 @@ def _produce_body(acks: int) -> dict[str, object]:
 
 def test_produce_is_refused_until_the_data_plane_exists(server: KcoordServer) -> None:
     with connect(server.address) as sock:
-        assert _create(sock, "pr", 1)["error_code"] == 0
+        assert create_topic(sock, "pr", 1)["error_code"] == 0
         response = call(sock, 0, 8, _produce_body(acks=-1))
     partitions = response["responses"][0]["partition_responses"]
     assert [(p["index"], p["error_code"]) for p in partitions] == [(0, 44), (9, 3)]  # POLICY_VIOLATION
@@ -249,7 +237,7 @@ def test_produce_is_refused_until_the_data_plane_exists(server: KcoordServer) ->
 
 def test_produce_with_acks_0_gets_no_response(server: KcoordServer) -> None:
     with connect(server.address) as sock:
-        assert _create(sock, "pr", 1)["error_code"] == 0
+        assert create_topic(sock, "pr", 1)["error_code"] == 0
         send(sock, 0, 3, 41, _produce_body(acks=0))
         send(sock, 18, 0, 42, {})
         correlation_id, _ = decode_response(18, 0, read_frame(sock))

@@ -11,24 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.kcoord_process import REPO, KcoordServer
-from tests.server.wire import call, connect, decode_response, is_closed, read_frame, send
+from tests.server.wire import call, connect, create_topic, decode_response, is_closed, read_frame, send
 
 METADATA, CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 3, 19, 20, 37
 
 
 def _create(address: tuple[str, int], name: str, partitions: int) -> None:
-    topic = {
-        "name": name,
-        "num_partitions": partitions,
-        "replication_factor": 1,
-        "assignments": [],
-        "configs": [],
-    }
     with connect(address) as sock:
-        assert (
-            call(sock, CREATE_TOPICS, 4, {"topics": [topic], "timeout_ms": 1000})["topics"][0]["error_code"]
-            == 0
-        )
+        assert create_topic(sock, name, partitions)["error_code"] == 0
 
 
 def _topics(address: tuple[str, int]) -> dict[str, int]:

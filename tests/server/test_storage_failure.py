@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import resource
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.kcoord_process import KcoordServer
-from tests.server.wire import call, connect
+import pytest
 
-CREATE_TOPICS, OFFSET_COMMIT, OFFSET_FETCH, METADATA = 19, 8, 9, 3
+from tests.kcoord_process import KcoordServer
+from tests.server.wire import call, connect, create_topic
+
+OFFSET_COMMIT, OFFSET_FETCH, METADATA = 8, 9, 3
 JOIN_GROUP, SYNC_GROUP, LIST_GROUPS = 11, 14, 16
 NONE, COORDINATOR_NOT_AVAILABLE = 0, 15
 COMMITS = 2000  # bounded: at ~100 bytes per record the 8 KiB of headroom runs out long before
@@ -52,12 +55,6 @@ def _committed(sock: Any) -> tuple[int, str]:
     return partition["committed_offset"], partition["metadata"]
 
 
-def _create_topic(sock: Any) -> None:
-    topic = {"name": "t", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
-    created = call(sock, CREATE_TOPICS, 4, {"topics": [topic], "timeout_ms": 5000})
-    assert created["topics"][0]["error_code"] == NONE
-
-
 def _active_segment(data_dir: Path) -> Path:
     return max(data_dir.glob("*.log"), key=lambda p: p.name)
 
@@ -68,69 +65,71 @@ def _limit_file_size(pid: int, limit: int | None) -> None:
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (hard if limit is None else limit, hard))
 
 
-def test_failed_appends_answer_coordinator_not_available_and_are_never_acknowledged(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
-    server = KcoordServer(data_dir, "--fsync", "always")
+@pytest.fixture
+def durable_server(tmp_path: Path) -> Iterator[KcoordServer]:
+    server = KcoordServer(tmp_path / "data", "--fsync", "always")
     server.start()
     try:
-        with connect(server.address) as sock:
-            _create_topic(sock)
-            pid = server.pid
-            size_before = _active_segment(data_dir).stat().st_size
-            _limit_file_size(pid, size_before + 8192)
-
-            acknowledged, errors = -1, []
-            for offset in range(COMMITS):
-                error = _commit(sock, offset)
-                if error == NONE:
-                    assert not errors, "a commit succeeded after a failed one while the limit held"
-                    acknowledged = offset
-                else:
-                    errors.append(error)
-                    if len(errors) == 5:
-                        break
-            assert acknowledged > 0, "the limit left no room for a single commit"
-            assert errors == [COORDINATOR_NOT_AVAILABLE] * 5
-            # The failed commits changed nothing: the group still reads the last acknowledged one.
-            assert _committed(sock) == (acknowledged, f"m{acknowledged}")
-            # The failed bytes were cut back: the segment never exceeds the limit's good prefix.
-            assert _active_segment(data_dir).stat().st_size <= size_before + 8192
-            # Other requests keep being served while storage refuses appends.
-            metadata = call(sock, METADATA, 4, {"topics": None, "allow_auto_topic_creation": False})
-            assert [t["name"] for t in metadata["topics"]] == ["t"]
-
-            # Space comes back: appends go on without a restart.
-            _limit_file_size(pid, None)
-            assert _commit(sock, 100_000) == NONE
-            assert _committed(sock) == (100_000, "m100000")
-            server.wait_for("storage write failed")
-        server.stop(signal.SIGKILL)
-
-        server.start()
-        with connect(server.address) as sock:
-            assert _committed(sock) == (100_000, "m100000")
+        yield server
     finally:
         server.kill()
 
 
-def test_failed_appends_before_a_crash_are_not_replayed(tmp_path: Path) -> None:
-    data_dir = tmp_path / "data"
-    server = KcoordServer(data_dir, "--fsync", "always")
-    server.start()
-    try:
-        with connect(server.address) as sock:
-            _create_topic(sock)
-            assert _commit(sock, 7) == NONE
-            _limit_file_size(server.pid, _active_segment(data_dir).stat().st_size)
-            assert _commit(sock, 8) == COORDINATOR_NOT_AVAILABLE
-            assert _committed(sock) == (7, "m7")
-        server.stop(signal.SIGKILL)
+def test_failed_appends_answer_coordinator_not_available_and_are_never_acknowledged(
+    durable_server: KcoordServer,
+) -> None:
+    server, data_dir = durable_server, durable_server.data_dir
+    with connect(server.address) as sock:
+        assert create_topic(sock, "t", 1)["error_code"] == NONE
+        pid = server.pid
+        size_before = _active_segment(data_dir).stat().st_size
+        _limit_file_size(pid, size_before + 8192)
 
-        server.start()
-        with connect(server.address) as sock:
-            assert _committed(sock) == (7, "m7")
-    finally:
-        server.kill()
+        acknowledged, errors = -1, []
+        for offset in range(COMMITS):
+            error = _commit(sock, offset)
+            if error == NONE:
+                assert not errors, "a commit succeeded after a failed one while the limit held"
+                acknowledged = offset
+            else:
+                errors.append(error)
+                if len(errors) == 5:
+                    break
+        assert acknowledged > 0, "the limit left no room for a single commit"
+        assert errors == [COORDINATOR_NOT_AVAILABLE] * 5
+        # The failed commits changed nothing: the group still reads the last acknowledged one.
+        assert _committed(sock) == (acknowledged, f"m{acknowledged}")
+        # The failed bytes were cut back: the segment never exceeds the limit's good prefix.
+        assert _active_segment(data_dir).stat().st_size <= size_before + 8192
+        # Other requests keep being served while storage refuses appends.
+        metadata = call(sock, METADATA, 4, {"topics": None, "allow_auto_topic_creation": False})
+        assert [t["name"] for t in metadata["topics"]] == ["t"]
+
+        # Space comes back: appends go on without a restart.
+        _limit_file_size(pid, None)
+        assert _commit(sock, 100_000) == NONE
+        assert _committed(sock) == (100_000, "m100000")
+        server.wait_for("storage write failed")
+    server.stop(signal.SIGKILL)
+
+    server.start()
+    with connect(server.address) as sock:
+        assert _committed(sock) == (100_000, "m100000")
+
+
+def test_failed_appends_before_a_crash_are_not_replayed(durable_server: KcoordServer) -> None:
+    server, data_dir = durable_server, durable_server.data_dir
+    with connect(server.address) as sock:
+        assert create_topic(sock, "t", 1)["error_code"] == NONE
+        assert _commit(sock, 7) == NONE
+        _limit_file_size(server.pid, _active_segment(data_dir).stat().st_size)
+        assert _commit(sock, 8) == COORDINATOR_NOT_AVAILABLE
+        assert _committed(sock) == (7, "m7")
+    server.stop(signal.SIGKILL)
+
+    server.start()
+    with connect(server.address) as sock:
+        assert _committed(sock) == (7, "m7")
 
 
 def _join_and_sync(sock: Any, member_id: str = "") -> tuple[str, int, int]:
@@ -159,23 +158,18 @@ def _join_and_sync(sock: Any, member_id: str = "") -> tuple[str, int, int]:
     return member, NONE, call(sock, SYNC_GROUP, 2, sync)["error_code"]
 
 
-def test_group_metadata_that_cannot_be_stored_fails_the_sync(tmp_path: Path) -> None:
+def test_group_metadata_that_cannot_be_stored_fails_the_sync(durable_server: KcoordServer) -> None:
     """Kafka answers SyncGroup only once the group's metadata is durable; a failed write is retriable."""
-    data_dir = tmp_path / "data"
-    server = KcoordServer(data_dir, "--fsync", "always")
+    server, data_dir = durable_server, durable_server.data_dir
+    with connect(server.address) as sock:
+        _limit_file_size(server.pid, _active_segment(data_dir).stat().st_size)
+        member, join_error, sync_error = _join_and_sync(sock)
+        assert (join_error, sync_error) == (NONE, COORDINATOR_NOT_AVAILABLE)
+        _limit_file_size(server.pid, None)
+        # The member rejoins with its id, as a client does after a retriable sync error.
+        assert _join_and_sync(sock, member) == (member, NONE, NONE)
+    server.stop(signal.SIGKILL)
     server.start()
-    try:
-        with connect(server.address) as sock:
-            _limit_file_size(server.pid, _active_segment(data_dir).stat().st_size)
-            member, join_error, sync_error = _join_and_sync(sock)
-            assert (join_error, sync_error) == (NONE, COORDINATOR_NOT_AVAILABLE)
-            _limit_file_size(server.pid, None)
-            # The member rejoins with its id, as a client does after a retriable sync error.
-            assert _join_and_sync(sock, member) == (member, NONE, NONE)
-        server.stop(signal.SIGKILL)
-        server.start()
-        with connect(server.address) as sock:
-            groups = call(sock, LIST_GROUPS, 2, {})["groups"]
-            assert [g["group_id"] for g in groups] == ["s"]
-    finally:
-        server.kill()
+    with connect(server.address) as sock:
+        groups = call(sock, LIST_GROUPS, 2, {})["groups"]
+        assert [g["group_id"] for g in groups] == ["s"]

@@ -10,7 +10,7 @@ from typing import Any
 from protocol.frames import decode_response, encode_request
 from tests.kcoord_process import recv_exactly
 
-__all__ = ["call", "connect", "decode_response", "is_closed", "read_frame", "send"]
+__all__ = ["call", "connect", "create_topic", "decode_response", "is_closed", "read_frame", "send"]
 
 _SIZE = struct.Struct(">i")
 
@@ -44,6 +44,21 @@ def call(
     got, response = decode_response(api_key, version, read_frame(sock))
     assert got == correlation_id
     return response
+
+
+def create_topic(
+    sock: socket.socket, name: str, partitions: int, version: int = 4, **extra: object
+) -> dict[str, Any]:
+    """CreateTopics for one topic (replication factor 1 unless `extra` says otherwise): its result."""
+    topic = {
+        "name": name,
+        "num_partitions": partitions,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [],
+        **extra,
+    }
+    return call(sock, 19, version, {"topics": [topic], "timeout_ms": 5000})["topics"][0]  # type: ignore[no-any-return]
 
 
 def is_closed(sock: socket.socket, timeout: float = 10.0) -> bool:
