@@ -13,6 +13,7 @@ from collections import Counter
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.member import Member, Parked, Protocols
 from coordinator.groups.records import GroupMetadataRecord, MemberRecord
+from coordinator.groups.responses import JoinMember, Response, join_response
 from coordinator.groups.state import VALID_PREVIOUS, GroupState, IllegalStateTransition
 from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 
@@ -208,6 +209,38 @@ class Group:
         if self.subscribed_topics is None:
             return self.protocol_type == CONSUMER_PROTOCOL_TYPE
         return topic in self.subscribed_topics
+
+    # -- JoinGroup answers ---------------------------------------------------------------------
+    def join_members(self) -> list[JoinMember]:
+        """Every member with its metadata for the selected protocol, as the leader's answer lists them."""
+        name = self.protocol_name
+        return [
+            JoinMember(m.member_id, m.group_instance_id, m.metadata_for(name)) for m in self.members.values()
+        ]
+
+    def join_response(
+        self,
+        version: int,
+        member_id: str,
+        *,
+        with_members: bool,
+        leader: str | None = None,
+        skip_assignment: bool = False,
+    ) -> Response:
+        """A successful JoinGroup answer for `member_id` in the current generation.
+
+        `leader` overrides the current leader id (static replacement answers the previous one).
+        """
+        return join_response(
+            version,
+            generation_id=self.generation_id,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            leader=(self.leader_id if leader is None else leader) or "",
+            member_id=member_id,
+            members=self.join_members() if with_members else (),
+            skip_assignment=skip_assignment,
+        )
 
     # -- persistence ------------------------------------------------------------------------------
     def to_record(self, assignments: dict[str, bytes] | None = None) -> GroupMetadataRecord:

@@ -10,7 +10,7 @@ from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.member import Member, Parked, Protocols, Respond
 from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.responses import JoinMember, join_error, join_response
+from coordinator.groups.responses import join_error
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 from coordinator.groups.static import StaticMembership
@@ -227,22 +227,4 @@ class JoinHandler:
         )
 
     def _answer_current(self, group: Group, member: Member, r: JoinRequest, *, with_members: bool) -> None:
-        members = (
-            [
-                JoinMember(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
-                for m in group.members.values()
-            ]
-            if with_members
-            else []
-        )
-        r.respond(
-            join_response(
-                r.version,
-                generation_id=group.generation_id,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name,
-                leader=group.leader_id or "",
-                member_id=member.member_id,
-                members=members,
-            )
-        )
+        r.respond(group.join_response(r.version, member.member_id, with_members=with_members))

@@ -14,7 +14,7 @@ from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.member import Member
 from coordinator.groups.records import LogRecord
-from coordinator.groups.responses import JoinMember, join_error, join_response, sync_error, sync_response
+from coordinator.groups.responses import join_error, sync_error, sync_response
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import CAN_REBALANCE, GroupState
 from coordinator.groups.timers import join_key, pending_key, session_key, sync_key
@@ -177,24 +177,12 @@ class Rebalancer:
         self._answer_joins(group)
 
     def _answer_joins(self, group: Group) -> None:
-        metadata = [
-            JoinMember(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
-            for m in group.members.values()
-        ]
         for member in group.members.values():
             parked = group.take_join(member)
             if parked is not None:
                 is_leader = member.member_id == group.leader_id
                 parked.respond(
-                    join_response(
-                        parked.api_version,
-                        generation_id=group.generation_id,
-                        protocol_type=group.protocol_type,
-                        protocol_name=group.protocol_name,
-                        leader=group.leader_id or "",
-                        member_id=member.member_id,
-                        members=metadata if is_leader else (),
-                    )
+                    group.join_response(parked.api_version, member.member_id, with_members=is_leader)
                 )
             self.schedule_session(group, member.member_id, member.session_timeout_ms)
             member.is_new = False

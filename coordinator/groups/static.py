@@ -15,7 +15,7 @@ from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.member import Member, Parked, Protocols
 from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.responses import JoinMember, join_error, join_response, sync_error
+from coordinator.groups.responses import join_error, sync_error
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 from coordinator.groups.timers import session_key
@@ -125,22 +125,11 @@ class StaticMembership:
         version = parked.api_version
         is_leader = member.member_id == group.leader_id
         skip = version >= 9 and is_leader
-        members = (
-            [
-                JoinMember(m.member_id, m.group_instance_id, m.metadata_for(group.protocol_name))
-                for m in group.members.values()
-            ]
-            if skip
-            else []
-        )
         parked.respond(
-            join_response(
+            group.join_response(
                 version,
-                generation_id=group.generation_id,
-                protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name,
-                member_id=member.member_id,
-                members=members,
+                member.member_id,
+                with_members=skip,
                 # v5-8: the leader id from before the replacement, so a rejoining leader does not
                 # re-run the assignor; v9+: the current leader plus SkipAssignment.
                 leader=(group.leader_id if version >= 9 else previous_leader) or "",
