@@ -133,10 +133,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "server_args(*flags): extra flags for the kcoord server fixture")
-
-
 # -- consumer workers ---------------------------------------------------------------------------------
 
 

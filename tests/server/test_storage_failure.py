@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import resource
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,8 @@ import pytest
 
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, create_topic
+
+pytestmark = pytest.mark.server_args("--fsync", "always")
 
 OFFSET_COMMIT, OFFSET_FETCH, METADATA = 8, 9, 3
 JOIN_GROUP, SYNC_GROUP, LIST_GROUPS = 11, 14, 16
@@ -65,20 +66,10 @@ def _limit_file_size(pid: int, limit: int | None) -> None:
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (hard if limit is None else limit, hard))
 
 
-@pytest.fixture
-def durable_server(tmp_path: Path) -> Iterator[KcoordServer]:
-    server = KcoordServer(tmp_path / "data", "--fsync", "always")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
-
-
 def test_failed_appends_answer_coordinator_not_available_and_are_never_acknowledged(
-    durable_server: KcoordServer,
+    server: KcoordServer,
 ) -> None:
-    server, data_dir = durable_server, durable_server.data_dir
+    data_dir = server.data_dir
     with connect(server.address) as sock:
         assert create_topic(sock, "t", 1)["error_code"] == NONE
         pid = server.pid
@@ -117,8 +108,8 @@ def test_failed_appends_answer_coordinator_not_available_and_are_never_acknowled
         assert _committed(sock) == (100_000, "m100000")
 
 
-def test_failed_appends_before_a_crash_are_not_replayed(durable_server: KcoordServer) -> None:
-    server, data_dir = durable_server, durable_server.data_dir
+def test_failed_appends_before_a_crash_are_not_replayed(server: KcoordServer) -> None:
+    data_dir = server.data_dir
     with connect(server.address) as sock:
         assert create_topic(sock, "t", 1)["error_code"] == NONE
         assert _commit(sock, 7) == NONE
@@ -158,9 +149,9 @@ def _join_and_sync(sock: Any, member_id: str = "") -> tuple[str, int, int]:
     return member, NONE, call(sock, SYNC_GROUP, 2, sync)["error_code"]
 
 
-def test_group_metadata_that_cannot_be_stored_fails_the_sync(durable_server: KcoordServer) -> None:
+def test_group_metadata_that_cannot_be_stored_fails_the_sync(server: KcoordServer) -> None:
     """Kafka answers SyncGroup only once the group's metadata is durable; a failed write is retriable."""
-    server, data_dir = durable_server, durable_server.data_dir
+    data_dir = server.data_dir
     with connect(server.address) as sock:
         _limit_file_size(server.pid, _active_segment(data_dir).stat().st_size)
         member, join_error, sync_error = _join_and_sync(sock)
