@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import functools
 import json
 import random
 import resource
@@ -69,6 +70,7 @@ class _CeilingProtocol(asyncio.Protocol):
     the work any server does per request, minus decoding, handling and encoding."""
 
     RESPONSE = SIZE.pack(10) + struct.pack(">iih", 0, 0, 0)  # correlation, throttle, error
+    transport: asyncio.Transport
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -430,7 +432,7 @@ async def run_load(
     pumps: list[Pump] = []
     for frames in frames_per_conn:
         _, pump = await loop.create_connection(
-            lambda f=frames: Pump(f, window, error_of), "127.0.0.1", server.port
+            functools.partial(Pump, frames, window, error_of), "127.0.0.1", server.port
         )
         pumps.append(pump)
     for pump in pumps:
@@ -642,9 +644,9 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                 results["joins"] = await join_phase(kcoord, args)
             results["server_rss_mib_at_end"] = kcoord.rss_kib() / 1024
         finally:
-            kcoord.stop()
+            returncode = kcoord.stop()
             ceiling.stop()
-            if kcoord.proc.returncode not in (0, None):
+            if returncode != 0:
                 print("\n".join(kcoord.lines[-30:]), file=sys.stderr)
     return results
 

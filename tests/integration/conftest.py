@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
 import resource
 import signal
 import socket
@@ -357,6 +356,23 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     futures[topic].result(timeout=30)
 
 
+TOPIC_PARTITIONS = 6
+
+
+@pytest.fixture
+def topic(server: KcoordServer) -> str:
+    """A fresh topic of TOPIC_PARTITIONS partitions, created through our server."""
+    name = unique("orders")
+    create_topic(server.bootstrap, name, TOPIC_PARTITIONS)
+    return name
+
+
+@pytest.fixture
+def topic_partitions(topic: str) -> frozenset[Partition]:
+    """Every partition of `topic`."""
+    return partitions_of(topic, TOPIC_PARTITIONS)
+
+
 def raise_open_files_limit() -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard == resource.RLIM_INFINITY:
@@ -364,17 +380,6 @@ def raise_open_files_limit() -> int:
     if soft != resource.RLIM_INFINITY and soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def process_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # kafka-python 3.0.12 can drop a finished join when it outlived the poll timeout and then never

@@ -11,28 +11,17 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import (
-    Workers,
-    create_topic,
-    partitions_of,
-    unique,
-    wait_for_split,
-    wait_until,
-)
+from tests.integration.conftest import Partition, Workers, unique, wait_for_split, wait_until
 from tests.kcoord_process import KcoordServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-Partition = tuple[str, int]
 
 
 class Setup:
     """A 6-partition topic and a Stable group of two kafka-python consumers with committed offsets."""
 
-    def __init__(self, server: KcoordServer, workers: Workers) -> None:
-        self.topic, self.group = unique("orders"), unique("admin-g")
-        create_topic(server.bootstrap, self.topic, 6)
-        self.everything = partitions_of(self.topic, 6)
+    def __init__(self, workers: Workers, topic: str, everything: frozenset[Partition]) -> None:
+        self.topic, self.group, self.everything = topic, unique("admin-g"), everything
         self.members = [
             workers.spawn("kafka-python", self.group, [self.topic], client_id=f"admin-member-{i}")
             for i in range(2)
@@ -53,8 +42,8 @@ class Setup:
 
 
 @pytest.fixture
-def setup(server: KcoordServer, workers: Workers) -> Iterator[Setup]:
-    yield Setup(server, workers)
+def setup(workers: Workers, topic: str, topic_partitions: frozenset[Partition]) -> Iterator[Setup]:
+    yield Setup(workers, topic, topic_partitions)
 
 
 # -- confluent-kafka ----------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ from tests.integration.conftest import (
     CLIENTS,
     Worker,
     Workers,
-    create_topic,
     partitions_of,
     unique,
     wait_for_split,
@@ -29,14 +28,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 @pytest.fixture(params=CLIENTS)
 def client(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-@pytest.fixture
-def topic(server: KcoordServer) -> str:
-    """A fresh 6-partition topic, created through our server."""
-    name = unique("orders")
-    create_topic(server.bootstrap, name, 6)
-    return name
 
 
 def numbers(worker: Worker) -> list[int]:

@@ -10,16 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import (
-    Worker,
-    Workers,
-    create_topic,
-    partitions_of,
-    unique,
-    wait_for_split,
-    wait_until,
-)
-from tests.kcoord_process import KcoordServer
+from tests.integration.conftest import Partition, Worker, Workers, unique, wait_for_split, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -30,12 +21,10 @@ def rebalance_events(worker: Worker) -> list[dict[str, Any]]:
 
 # (i)
 def test_static_member_restarted_within_the_session_timeout_keeps_its_assignment(
-    server: KcoordServer, workers: Workers
+    workers: Workers, topic: str, topic_partitions: frozenset[Partition]
 ) -> None:
     session_timeout_s = 10.0
-    topic, group = unique("orders"), unique("g")
-    create_topic(server.bootstrap, topic, 6)
-    everything = partitions_of(topic, 6)
+    group, everything = unique("g"), topic_partitions
     options = {"session_timeout_ms": int(session_timeout_s * 1000)}
 
     leader = workers.spawn("confluent-kafka", group, [topic], group_instance_id="static-0", **options)
@@ -70,11 +59,9 @@ def test_static_member_restarted_within_the_session_timeout_keeps_its_assignment
 
 # (j)
 def test_cooperative_sticky_rebalance_moves_only_the_partitions_that_change_owner(
-    server: KcoordServer, workers: Workers
+    workers: Workers, topic: str, topic_partitions: frozenset[Partition]
 ) -> None:
-    topic, group = unique("orders"), unique("g")
-    create_topic(server.bootstrap, topic, 6)
-    everything = partitions_of(topic, 6)
+    group, everything = unique("g"), topic_partitions
 
     def spawn() -> Worker:
         return workers.spawn("confluent-kafka", group, [topic], assignor="cooperative-sticky")

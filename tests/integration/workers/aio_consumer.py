@@ -44,30 +44,18 @@ async def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     opts = Options.from_argv()
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=opts.bootstrap,
-        group_id=opts.group,
-        client_id=opts.client_id,
-        group_instance_id=opts.group_instance_id,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        session_timeout_ms=opts.session_timeout_ms,
-        heartbeat_interval_ms=opts.heartbeat_interval_ms,
-        max_poll_interval_ms=opts.max_poll_interval_ms,
+        **opts.python_client_settings(),
         rebalance_timeout_ms=opts.max_poll_interval_ms,
-        metadata_max_age_ms=opts.metadata_max_age_ms,
         partition_assignment_strategy=(ASSIGNORS[opts.assignor],),
-        retry_backoff_ms=100,
     )
     consumer.subscribe(opts.topics, listener=Listener())
     await consumer.start()
-    loop = WorkerLoop()
-    while not loop.closing:
-        await consumer.getmany(timeout_ms=100)
-        for cmd in loop.tick(consumer.assignment()):
-            with loop.reporting(cmd):
-                await handle(consumer, cmd)
-    await consumer.stop()
-    loop.closed()
+    await WorkerLoop().run_async(
+        poll=lambda: consumer.getmany(timeout_ms=100),
+        assignment=consumer.assignment,
+        handle=lambda cmd: handle(consumer, cmd),
+        close=consumer.stop,
+    )
 
 
 if __name__ == "__main__":

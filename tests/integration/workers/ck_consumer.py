@@ -56,14 +56,12 @@ def main() -> None:
         on_revoke=lambda _c, tps: emit("revoked", partitions=partitions_json(tps)),
         on_lost=lambda _c, tps: emit("lost", partitions=partitions_json(tps)),
     )
-    loop = WorkerLoop()
-    while not loop.closing:
-        consumer.poll(0.1)
-        for cmd in loop.tick(consumer.assignment()):
-            with loop.reporting(cmd):
-                handle(consumer, cmd)
-    consumer.close()
-    loop.closed()
+    WorkerLoop().run(
+        poll=lambda: consumer.poll(0.1),
+        assignment=consumer.assignment,
+        handle=lambda cmd: handle(consumer, cmd),
+        close=consumer.close,
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import json
 import queue
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +64,22 @@ class Options:
     def from_argv(cls) -> Options:
         return cls(**json.loads(sys.argv[1]))
 
+    def python_client_settings(self) -> dict[str, Any]:
+        """Consumer settings under the names kafka-python and aiokafka share (not the assignor)."""
+        return dict(
+            bootstrap_servers=self.bootstrap,
+            group_id=self.group,
+            client_id=self.client_id,
+            group_instance_id=self.group_instance_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=self.session_timeout_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            max_poll_interval_ms=self.max_poll_interval_ms,
+            metadata_max_age_ms=self.metadata_max_age_ms,
+            retry_backoff_ms=100,
+        )
+
 
 class Commands:
     """Reads stdin on a daemon thread; the client loop drains `pending()` between polls."""
@@ -88,15 +104,10 @@ class Commands:
 
 
 class WorkerLoop:
-    """What every worker does between two polls of its client, whatever the client:
+    """What every worker does between two polls of its client, whatever the client.
 
-    loop = WorkerLoop()                 # emits "started"
-    while not loop.closing:
-        <poll the client>
-        for cmd in loop.tick(<the client's assignment>):
-            with loop.reporting(cmd):
-                <run cmd>
-    <close the client>; loop.closed()
+    `WorkerLoop()` emits "started"; `run` (or `run_async` for an asyncio client) then polls the
+    client, reports a changed assignment and runs the commands read meanwhile, until a close.
     """
 
     def __init__(self) -> None:
@@ -129,3 +140,35 @@ class WorkerLoop:
 
     def closed(self) -> None:
         emit("closed")
+
+    def run(
+        self,
+        poll: Callable[[], object],
+        assignment: Callable[[], Iterable[Any]],
+        handle: Callable[[dict[str, Any]], None],
+        close: Callable[[], object],
+    ) -> None:
+        """Poll, report and run commands until a close command (or end of stdin); close the client."""
+        while not self.closing:
+            poll()
+            for cmd in self.tick(assignment()):
+                with self.reporting(cmd):
+                    handle(cmd)
+        close()
+        self.closed()
+
+    async def run_async(
+        self,
+        poll: Callable[[], Awaitable[object]],
+        assignment: Callable[[], Iterable[Any]],
+        handle: Callable[[dict[str, Any]], Awaitable[None]],
+        close: Callable[[], Awaitable[object]],
+    ) -> None:
+        """`run` for an asyncio client: the same steps, each awaited."""
+        while not self.closing:
+            await poll()
+            for cmd in self.tick(assignment()):
+                with self.reporting(cmd):
+                    await handle(cmd)
+        await close()
+        self.closed()

@@ -47,31 +47,19 @@ def main() -> None:
     logging.basicConfig(level=os.environ.get("KCOORD_WORKER_LOG", "WARNING"))
     opts = Options.from_argv()
     consumer = KafkaConsumer(
-        bootstrap_servers=opts.bootstrap,
-        group_id=opts.group,
-        client_id=opts.client_id,
-        group_instance_id=opts.group_instance_id,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        session_timeout_ms=opts.session_timeout_ms,
-        heartbeat_interval_ms=opts.heartbeat_interval_ms,
-        max_poll_interval_ms=opts.max_poll_interval_ms,
-        metadata_max_age_ms=opts.metadata_max_age_ms,
+        **opts.python_client_settings(),
         partition_assignment_strategy=[ASSIGNORS[opts.assignor]],
         reconnect_backoff_max_ms=500,
-        retry_backoff_ms=100,
     )
     consumer.subscribe(opts.topics, listener=Listener())
-    loop = WorkerLoop()
-    while not loop.closing:
+    WorkerLoop().run(
         # Long enough for a whole JoinGroup+SyncGroup round: kafka-python 3.0.12 drops a join that
         # outlives the poll timeout when need_rejoin() has turned False meanwhile (FINDINGS.md).
-        consumer.poll(timeout_ms=2000)
-        for cmd in loop.tick(consumer.assignment()):
-            with loop.reporting(cmd):
-                handle(consumer, cmd)
-    consumer.close()
-    loop.closed()
+        poll=lambda: consumer.poll(timeout_ms=2000),
+        assignment=consumer.assignment,
+        handle=lambda cmd: handle(consumer, cmd),
+        close=consumer.close,
+    )
 
 
 if __name__ == "__main__":
