@@ -111,6 +111,13 @@ def parse_log_level(text: str) -> str:
     return level
 
 
+def parse_log_format(text: str) -> str:
+    format_ = text.strip().lower()
+    if format_ not in ("text", "json"):
+        raise argparse.ArgumentTypeError(f"expected text or json, got {text!r}")
+    return format_
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -141,15 +148,15 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--num-partitions", _positive_int, "partitions of auto-created topics, default 1"),
     ("--fsync", parse_fsync, "always|interval[:<ms>]|never (unsafe), default always"),
     ("--log-level", parse_log_level, "DEBUG|INFO|WARNING|ERROR, default INFO"),
-    ("--log-format", str, "text|json, default text"),
+    ("--log-format", parse_log_format, "text|json, default text"),
 )
-_CHOICES = {"log_format": ("text", "json")}
 _METAVARS: dict[object, str] = {
     parse_host_port: "HOST:PORT",
     Path: "DIR",
     _parse_bool: "true|false",
     parse_fsync: "always|interval[:MS]|never",
     parse_log_level: "LEVEL",
+    parse_log_format: "text|json",
 }
 
 
@@ -162,7 +169,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, parse, help_text in _OPTIONS:
         name = _field_name(flag)
         env = ENV_PREFIX + name.upper()
-        metavar = _METAVARS.get(parse) or ("|".join(_CHOICES[name]) if name in _CHOICES else "N")
+        metavar = _METAVARS.get(parse, "N")
         parser.add_argument(
             flag,
             type=parse,  # type: ignore[arg-type]
@@ -186,14 +193,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = N
                 raise SystemExit(f"kcoord: bad {ENV_PREFIX + name.upper()}={raw!r}: {exc}") from None
         if value is not None:
             values[name] = value
-    _check_choices(values)
     return dataclasses.replace(Config(), **values)  # type: ignore[arg-type]
-
-
-def _check_choices(values: Mapping[str, object]) -> None:
-    for name, allowed in _CHOICES.items():
-        if name in values and values[name] not in allowed:
-            raise SystemExit(f"kcoord: --{name.replace('_', '-')} must be one of {', '.join(allowed)}")
 
 
 def parse_serve_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Config:
