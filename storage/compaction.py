@@ -20,7 +20,14 @@ from storage.recovery import Entry, Key, Segment
 
 CLEANED_SUFFIX = ".cleaned"
 _GIL_SHARE_EVERY = 2048  # records, about two milliseconds of work
-_GIL_SHARE_SECONDS = 0.0002
+
+
+def share_gil(done: int) -> None:
+    """Called per record by work in a worker thread: every few thousand, a short sleep hands the GIL
+    to the event loop at once; otherwise the loop waits the switch interval (5 ms) each time it wakes
+    while this thread runs."""
+    if done % _GIL_SHARE_EVERY == 0:
+        time.sleep(0.0002)
 
 
 def dirty_ratio(sealed: list[Segment], active_base_lsn: int, keydir: dict[Key, Entry]) -> float:
@@ -80,15 +87,9 @@ def _kept(segment: Segment, keep_lsns: set[int], config: LogConfig) -> list[byte
     view = memoryview(segment.path.read_bytes())[: segment.size]
     kept: list[bytes | memoryview] = []
     run_start = run_end = 0
-    walked = 0
-    for offset, size, type_, flags, lsn, _, _ in framing.walk(
-        view, SEGMENT_HEADER_SIZE, config.max_record_bytes
-    ):
-        walked += 1
-        if walked % _GIL_SHARE_EVERY == 0:
-            # Sleeping hands the GIL to the event loop at once; otherwise it waits for the switch
-            # interval (5 ms) whenever it wakes while this thread runs.
-            time.sleep(_GIL_SHARE_SECONDS)
+    records = framing.walk(view, SEGMENT_HEADER_SIZE, config.max_record_bytes)
+    for walked, (offset, size, type_, flags, lsn, _, _) in enumerate(records, 1):
+        share_gil(walked)
         if lsn not in keep_lsns or type_ > framing.USER_TYPE_MAX:
             continue
         if flags & framing.FLAG_BATCH_START:

@@ -270,8 +270,7 @@ class Log:
     def _write_snapshot(self, keys: list[Key], entries: list[Entry], next_lsn: int) -> tuple[Path, int]:
         frames = []
         for done, index in enumerate(sorted(range(len(entries)), key=lambda i: entries[i].lsn)):
-            if done % 4096 == 0:
-                time.sleep(0.0002)  # hand the GIL to the event loop (see compaction._kept)
+            compaction.share_gil(done)
             entry = entries[index]
             if entry.value is not None:
                 key = keys[index]
