@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import struct
+import uuid
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
@@ -288,16 +289,13 @@ def _to_message(schema: Schema, version: int, flexible: bool, raw: Any) -> dict[
         if not f.present(version, flexible):
             message[f.name] = fresh_default(f.default)
         elif f.tag is not None:
+            known = f.tag in tagged
             message[f.name] = (
-                _value(f, version, flexible, tagged[f.tag]) if f.tag in tagged else fresh_default(f.default)
+                _convert(f.type, version, flexible, tagged[f.tag]) if known else fresh_default(f.default)
             )
         else:
-            message[f.name] = _value(f, version, flexible, raw[f.name])
+            message[f.name] = _convert(f.type, version, flexible, raw[f.name])
     return message
-
-
-def _value(f: Field, version: int, flexible: bool, raw: Any) -> Any:
-    return _convert(f.type, version, flexible, raw)
 
 
 def _convert(kind: Any, version: int, flexible: bool, raw: Any) -> Any:
@@ -308,8 +306,6 @@ def _convert(kind: Any, version: int, flexible: bool, raw: Any) -> Any:
     if isinstance(kind, Array):
         return [_convert(kind.item, version, flexible, item) for item in raw]
     if kind is UUID:
-        import uuid
-
         return uuid.UUID(bytes=raw)
     return raw
 

@@ -227,14 +227,13 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: M
 
 def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int, dict[str, Any]]:
     """(correlation_id, body) of a response frame's payload (without its size prefix)."""
+    codec, tags = _response_entry(api_key, api_version)
     try:
         (correlation_id,) = _SIZE.unpack_from(payload)
-        pos = 4
-        if response_header_version(api_key, api_version) == 1:
-            pos = _skip_tags(payload, pos)
+        pos = _skip_tags(payload, 4) if tags else 4
     except (struct.error, IndexError, ValueError) as exc:
         raise DecodeError(api_key, api_version, "response header", str(exc)) from None
-    return correlation_id, codec_for(_response_schemas()[api_key], api_version).parse(payload[pos:])
+    return correlation_id, codec.parse(payload[pos:])
 
 
 def encode_request(
