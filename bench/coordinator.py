@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from protocol.consumer_protocol import encode_assignment, encode_subscription
-from protocol.frames import decode_response, encode_request
+from protocol.frames import FrameSplitter, decode_response, encode_request
 from tests.kcoord_process import CommandProcess, KcoordServer, ServerProcess
 
 SIZE = struct.Struct(">i")
@@ -113,7 +113,7 @@ class Conn(asyncio.Protocol):
     """A client connection: responses arrive in request order, each resolving the oldest waiter."""
 
     def __init__(self) -> None:
-        self.buf = bytearray()
+        self.splitter = FrameSplitter()
         self.waiters: collections.deque[asyncio.Future[bytes]] = collections.deque()
         self.transport: asyncio.Transport | None = None
 
@@ -121,19 +121,10 @@ class Conn(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not an asyncio.Transport
 
     def data_received(self, data: bytes) -> None:
-        buf = self.buf
-        buf += data
-        pos, end = 0, len(buf)
-        while end - pos >= 4:
-            (size,) = SIZE.unpack_from(buf, pos)
-            if end - pos - 4 < size:
-                break
+        for payload in self.splitter.feed(data):
             waiter = self.waiters.popleft()
             if not waiter.done():
-                waiter.set_result(bytes(buf[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
-        if pos:
-            del buf[:pos]
+                waiter.set_result(payload)
 
     def connection_lost(self, exc: Exception | None) -> None:
         while self.waiters:
@@ -332,12 +323,12 @@ async def leave_group(conn: Conn, group: str, members: list[Member], tasks: list
 class Pump(asyncio.Protocol):
     """Keeps `window` pre-encoded requests in flight; records each response's latency and error."""
 
-    def __init__(self, frames: list[bytes], window: int, error_of: Callable[[memoryview], int]) -> None:
+    def __init__(self, frames: list[bytes], window: int, error_of: Callable[[bytes], int]) -> None:
         self.frames = frames
         self.window = window
         self.error_of = error_of
         self.next = 0
-        self.buf = bytearray()
+        self.splitter = FrameSplitter()
         self.sent_at: collections.deque[float] = collections.deque()
         self.latencies: list[float] = []
         self.measuring = False
@@ -366,37 +357,26 @@ class Pump(asyncio.Protocol):
         self.transport.write(b"".join(batch))
 
     def data_received(self, data: bytes) -> None:
-        buf = self.buf
-        buf += data
         now = time.perf_counter()
-        pos, end, count = 0, len(buf), 0
-        view = memoryview(buf)
-        sent_at, latencies, measuring = self.sent_at, self.latencies, self.measuring
-        while end - pos >= 4:
-            (size,) = SIZE.unpack_from(buf, pos)
-            if end - pos - 4 < size:
-                break
-            error = self.error_of(view[pos + 4 : pos + 4 + size])
+        payloads = self.splitter.feed(data)
+        sent_at, latencies, measuring, error_of = self.sent_at, self.latencies, self.measuring, self.error_of
+        for payload in payloads:
+            error = error_of(payload)
             if error:
                 self.errors[error] += 1
             started = sent_at.popleft()
             if measuring:
                 latencies.append(now - started)
-            pos += 4 + size
-            count += 1
-        view.release()
-        if pos:
-            del buf[:pos]
         if measuring:
-            self.answered += count
-        self._send(count)
+            self.answered += len(payloads)
+        self._send(len(payloads))
 
 
-def heartbeat_error(payload: memoryview) -> int:
+def heartbeat_error(payload: bytes) -> int:
     return int.from_bytes(payload[8:10], "big", signed=True)  # correlation, throttle, error
 
 
-def commit_errors(payload: memoryview) -> int:
+def commit_errors(payload: bytes) -> int:
     """OffsetCommit v3 response, one topic: the first non-zero partition error (0 if none)."""
     pos = 8 + 4  # correlation, throttle, topic count
     (name_len,) = struct.unpack_from(">h", payload, pos)
@@ -424,7 +404,7 @@ async def run_load(
     server: ServerProcess,
     frames_per_conn: list[list[bytes]],
     window: int,
-    error_of: Callable[[memoryview], int],
+    error_of: Callable[[bytes], int],
     warmup_s: float,
     duration_s: float,
 ) -> LoadResult:
