@@ -248,10 +248,10 @@ class Worker:
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired as exc:
-            self.kill9()
+            self.kill()
             raise AssertionError(f"{self} did not close within {timeout}s:\n{self.stderr_tail()}") from exc
 
-    def kill9(self) -> None:
+    def kill(self) -> None:
         if self.alive():
             self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)

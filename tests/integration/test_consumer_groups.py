@@ -13,6 +13,7 @@ import pytest
 
 from tests.integration.conftest import (
     CLIENTS,
+    Partition,
     Worker,
     Workers,
     partitions_of,
@@ -30,24 +31,37 @@ def client(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+def three_members(
+    workers: Workers, client: str, topic: str, everything: frozenset[Partition], session_timeout_s: float
+) -> list[Worker]:
+    """Three members of a fresh group with this session timeout, once they have split `everything`."""
+    group = unique("g")
+    session_timeout_ms = int(session_timeout_s * 1000)
+    members = [workers.spawn(client, group, [topic], session_timeout_ms=session_timeout_ms) for _ in range(3)]
+    wait_for_split(members, everything)
+    return members
+
+
 def numbers(worker: Worker) -> list[int]:
     return sorted(p for _, p in worker.assignment)
 
 
 # (a)
-def test_single_consumer_owns_every_partition(workers: Workers, client: str, topic: str) -> None:
+def test_single_consumer_owns_every_partition(
+    workers: Workers, client: str, topic: str, topic_partitions: frozenset[Partition]
+) -> None:
     consumer = workers.spawn(client, unique("g"), [topic])
-    wait_for_split([consumer], partitions_of(topic, 6))
+    wait_for_split([consumer], topic_partitions)
 
 
 # (b)
 @pytest.mark.parametrize("assignor", ["range", "roundrobin"])
 def test_three_consumers_split_partitions_exactly_once(
-    workers: Workers, client: str, topic: str, assignor: str
+    workers: Workers, client: str, topic: str, assignor: str, topic_partitions: frozenset[Partition]
 ) -> None:
     group = unique("g")
     members = [workers.spawn(client, group, [topic], assignor=assignor) for _ in range(3)]
-    wait_for_split(members, partitions_of(topic, 6))
+    wait_for_split(members, topic_partitions)
     # The leader ran the assignor the group voted for, and every member got the leader's answer.
     for member in members:
         owned = numbers(member)
@@ -61,37 +75,27 @@ def test_three_consumers_split_partitions_exactly_once(
 
 # (c)
 def test_closing_member_hands_its_partitions_over_before_the_session_timeout(
-    workers: Workers, client: str, topic: str
+    workers: Workers, client: str, topic: str, topic_partitions: frozenset[Partition]
 ) -> None:
     session_timeout_s = 10.0  # long, so that only the LeaveGroup can explain a fast handover
-    group = unique("g")
-    members = [
-        workers.spawn(client, group, [topic], session_timeout_ms=int(session_timeout_s * 1000))
-        for _ in range(3)
-    ]
-    wait_for_split(members, partitions_of(topic, 6))
+    members = three_members(workers, client, topic, topic_partitions, session_timeout_s)
     leaving, staying = members[2], members[:2]
     started = time.monotonic()
     leaving.close()
-    wait_for_split(staying, partitions_of(topic, 6), timeout=session_timeout_s - 1.0)
+    wait_for_split(staying, topic_partitions, timeout=session_timeout_s - 1.0)
     assert time.monotonic() - started < session_timeout_s
 
 
 # (d)
 def test_killed_member_partitions_move_to_the_others_after_the_session_timeout(
-    workers: Workers, client: str, topic: str
+    workers: Workers, client: str, topic: str, topic_partitions: frozenset[Partition]
 ) -> None:
     session_timeout_s = 3.0
-    group = unique("g")
-    members = [
-        workers.spawn(client, group, [topic], session_timeout_ms=int(session_timeout_s * 1000))
-        for _ in range(3)
-    ]
-    wait_for_split(members, partitions_of(topic, 6))
+    members = three_members(workers, client, topic, topic_partitions, session_timeout_s)
     victim, survivors = members[2], members[:2]
-    victim.kill9()
+    victim.kill()
     killed_at = time.monotonic()
-    wait_for_split(survivors, partitions_of(topic, 6), timeout=session_timeout_s + 30)
+    wait_for_split(survivors, topic_partitions, timeout=session_timeout_s + 30)
     elapsed = time.monotonic() - killed_at
     # Kafka does not react to a dropped connection: only the session expiry moves the partitions
     # (the victim's last heartbeat was at most a heartbeat interval before the kill).
@@ -99,12 +103,14 @@ def test_killed_member_partitions_move_to_the_others_after_the_session_timeout(
 
 
 # (e)
-def test_new_member_joining_a_stable_group_gets_a_share(workers: Workers, client: str, topic: str) -> None:
+def test_new_member_joining_a_stable_group_gets_a_share(
+    workers: Workers, client: str, topic: str, topic_partitions: frozenset[Partition]
+) -> None:
     group = unique("g")
     first = [workers.spawn(client, group, [topic]) for _ in range(2)]
-    wait_for_split(first, partitions_of(topic, 6))
+    wait_for_split(first, topic_partitions)
     newcomer = workers.spawn(client, group, [topic])
-    wait_for_split([*first, newcomer], partitions_of(topic, 6))
+    wait_for_split([*first, newcomer], topic_partitions)
     assert len(newcomer.assignment) == 2
 
 
@@ -142,23 +148,23 @@ def add_partitions(client: str, bootstrap: str, topic: str, total: int) -> None:
 
 # (f)
 def test_partitions_added_to_a_subscribed_topic_get_assigned(
-    server: KcoordServer, workers: Workers, client: str, topic: str
+    server: KcoordServer, workers: Workers, client: str, topic: str, topic_partitions: frozenset[Partition]
 ) -> None:
     group = unique("g")
     members = [workers.spawn(client, group, [topic], metadata_max_age_ms=500) for _ in range(2)]
-    wait_for_split(members, partitions_of(topic, 6))
+    wait_for_split(members, topic_partitions)
     add_partitions(client, server.bootstrap, topic, 8)
     wait_for_split(members, partitions_of(topic, 8))
 
 
 # (g)
 def test_committed_offsets_and_metadata_are_read_back_by_a_new_consumer(
-    workers: Workers, client: str, topic: str
+    workers: Workers, client: str, topic: str, topic_partitions: frozenset[Partition]
 ) -> None:
     group = unique("g")
     offsets = {(topic, p): (100 + p, f"checkpoint {p} ✓" if p else "") for p in range(6)}
     first = workers.spawn(client, group, [topic])
-    wait_for_split([first], partitions_of(topic, 6))
+    wait_for_split([first], topic_partitions)
     first.commit((t, p, offset, metadata) for (t, p), (offset, metadata) in offsets.items())
     first.close()
     second = workers.spawn(client, group, [topic])
@@ -186,12 +192,11 @@ def group_is_stable_with_split(
 
 # (h)
 def test_server_killed_and_restarted_keeps_offsets_topics_and_group(
-    server: KcoordServer, workers: Workers, client: str, topic: str
+    server: KcoordServer, workers: Workers, client: str, topic: str, topic_partitions: frozenset[Partition]
 ) -> None:
     from confluent_kafka.admin import AdminClient
 
-    group = unique("g")
-    everything = partitions_of(topic, 6)
+    group, everything = unique("g"), topic_partitions
     members = [workers.spawn(client, group, [topic]) for _ in range(3)]
     wait_for_split(members, everything)
     committed = {}
@@ -228,11 +233,11 @@ def test_server_killed_and_restarted_keeps_offsets_topics_and_group(
 
 # (k)
 def test_mixed_clients_in_one_group_split_partitions_with_range(
-    server: KcoordServer, workers: Workers, topic: str
+    server: KcoordServer, workers: Workers, topic: str, topic_partitions: frozenset[Partition]
 ) -> None:
     group = unique("g")
     members = [workers.spawn(client, group, [topic], assignor="range") for client in CLIENTS]
-    wait_for_split(members, partitions_of(topic, 6))
+    wait_for_split(members, topic_partitions)
     for member in members:
         owned = numbers(member)
         assert owned == [owned[0], owned[0] + 1], f"range gives consecutive partitions, {member} has {owned}"
