@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+import storage
+from coordinator.groups.records import OffsetCommitRecord
+from coordinator.persistence import to_storage
 from tests.kcoord_process import REPO, KcoordServer
 from tests.server.wire import call, connect, create_topic, decode_response, is_closed, read_frame, send
 
@@ -42,13 +48,53 @@ def test_signal_shuts_down_cleanly_with_a_snapshot(tmp_path: Path, sig: int) -> 
     assert any("stopped" in line for line in proc.lines)
 
 
-def test_listener_opens_after_recovery(tmp_path: Path) -> None:
-    proc = KcoordServer(tmp_path / "data")
-    proc.start()
-    proc.kill()
-    recovered = next(i for i, line in enumerate(proc.lines) if "recovered" in line)
-    listening = next(i for i, line in enumerate(proc.lines) if "listening on" in line)
-    assert recovered < listening
+async def _write_offsets(data_dir: Path, commits: int) -> None:
+    """A data dir holding `commits` offset commits, written with storage directly (fast, no fsync)."""
+    log = await storage.Log.open(data_dir, storage.LogConfig(fsync_policy="never"))
+    for start in range(0, commits, 1000):
+        records = [
+            to_storage(OffsetCommitRecord(f"g{i % 100}", "t", i // 100, i, -1, "", 1_700_000_000_000))
+            for i in range(start, start + 1000)
+        ]
+        await asyncio.gather(*(log.append([record]) for record in records))
+    await log.close(write_snapshot=False)
+
+
+def test_listener_opens_only_after_recovery(tmp_path: Path) -> None:
+    """Clients are refused until every record is loaded: a connection accepted earlier would sit in
+    the kernel's backlog and be answered from half-loaded state once the loop is free again."""
+    data_dir = tmp_path / "data"
+    asyncio.run(_write_offsets(data_dir, 100_000))
+    with socket.socket() as probe:  # a free port, so connects can start before the server says where
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    first_connect: list[float] = []
+    stop = threading.Event()
+
+    def connect_until_accepted() -> None:
+        while not stop.is_set():
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    first_connect.append(time.monotonic())
+                    return
+            time.sleep(0.002)
+
+    prober = threading.Thread(target=connect_until_accepted, daemon=True)
+    prober.start()
+    proc = KcoordServer(data_dir, "--listen", f"127.0.0.1:{port}")
+    try:
+        proc.start()
+        listening_seen = time.monotonic()  # just after the "listening on" line arrived
+        recovered = proc.wait_for(r"recovered data_dir=.* seconds=(\d+\.\d+)")
+        prober.join(10)
+    finally:
+        stop.set()
+        proc.kill()
+    recovery_s = float(recovered.group(1))
+    assert recovery_s >= 0.2, f"recovery took {recovery_s}s: too short to tell early from late listening"
+    assert first_connect, "never connected"
+    # An early listener would have accepted `recovery_s` before the "listening on" line.
+    assert first_connect[0] > listening_seen - recovery_s / 2
 
 
 def test_topics_and_partition_counts_survive_sigkill(tmp_path: Path) -> None:
