@@ -18,6 +18,10 @@ TIMELINE_DDL = (
     "`group` STRING, generation INT, timestamp_ms BIGINT, members INT, joins INT, leaves INT, "
     "moved_partitions INT"
 )
+SUMMARY_DDL = (
+    "`group` STRING, generations INT, rebalances_per_hour DOUBLE, median_gap_s DOUBLE, "
+    "p95_gap_s DOUBLE, max_members INT"
+)
 CHART_GROUPS = 5
 
 
@@ -111,9 +115,8 @@ def run(spark: Any, data_dir: str, out: str) -> str:
     for r in rows:
         groups.setdefault(r[0], []).append(r)
     summaries = [summary(g) for g in groups.values()]
-    spark.createDataFrame(summaries).write.mode("overwrite").parquet(
-        f"{out}/rebalance_summary"
-    ) if summaries else None
+    summary_df = spark.createDataFrame([tuple(s.values()) for s in summaries], SUMMARY_DDL)
+    summary_df.write.mode("overwrite").parquet(f"{out}/rebalance_summary")
     charts(rows, Path(out))
     lines = [
         f"rebalances: {len(rows)} generations in {len(groups)} groups -> {out}/rebalances, charts in {out}"

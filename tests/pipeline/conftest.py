@@ -7,6 +7,7 @@ restarted, more commits, then a clean stop. Nothing in it is hand-built.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ def _commit_all(worker: Any, topic: str, base: int) -> None:
     worker.commit([(t, p, base + p, f"m{base}") for t, p in sorted(worker.assignment)])
 
 
-def _drive(server: KcoordServer, tmp: Path, topic: str, group: str) -> None:
+def _drive(server: KcoordServer, tmp: Path, topic: str, group: str, history: Path | None) -> None:
     factory = Workers(server, tmp)
     try:
         expected = partitions_of(topic, PARTITIONS)
@@ -68,6 +69,8 @@ def _drive(server: KcoordServer, tmp: Path, topic: str, group: str) -> None:
         second.kill()  # a member crash: its session expires, the group rebalances
         wait_for_split([first], expected, timeout=60)
         _commit_all(first, topic, 40)
+        if history is not None:  # a live copy before restart/compaction fold the history away
+            shutil.copytree(server.data_dir, history)
         server.kill()  # SIGKILL mid-life: recovery on the restart
         server.start()
         wait_for_split([first], expected, timeout=60)
@@ -79,7 +82,7 @@ def _drive(server: KcoordServer, tmp: Path, topic: str, group: str) -> None:
 
 @pytest.fixture(scope="session")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """{"dir": data dir, "groups": [...], "offsets": {group: OffsetFetch of a restarted server}}."""
+    """dir: the data dir; history: a live copy taken before the last restart; groups; offsets per group."""
     tmp = tmp_path_factory.mktemp("recorded")
     data = tmp / "data"
     server = KcoordServer(data, "--group-min-session-timeout-ms", "1000", log_path=tmp / "server.log")
@@ -89,10 +92,10 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         topic = unique("events")
         create_topic(server.bootstrap, topic, PARTITIONS)
         for group in groups:
-            _drive(server, tmp, topic, group)
+            _drive(server, tmp, topic, group, tmp / "history" if group == groups[-1] else None)
         server.stop()
         server.start()  # what the coordinator itself restores from this directory
         restored = {group: offsets_of(server.bootstrap, group) for group in groups}
     finally:
         server.kill()
-    return {"dir": data, "groups": groups, "offsets": restored, "tmp": tmp}
+    return {"dir": data, "history": tmp / "history", "groups": groups, "offsets": restored, "tmp": tmp}

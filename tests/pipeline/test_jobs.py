@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import statistics
 import subprocess
@@ -11,14 +12,17 @@ from typing import Any
 
 import pytest
 
-from pipeline import compact, offsets, rebalances, reader
+from pipeline import compact, offsets, reader, rebalances
 from protocol import consumer_protocol
 from protocol.messages import records as schemas
+from storage.files import base_of, encode_segment_header, segment_name
 from tests.kcoord_process import REPO, KcoordServer
 from tests.pipeline.conftest import offsets_of
 
 
-def test_offsets_equal_what_a_restarted_server_fetches(spark: Any, recorded: dict[str, Any], tmp_path: Path) -> None:
+def test_offsets_equal_what_a_restarted_server_fetches(
+    spark: Any, recorded: dict[str, Any], tmp_path: Path
+) -> None:
     summary = offsets.run(spark, str(recorded["dir"]), str(tmp_path))
     rows = spark.read.parquet(str(tmp_path / "offsets")).collect()
     got: dict[str, dict[tuple[str, int], int]] = {}
@@ -83,22 +87,27 @@ def _reference_timeline(data_dir: Path) -> list[tuple[Any, ...]]:
                 if m["assignment"]:
                     for a in consumer_protocol.decode_assignment(m["assignment"])[1]["assigned_partitions"]:
                         owner.update({(a["topic"], p): m["member_id"] for p in a["partitions"]})
-            moved = len({tp for tp in owner.keys() | prev_owner.keys() if owner.get(tp) != prev_owner.get(tp)})
+            moved = len(
+                {tp for tp in owner.keys() | prev_owner.keys() if owner.get(tp) != prev_owner.get(tp)}
+            )
             out.append((group, gen, ts, len(ids), len(ids - prev_members), len(prev_members - ids), moved))
             prev_members, prev_owner = ids, owner
     return sorted(out)
 
 
-def test_rebalances_match_a_plain_python_reference(spark: Any, recorded: dict[str, Any], tmp_path: Path) -> None:
-    print(rebalances.run(spark, str(recorded["dir"]), str(tmp_path)))
+def test_rebalances_match_a_plain_python_reference(
+    spark: Any, recorded: dict[str, Any], tmp_path: Path
+) -> None:
+    print(rebalances.run(spark, str(recorded["history"]), str(tmp_path)))
     got = sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "rebalances")).collect())
-    expected = _reference_timeline(recorded["dir"])
+    expected = _reference_timeline(recorded["history"])
     assert got == expected
     mine = [r for r in expected if r[0] in recorded["groups"]]
-    assert max(r[3] for r in mine) == 2 and any(r[5] for r in mine), "no join of two / no crash recorded"
+    assert max(r[3] for r in mine) == 2, f"the two-member generation is missing: {mine}"
+    assert any(r[5] for r in mine), f"the crashed member's leave is missing: {mine}"
     assert (tmp_path / "rebalances.png").stat().st_size > 1000
     assert (tmp_path / "membership.png").stat().st_size > 1000
-    gaps = [(b[2] - a[2]) / 1000 for a, b in zip(mine, mine[1:]) if a[0] == b[0]]
+    gaps = [(b[2] - a[2]) / 1000 for a, b in itertools.pairwise(mine) if a[0] == b[0]]
     assert gaps and statistics.median(gaps) >= 0
 
 
@@ -119,8 +128,9 @@ def test_a_corrupt_sealed_segment_is_one_line(recorded: dict[str, Any], tmp_path
     data = tmp_path / "data"
     shutil.copytree(recorded["dir"], data)
     segments = sorted(data.glob("*.log"))
-    if len(segments) < 2:
-        pytest.skip("the recorded directory has one segment: no sealed segment to corrupt")
+    if len(segments) == 1:  # seal the server's only segment the way the log rolls: a newer, empty one
+        base = base_of(segments[0]) + 1_000_000
+        (data / segment_name(base)).write_bytes(encode_segment_header(base))
     raw = bytearray(segments[0].read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     segments[0].write_bytes(bytes(raw))
@@ -140,5 +150,13 @@ def test_missing_java_and_unreachable_master_are_one_line(recorded: dict[str, An
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again: nothing listens there
-    done = _cli("offsets", "--data-dir", str(recorded["dir"]), "--out", str(tmp_path), "--master", f"spark://127.0.0.1:{port}")
+    done = _cli(
+        "offsets",
+        "--data-dir",
+        str(recorded["dir"]),
+        "--out",
+        str(tmp_path),
+        "--master",
+        f"spark://127.0.0.1:{port}",
+    )
     assert done.returncode == 2 and "unreachable" in done.stderr and done.stderr.count("\n") == 1
