@@ -10,7 +10,7 @@ DATA_DIR ?= ./data
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,pipeline]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -19,7 +19,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy protocol storage coordinator
+	$(BIN)/mypy protocol storage coordinator pipeline
 
 test: $(STAMP)
 	$(BIN)/lint-imports

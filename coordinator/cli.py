@@ -1,4 +1,5 @@
-"""The `kcoord` command line: `kcoord serve [flags]` and `kcoord storage dump|verify|compact|repair`.
+"""The `kcoord` command line: `kcoord serve [flags]`, `kcoord storage dump|verify|compact|repair`
+and `kcoord pipeline offsets|rebalances|compact`.
 
 `python -m coordinator` is the same program; without a subcommand it serves.
 """
@@ -28,6 +29,12 @@ def _parser() -> argparse.ArgumentParser:
         add_help=False,
         help=f"inspect or repair the data directory: {'|'.join(STORAGE_COMMANDS)} --data-dir DIR",
     )
+    sub.add_parser(
+        "pipeline",
+        add_help=False,
+        help="Spark jobs over a data directory (needs kcoord[pipeline]): "
+        "offsets|rebalances|compact --data-dir DIR --out DIR [--master URL]",
+    )
     return parser
 
 
@@ -37,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_list.insert(0, "serve")  # `python -m coordinator --listen ...` serves
     if args_list[0] == "storage":
         return _storage(args_list[1:])
+    if args_list[0] == "pipeline":
+        return _pipeline(args_list[1:])
     args = _parser().parse_args(args_list)
     config = config_from_args(args)
 
@@ -48,8 +57,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _storage(argv: list[str]) -> int:
+    from coordinator.persistence import render
     from storage.cli import main as storage_main
 
-    from coordinator.persistence import render
-
     return int(storage_main(argv, render=render) or 0)
+
+
+def _pipeline(argv: list[str]) -> int:
+    """Imported only here, so `kcoord serve` never loads pipeline/ or pyspark."""
+    try:
+        from pipeline.cli import main as pipeline_main
+    except ImportError as exc:
+        print(f"kcoord pipeline: {exc} (install the extra: pip install 'kcoord[pipeline]')", file=sys.stderr)
+        return 2
+    return pipeline_main(argv)

@@ -150,6 +150,21 @@ class _Replayer:
         return good
 
 
+def replay_bytes(
+    data: bytes, first_lsn: int, max_record_bytes: int, apply: Callable[[Record, Entry], None]
+) -> int:
+    """Replay one segment's bytes read elsewhere (the pipeline's copy-on-read view).
+
+    `apply` gets each committed record with its keydir entry (LSN, timestamp); records below
+    `first_lsn` (covered by a snapshot) are skipped. Returns the offset after the last complete
+    batch, which the caller compares with len(data) exactly as recovery does.
+    """
+    state = Recovered(next_lsn=first_lsn)
+    keydir = state.keydir
+    replayer = _Replayer(state, lambda record: apply(record, keydir[(record.type, record.key)]))
+    return replayer.segment(data, max_record_bytes)
+
+
 def recover(directory: Path, config: LogConfig, apply: Callable[[Record], None], ops: FileOps) -> Recovered:
     started = time.monotonic()
     finish_interrupted_work(directory, ops)

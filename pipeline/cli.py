@@ -1,0 +1,64 @@
+"""`kcoord pipeline <job> --data-dir DIR --out DIR [--master URL]`.
+
+Failures the user can fix (no Java, wrong directory, corrupt sealed segment, unreachable master)
+end as one line on stderr and exit status 2, never a Java stack trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pipeline import reader
+from pipeline.reader import PipelineError
+
+Job = Callable[[Any, str, str], str]
+
+
+def _jobs() -> dict[str, Job]:
+    from pipeline import compact, offsets, rebalances
+
+    return {"offsets": offsets.run, "rebalances": rebalances.run, "compact": compact.run}
+
+
+JOB_NAMES = ("offsets", "rebalances", "compact")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kcoord pipeline", description="Spark jobs over a kcoord data directory")
+    p.add_argument("job", choices=JOB_NAMES)
+    p.add_argument("--data-dir", required=True, help="a kcoord data directory (read, never written)")
+    p.add_argument("--out", required=True, help="output directory (Parquet, charts, compacted log)")
+    p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        reader.plan(args.data_dir)  # a wrong directory fails before Spark starts
+        from pipeline import session
+
+        spark = session.start(args.master, f"kcoord-{args.job}")
+        try:
+            print(_jobs()[args.job](spark, args.data_dir, args.out))
+        finally:
+            spark.stop()
+    except PipelineError as exc:
+        print(f"kcoord pipeline: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(f"kcoord pipeline: {one_line(exc)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def one_line(exc: BaseException) -> str:
+    """The PipelineError message inside a Spark failure if there is one, else the first line."""
+    text = str(exc)
+    marker = "PipelineError: "
+    if marker in text:
+        return text[text.index(marker) + len(marker) :].splitlines()[0]
+    return f"{type(exc).__name__}: {text.strip().splitlines()[0] if text.strip() else ''}"

@@ -1,0 +1,159 @@
+"""The coordinator log as typed rows, one input part per segment and one for the snapshot.
+
+Copy-on-read: the driver lists the directory once and remembers each file's size; a part reads
+only that many bytes from its file (the live server only appends, and compaction swaps whole files,
+so the prefix is stable) and never takes the LOCK. Reading and CRC checks reuse
+storage.framing.scan and storage.snapshot.decode; a short read in the *last* segment is a torn tail
+(skipped, as storage.recovery does), in a sealed segment it is corruption (PipelineError).
+Type 4 (topic) records are coordinator-private: their rows carry type, key and tombstone only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from protocol import consumer_protocol
+from protocol.errors import DecodeError
+from protocol.messages import records as schemas
+from storage import framing, recovery, snapshot
+from storage.files import decode_segment_header, list_segments, list_snapshots
+
+OFFSET_COMMIT_TYPE = 0  # coordinator/persistence.py's storage record types
+GROUP_METADATA_TYPE = 1
+
+
+class PipelineError(Exception):
+    """A one-line, user-facing failure (bad directory, corrupt sealed segment)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    path: str
+    size: int
+    kind: str  # "segment" | "snapshot"
+    is_last: bool
+    min_lsn: int  # records below this are covered by the snapshot
+
+
+def plan(data_dir: str) -> list[Part]:
+    """The input parts of a data directory, sized now so every part reads a consistent prefix."""
+    directory = Path(data_dir)
+    if not directory.is_dir():
+        raise PipelineError(f"{data_dir}: not a directory")
+    segments = list_segments(directory)
+    snaps = list_snapshots(directory)
+    if not segments and not snaps:
+        raise PipelineError(f"{data_dir}: no kcoord log (no *.log segments, no *.snap snapshot)")
+    parts: list[Part] = []
+    covered = 0
+    snap = snapshot.load_newest(directory, framing.DEFAULT_MAX_RECORD_BYTES) if snaps else None
+    if snap is not None:
+        covered = snap.next_lsn
+        parts.append(Part(str(snap.path), snap.path.stat().st_size, "snapshot", False, 0))
+    for index, path in enumerate(segments):
+        last = index == len(segments) - 1
+        parts.append(Part(str(path), path.stat().st_size, "segment", last, covered))
+    return parts
+
+
+class Raw(NamedTuple):
+    lsn: int
+    timestamp_ms: int
+    type: int
+    key: bytes
+    value: bytes | None
+
+
+def raw_records(part: Part) -> list[Raw]:
+    """The CRC-checked records of one part, with recovery's rules for torn tails and batches."""
+    if part.kind == "snapshot":
+        snap = snapshot.decode(Path(part.path), framing.DEFAULT_MAX_RECORD_BYTES)
+        if snap is None:
+            raise PipelineError(f"{part.path}: snapshot changed or damaged while reading")
+        return [Raw(f.lsn, f.timestamp_ms, f.type, f.key, f.value) for f in snap.frames]
+    with open(part.path, "rb") as f:
+        data = f.read(part.size)
+    header = decode_segment_header(data)
+    if header is None:
+        if part.is_last:
+            return []  # torn header: recovery rewrites it empty
+        raise PipelineError(f"{part.path}: corrupt sealed segment (bad header)")
+    out: list[Raw] = []
+    good = recovery.replay_bytes(
+        data,
+        part.min_lsn,
+        framing.DEFAULT_MAX_RECORD_BYTES,
+        lambda r, e: out.append(Raw(e.lsn, e.timestamp_ms, r.type, r.key, r.value)),
+    )
+    if good < len(data) and not part.is_last:
+        raise PipelineError(f"{part.path}: corrupt sealed segment at offset {good}")
+    return out
+
+
+def decode_row(raw: Raw) -> dict[str, Any]:
+    """One typed row; record values decoded with protocol's schemas (topic records left opaque)."""
+    row: dict[str, Any] = {
+        "lsn": raw.lsn,
+        "timestamp_ms": raw.timestamp_ms,
+        "record_type": raw.type,
+        "tombstone": raw.value is None,
+        "key": raw.key,
+        "value": raw.value,
+    }
+    if raw.type not in (OFFSET_COMMIT_TYPE, GROUP_METADATA_TYPE):
+        return row
+    schema, key = schemas.decode_key(raw.key)
+    if schema is None:
+        return row
+    row["group"] = key["group"]
+    if schema is schemas.OFFSET_COMMIT_KEY:
+        row["topic"], row["partition"] = key["topic"], key["partition"]
+        if raw.value is not None:
+            _, value = schemas.decode_value(schemas.OFFSET_COMMIT_VALUE, raw.value)
+            row.update(
+                offset=value["offset"],
+                leader_epoch=value["leader_epoch"],
+                metadata=value["metadata"],
+                commit_timestamp=value["commit_timestamp"],
+                expire_timestamp=value["expire_timestamp"],
+            )
+    elif raw.value is not None:
+        _, value = schemas.decode_value(schemas.GROUP_METADATA_VALUE, raw.value)
+        row.update(
+            generation=value["generation"],
+            protocol_type=value["protocol_type"],
+            protocol=value["protocol"],
+            leader=value["leader"],
+            state_timestamp=value["current_state_timestamp"],
+            members=[_member(m, value["protocol_type"]) for m in value["members"]],
+        )
+    return row
+
+
+def _member(member: Any, protocol_type: str) -> dict[str, Any]:
+    topics: list[str] = []
+    assigned: list[dict[str, Any]] = []
+    if protocol_type == "consumer":
+        try:
+            if member["subscription"]:
+                topics = list(consumer_protocol.decode_subscription(member["subscription"])[1]["topics"])
+            if member["assignment"]:
+                _, assignment = consumer_protocol.decode_assignment(member["assignment"])
+                assigned = [
+                    {"topic": tp["topic"], "partitions": list(tp["partitions"])}
+                    for tp in assignment["assigned_partitions"]
+                ]
+        except DecodeError:
+            pass  # a client's own bytes that do not follow the consumer protocol: leave them undecoded
+    return {
+        "member_id": member["member_id"],
+        "instance_id": member["group_instance_id"],
+        "client_id": member["client_id"],
+        "host": member["client_host"],
+        "session_timeout": member["session_timeout"],
+        "rebalance_timeout": member["rebalance_timeout"],
+        "topics": topics,
+        "assigned": assigned,
+    }

@@ -1,0 +1,84 @@
+"""`offsets` on a real Spark standalone cluster (a master and two workers from pyspark's own
+spark-class on 127.0.0.1) gives the same rows as locally."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline import offsets
+from tests.kcoord_process import REPO
+
+
+def _spark_class(cls: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    return subprocess.Popen(
+        [str(home / "bin" / "spark-class"), cls, *args],
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("standalone")
+    procs = [_spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0",
+                          "--webui-port", "0", log=tmp / "master.log")]  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        url = None
+        while url is None and time.monotonic() < deadline and procs[0].poll() is None:
+            found = re.search(r"spark://127\.0\.0\.1:\d+", (tmp / "master.log").read_text(errors="replace"))
+            url = found.group(0) if found else time.sleep(0.2)
+        assert url, (tmp / "master.log").read_text(errors="replace")[-2000:]
+        for n in (1, 2):
+            procs.append(_spark_class("org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                                      "--cores", "1", "--memory", "1g", "--webui-port", "0",
+                                      "--work-dir", str(tmp / f"work{n}"),
+                                      log=tmp / f"worker{n}.log"))  # fmt: skip
+        while (tmp / "master.log").read_text(errors="replace").count("Registering worker") < 2:
+            assert time.monotonic() < deadline + 60, "the two workers did not register"
+            time.sleep(0.2)
+        yield url
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+def test_offsets_on_a_standalone_cluster_equal_local(
+    spark: Any, recorded: dict[str, Any], standalone: str, tmp_path: Path
+) -> None:
+    local = sorted(tuple(r) for r in offsets.latest_offsets(spark, str(recorded["dir"])).collect())
+    done = subprocess.run(
+        [sys.executable, "-m", "coordinator", "pipeline", "offsets", "--data-dir", str(recorded["dir"]),
+         "--out", str(tmp_path), "--master", standalone],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = pq.read_table(tmp_path / "offsets").to_pylist()
+    remote = sorted(tuple(row[c] for c in offsets.OFFSET_COLUMNS) for row in table)
+    assert remote == local and local
