@@ -23,11 +23,14 @@ import storage
 from coordinator.config import Config, HostPort
 from coordinator.groups.manager import GroupManager
 from coordinator.persistence import Replayer, StorageRecordLog, storage_config
+from coordinator.producer_ids import ProducerIds
 from coordinator.server.apis import served_versions
 from coordinator.server.connection import Connection
 from coordinator.server.context import DelayedResponses, ServerContext
 from coordinator.server.timers import AsyncioTimers, SystemClock
 from coordinator.topics import TopicRegistry
+from coordinator.topics.data import TopicData
+from partition_log import PartitionLogs
 from protocol.api_versions_table import SERVED_VERSIONS
 
 __all__ = ["App", "raise_open_files_limit", "run"]
@@ -44,6 +47,7 @@ class App:
         self._server: asyncio.Server | None = None
         self._log: Any = None
         self._timers: AsyncioTimers | None = None
+        self._data: TopicData | None = None
         self.ctx: ServerContext | None = None
         self.bound: HostPort | None = None
 
@@ -54,12 +58,19 @@ class App:
         record_log = StorageRecordLog()
         manager = GroupManager(self.config.group_config(), SystemClock(), self._timers, record_log)
         topics = TopicRegistry(record_log)
-        replayer = Replayer(manager, topics)
+        producer_ids = ProducerIds(record_log)
+        replayer = Replayer(manager, topics, producer_ids)
         started = time.monotonic()
         self._log = await storage.Log.open(self.config.data_dir, storage_config(self.config), replayer.apply)
         record_log.attach(self._log)
         replayer.finish()
         manager.on_loaded()
+        partition_logs = await PartitionLogs.open(
+            self.config.data_dir / "topics", fsync=self.config.fsync, now_ms=TopicData.now_ms
+        )
+        self._data = data = TopicData(topics, partition_logs)
+        await data.remove_orphans()
+        data.start_retention(loop)
         # What recovery loaded (keydir, groups, offsets) lives as long as the process: keep it out of
         # the collector's full passes, which would walk all of it (tens of ms per 100k keys) while
         # clients wait. Frozen objects are still freed by reference counting when replaced.
@@ -71,10 +82,14 @@ class App:
             len(topics.all()),
             time.monotonic() - started,
         )
-        await self._bind(loop, manager, topics)
+        await self._bind(loop, manager, topics, producer_ids)
 
     async def _bind(
-        self, loop: asyncio.AbstractEventLoop, manager: GroupManager, topics: TopicRegistry
+        self,
+        loop: asyncio.AbstractEventLoop,
+        manager: GroupManager,
+        topics: TopicRegistry,
+        producer_ids: ProducerIds,
     ) -> None:
         listen = self.config.listen
         # The context needs the advertised address, which depends on the bound port (port 0 = any):
@@ -96,6 +111,8 @@ class App:
             config=self.config,
             manager=manager,
             topics=topics,
+            data=self._data,
+            producer_ids=producer_ids,
             advertised=advertised,
             delayed=DelayedResponses(loop),
             served=served_versions(dict(SERVED_VERSIONS)),
@@ -125,6 +142,9 @@ class App:
             conn.close()
         if self._timers is not None:
             self._timers.cancel_all()
+        data, self._data = self._data, None
+        if data is not None:
+            await data.close()  # partition logs: flush, fsync
         log_, self._log = self._log, None
         if log_ is not None:
             await log_.close()  # a StorageError here reaches _main: exit code 1

@@ -4,7 +4,8 @@ Storage record types (the log's user owns 0-0x7F):
 * 0 OffsetCommit: key = OffsetCommitKey v1, value = OffsetCommitValue v3 (v1 when the commit carried
   an explicit expire timestamp), as Kafka writes them to `__consumer_offsets`;
 * 1 GroupMetadata: key = GroupMetadataKey v2, value = GroupMetadataValue v3;
-* 4 Topic: the topic registry's own record (`coordinator/topics/records.py`).
+* 4 Topic: the topic registry's own record (`coordinator/topics/records.py`);
+* 5 ProducerIds: the end of the newest producer id block (`coordinator/producer_ids.py`).
 Every key and value starts with its INT16 version; a None value is a tombstone.
 """
 
@@ -29,6 +30,14 @@ from coordinator.groups.records import (
     OffsetTombstone,
 )
 from coordinator.ports import OnDone
+from coordinator.producer_ids import (
+    PRODUCER_IDS_RECORD_TYPE,
+    ProducerIdBlock,
+    ProducerIds,
+    decode_block_value,
+    encode_block_key,
+    encode_block_value,
+)
 from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone
 from coordinator.topics.records import (
     TOPIC_RECORD_TYPE,
@@ -55,7 +64,7 @@ log = logging.getLogger("kcoord.persistence")
 
 OFFSET_COMMIT_TYPE = 0
 GROUP_METADATA_TYPE = 1
-AnyRecord = LogRecord | TopicRecord | TopicTombstone
+AnyRecord = LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock
 
 
 def storage_config(config: Config) -> Any:
@@ -157,6 +166,8 @@ def to_storage(record: AnyRecord) -> storage.Record:
             )
         case TopicTombstone():
             return storage.Record(TOPIC_RECORD_TYPE, encode_topic_key(record.name), None)
+        case ProducerIdBlock():
+            return storage.Record(PRODUCER_IDS_RECORD_TYPE, encode_block_key(), encode_block_value(record))
     raise TypeError(f"not a domain record: {record!r}")
 
 
@@ -237,6 +248,8 @@ def from_storage(record: storage.Record) -> AnyRecord | None:
     if record.type == TOPIC_RECORD_TYPE:
         name = decode_topic_key(record.key)
         return TopicTombstone(name) if record.value is None else decode_topic_value(name, record.value)
+    if record.type == PRODUCER_IDS_RECORD_TYPE and record.value is not None:
+        return decode_block_value(record.value)
     if record.type not in (OFFSET_COMMIT_TYPE, GROUP_METADATA_TYPE):
         return None
     if record.type == OFFSET_COMMIT_TYPE:
@@ -291,6 +304,8 @@ def _render_domain(domain: AnyRecord) -> str:
             return f"topic name={domain.name} partitions={domain.num_partitions} topic_id={domain.topic_id}"
         case TopicTombstone():
             return f"topic name={domain.name} tombstone"
+        case ProducerIdBlock():
+            return f"producer_ids block_end={domain.block_end}"
     raise TypeError(domain)
 
 
@@ -336,9 +351,10 @@ class Replayer:
     Once `finish()` ran, later calls are ignored: live state is changed by the owners themselves.
     """
 
-    def __init__(self, manager: GroupManager, topics: TopicRegistry) -> None:
+    def __init__(self, manager: GroupManager, topics: TopicRegistry, producer_ids: ProducerIds) -> None:
         self._manager = manager
         self._topics = topics
+        self._producer_ids = producer_ids
         self._counts: Counter[str] = Counter()
         self._finished = False
 
@@ -354,6 +370,9 @@ class Replayer:
             case TopicRecord() | TopicTombstone():
                 self._counts["topic"] += 1
                 self._topics.apply(domain)
+            case ProducerIdBlock():
+                self._counts["producer_ids"] += 1
+                self._producer_ids.apply(domain)
             case _:
                 self._counts[
                     "offset" if isinstance(domain, OffsetCommitRecord | OffsetTombstone) else "group"

@@ -214,7 +214,10 @@ class Connection(asyncio.Protocol):
             frames.append(frame)
             slots.popleft()
         try:
-            self._transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
+            if len(frames) == 1:
+                self._transport.write(frames[0])
+            else:  # one writev: large Fetch responses are not copied into a joined buffer first
+                self._transport.writelines(frames)
         except (RuntimeError, OSError):  # the transport closed under us; connection_lost follows
             return
         if self._reading_paused:

@@ -11,7 +11,9 @@ from typing import Any
 from coordinator.config import Config, HostPort
 from coordinator.groups.config import RequestMeta
 from coordinator.groups.manager import GroupManager
+from coordinator.producer_ids import ProducerIds
 from coordinator.topics import TopicRegistry
+from coordinator.topics.data import TopicData
 
 __all__ = ["DelayedResponses", "Handler", "Request", "Respond", "ServerContext"]
 
@@ -30,10 +32,17 @@ class DelayedResponses:
         self._tokens = itertools.count()
         self._waiting: dict[int, tuple[asyncio.TimerHandle, Callable[[], None]]] = {}
 
-    def add(self, delay_ms: int, fire: Callable[[], None]) -> None:
+    def add(self, delay_ms: int, fire: Callable[[], None]) -> int:
+        """Calls `fire` after `delay_ms` (or at shutdown); the token cancels it."""
         token = next(self._tokens)
         handle = self._loop.call_later(max(delay_ms, 0) / 1000.0, self._fire, token)
         self._waiting[token] = (handle, fire)
+        return token
+
+    def cancel(self, token: int) -> None:
+        waiting = self._waiting.pop(token, None)
+        if waiting is not None:
+            waiting[0].cancel()
 
     def _fire(self, token: int) -> None:
         _, fire = self._waiting.pop(token)
@@ -56,6 +65,8 @@ class ServerContext:
     config: Config
     manager: GroupManager
     topics: TopicRegistry
+    data: TopicData
+    producer_ids: ProducerIds
     advertised: HostPort
     delayed: DelayedResponses
     # api key -> (min, max) actually served: SERVED_VERSIONS restricted to keys that have a handler.

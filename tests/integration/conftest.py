@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.integration.producers import ProducerProcess
 from tests.kcoord_process import REPO, KcoordServer, api_versions_round_trip
 
 CLIENTS = ("kafka-python", "confluent-kafka", "aiokafka")
@@ -392,3 +393,44 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "kafka-python" in item.nodeid or "mixed_clients" in item.nodeid:
             item.add_marker(pytest.mark.flaky(reruns=KAFKA_PYTHON_RERUNS))
+
+
+# -- producers ------------------------------------------------------------------------------------------
+
+
+class Producers:
+    """Factory for producer processes of one test; all of them are killed at teardown."""
+
+    def __init__(self, server: KcoordServer, tmp_path: Path) -> None:
+        self.server = server
+        self.tmp_path = tmp_path
+        self.all: list[ProducerProcess] = []
+
+    def spawn(self, client: str, topic: str, count: int, keys: int = 50, **options: Any) -> ProducerProcess:
+        opts = {
+            "client": client,
+            "bootstrap": self.server.bootstrap,
+            "topic": topic,
+            "count": count,
+            "keys": keys,
+            "client_id": f"{client}-producer-{len(self.all) + 1}",
+            **options,
+        }
+        producer = ProducerProcess(opts, self.tmp_path / f"producer-{len(self.all) + 1}-{client}.log")
+        self.all.append(producer)
+        return producer
+
+    def cleanup(self) -> None:
+        for producer in self.all:
+            producer.cleanup()
+
+
+@pytest.fixture
+def producers(server: KcoordServer, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Producers]:
+    factory = Producers(server, tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.cleanup()
+        for producer in factory.all:
+            _attach_log(request, f"{producer} stderr", producer.log_path)

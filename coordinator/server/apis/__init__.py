@@ -1,10 +1,8 @@
 """One thin module per API; `HANDLERS` maps api keys to their `handle` functions.
 
 ApiVersions (18) is not in the table: the connection answers it from cached frames before decoding
-(see `api_versions.py`). Produce (0) is served only to answer "not stored yet" (see `produce.py` for
-why it must be advertised). InitProducerId (22) is deliberately absent until the data plane and
-transactions exist: it is not advertised, and a client that sends it anyway is disconnected, as Kafka
-does for any API it does not serve (docs/compat.md).
+(see `api_versions.py`). A client that sends an API not in the table is disconnected, as Kafka does
+for any API it does not serve (docs/compat.md).
 """
 
 from __future__ import annotations
@@ -14,11 +12,13 @@ from coordinator.server.apis import (
     create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_groups,
     fetch,
     find_coordinator,
     heartbeat,
+    init_producer_id,
     join_group,
     leave_group,
     list_groups,
@@ -50,6 +50,8 @@ HANDLERS: dict[int, Handler] = {
     16: list_groups.handle,
     19: create_topics.handle,
     20: delete_topics.handle,
+    21: delete_records.handle,
+    22: init_producer_id.handle,
     37: create_partitions.handle,
     42: delete_groups.handle,
     47: offset_delete.handle,

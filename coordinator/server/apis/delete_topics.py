@@ -4,12 +4,15 @@ name or topic_id (`topics` replaces `topic_names`).
 Deleting a topic deletes its committed offsets in every group (Kafka's onPartitionsDeleted): the group
 logic writes those tombstones first, then the topic tombstones go to the same ordered log, so once
 the topic deletion is durable the offset deletions are too, and a re-created topic never sees old
-offsets. Answered once durable; a storage failure answers KAFKA_STORAGE_ERROR (retriable).
+offsets. Once the tombstones are durable the topics' partition logs are deleted, then the request is
+answered (a crash in between leaves files that startup removes, `TopicData.remove_orphans`). A storage
+failure answers KAFKA_STORAGE_ERROR (retriable).
 """
 
 from __future__ import annotations
 
 import uuid
+import asyncio
 from typing import Any
 
 from coordinator.groups.config import RequestMeta
@@ -31,12 +34,15 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         return
 
     def durable(error: BaseException | None) -> None:
-        if error is not None:
-            for result in results:
-                if result["error_code"] == ErrorCode.NONE:
-                    result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
-                    if version >= 5:
-                        result["error_message"] = f"storage failure: {error}"
+        if error is None:
+            task = asyncio.ensure_future(ctx.data.delete(doomed))
+            task.add_done_callback(lambda _: respond({"responses": results}))
+            return
+        for result in results:
+            if result["error_code"] == ErrorCode.NONE:
+                result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                if version >= 5:
+                    result["error_message"] = f"storage failure: {error}"
         respond({"responses": results})
 
     ctx.manager.delete_topics(doomed)

@@ -45,7 +45,9 @@ def _lookup(ctx: ServerContext, key: str, key_type: int) -> dict[str, Any]:
             "error_message": None,
         }
     if key_type == TRANSACTION:
-        error, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported yet"
+        # No transaction coordinator: refused with the non-retriable code Kafka gives a transactional
+        # id the client may not use (KafkaApis.handleFindCoordinatorRequest), so producers fail fast.
+        error, message = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "kcoord does not support transactions"
     else:
         error, message = ErrorCode.INVALID_REQUEST, f"unsupported coordinator key type {key_type}"
     # On error Kafka answers NodeId -1, Host "", Port -1.

@@ -1,9 +1,11 @@
-"""ListOffsets (2), v0-7 (whatever protocol serves). v0: old_style_offsets; v1: timestamp/offset;
-v2: isolation_level, throttle_time_ms; v4: leader epochs; v6: flexible; v7: MAX_TIMESTAMP (-3).
+"""ListOffsets (2), v0 and up. v0: old_style_offsets; v1: timestamp/offset; v2: isolation_level,
+throttle_time_ms; v4: leader epochs; v6: flexible; v7: MAX_TIMESTAMP (-3); v8: EARLIEST_LOCAL (-4).
 
-Partitions hold no records yet (the data plane is a later issue): earliest (-2), latest (-1) and
-local-log-start (-4) are all offset 0. A lookup by timestamp, or max-timestamp, finds no record:
-offset -1, timestamp -1, as Kafka answers on an empty log.
+Kafka's `UnifiedLog.fetchOffsetByTimestamp`: latest (-1) is the high watermark (the offset after the
+last record, whatever the number of batches), earliest (-2) and earliest-local (-4, no tiered storage
+here) the log start offset; a timestamp finds the first record whose timestamp is >= it (time index,
+then inside the batch) or answers offset -1 when there is none; max-timestamp (-3) the record with the
+largest timestamp. Without transactions read_committed sees the same offsets.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ from typing import Any
 
 from coordinator.groups.config import RequestMeta
 from coordinator.server.context import Request, Respond, ServerContext
+from partition_log import PartitionLog
 from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 
-LATEST, EARLIEST, LOCAL_LOG_START = -1, -2, -4
-_AT_LOG_END = (LATEST, EARLIEST, LOCAL_LOG_START)
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+_LEADER_EPOCH = 0  # this node leads every partition in epoch 0
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -33,16 +36,33 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 def _partition(ctx: ServerContext, name: str, req: dict[str, Any], version: int) -> dict[str, Any]:
     index = int(req["partition_index"])
     entry: dict[str, Any] = {"partition_index": index}
-    if not ctx.topics.has_partition(name, index):
+    log = ctx.data.log(name, index)
+    if log is None:
         entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return entry
-    entry["error_code"] = ErrorCode.NONE
-    found = req["timestamp"] in _AT_LOG_END
-    if version == 0:
-        entry["old_style_offsets"] = [0] if found else []
+    if version >= 4 and int(req["current_leader_epoch"]) > _LEADER_EPOCH:
+        entry["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
         return entry
-    entry["offset"] = 0 if found else -1
-    entry["timestamp"] = -1
+    entry["error_code"] = ErrorCode.NONE
+    found = _lookup(log, int(req["timestamp"]))
+    if version == 0:
+        # v0 asks for up to max_num_offsets segment starts; clients ask for one: the offset itself.
+        entry["old_style_offsets"] = [] if found is None else [found[0]]
+        return entry
+    entry["offset"], entry["timestamp"] = (-1, -1) if found is None else found
     if version >= 4:
-        entry["leader_epoch"] = 0 if found else -1
+        entry["leader_epoch"] = -1 if found is None else _LEADER_EPOCH
     return entry
+
+
+def _lookup(log: PartitionLog, timestamp: int) -> tuple[int, int] | None:
+    """(offset, timestamp) as Kafka answers it; None = no such record (offset -1, timestamp -1)."""
+    if timestamp == LATEST:
+        return log.high_watermark, -1
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return log.log_start_offset, -1
+    if timestamp == MAX_TIMESTAMP:
+        return log.max_timestamp()
+    if timestamp < 0:
+        return None  # a special timestamp we do not serve (e.g. -5, earliest pending upload)
+    return log.offset_for_timestamp(timestamp)

@@ -1,30 +1,38 @@
-"""Produce (0), v0-11 (advertised, answered with an error until the data plane exists).
+"""Produce (0), v3-11 (v0-2 carry magic 0/1 message sets, which kcoord does not store).
 v1: throttle_time_ms; v2: log_append_time_ms; v3: transactional_id; v5: log_start_offset;
 v8: record_errors, error_message; v9: flexible.
 
-Why serve it at all: librdkafka derives its MsgVer1/MsgVer2 features (and with them the Fetch
-version it sends) from Produce *and* Fetch being advertised; without Produce a librdkafka consumer
-sends a malformed "Fetch v0" in flexible encoding. Kafka 4.0 keeps advertising Produce v0-2 for the
-same reason (KAFKA-18659).
+Each partition's records are checked by the partition log exactly as Kafka's LogValidator and
+ProducerStateManager do (`partition_log`), appended verbatim with their offsets assigned, and
+answered once durable under `--fsync` (acks=1 and acks=-1 alike: there is one replica). An
+idempotent producer's retry of one of its last five batches is answered with the original offset.
+acks=0 requests get no response at all (the connection never queues one, see connection.py).
 
-Records are not stored yet: every partition answers POLICY_VIOLATION (non-retriable, so producers
-fail fast with the message below instead of retrying for delivery.timeout.ms); unknown partitions
-answer UNKNOWN_TOPIC_OR_PARTITION. acks=0 requests get no response at all (the connection never
-queues one, see connection.py), as in Kafka.
+Kafka's order of checks (`KafkaApis.handleProduceRequest`, `ReplicaManager.appendRecords`):
+a transactional request is refused as a whole (we answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the
+code Kafka gives a transactional id it may not use: kcoord has no transactions, docs/compat.md);
+invalid acks -> INVALID_REQUIRED_ACKS for every partition; unknown partitions
+UNKNOWN_TOPIC_OR_PARTITION; then each partition's own validation. A failed write answers
+KAFKA_STORAGE_ERROR (retriable) and acknowledges nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
+import storage
 from coordinator.groups.config import RequestMeta
 from coordinator.server.context import Request, Respond, ServerContext
+from partition_log import AppendError, AppendResult, DuplicateAppend
 from protocol.errors import ErrorCode
 
 __all__ = ["API_KEY", "handle", "wants_response"]
 
 API_KEY = 0
-_MESSAGE = "kcoord does not store records yet (the data plane is a later issue)"
+_VALID_ACKS = (-1, 0, 1)
+Entry = dict[str, Any]
 
 
 def wants_response(req: Request) -> bool:
@@ -33,21 +41,117 @@ def wants_response(req: Request) -> bool:
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
-    responses = []
+    acks = int(req["acks"])
+    if req.get("transactional_id") is not None:
+        respond(_all(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, version))
+        return
+    if acks not in _VALID_ACKS:
+        respond(_all(req, ErrorCode.INVALID_REQUIRED_ACKS, version))
+        return
+    pending = _Pending(version, respond)
     for topic in req["topic_data"]:
         name = str(topic["name"])
-        partitions = [_partition(ctx, name, int(p["index"]), version) for p in topic["partition_data"]]
-        responses.append({"name": name, "partition_responses": partitions})
-    respond({"responses": responses})
+        partitions: list[Entry] = []
+        pending.topics.append({"name": name, "partition_responses": partitions})
+        for part in topic["partition_data"]:
+            entry: Entry = {"index": int(part["index"]), "base_offset": -1}
+            partitions.append(entry)
+            _append(ctx, pending, name, entry, part["records"], version)
+    pending.arm()
 
 
-def _partition(ctx: ServerContext, name: str, index: int, version: int) -> dict[str, Any]:
-    known = ctx.topics.has_partition(name, index)
-    entry: dict[str, Any] = {
-        "index": index,
-        "error_code": ErrorCode.POLICY_VIOLATION if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        "base_offset": -1,
-    }
-    if version >= 8 and known:
-        entry["error_message"] = _MESSAGE
-    return entry
+def _append(
+    ctx: ServerContext, pending: _Pending, name: str, entry: Entry, records: bytes | None, version: int
+) -> None:
+    plog = ctx.data.log(name, entry["index"])
+    if plog is None:
+        _fail(entry, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, version)
+        return
+    checked = plog.validate(records or b"", ctx.data.now_ms())
+    if isinstance(checked, AppendError):
+        _fail(entry, checked.error_code, checked.message, version)
+        if version >= 8 and checked.record_errors:
+            entry["record_errors"] = [
+                {"batch_index": index, "batch_index_error_message": message}
+                for index, message in checked.record_errors
+            ]
+        return
+    if isinstance(checked, DuplicateAppend):
+        _succeed(entry, checked.base_offset, -1, plog.log_start_offset, version)
+        return
+    if checked.is_transactional:
+        # Kafka: transactional batches need a transactional id (ProduceRequest.validateRecords).
+        _fail(entry, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported", version)
+        return
+    pending.wait(plog.append(checked), entry)
+
+
+def _succeed(entry: Entry, base_offset: int, append_time_ms: int, log_start: int, version: int) -> None:
+    entry["error_code"] = ErrorCode.NONE
+    entry["base_offset"] = base_offset
+    entry["log_append_time_ms"] = append_time_ms
+    if version >= 5:
+        entry["log_start_offset"] = log_start
+
+
+def _fail(entry: Entry, error: ErrorCode, message: str | None, version: int) -> None:
+    entry["error_code"] = error
+    entry["base_offset"] = -1
+    entry["log_append_time_ms"] = -1
+    if version >= 5:
+        entry["log_start_offset"] = -1
+    if version >= 8:
+        entry["error_message"] = message
+
+
+def _all(req: Request, error: ErrorCode, version: int) -> dict[str, Any]:
+    topics = []
+    for topic in req["topic_data"]:
+        partitions = []
+        for part in topic["partition_data"]:
+            entry: Entry = {"index": int(part["index"])}
+            _fail(entry, error, None, version)
+            partitions.append(entry)
+        topics.append({"name": topic["name"], "partition_responses": partitions})
+    return {"responses": topics}
+
+
+class _Pending:
+    """The response, sent once every partition's append is durable (or failed)."""
+
+    __slots__ = ("_armed", "_outstanding", "_respond", "_version", "topics")
+
+    def __init__(self, version: int, respond: Respond) -> None:
+        self._version = version
+        self._respond = respond
+        self._outstanding = 0
+        self._armed = False
+        self.topics: list[Entry] = []
+
+    def wait(self, future: asyncio.Future[AppendResult], entry: Entry) -> None:
+        self._outstanding += 1
+        future.add_done_callback(self._on_done(entry))
+
+    def _on_done(self, entry: Entry) -> Callable[[asyncio.Future[AppendResult]], None]:
+        def done(future: asyncio.Future[AppendResult]) -> None:
+            error = None if future.cancelled() else future.exception()
+            if future.cancelled() or error is not None:
+                message = f"storage failure: {error}" if isinstance(error, storage.StorageError) else None
+                _fail(entry, ErrorCode.KAFKA_STORAGE_ERROR, message, self._version)
+            else:
+                result = future.result()
+                _succeed(
+                    entry, result.base_offset, result.log_append_time_ms, result.log_start_offset, self._version
+                )
+            self._outstanding -= 1
+            self._maybe_respond()
+
+        return done
+
+    def arm(self) -> None:
+        self._armed = True
+        self._maybe_respond()
+
+    def _maybe_respond(self) -> None:
+        if self._armed and self._outstanding == 0:
+            self._respond({"responses": self.topics})

@@ -11,7 +11,14 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from aiokafka.structs import OffsetAndMetadata
 
-from tests.integration.workers.common import Options, WorkerLoop, emit, partitions_json
+from tests.integration.workers.common import (
+    Options,
+    WorkerLoop,
+    emit,
+    partitions_json,
+    report_commit,
+    report_records,
+)
 
 ASSIGNORS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
 
@@ -40,6 +47,22 @@ async def handle(consumer: AIOKafkaConsumer, cmd: dict[str, Any]) -> None:
         emit("done", id=cmd["id"], offsets=[r for r in result if r[2] >= 0])
 
 
+async def consume(consumer: AIOKafkaConsumer) -> None:
+    """One poll; with `consume`, report the records and commit the next offsets."""
+    batches = await consumer.getmany(timeout_ms=100)
+    positions = report_records(
+        (tp.topic, tp.partition, r.offset, r.key) for tp, records in batches.items() for r in records
+    )
+    if not positions:
+        return
+    try:
+        await consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in positions.items()})
+    except Exception as exc:  # CommitFailedError during a rebalance: reported, the test decides
+        report_commit(positions, exc)
+        return
+    report_commit(positions, None)
+
+
 async def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     opts = Options.from_argv()
@@ -51,7 +74,7 @@ async def main() -> None:
     consumer.subscribe(opts.topics, listener=Listener())
     await consumer.start()
     await WorkerLoop().run_async(
-        poll=lambda: consumer.getmany(timeout_ms=100),
+        poll=(lambda: consume(consumer)) if opts.consume else (lambda: consumer.getmany(timeout_ms=100)),
         assignment=consumer.assignment,
         handle=lambda cmd: handle(consumer, cmd),
         close=consumer.stop,

@@ -6,7 +6,16 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.integration.workers.common import Options, WorkerLoop, emit, partitions_json
+from confluent_kafka import KafkaException
+
+from tests.integration.workers.common import (
+    Options,
+    WorkerLoop,
+    emit,
+    partitions_json,
+    report_commit,
+    report_records,
+)
 
 
 def handle(consumer: Consumer, cmd: dict[str, Any]) -> None:
@@ -27,6 +36,24 @@ def handle(consumer: Consumer, cmd: dict[str, Any]) -> None:
             if tp.offset >= 0
         ]
         emit("done", id=cmd["id"], offsets=result)
+
+
+def consume(consumer: Consumer) -> None:
+    """One poll; with `consume`, report the records and commit the next offsets synchronously."""
+    messages = [m for m in consumer.consume(num_messages=500, timeout=0.1) if m.error() is None]
+    positions = report_records((m.topic(), m.partition(), m.offset(), m.key()) for m in messages)
+    if not positions:
+        return
+    offsets = [TopicPartition(t, p, o) for (t, p), o in positions.items()]
+    try:
+        results = consumer.commit(offsets=offsets, asynchronous=False)
+        errors = [f"{tp.topic}-{tp.partition}: {tp.error}" for tp in results or () if tp.error]
+        if errors:
+            raise RuntimeError("; ".join(errors))
+    except (KafkaException, RuntimeError) as exc:
+        report_commit(positions, exc)
+        return
+    report_commit(positions, None)
 
 
 def main() -> None:
@@ -57,7 +84,7 @@ def main() -> None:
         on_lost=lambda _c, tps: emit("lost", partitions=partitions_json(tps)),
     )
     WorkerLoop().run(
-        poll=lambda: consumer.poll(0.1),
+        poll=(lambda: consume(consumer)) if opts.consume else (lambda: consumer.poll(0.1)),
         assignment=consumer.assignment,
         handle=lambda cmd: handle(consumer, cmd),
         close=consumer.close,

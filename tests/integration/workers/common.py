@@ -9,6 +9,11 @@ It reports on stdout, one JSON object per line:
     {"event": "done", "id": N, ...}  /  {"event": "failed", "id": N, "error": "..."}  # command results
     {"event": "closed"}
 
+With the `consume` option the worker also reports what it reads and commits after every poll:
+
+    {"event": "records", "records": [[topic, partition, offset, key], ...]}
+    {"event": "committed", "offsets": [[topic, partition, next_offset], ...]}  /  {"event": "commit_failed", ...}
+
 and reads commands on stdin, one JSON object per line:
 
     {"cmd": "commit", "id": N, "offsets": [[topic, partition, offset, metadata], ...]}
@@ -30,7 +35,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Commands", "Options", "WorkerLoop", "emit", "partitions_json"]
+__all__ = ["Commands", "Options", "WorkerLoop", "emit", "partitions_json", "report_records", "report_commit"]
 
 _out_lock = threading.Lock()
 
@@ -59,6 +64,7 @@ class Options:
     max_poll_interval_ms: int = 30000
     metadata_max_age_ms: int = 1000
     group_instance_id: str | None = None
+    consume: bool = False  # report every record read and commit after each poll
 
     @classmethod
     def from_argv(cls) -> Options:
@@ -79,6 +85,25 @@ class Options:
             metadata_max_age_ms=self.metadata_max_age_ms,
             retry_backoff_ms=100,
         )
+
+
+def report_records(records: Iterable[tuple[str, int, int, bytes | None]]) -> dict[tuple[str, int], int]:
+    """Emit one "records" event (nothing for an empty poll); the next offset to commit per partition."""
+    rows = [[t, p, offset, None if key is None else key.decode()] for t, p, offset, key in records]
+    if not rows:
+        return {}
+    emit("records", records=rows)
+    positions: dict[tuple[str, int], int] = {}
+    for t, p, offset, _ in rows:
+        positions[(t, p)] = max(positions.get((t, p), 0), offset + 1)
+    return positions
+
+
+def report_commit(positions: dict[tuple[str, int], int], error: BaseException | None) -> None:
+    if error is not None:
+        emit("commit_failed", error=f"{type(error).__name__}: {error}")
+    else:
+        emit("committed", offsets=sorted([t, p, o] for (t, p), o in positions.items()))
 
 
 class Commands:

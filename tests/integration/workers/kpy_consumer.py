@@ -12,7 +12,14 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.structs import OffsetAndMetadata
 
-from tests.integration.workers.common import Options, WorkerLoop, emit, partitions_json
+from tests.integration.workers.common import (
+    Options,
+    WorkerLoop,
+    emit,
+    partitions_json,
+    report_commit,
+    report_records,
+)
 
 ASSIGNORS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
 
@@ -42,6 +49,22 @@ def handle(consumer: KafkaConsumer, cmd: dict[str, Any]) -> None:
         emit("done", id=cmd["id"], offsets=result)
 
 
+def consume(consumer: KafkaConsumer) -> None:
+    """One poll; with `consume`, report the records and commit the next offsets synchronously."""
+    batches = consumer.poll(timeout_ms=2000)
+    positions = report_records(
+        (tp.topic, tp.partition, r.offset, r.key) for tp, records in batches.items() for r in records
+    )
+    if not positions:
+        return
+    try:
+        consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in positions.items()})
+    except Exception as exc:  # CommitFailedError during a rebalance: reported, the test decides
+        report_commit(positions, exc)
+        return
+    report_commit(positions, None)
+
+
 def main() -> None:
     # KCOORD_WORKER_LOG=DEBUG shows the client's own protocol trace when a scenario misbehaves.
     logging.basicConfig(level=os.environ.get("KCOORD_WORKER_LOG", "WARNING"))
@@ -55,7 +78,7 @@ def main() -> None:
     WorkerLoop().run(
         # Long enough for a whole JoinGroup+SyncGroup round: kafka-python 3.0.12 drops a join that
         # outlives the poll timeout when need_rejoin() has turned False meanwhile (FINDINGS.md).
-        poll=lambda: consumer.poll(timeout_ms=2000),
+        poll=(lambda: consume(consumer)) if opts.consume else (lambda: consumer.poll(timeout_ms=2000)),
         assignment=consumer.assignment,
         handle=lambda cmd: handle(consumer, cmd),
         close=consumer.close,

@@ -1,0 +1,76 @@
+"""TopicData: the registry's topics joined to their partition logs (the data plane).
+
+The registry decides which topics and partitions exist; `partition_log` stores their records. A
+partition's log is created when it is first needed (a new partition is an empty log at offset 0, so
+nothing is lost by waiting), deleted with its topic, and retention runs every
+`log.retention.check.interval.ms` (Kafka's default, 5 minutes). A partition directory whose topic is
+no longer in the registry (the server stopped between the topic tombstone and the deletion of its
+files) is removed at startup, before any client can see it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+
+from coordinator.topics.registry import TopicRegistry
+from partition_log import PartitionConfig, PartitionLog, PartitionLogs
+
+__all__ = ["RETENTION_CHECK_INTERVAL_MS", "TopicData"]
+
+log = logging.getLogger("kcoord.topics")
+
+RETENTION_CHECK_INTERVAL_MS = 300_000  # log.retention.check.interval.ms
+
+
+class TopicData:
+    """Partition logs of the registry's topics."""
+
+    def __init__(self, registry: TopicRegistry, logs: PartitionLogs) -> None:
+        self._registry = registry
+        self.logs = logs
+        self._retention: asyncio.TimerHandle | None = None
+
+    @staticmethod
+    def now_ms() -> int:
+        return time.time_ns() // 1_000_000
+
+    def partition_config(self, topic: str) -> PartitionConfig:
+        """The topic's configs as the partition log takes them (Kafka's defaults for what is not set)."""
+        return PartitionConfig()
+
+    def log(self, topic: str, partition: int) -> PartitionLog | None:
+        """The partition's log, None if the registry has no such partition."""
+        existing = self.logs.get(topic, partition)
+        if existing is not None:
+            return existing if self._registry.has_partition(topic, partition) else None
+        if not self._registry.has_partition(topic, partition) or self._registry.is_pending(topic):
+            return None
+        return self.logs.ensure(topic, partition, self.partition_config(topic))
+
+    async def remove_orphans(self) -> None:
+        """Startup: delete partition logs of topics the registry no longer has."""
+        orphans = {p.topic for p in self.logs.partitions() if self._registry.get(p.topic) is None}
+        for topic in sorted(orphans):
+            log.warning("deleting partition logs of topic=%s: the topic was deleted", topic)
+            await self.logs.delete_topic(topic)
+
+    async def delete(self, topics: Iterable[str]) -> None:
+        for topic in topics:
+            await self.logs.delete_topic(topic)
+
+    def start_retention(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._retention = loop.call_later(RETENTION_CHECK_INTERVAL_MS / 1000, self._retain, loop)
+
+    def _retain(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            self.logs.enforce_retention()
+        finally:
+            self.start_retention(loop)
+
+    async def close(self) -> None:
+        if self._retention is not None:
+            self._retention.cancel()
+        await self.logs.close()
