@@ -19,7 +19,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy protocol storage coordinator pipeline
+	$(BIN)/mypy protocol storage coordinator pipeline partition_log
 
 test: $(STAMP)
 	$(BIN)/lint-imports

@@ -24,6 +24,7 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     18: (0, 4),  # ApiVersions
     19: (0, 7),  # CreateTopics
     20: (0, 6),  # DeleteTopics
+    21: (0, 2),  # DeleteRecords
     22: (0, 5),  # InitProducerId
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups

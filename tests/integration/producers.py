@@ -76,7 +76,7 @@ class ProducerProcess:
         with self._cond:
             while not condition():
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.proc.poll() is not None and not condition():
+                if remaining <= 0 or (self.proc.poll() is not None and not condition()):
                     if self.proc.poll() is not None:
                         self._cond.wait(0.5)  # the last lines may still be in the pipe
                         if condition():

@@ -11,8 +11,8 @@ failure answers KAFKA_STORAGE_ERROR (retriable).
 
 from __future__ import annotations
 
-import uuid
 import asyncio
+import uuid
 from typing import Any
 
 from coordinator.groups.config import RequestMeta

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
-
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from tests.integration.workers.common import (
     Options,

@@ -35,7 +35,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Commands", "Options", "WorkerLoop", "emit", "partitions_json", "report_records", "report_commit"]
+__all__ = ["Commands", "Options", "WorkerLoop", "emit", "partitions_json", "report_commit", "report_records"]
 
 _out_lock = threading.Lock()
 

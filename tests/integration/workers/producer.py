@@ -15,6 +15,7 @@ It reports on stdout, one JSON object per line:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import sys
 import threading
@@ -157,20 +158,20 @@ def aiokafka(opts: dict[str, Any], reporter: Reporter) -> None:
             retry_backoff_ms=100,
         )
         await producer.start()
-        pending: list[tuple[str, str, asyncio.Future[Any]]] = []
+        pending: list[tuple[str, str, concurrent.futures.Future[Any]]] = []
         loop = asyncio.get_running_loop()
 
         def send(key: str, value: str) -> None:
             future = asyncio.run_coroutine_threadsafe(
                 producer.send(opts["topic"], key=key.encode(), value=value.encode()), loop
             )
-            pending.append((key, value, asyncio.wrap_future(future)))
+            pending.append((key, value, future))
 
         # The pacing loop runs in a thread so the producer's own loop keeps sending meanwhile.
         await asyncio.to_thread(paced, opts, send, reporter.flush)
         for key, value, queued in pending:
             try:
-                metadata = await (await queued)
+                metadata = await (await asyncio.wrap_future(queued))
             except Exception as exc:
                 reporter.fail(exc, value)
                 continue

@@ -1,0 +1,24 @@
+"""Partition logs: the records of kcoord's topics, stored as Kafka record batches (the data plane).
+
+Its own room (imports protocol for the batch format and storage for its error type; imported by
+coordinator): the coordinator log in `storage/` is a generic key/value log, while this is Kafka's
+offset-addressed log with its own validation, producer state and retention (docs/architecture.md).
+"""
+
+from partition_log.config import PartitionConfig
+from partition_log.log import AppendResult, PartitionLog, ReadResult
+from partition_log.logs import PartitionLogs
+from partition_log.segment import CorruptSegment
+from partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend
+
+__all__ = [
+    "AppendError",
+    "AppendResult",
+    "CorruptSegment",
+    "DuplicateAppend",
+    "PartitionConfig",
+    "PartitionLog",
+    "PartitionLogs",
+    "ReadResult",
+    "ValidatedAppend",
+]

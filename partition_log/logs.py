@@ -1,0 +1,172 @@
+"""PartitionLogs: the partition logs of one data directory and the one writer they share.
+
+Directory layout: `<root>/<topic>-<partition>/<20-digit base offset>.log` plus `log-start-offset`.
+The writer takes every batch appended since its last round, writes each partition's batches with one
+`write()` at the positions already reserved, then (fsync policy `always`) fsyncs every file it
+touched, all in a worker thread so the event loop keeps serving; only then does it move high
+watermarks and resolve the appends. `interval:<ms>` fsyncs on a timer and `never` only at close: the
+high watermark then moves once the bytes are written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from partition_log.config import PartitionConfig
+from partition_log.log import PartitionLog, Pending
+from storage import StorageError
+
+__all__ = ["PartitionLogs"]
+
+log = logging.getLogger("kcoord.partition_log")
+
+
+class PartitionLogs:
+    def __init__(self, root: Path, fsync: str, now_ms: Callable[[], int]) -> None:
+        self.root = root
+        self._fsync_always = fsync == "always"
+        self._interval_ms = int(fsync.split(":", 1)[1]) if fsync.startswith("interval:") else None
+        self._now_ms = now_ms
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._queue: list[Pending] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._ticker: asyncio.TimerHandle | None = None
+        self._dirty: set[int] = set()
+
+    @classmethod
+    async def open(cls, root: Path, *, fsync: str, now_ms: Callable[[], int]) -> PartitionLogs:
+        logs = cls(root, fsync, now_ms)
+        root.mkdir(parents=True, exist_ok=True)
+        for directory in sorted(p for p in root.iterdir() if p.is_dir()):
+            topic, _, partition = directory.name.rpartition("-")
+            if not topic or not partition.isdigit():
+                log.warning("ignoring %s: not a <topic>-<partition> directory", directory)
+                continue
+            plog = PartitionLog(directory, topic, int(partition), PartitionConfig(), logs._submit)
+            await asyncio.to_thread(plog.recover, now_ms())
+            logs._logs[(topic, int(partition))] = plog
+        if logs._interval_ms is not None:
+            logs._tick()
+        return logs
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def ensure(self, topic: str, partition: int, config: PartitionConfig) -> PartitionLog:
+        plog = self._logs.get((topic, partition))
+        if plog is None:
+            plog = PartitionLog(self.root / f"{topic}-{partition}", topic, partition, config, self._submit)
+            plog.recover(self._now_ms())
+            self._logs[(topic, partition)] = plog
+        plog.config = config
+        return plog
+
+    def partitions(self) -> list[PartitionLog]:
+        return list(self._logs.values())
+
+    async def delete_topic(self, topic: str) -> None:
+        doomed = [p for key, p in self._logs.items() if key[0] == topic]
+        for plog in doomed:
+            del self._logs[(plog.topic, plog.partition)]
+            await asyncio.to_thread(plog.remove_files)
+        if doomed:
+            await asyncio.to_thread(_fsync_dir, self.root)
+
+    def enforce_retention(self) -> None:
+        now = self._now_ms()
+        for plog in self.partitions():
+            start = plog.expired_start(now)
+            if start is not None:
+                log.info("retention: topic=%s partition=%d log start -> %d", plog.topic, plog.partition, start)
+                asyncio.ensure_future(plog.move_log_start(start))
+
+    async def close(self) -> None:
+        while self._writer is not None and not self._writer.done():
+            await asyncio.shield(self._writer)
+        if self._ticker is not None:
+            self._ticker.cancel()
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(self._fsync, {s.fd for p in self.partitions() for s in p.segments if s.fd >= 0})
+        for plog in self.partitions():
+            plog.close()
+
+    # -- the writer --------------------------------------------------------------------------------------------
+    def _submit(self, pending: Pending) -> None:
+        pending.log.place(pending, self._now_ms())
+        self._queue.append(pending)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue, []
+            try:
+                await asyncio.to_thread(self._write, batch)
+            except OSError as exc:
+                self._fail(batch + self._queue, exc)
+                self._queue = []
+                continue
+            touched = []
+            for pending in batch:
+                pending.log.written(pending)
+                if pending.log not in touched:
+                    touched.append(pending.log)
+            for plog in touched:
+                plog.notify()
+
+    def _write(self, batch: list[Pending]) -> None:
+        fds: set[int] = set()
+        try:
+            for pending in batch:
+                segment = pending.segment
+                assert segment is not None
+                segment.open()
+                os.pwrite(segment.fd, pending.data, pending.position)
+                fds.add(segment.fd)
+            if self._fsync_always:
+                self._fsync(fds)
+            else:
+                self._dirty.update(fds)
+        except OSError:
+            for pending in batch:  # cut back to the last durable batch of each file
+                segment = pending.segment
+                if segment is not None and segment.fd >= 0:
+                    end = segment.positions[-1] + segment.sizes[-1] if segment.bases else 0
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(segment.fd, end)
+            raise
+
+    @staticmethod
+    def _fsync(fds: set[int]) -> None:
+        for fd in fds:
+            os.fsync(fd)
+
+    def _fail(self, pendings: list[Pending], exc: OSError) -> None:
+        log.error("partition log write failed, %d batches not acknowledged: %s", len(pendings), exc)
+        for plog in {id(p.log): p.log for p in pendings}.values():
+            plog.failed()
+        error = StorageError(f"partition log write failed: {exc}")
+        for pending in pendings:
+            if not pending.future.done():
+                pending.future.set_exception(error)
+
+    def _tick(self) -> None:
+        assert self._interval_ms is not None
+        dirty, self._dirty = self._dirty, set()
+        if dirty:
+            asyncio.ensure_future(asyncio.to_thread(self._fsync, dirty))
+        self._ticker = asyncio.get_running_loop().call_later(self._interval_ms / 1000, self._tick)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+

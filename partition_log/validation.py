@@ -1,0 +1,113 @@
+"""What Kafka checks before appending a Produce request's records to a partition.
+
+Kafka's order: `ProduceRequest.validateRecords` (v3+: exactly one batch, magic 2 -> INVALID_RECORD),
+`UnifiedLog.analyzeAndValidateRecords` (batch size against max.message.bytes -> MESSAGE_TOO_LARGE and
+against segment.bytes -> RECORD_LIST_TOO_LARGE; CRC -> CORRUPT_MESSAGE), `LogValidator.validateBatch`
+(offset range and record count must agree -> INVALID_RECORD), `LogValidator.validateTimestamp`
+(message.timestamp.before/after.max.ms -> INVALID_TIMESTAMP) and `ProducerAppendInfo` (sequence and
+epoch checks, see `producers.py`).
+
+Per record we check nothing beyond what the header and the CRC already guarantee: the CRC proves the
+records are the ones the client wrote, and the header's count, offset range and timestamps bound
+them. (Kafka additionally walks every record to check compacted-topic keys, which kcoord does not
+have.) Timestamps are checked on the batch's base and max timestamps.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from partition_log.config import PartitionConfig
+from protocol.errors import ErrorCode
+from protocol.record_batch import (
+    BATCH_HEADER,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    BatchHeader,
+    batch_crc,
+    read_header,
+)
+
+__all__ = ["AppendError", "DuplicateAppend", "ValidatedAppend", "check_batch"]
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedAppend:
+    """One checked batch, ready for `PartitionLog.append`."""
+
+    data: bytes
+    header: BatchHeader
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.header.is_transactional or self.header.is_control
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateAppend:
+    """An idempotent producer's retry of a batch already in the log: answer with its offset."""
+
+    base_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendError:
+    error_code: ErrorCode
+    message: str
+    record_errors: tuple[tuple[int, str], ...] = ()
+
+
+def check_batch(records: bytes, config: PartitionConfig, now_ms: int) -> ValidatedAppend | AppendError:
+    """The batch-level checks, in Kafka's order."""
+    if len(records) <= MAGIC_OFFSET:
+        return _invalid("Produce requests must have at least one record batch")
+    magic = records[MAGIC_OFFSET]
+    if magic != 2:
+        return _invalid(
+            "Produce requests with version 3 and above are only allowed to contain record batches "
+            "with magic version 2"
+        )
+    try:
+        header = read_header(records)
+    except struct.error:
+        return _invalid("Produce requests must have at least one record batch")
+    if header.batch_length < BATCH_HEADER.size - LOG_OVERHEAD or header.size > len(records):
+        return _invalid("Produce requests must have at least one record batch")  # no whole batch in it
+    if header.size < len(records):
+        return _invalid("Produce requests are only allowed to contain exactly one record batch")
+    if header.size > config.max_message_bytes:
+        return AppendError(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"The record batch size in the append ({header.size} bytes) exceeds the maximum configured "
+            f"value of max.message.bytes ({config.max_message_bytes})",
+        )
+    if header.size > config.segment_bytes:
+        return AppendError(ErrorCode.RECORD_LIST_TOO_LARGE, "The batch is larger than segment.bytes")
+    if batch_crc(records, 0, header.size) != header.crc:
+        return AppendError(ErrorCode.CORRUPT_MESSAGE, "Record batch is corrupt (CRC mismatch)")
+    if header.records_count <= 0 or header.last_offset_delta + 1 != header.records_count:
+        return _invalid(
+            f"Inconsistent batch offset range [0, {header.last_offset_delta}] and count of records "
+            f"{header.records_count}"
+        )
+    return _check_timestamps(records, header, config, now_ms)
+
+
+def _check_timestamps(
+    records: bytes, header: BatchHeader, config: PartitionConfig, now_ms: int
+) -> ValidatedAppend | AppendError:
+    if config.message_timestamp_type == "CreateTime":
+        earliest = now_ms - config.message_timestamp_before_max_ms
+        latest = now_ms + config.message_timestamp_after_max_ms
+        if header.base_timestamp < earliest or header.max_timestamp > latest:
+            return AppendError(
+                ErrorCode.INVALID_TIMESTAMP,
+                f"Timestamp of a record is out of range [{earliest}, {latest}] (message.timestamp.*.max.ms)",
+                ((0, "timestamp out of range"),),
+            )
+    return ValidatedAppend(records, header)
+
+
+def _invalid(message: str) -> AppendError:
+    return AppendError(ErrorCode.INVALID_RECORD, message)
