@@ -88,9 +88,10 @@ def test_unsupported_version_of_a_served_api_closes_the_connection(server: Kcoor
     _assert_served(server)
 
 
-def test_unserved_init_producer_id_closes_the_connection(server: KcoordServer) -> None:
+def test_unserved_produce_version_closes_the_connection(server: KcoordServer) -> None:
+    """Produce v0-2 (magic 0/1 message sets) is not served: Kafka closes the connection."""
     with connect(server.address) as sock:
-        send(sock, 22, 1, 1, {"transactional_id": None, "transaction_timeout_ms": 1000})
+        send(sock, 0, 2, 1, {"acks": 1, "timeout_ms": 1000, "topic_data": []})
         assert is_closed(sock)
 
 
