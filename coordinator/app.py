@@ -107,6 +107,7 @@ class App:
         advertised = self.config.advertised_listener or HostPort(
             "127.0.0.1" if listen.host in ("0.0.0.0", "::", "") else listen.host, port
         )
+        assert self._data is not None, "the partition logs open before the listener binds"
         self.ctx = ServerContext(
             config=self.config,
             manager=manager,

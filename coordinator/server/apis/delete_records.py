@@ -36,7 +36,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             future = _delete(ctx, name, entry, int(part["offset"]))
             if future is not None:
                 futures.append((future, entry))
-    body = {"topics": topics}
+    body: dict[str, object] = {"topics": topics}
     if not futures:
         respond(body)
         return
