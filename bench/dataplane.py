@@ -68,7 +68,9 @@ def produce_role(opts: dict[str, Any]) -> dict[str, Any]:
             continue
         try:
             stamp = time.time_ns().to_bytes(8, "big")
-            producer.produce(topic, value=stamp + payload[8:], partition=sent % partitions, on_delivery=delivered)
+            producer.produce(
+                topic, value=stamp + payload[8:], partition=sent % partitions, on_delivery=delivered
+            )
             sent += 1
         except BufferError:
             producer.poll(0.005)
@@ -76,7 +78,12 @@ def produce_role(opts: dict[str, Any]) -> dict[str, Any]:
             producer.poll(0)
     producer.flush(60)
     elapsed = time.monotonic() - started
-    return {"messages": acked[0], "bytes": acked[0] * len(payload), "seconds": elapsed, "latencies": latencies}
+    return {
+        "messages": acked[0],
+        "bytes": acked[0] * len(payload),
+        "seconds": elapsed,
+        "latencies": latencies,
+    }
 
 
 def consume_role(opts: dict[str, Any]) -> dict[str, Any]:
@@ -218,13 +225,21 @@ def latency_phase(server: KcoordServer, args: argparse.Namespace) -> dict[str, A
     base = {"bootstrap": server.bootstrap, "topic": topic, "partitions": 1}
     result: dict[str, Any] = {}
     consumer = threading.Thread(
-        target=lambda: result.update(run_role("consume", {**base, "seconds": args.seconds + 5, "latency": True}))
+        target=lambda: result.update(
+            run_role("consume", {**base, "seconds": args.seconds + 5, "latency": True})
+        )
     )
     consumer.start()
     time.sleep(2)  # the consumer is connected and long-polling before the first message
     run_role(
         "produce",
-        {**base, "message_bytes": args.message_bytes, "seconds": args.seconds, "rate": 20 * MIB, "linger_ms": 0},
+        {
+            **base,
+            "message_bytes": args.message_bytes,
+            "seconds": args.seconds,
+            "rate": 20 * MIB,
+            "linger_ms": 0,
+        },
     )
     consumer.join()
     lat = result["latencies"]
@@ -232,7 +247,9 @@ def latency_phase(server: KcoordServer, args: argparse.Namespace) -> dict[str, A
 
 
 def commit() -> str:
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
 
 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
@@ -259,21 +276,28 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
 
 def report(results: dict[str, Any]) -> None:
     limits = results["limits"]
-    print(f"commit {results['commit']}, {results['message_bytes']}-byte messages, librdkafka producer/consumer")
+    print(
+        f"commit {results['commit']}, {results['message_bytes']}-byte messages, librdkafka producer/consumer"
+    )
     print(
         f"limits: fsync {limits['fsync_ms']:.2f} ms, sequential write {limits['seq_write_mib_s']:.0f} MiB/s, "
         f"loopback TCP {limits['loopback_mib_s']:.0f} MiB/s"
     )
     for fsync in ("never", "always"):
         for row in results[f"fsync_{fsync}"]:
+            produce_cpu = row["produce_cpu_s_per_mib"] * 1000
+            consume_cpu = row["consume_cpu_s_per_mib"] * 1000
             print(
-                f"--fsync {fsync:6} {row['partitions']} partition(s): produce {row['produce_mib_s']:.1f} MiB/s "
-                f"({row['produce_msgs_s']:,.0f} msg/s, server {row['produce_cpu_s_per_mib'] * 1000:.1f} ms CPU/MiB), "
-                f"consume {row['consume_mib_s']:.1f} MiB/s (server {row['consume_cpu_s_per_mib'] * 1000:.1f} ms CPU/MiB)"
-                f"{'' if row['consumed_all'] else ' INCOMPLETE'}"
+                f"--fsync {fsync:6} {row['partitions']} partition(s): "
+                f"produce {row['produce_mib_s']:.1f} MiB/s ({row['produce_msgs_s']:,.0f} msg/s, "
+                f"server {produce_cpu:.1f} ms CPU/MiB), consume {row['consume_mib_s']:.1f} MiB/s "
+                f"(server {consume_cpu:.1f} ms CPU/MiB){'' if row['consumed_all'] else ' INCOMPLETE'}"
             )
     lat = results["latency"]
-    print(f"end-to-end at 20 MiB/s: p50 {lat['e2e_p50_ms']:.1f} ms, p99 {lat['e2e_p99_ms']:.1f} ms ({lat['samples']} msgs)")
+    print(
+        f"end-to-end at 20 MiB/s: p50 {lat['e2e_p50_ms']:.1f} ms, p99 {lat['e2e_p99_ms']:.1f} ms "
+        f"({lat['samples']} msgs)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

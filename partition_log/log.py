@@ -68,7 +68,12 @@ class Pending:
 
 class PartitionLog:
     def __init__(
-        self, directory: Path, topic: str, partition: int, config: PartitionConfig, submit: Callable[[Pending], None]
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: PartitionConfig,
+        submit: Callable[[Pending], None],
     ) -> None:
         self.directory = directory
         self.topic = topic
@@ -134,16 +139,22 @@ class PartitionLog:
             self.producers.pending[header.producer_id] = entry
             producer = (header.producer_id, entry)
         future: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        pending = Pending(self, bytes(data), base, self.log_end_offset - 1, max_timestamp, producer, future, append_time)
+        pending = Pending(
+            self, bytes(data), base, self.log_end_offset - 1, max_timestamp, producer, future, append_time
+        )
         self._submit(pending)
         return future
 
     def place(self, pending: Pending, now_ms: int) -> None:
         """Choose the segment and position of a batch, rolling by size and age (`LogSegment.shouldRoll`)."""
         active = self.segments[-1] if self.segments else None
-        if active is not None and active.size and (
-            active.size + len(pending.data) > self.config.segment_bytes
-            or now_ms - active.created_ms > self.config.segment_ms
+        if (
+            active is not None
+            and active.size
+            and (
+                active.size + len(pending.data) > self.config.segment_bytes
+                or now_ms - active.created_ms > self.config.segment_ms
+            )
         ):
             active = None
         if active is None:
@@ -164,7 +175,9 @@ class PartitionLog:
             self.producers.durable[producer_id] = entry
             if self.producers.pending.get(producer_id) is entry:
                 del self.producers.pending[producer_id]
-        pending.future.set_result(AppendResult(pending.base_offset, pending.append_time_ms, self.log_start_offset))
+        pending.future.set_result(
+            AppendResult(pending.base_offset, pending.append_time_ms, self.log_start_offset)
+        )
 
     def failed(self) -> None:
         """A write failed: everything not durable is gone (the files were cut back already)."""
@@ -202,17 +215,24 @@ class PartitionLog:
                 break
             last += 1
             total += segment.sizes[last]
-        return ReadResult(segment.read(segment.positions[first], total), self.high_watermark, self.log_start_offset)
+        return ReadResult(
+            segment.read(segment.positions[first], total), self.high_watermark, self.log_start_offset
+        )
 
     def _segment_for(self, offset: int) -> Segment | None:
         candidates = [s for s in self.segments if s.base_offset <= offset and s.bases]
         return candidates[-1] if candidates else None
 
     def _batches(self) -> list[tuple[Segment, int]]:
-        return [(s, i) for s in self.segments for i in range(len(s.bases)) if s.last_offsets[i] >= self.log_start_offset]
+        return [
+            (s, i)
+            for s in self.segments
+            for i in range(len(s.bases))
+            if s.last_offsets[i] >= self.log_start_offset
+        ]
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with a timestamp >= `timestamp` (time index, then the batch)."""
+        """(offset, timestamp) of the first record at or after `timestamp`."""
         for segment, i in self._batches():
             if segment.max_timestamps[i] >= timestamp:
                 for record in iter_records(segment.read(segment.positions[i], segment.sizes[i])):
@@ -233,7 +253,7 @@ class PartitionLog:
                 return record.offset, record.timestamp
         return segment.last_offsets[i], segment.max_timestamps[i]
 
-    # -- log start and retention -----------------------------------------------------------------------------------
+    # -- log start and retention ---------------------------------------------------------------------------
     async def move_log_start(self, offset: int) -> int:
         """DeleteRecords and retention: a durable new log start; whole segments below it are deleted."""
         if offset <= self.log_start_offset:
@@ -252,12 +272,14 @@ class PartitionLog:
         return asyncio.ensure_future(self.move_log_start(before_offset))
 
     def expired_start(self, now_ms: int) -> int | None:
-        """The log start retention asks for (Kafka's deleteRetentionMsBreachedSegments / SizeBreached), if it moves."""
+        """The log start retention asks for, if it moves (Kafka's deleteRetentionMs/SizeBreachedSegments)."""
         sealed = [s for s in self.segments[:-1] if s.bases]
         total = sum(s.size for s in self.segments)
         start = None
         for segment in sealed:
-            by_time = self.config.retention_ms >= 0 and now_ms - segment.max_timestamp > self.config.retention_ms
+            by_time = (
+                self.config.retention_ms >= 0 and now_ms - segment.max_timestamp > self.config.retention_ms
+            )
             by_size = self.config.retention_bytes >= 0 and total - segment.size >= self.config.retention_bytes
             if not (by_time or by_size):
                 break
@@ -288,4 +310,3 @@ def _write_checkpoint(directory: Path, offset: int) -> None:
         os.fsync(dfd)
     finally:
         os.close(dfd)
-

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from partition_log.config import PartitionConfig
@@ -37,6 +37,7 @@ class PartitionLogs:
         self._writer: asyncio.Task[None] | None = None
         self._ticker: asyncio.TimerHandle | None = None
         self._dirty: set[int] = set()
+        self._tasks: set[asyncio.Future[object]] = set()  # referenced until done (asyncio keeps weak refs)
 
     @classmethod
     async def open(cls, root: Path, *, fsync: str, now_ms: Callable[[], int]) -> PartitionLogs:
@@ -82,8 +83,10 @@ class PartitionLogs:
         for plog in self.partitions():
             start = plog.expired_start(now)
             if start is not None:
-                log.info("retention: topic=%s partition=%d log start -> %d", plog.topic, plog.partition, start)
-                asyncio.ensure_future(plog.move_log_start(start))
+                log.info(
+                    "retention: topic=%s partition=%d log start -> %d", plog.topic, plog.partition, start
+                )
+                self._background(plog.move_log_start(start))
 
     async def close(self) -> None:
         while self._writer is not None and not self._writer.done():
@@ -91,11 +94,13 @@ class PartitionLogs:
         if self._ticker is not None:
             self._ticker.cancel()
         with contextlib.suppress(OSError):
-            await asyncio.to_thread(self._fsync, {s.fd for p in self.partitions() for s in p.segments if s.fd >= 0})
+            await asyncio.to_thread(
+                self._fsync, {s.fd for p in self.partitions() for s in p.segments if s.fd >= 0}
+            )
         for plog in self.partitions():
             plog.close()
 
-    # -- the writer --------------------------------------------------------------------------------------------
+    # -- the writer ----------------------------------------------------------------------------------------
     def _submit(self, pending: Pending) -> None:
         pending.log.place(pending, self._now_ms())
         self._queue.append(pending)
@@ -155,11 +160,21 @@ class PartitionLogs:
             if not pending.future.done():
                 pending.future.set_exception(error)
 
+    def _background(self, work: Awaitable[object]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Future[object]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("partition log background work failed: %s", task.exception())
+
     def _tick(self) -> None:
         assert self._interval_ms is not None
         dirty, self._dirty = self._dirty, set()
         if dirty:
-            asyncio.ensure_future(asyncio.to_thread(self._fsync, dirty))
+            self._background(asyncio.to_thread(self._fsync, dirty))
         self._ticker = asyncio.get_running_loop().call_later(self._interval_ms / 1000, self._tick)
 
 
@@ -169,4 +184,3 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-

@@ -72,7 +72,12 @@ class ProducerStates:
         if header.producer_id < 0:
             return None
         entry = self.current(header.producer_id)
-        batch = (header.base_sequence, _last_sequence(header), base_offset, base_offset + header.last_offset_delta)
+        batch = (
+            header.base_sequence,
+            _last_sequence(header),
+            base_offset,
+            base_offset + header.last_offset_delta,
+        )
         if entry is None or entry.epoch != header.producer_epoch:
             return ProducerEntry(header.producer_epoch, (batch,))
         return ProducerEntry(entry.epoch, (*entry.batches, batch)[-NUM_BATCHES_TO_RETAIN:])

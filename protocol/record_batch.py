@@ -169,6 +169,8 @@ def iter_records(batch: bytes) -> Iterator[Record]:
             name, pos = _bytes(body, pos)
             data, pos = _bytes(body, pos)
             headers.append(((name or b"").decode(), data))
-        timestamp = header.max_timestamp if header.log_append_time else header.base_timestamp + timestamp_delta
+        timestamp = (
+            header.max_timestamp if header.log_append_time else header.base_timestamp + timestamp_delta
+        )
         yield Record(header.base_offset + offset_delta, timestamp, key, value, headers)
         pos = end

@@ -41,7 +41,9 @@ DELETE_RECORDS_TOPIC_RESULT = Schema(
 
 DELETE_RECORDS_REQUEST = Schema(
     "DeleteRecordsRequest",
-    api_key=21, versions=range(0, 3), flexible_since=2,
+    api_key=21,
+    versions=range(0, 3),
+    flexible_since=2,
     fields=(
         Field("topics", array(DELETE_RECORDS_TOPIC)),
         Field("timeout_ms", INT32),
@@ -50,7 +52,9 @@ DELETE_RECORDS_REQUEST = Schema(
 
 DELETE_RECORDS_RESPONSE = Schema(
     "DeleteRecordsResponse",
-    api_key=21, versions=range(0, 3), flexible_since=2,
+    api_key=21,
+    versions=range(0, 3),
+    flexible_since=2,
     fields=(
         Field("throttle_time_ms", INT32),
         Field("topics", array(DELETE_RECORDS_TOPIC_RESULT)),

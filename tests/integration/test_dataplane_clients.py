@@ -36,7 +36,9 @@ def timed_topic(server: KcoordServer) -> str:
     return name
 
 
-def test_confluent_watermarks_offsets_for_times_and_delete_records(server: KcoordServer, timed_topic: str) -> None:
+def test_confluent_watermarks_offsets_for_times_and_delete_records(
+    server: KcoordServer, timed_topic: str
+) -> None:
     consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": unique("q")})
     try:
         tp = TopicPartition(timed_topic, 0)

@@ -42,7 +42,9 @@ def read_partition(server: KcoordServer, topic: str, partition: int) -> dict[int
                 "topics": [
                     {
                         "topic": topic,
-                        "partitions": [{"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 22}],
+                        "partitions": [
+                            {"partition": partition, "fetch_offset": offset, "partition_max_bytes": 1 << 22}
+                        ],
                     }
                 ],
                 "forgotten_topics_data": [],
@@ -91,7 +93,9 @@ def test_idempotent_producer_across_a_server_kill(
         assert stored[partition][offset] == value.encode(), "acknowledged at another offset"
 
 
-def test_acknowledged_records_survive_repeated_kills(server: KcoordServer, producers: Any, topic: str) -> None:
+def test_acknowledged_records_survive_repeated_kills(
+    server: KcoordServer, producers: Any, topic: str
+) -> None:
     rounds = 20
     producer = producers.spawn("confluent-kafka", topic, 200_000, keys=30, rate=2000)
     rng = random.Random(20261124)
@@ -105,6 +109,8 @@ def test_acknowledged_records_survive_repeated_kills(server: KcoordServer, produ
         check_dense(stored)
         for partition, offset, _, value in acked:
             found = stored[partition].get(offset)
-            assert found == value.encode(), f"round {round_}: acked {value} at {partition}/{offset}, found {found!r}"
+            assert found == value.encode(), (
+                f"round {round_}: acked {value} at {partition}/{offset}, found {found!r}"
+            )
     assert producer.proc.poll() is None, "the producer gave up"
     assert not producer.failures, producer.failures[:3]

@@ -25,7 +25,9 @@ CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
-def batch(count: int, codec: int = 0, first: int = 0, timestamp: int = 1_700_000_000_000, size: int = 10) -> bytes:
+def batch(
+    count: int, codec: int = 0, first: int = 0, timestamp: int = 1_700_000_000_000, size: int = 10
+) -> bytes:
     builder = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, batch_size=1 << 30)
     for i in range(count):
         key = f"k{(first + i) % 7}".encode()
@@ -39,7 +41,9 @@ def with_crc(data: bytearray) -> bytes:
     return bytes(data)
 
 
-def produce(sock: socket.socket, topic: str, partition: int, records: bytes, acks: int = -1) -> dict[str, Any]:
+def produce(
+    sock: socket.socket, topic: str, partition: int, records: bytes, acks: int = -1
+) -> dict[str, Any]:
     body = {
         "transactional_id": None,
         "acks": acks,
@@ -49,7 +53,9 @@ def produce(sock: socket.socket, topic: str, partition: int, records: bytes, ack
     return call(sock, 0, PRODUCE_V, body)["responses"][0]["partition_responses"][0]  # type: ignore[no-any-return]
 
 
-def fetch(sock: socket.socket, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20) -> dict[str, Any]:
+def fetch(
+    sock: socket.socket, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20
+) -> dict[str, Any]:
     body = {
         "max_wait_ms": 0,
         "min_bytes": 0,
@@ -108,7 +114,10 @@ def test_latest_earliest_and_timestamps(conn: socket.socket) -> None:
     produce(conn, "t", 1, batch(10, timestamp=2000))  # offsets 10-19, timestamps 2000-2009
     assert list_offset(conn, "t", 1, -1)["offset"] == 20  # after the last record, not a batch count
     assert list_offset(conn, "t", 1, -2)["offset"] == 0
-    assert (list_offset(conn, "t", 1, 1005)["offset"], list_offset(conn, "t", 1, 1005)["timestamp"]) == (5, 1005)
+    assert (list_offset(conn, "t", 1, 1005)["offset"], list_offset(conn, "t", 1, 1005)["timestamp"]) == (
+        5,
+        1005,
+    )
     assert list_offset(conn, "t", 1, 1500)["offset"] == 10  # the first record at or after the target
     assert list_offset(conn, "t", 1, 5000)["offset"] == -1
     newest = list_offset(conn, "t", 1, -3)

@@ -81,7 +81,9 @@ def _append(
         return
     if checked.is_transactional:
         # Kafka: transactional batches need a transactional id (ProduceRequest.validateRecords).
-        _fail(entry, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported", version)
+        _fail(
+            entry, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported", version
+        )
         return
     pending.wait(plog.append(checked), entry)
 
@@ -141,7 +143,11 @@ class _Pending:
             else:
                 result = future.result()
                 _succeed(
-                    entry, result.base_offset, result.log_append_time_ms, result.log_start_offset, self._version
+                    entry,
+                    result.base_offset,
+                    result.log_append_time_ms,
+                    result.log_start_offset,
+                    self._version,
                 )
             self._outstanding -= 1
             self._maybe_respond()

@@ -1,4 +1,7 @@
-"""A producer of one client library in its own process: `python -m tests.integration.workers.producer '<json>'`.
+"""A producer of one client library in its own process.
+
+    python -m tests.integration.workers.producer '<json options>'
+
 
 Options: client (kafka-python | confluent-kafka | aiokafka), bootstrap, topic, count, keys (messages go
 to key "k<i % keys>", value "<i>"), idempotent, compression (none|gzip|snappy|lz4|zstd), rate (messages
@@ -8,7 +11,7 @@ It reports on stdout, one JSON object per line:
 
     {"event": "started"}
     {"event": "acked", "records": [[partition, offset, key, value], ...]}   # delivered, in batches
-    {"event": "failed", "error": "...", "value": "..."}                       # a message the client gave up on
+    {"event": "failed", "error": "...", "value": "..."}    # a message the client gave up on
     {"event": "finished", "acked": N, "failed": N}
 """
 
