@@ -18,7 +18,6 @@ It reports on stdout, one JSON object per line:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import sys
 import threading
@@ -161,24 +160,30 @@ def aiokafka(opts: dict[str, Any], reporter: Reporter) -> None:
             retry_backoff_ms=100,
         )
         await producer.start()
-        pending: list[tuple[str, str, concurrent.futures.Future[Any]]] = []
-        loop = asyncio.get_running_loop()
+        deliveries: list[asyncio.Future[Any]] = []
 
-        def send(key: str, value: str) -> None:
-            future = asyncio.run_coroutine_threadsafe(
-                producer.send(opts["topic"], key=key.encode(), value=value.encode()), loop
-            )
-            pending.append((key, value, future))
+        def report(key: str, value: str) -> Callable[[asyncio.Future[Any]], None]:
+            def done(delivery: asyncio.Future[Any]) -> None:
+                if delivery.cancelled() or delivery.exception() is not None:
+                    reporter.fail(delivery.exception() if not delivery.cancelled() else "cancelled", value)
+                else:
+                    reporter.ack(delivery.result().partition, delivery.result().offset, key, value)
 
-        # The pacing loop runs in a thread so the producer's own loop keeps sending meanwhile.
-        await asyncio.to_thread(paced, opts, send, reporter.flush)
-        for key, value, queued in pending:
-            try:
-                metadata = await (await asyncio.wrap_future(queued))
-            except Exception as exc:
-                reporter.fail(exc, value)
-                continue
-            reporter.ack(metadata.partition, metadata.offset, key, value)
+            return done
+
+        # One send after another on the producer's own loop: concurrent send() calls may overtake each
+        # other while the first ones wait for metadata, which would reorder a key's messages.
+        started, rate = time.monotonic(), float(opts.get("rate", 0))
+        for i in range(int(opts["count"])):
+            key, value = f"k{i % int(opts['keys'])}", str(i)
+            delivery = await producer.send(opts["topic"], key=key.encode(), value=value.encode())
+            delivery.add_done_callback(report(key, value))
+            deliveries.append(delivery)
+            delay = started + (i + 1) / rate - time.monotonic() if rate else 0
+            await asyncio.sleep(max(delay, 0))
+            if i % 100 == 99:
+                reporter.flush()
+        await asyncio.gather(*deliveries, return_exceptions=True)
         await producer.stop()
 
     asyncio.run(run())
