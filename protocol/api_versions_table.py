@@ -26,7 +26,11 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     20: (0, 6),  # DeleteTopics
     21: (0, 2),  # DeleteRecords
     22: (0, 5),  # InitProducerId
+    32: (0, 4),  # DescribeConfigs
+    33: (0, 2),  # AlterConfigs
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
+    44: (0, 1),  # IncrementalAlterConfigs
     47: (0, 0),  # OffsetDelete
+    60: (0, 1),  # DescribeCluster
 }

@@ -211,7 +211,10 @@ def decode_request(payload: bytes) -> tuple[RequestHeader, dict[str, Any]]:
     codec, flexible = entry
     header, pos = decode_request_header(payload, flexible)
     try:
-        body = codec.parse(payload[pos:])
+        # Bytes left after a fully decoded body are ignored, as Kafka does (AbstractRequest.parseRequest
+        # reads the body from the buffer and never checks what remains): librdkafka's Metadata v12 with
+        # null topics leaves a 4-byte array placeholder where the compact null takes one byte.
+        body, _ = codec.parse_prefix(payload[pos:])
     except DecodeError as exc:
         exc.api_key, exc.api_version = api_key, api_version
         raise

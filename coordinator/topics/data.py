@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Iterable
 
+from coordinator.topics.configs import partition_config
 from coordinator.topics.registry import TopicRegistry
 from partition_log import PartitionConfig, PartitionLog, PartitionLogs
 
@@ -39,7 +40,22 @@ class TopicData:
 
     def partition_config(self, topic: str) -> PartitionConfig:
         """The topic's configs as the partition log takes them (Kafka's defaults for what is not set)."""
-        return PartitionConfig()
+        record = self._registry.get(topic)
+        return partition_config(record.config_map() if record is not None else {})
+
+    def min_insync_replicas(self, topic: str) -> int:
+        record = self._registry.get(topic)
+        for name, value in record.configs if record is not None else ():
+            if name == "min.insync.replicas":
+                return int(value)
+        return 1
+
+    def reconfigure(self, topic: str) -> None:
+        """The topic's configs changed (AlterConfigs): its open partition logs take the new ones."""
+        config = self.partition_config(topic)
+        for partition in self.logs.partitions():
+            if partition.topic == topic:
+                partition.config = config
 
     def log(self, topic: str, partition: int) -> PartitionLog | None:
         """The partition's log, None if the registry has no such partition."""
@@ -51,11 +67,14 @@ class TopicData:
         return self.logs.ensure(topic, partition, self.partition_config(topic))
 
     async def remove_orphans(self) -> None:
-        """Startup: delete partition logs of topics the registry no longer has."""
+        """Startup: delete partition logs of topics the registry no longer has; give the others their
+        topic's configs (the logs were opened before the registry was replayed)."""
         orphans = {p.topic for p in self.logs.partitions() if self._registry.get(p.topic) is None}
         for topic in sorted(orphans):
             log.warning("deleting partition logs of topic=%s: the topic was deleted", topic)
             await self.logs.delete_topic(topic)
+        for plog in self.logs.partitions():
+            plog.config = self.partition_config(plog.topic)
 
     async def delete(self, topics: Iterable[str]) -> None:
         for topic in topics:

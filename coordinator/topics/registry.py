@@ -1,7 +1,7 @@
 """TopicRegistry: which topics exist and how many partitions each has.
 
-This node is the only broker, so it leads every partition. Partitions hold no records yet (the data
-plane is a later issue): every partition's log start and end offsets are 0.
+This node is the only broker, so it leads every partition. A topic carries its own configs (those a
+client set; `configs.py` knows the defaults); the records live in the partition logs (`data.py`).
 
 Writes go through the log first and reach memory only once durable (the `on_done` of the append),
 so a topic a client has seen never disappears after a crash. While a write for a name is in flight
@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from coordinator.topics.records import TopicRecord, TopicTombstone
@@ -93,9 +94,15 @@ class TopicRegistry:
                 self._by_id.pop(removed.topic_id, None)
 
     # -- writes ----------------------------------------------------------------------------------
-    def create(self, specs: Iterable[tuple[str, int]], on_done: OnDone) -> list[TopicRecord]:
-        """Write new topics (name, partitions); callers validated names, counts and absence."""
-        records = [TopicRecord(name, uuid.uuid4(), count) for name, count in specs]
+    def create(
+        self, specs: Iterable[tuple[str, int, Mapping[str, str]]], on_done: OnDone
+    ) -> list[TopicRecord]:
+        """Write new topics (name, partitions, configs); callers validated names, counts, configs and
+        absence."""
+        records = [
+            TopicRecord(name, uuid.uuid4(), count, tuple(sorted(configs.items())))
+            for name, count, configs in specs
+        ]
         self._write(records, on_done)
         return records
 
@@ -104,7 +111,13 @@ class TopicRegistry:
 
     def set_partition_count(self, changes: Iterable[tuple[str, int]], on_done: OnDone) -> None:
         """CreatePartitions: grow existing topics (callers checked that each count grows)."""
-        self._write([TopicRecord(n, self._topics[n].topic_id, count) for n, count in changes], on_done)
+        self._write([replace(self._topics[n], num_partitions=count) for n, count in changes], on_done)
+
+    def set_configs(self, changes: Iterable[tuple[str, Mapping[str, str]]], on_done: OnDone) -> None:
+        """AlterConfigs / IncrementalAlterConfigs: each topic's complete new set of own configs."""
+        self._write(
+            [replace(self._topics[n], configs=tuple(sorted(c.items()))) for n, c in changes], on_done
+        )
 
     def _write(self, records: Sequence[TopicChange], on_done: OnDone) -> None:
         if not records:

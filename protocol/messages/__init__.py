@@ -1,10 +1,20 @@
 """One module per API; this registry maps api key -> Schema (docs/architecture.md)."""
 
 from protocol.messages.api_versions import API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE
+from protocol.messages.configs import (
+    ALTER_CONFIGS_REQUEST,
+    ALTER_CONFIGS_RESPONSE,
+    DESCRIBE_CONFIGS_REQUEST,
+    DESCRIBE_CONFIGS_RESPONSE,
+    INCREMENTAL_ALTER_CONFIGS_REQUEST,
+    INCREMENTAL_ALTER_CONFIGS_RESPONSE,
+)
 from protocol.messages.create_partitions import CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE
 from protocol.messages.create_topics import CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE
 from protocol.messages.delete_groups import DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE
+from protocol.messages.delete_records import DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE
 from protocol.messages.delete_topics import DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE
+from protocol.messages.describe_cluster import DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE
 from protocol.messages.describe_groups import DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE
 from protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
 from protocol.messages.find_coordinator import FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE
@@ -16,7 +26,6 @@ from protocol.messages.list_groups import LIST_GROUPS_REQUEST, LIST_GROUPS_RESPO
 from protocol.messages.list_offsets import LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE
 from protocol.messages.metadata import METADATA_REQUEST, METADATA_RESPONSE
 from protocol.messages.offset_commit import OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE
-from protocol.messages.delete_records import DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE
 from protocol.messages.offset_delete import OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE
 from protocol.messages.offset_fetch import OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE
 from protocol.messages.produce import PRODUCE_REQUEST, PRODUCE_RESPONSE
@@ -45,6 +54,10 @@ _PAIRS: tuple[tuple[Schema, Schema], ...] = (
     (PRODUCE_REQUEST, PRODUCE_RESPONSE),
     (FETCH_REQUEST, FETCH_RESPONSE),
     (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+    (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
+    (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
+    (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
+    (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
 )
 
 

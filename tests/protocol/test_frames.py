@@ -117,3 +117,13 @@ def test_api_versions_responses_have_no_header_tag_section_even_when_flexible() 
     assert frame[4:10] == struct.pack(">ih", 3, 35)
     heartbeat = encode_response(HEARTBEAT, 4, 3, {"error_code": 35})
     assert heartbeat[4:9] == struct.pack(">i", 3) + b"\x00"
+
+
+def test_bytes_after_a_whole_request_body_are_ignored_as_kafka_does() -> None:
+    # librdkafka's Metadata v12 with null topics: a compact null array (one byte 0x00) followed by
+    # the 3 remaining bytes of the 4-byte placeholder it reserved; Kafka parses the body and ignores them.
+    body = {"topics": None, "allow_auto_topic_creation": True, "include_topic_authorized_operations": False}
+    payload = encode_request(3, 12, 9, body, client_id="rdkafka")[4:]
+    header, decoded = decode_request(payload + b"\x00\x00\x00")
+    assert header.correlation_id == 9 and decoded["topics"] is None
+    assert decoded["allow_auto_topic_creation"] is True

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
+import pytest
+
 from coordinator.server.timers import AsyncioTimers
 from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone, validate_topic_name
 from coordinator.topics.records import (
@@ -27,7 +29,7 @@ def test_topic_is_visible_only_once_durable_and_pending_meanwhile() -> None:
     log = _ManualLog()
     registry = TopicRegistry(log)
     done: list[BaseException | None] = []
-    registry.create([("t", 3)], done.append)
+    registry.create([("t", 3, {})], done.append)
     assert registry.get("t") is None and registry.is_pending("t")
     log.pending.pop()[1](None)
     assert done == [None] and not registry.is_pending("t")
@@ -41,7 +43,7 @@ def test_topic_is_visible_only_once_durable_and_pending_meanwhile() -> None:
 def test_failed_write_changes_nothing() -> None:
     log = _ManualLog()
     registry = TopicRegistry(log)
-    registry.create([("t", 1)], lambda error: None)
+    registry.create([("t", 1, {})], lambda error: None)
     log.pending.pop()[1](OSError("disk full"))
     assert registry.get("t") is None and not registry.is_pending("t")
 
@@ -83,3 +85,19 @@ async def test_asyncio_timers_replace_cancel_and_fire() -> None:
     timers.schedule("c", 5, done.set)
     await asyncio.wait_for(done.wait(), 5)
     assert fired == ["a"] and len(timers) == 0
+
+
+def test_topic_record_with_configs_round_trips_and_without_stays_version_0() -> None:
+    import uuid
+
+    plain = TopicRecord("t", uuid.uuid4(), 3)
+    assert encode_topic_value(plain)[:2] == b"\x00\x00"  # readable by a kcoord without configs
+    configured = TopicRecord("t", plain.topic_id, 3, (("retention.ms", "1000"), ("segment.bytes", "é1")))
+    value = encode_topic_value(configured)
+    assert value[:2] == b"\x00\x01"
+    assert decode_topic_value("t", value) == configured
+    for cut in range(len(value) - 1, 22, -3):
+        with pytest.raises(ValueError):
+            decode_topic_value("t", value[:cut])
+    with pytest.raises(ValueError):
+        decode_topic_value("t", value + b"\x00")

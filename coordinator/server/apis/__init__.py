@@ -8,12 +8,15 @@ for any API it does not serve (docs/compat.md).
 from __future__ import annotations
 
 from coordinator.server.apis import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_cluster,
+    describe_configs,
     describe_groups,
     fetch,
     find_coordinator,
@@ -52,9 +55,13 @@ HANDLERS: dict[int, Handler] = {
     20: delete_topics.handle,
     21: delete_records.handle,
     22: init_producer_id.handle,
+    32: describe_configs.handle,
+    33: alter_configs.handle_alter,
     37: create_partitions.handle,
     42: delete_groups.handle,
+    44: alter_configs.handle_incremental,
     47: offset_delete.handle,
+    60: describe_cluster.handle,
 }
 
 

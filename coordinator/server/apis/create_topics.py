@@ -4,8 +4,10 @@ v7: topic_id.
 
 Validation follows Kafka's controller (ReplicationControlManager.createTopics) in order: duplicate
 names, name, existence, assignments vs counts, partitions, replication factor (one broker: only 1).
-Topic configs are accepted and ignored (docs/compat.md). Answered once the topics are durable; a
-storage failure answers KAFKA_STORAGE_ERROR (retriable) and creates nothing.
+Then the configs (INVALID_CONFIG with Kafka's message for an unknown name or a bad value;
+coordinator/topics/configs.py says which configs kcoord acts on). Answered once the topics are
+durable; a storage failure answers KAFKA_STORAGE_ERROR (retriable) and creates nothing. v5+ results
+list every config of the new topic with its source, as Kafka does (KIP-525).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from coordinator.groups.config import RequestMeta
 from coordinator.server.apis.topic_checks import Failure, check_assignments, check_replication
 from coordinator.server.context import Request, Respond, ServerContext
 from coordinator.topics import validate_topic_name
+from coordinator.topics.configs import InvalidConfig, describe_topic, validate_topic_configs
 from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
@@ -29,19 +32,25 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     topics: list[Topic] = req["topics"]
     counts = Counter(str(t["name"]) for t in topics)
     outcome: dict[str, Failure | int] = {}
+    configs: dict[str, dict[str, str]] = {}
     for topic in topics:
         name = str(topic["name"])
         outcome[name] = _check(ctx, topic, counts[name] > 1)
-    to_create = [(n, c) for n, c in outcome.items() if isinstance(c, int)]
+        if isinstance(outcome[name], int):
+            try:
+                configs[name] = validate_topic_configs({c["name"]: c["value"] for c in topic["configs"]})
+            except InvalidConfig as exc:
+                outcome[name] = ErrorCode.INVALID_CONFIG, str(exc)
+    to_create = [(n, c, configs[n]) for n, c in outcome.items() if isinstance(c, int)]
     if not to_create or req["validate_only"]:
-        respond(_response(ctx, topics, outcome, version))
+        respond(_response(ctx, topics, outcome, version, configs))
         return
 
     def durable(error: BaseException | None) -> None:
         if error is not None:
-            for name, _ in to_create:
+            for name, _, _ in to_create:
                 outcome[name] = (ErrorCode.KAFKA_STORAGE_ERROR, f"storage failure: {error}")
-        respond(_response(ctx, topics, outcome, version))
+        respond(_response(ctx, topics, outcome, version, configs))
 
     ctx.topics.create(to_create, durable)
 
@@ -74,7 +83,11 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
 
 
 def _response(
-    ctx: ServerContext, topics: list[Topic], outcome: dict[str, Failure | int], version: int
+    ctx: ServerContext,
+    topics: list[Topic],
+    outcome: dict[str, Failure | int],
+    version: int,
+    configs: dict[str, dict[str, str]],
 ) -> dict[str, Any]:
     results = []
     seen: set[str] = set()
@@ -83,17 +96,29 @@ def _response(
         if name in seen:  # one result per distinct name, as Kafka answers duplicates
             continue
         seen.add(name)
-        results.append(_result(ctx, name, outcome[name], version))
+        results.append(_result(ctx, name, outcome[name], version, configs.get(name, {})))
     return {"topics": results}
 
 
-def _result(ctx: ServerContext, name: str, outcome: Failure | int, version: int) -> dict[str, Any]:
+def _result(
+    ctx: ServerContext, name: str, outcome: Failure | int, version: int, configs: dict[str, str]
+) -> dict[str, Any]:
     if not isinstance(outcome, int):
         error, message = outcome
         return {"name": name, "error_code": error, **({"error_message": message} if version >= 1 else {})}
     result: dict[str, Any] = {"name": name, "error_code": ErrorCode.NONE}
     if version >= 5:
-        result.update(num_partitions=outcome, replication_factor=1, configs=[])
+        entries = [
+            {
+                "name": e.name,
+                "value": e.value,
+                "read_only": False,
+                "config_source": e.source,
+                "is_sensitive": False,
+            }
+            for e in describe_topic(configs)
+        ]
+        result.update(num_partitions=outcome, replication_factor=1, configs=entries)
     created = ctx.topics.get(name)
     if version >= 7 and created is not None:
         result["topic_id"] = created.topic_id

@@ -47,7 +47,8 @@ def _lookup(ctx: ServerContext, key: str, key_type: int) -> dict[str, Any]:
     if key_type == TRANSACTION:
         # No transaction coordinator: refused with the non-retriable code Kafka gives a transactional
         # id the client may not use (KafkaApis.handleFindCoordinatorRequest), so producers fail fast.
-        error, message = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "kcoord does not support transactions"
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        message = "kcoord does not support transactions"
     else:
         error, message = ErrorCode.INVALID_REQUEST, f"unsupported coordinator key type {key_type}"
     # On error Kafka answers NodeId -1, Host "", Port -1.

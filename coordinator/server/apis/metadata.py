@@ -1,6 +1,7 @@
 """Metadata (3), v0-12. v0: empty topic list = all topics; v1: null = all, rack, controller_id,
 is_internal; v2: cluster_id; v4: allow_auto_topic_creation; v5: offline_replicas; v7: leader_epoch;
-v8-10: authorized operations (not computed: defaults); v9: flexible; v10: topic_id; v12: lookup by id.
+v8-10: authorized operations (no authorizer: every operation Kafka supports on the resource, as
+Kafka's AuthHelper.authorizedOperations answers without one); v9: flexible; v10: topic_id; v12: lookup by id.
 
 This node is the only broker and leads every partition. Topics are auto-created when
 `--auto-create-topics` is on and the request allows it; unlike Kafka (which answers
@@ -17,9 +18,14 @@ from coordinator.server.context import Request, Respond, ServerContext
 from coordinator.topics import TopicRecord, validate_topic_name
 from protocol.errors import ErrorCode
 
-__all__ = ["broker_entry", "handle"]
+__all__ = ["CLUSTER_AUTHORIZED_OPERATIONS", "broker_entry", "handle"]
 
 _NO_ID = uuid.UUID(int=0)
+# AclOperation codes Kafka supports per resource type (AclEntry.supportedOperations): cluster CREATE,
+# ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE; topic READ,
+# WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS.
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+TOPIC_AUTHORIZED_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -38,12 +44,12 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         ]
     )
     if not missing:
-        respond(_response(ctx, wanted, version))
+        respond(_response(ctx, req, wanted, version))
         return
     # Answer once the new topics are durable (a failed write leaves them unknown: a retriable error).
     ctx.topics.create(
-        [(name, ctx.config.num_partitions) for name in missing],
-        lambda error: respond(_response(ctx, wanted, version)),
+        [(name, ctx.config.num_partitions, {}) for name in missing],
+        lambda error: respond(_response(ctx, req, wanted, version)),
     )
 
 
@@ -62,7 +68,7 @@ def _requested(ctx: ServerContext, req: Request, version: int) -> Wanted | None:
     return wanted
 
 
-def _response(ctx: ServerContext, wanted: Wanted | None, version: int) -> dict[str, Any]:
+def _response(ctx: ServerContext, req: Request, wanted: Wanted | None, version: int) -> dict[str, Any]:
     if wanted is None:
         topics = [_topic_entry(ctx, t.name, t, version) for t in ctx.topics.all()]
     else:
@@ -77,6 +83,12 @@ def _response(ctx: ServerContext, wanted: Wanted | None, version: int) -> dict[s
         body["controller_id"] = ctx.node_id
     if version >= 2:
         body["cluster_id"] = ctx.config.cluster_id
+    if 8 <= version <= 10 and req["include_cluster_authorized_operations"]:
+        body["cluster_authorized_operations"] = CLUSTER_AUTHORIZED_OPERATIONS
+    if version >= 8 and req["include_topic_authorized_operations"]:
+        for topic in topics:
+            if topic["error_code"] == ErrorCode.NONE:
+                topic["topic_authorized_operations"] = TOPIC_AUTHORIZED_OPERATIONS
     return body
 
 

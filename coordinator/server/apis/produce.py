@@ -12,7 +12,8 @@ Kafka's order of checks (`KafkaApis.handleProduceRequest`, `ReplicaManager.appen
 a transactional request is refused as a whole (we answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the
 code Kafka gives a transactional id it may not use: kcoord has no transactions, docs/compat.md);
 invalid acks -> INVALID_REQUIRED_ACKS for every partition; unknown partitions
-UNKNOWN_TOPIC_OR_PARTITION; then each partition's own validation. A failed write answers
+UNKNOWN_TOPIC_OR_PARTITION; acks=-1 to a topic whose min.insync.replicas exceeds our one replica
+NOT_ENOUGH_REPLICAS; then each partition's own validation. A failed write answers
 KAFKA_STORAGE_ERROR (retriable) and acknowledges nothing.
 """
 
@@ -56,16 +57,30 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         for part in topic["partition_data"]:
             entry: Entry = {"index": int(part["index"]), "base_offset": -1}
             partitions.append(entry)
-            _append(ctx, pending, name, entry, part["records"], version)
+            _append(ctx, pending, name, entry, part["records"], version, acks)
     pending.arm()
 
 
 def _append(
-    ctx: ServerContext, pending: _Pending, name: str, entry: Entry, records: bytes | None, version: int
+    ctx: ServerContext,
+    pending: _Pending,
+    name: str,
+    entry: Entry,
+    records: bytes | None,
+    version: int,
+    acks: int,
 ) -> None:
     plog = ctx.data.log(name, entry["index"])
     if plog is None:
         _fail(entry, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, version)
+        return
+    if acks == -1 and (min_isr := ctx.data.min_insync_replicas(name)) > 1:
+        # Partition.appendRecordsToLeader: acks=all needs min.insync.replicas in sync; we have one.
+        message = (
+            f"The size of the current ISR Set({ctx.node_id}) is insufficient to satisfy the min.isr "
+            f"requirement of {min_isr} for partition {name}-{entry['index']}"
+        )
+        _fail(entry, ErrorCode.NOT_ENOUGH_REPLICAS, message, version)
         return
     checked = plog.validate(records or b"", ctx.data.now_ms())
     if isinstance(checked, AppendError):

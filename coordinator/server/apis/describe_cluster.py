@@ -1,0 +1,37 @@
+"""DescribeCluster (60), v0-1 (flexible). v1: endpoint_type (KIP-919).
+
+One broker, this node, which is also the controller. Asking for the controllers' endpoints (type 2)
+gets UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker answers a request meant for a controller.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.groups.config import RequestMeta
+from coordinator.server.apis.metadata import CLUSTER_AUTHORIZED_OPERATIONS
+from coordinator.server.context import Request, Respond, ServerContext
+from protocol.errors import ErrorCode
+
+__all__ = ["handle"]
+
+_BROKERS = 1
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    body: dict[str, Any] = {"cluster_id": ctx.config.cluster_id, "controller_id": ctx.node_id, "brokers": []}
+    if meta.api_version >= 1 and int(req["endpoint_type"]) != _BROKERS:
+        body.update(
+            error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            error_message="kcoord is a broker and has no controller endpoints: describe the brokers "
+            "(endpoint type 1)",
+            endpoint_type=int(req["endpoint_type"]),
+        )
+        respond(body)
+        return
+    body["brokers"] = [
+        {"broker_id": ctx.node_id, "host": ctx.advertised.host, "port": ctx.advertised.port, "rack": None}
+    ]
+    if req["include_cluster_authorized_operations"]:
+        body["cluster_authorized_operations"] = CLUSTER_AUTHORIZED_OPERATIONS  # no authorizer: all
+    respond(body)

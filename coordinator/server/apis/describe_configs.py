@@ -1,0 +1,134 @@
+"""DescribeConfigs (32), v0-4. v0: is_default; v1: config_source and synonyms (include_synonyms);
+v3: config_type and documentation (include_documentation); v4: flexible.
+
+Topics: every Kafka topic config with the topic's own value (DYNAMIC_TOPIC_CONFIG) or Kafka's default
+(DEFAULT_CONFIG); `coordinator/topics/configs.py` says which of them kcoord acts on. The broker (resource
+name = our node id, or "" for the defaults): the settings kcoord was started with (STATIC_BROKER_CONFIG)
+and the broker-level defaults behind the topic configs, all read-only (kcoord's settings are changed on
+its command line, not at run time). Other resource types: INVALID_REQUEST, as Kafka's `ConfigHelper`
+answers a type it does not describe. A requested key that does not exist is left out, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.groups.config import RequestMeta
+from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.topics import validate_topic_name
+from coordinator.topics.configs import (
+    TOPIC_CONFIGS,
+    ConfigEntry,
+    ConfigSource,
+    ConfigType,
+    TopicConfigDef,
+    describe_topic,
+)
+from protocol.errors import ErrorCode
+
+__all__ = ["BROKER", "TOPIC", "broker_configs", "handle"]
+
+TOPIC = 2  # ConfigResource.Type
+BROKER = 4
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    version = meta.api_version
+    synonyms = bool(req.get("include_synonyms", False))
+    documentation = bool(req.get("include_documentation", False))
+    results = []
+    for resource in req["resources"]:
+        kind, name = int(resource["resource_type"]), str(resource["resource_name"])
+        keys = resource["configuration_keys"]
+        result: dict[str, Any] = {"resource_type": kind, "resource_name": name, "configs": []}
+        described = _describe(ctx, kind, name, keys)
+        if isinstance(described, tuple):
+            result["error_code"], result["error_message"] = described
+        else:
+            result["error_code"] = ErrorCode.NONE
+            result["configs"] = [_entry(e, kind, version, synonyms, documentation) for e in described]
+        results.append(result)
+    respond({"results": results})
+
+
+def _describe(
+    ctx: ServerContext, kind: int, name: str, keys: list[str] | None
+) -> list[ConfigEntry] | tuple[ErrorCode, str]:
+    if kind == TOPIC:
+        if (reason := validate_topic_name(name)) is not None:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
+        topic = ctx.topics.get(name)
+        if topic is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        return describe_topic(topic.config_map(), keys)
+    if kind == BROKER:
+        if name not in ("", str(ctx.node_id)):
+            # Kafka's ConfigHelper.describeConfigs message for another broker's id
+            return ErrorCode.INVALID_REQUEST, (
+                f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}"
+            )
+        entries = broker_configs(ctx)
+        return entries if keys is None else [e for e in entries if e.name in keys]
+    return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}"
+
+
+def _entry(entry: ConfigEntry, kind: int, version: int, synonyms: bool, docs: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": entry.name,
+        "value": entry.value,
+        "read_only": kind == BROKER,
+        "is_sensitive": False,
+    }
+    if version == 0:
+        body["is_default"] = entry.source is ConfigSource.DEFAULT_CONFIG
+    else:
+        body["config_source"] = entry.source
+        body["synonyms"] = (
+            [{"name": n, "value": v, "source": s} for n, v, s in entry.synonyms()] if synonyms else []
+        )
+    if version >= 3:
+        body["config_type"] = entry.definition.type
+        body["documentation"] = (entry.definition.documentation or None) if docs else None
+    return body
+
+
+def broker_configs(ctx: ServerContext) -> list[ConfigEntry]:
+    """The broker's settings under Kafka's names: kcoord's own flags, then the topic-config defaults."""
+    config = ctx.config
+    advertised = f"PLAINTEXT://{ctx.advertised.host}:{ctx.advertised.port}"
+    static: list[tuple[str, ConfigType, str | None]] = [
+        ("node.id", ConfigType.INT, str(config.node_id)),
+        ("broker.id", ConfigType.INT, str(config.node_id)),
+        ("listeners", ConfigType.LIST, f"PLAINTEXT://{config.listen}"),
+        ("advertised.listeners", ConfigType.LIST, advertised),
+        ("log.dirs", ConfigType.STRING, str(config.data_dir)),
+        ("num.partitions", ConfigType.INT, str(config.num_partitions)),
+        ("default.replication.factor", ConfigType.INT, "1"),
+        ("auto.create.topics.enable", ConfigType.BOOLEAN, str(config.auto_create_topics).lower()),
+        ("group.initial.rebalance.delay.ms", ConfigType.INT, str(config.group_initial_rebalance_delay_ms)),
+        ("group.min.session.timeout.ms", ConfigType.INT, str(config.group_min_session_timeout_ms)),
+        ("group.max.session.timeout.ms", ConfigType.INT, str(config.group_max_session_timeout_ms)),
+        ("group.max.size", ConfigType.INT, str(config.group_max_size or 2_147_483_647)),
+        ("offsets.retention.minutes", ConfigType.INT, str(config.offsets_retention_minutes)),
+        (
+            "offsets.retention.check.interval.ms",
+            ConfigType.LONG,
+            str(config.offsets_retention_check_interval_ms),
+        ),
+        ("socket.request.max.bytes", ConfigType.INT, str(config.socket_request_max_bytes)),
+    ]
+    entries = [
+        ConfigEntry(
+            name, value, ConfigSource.STATIC_BROKER_CONFIG, TopicConfigDef(name, kind, value or "", True)
+        )
+        for name, kind, value in static
+    ]
+    seen = {e.name for e in entries}
+    for definition in TOPIC_CONFIGS.values():
+        name = definition.broker_synonym
+        if name is None or name in seen:
+            continue
+        seen.add(name)
+        broker_def = TopicConfigDef(name, definition.type, definition.default, definition.honoured)
+        entries.append(ConfigEntry(name, definition.default, ConfigSource.DEFAULT_CONFIG, broker_def))
+    return sorted(entries, key=lambda e: e.name)
