@@ -144,7 +144,9 @@ def test_bad_configs_get_invalid_config_per_resource(server: KcoordServer) -> No
 def test_min_insync_replicas_above_one_refuses_acks_all_only(server: KcoordServer) -> None:
     admin = _admin(server)
     topic = unique("isr")
-    admin.create_topics([NewTopic(topic, 1, 1, config={"min.insync.replicas": "2"})])[topic].result(timeout=30)
+    admin.create_topics([NewTopic(topic, 1, 1, config={"min.insync.replicas": "2"})])[topic].result(
+        timeout=30
+    )
     error = _produce_error(server, topic, b"v", acks="all")
     assert error is not None and error.code() == KafkaError.NOT_ENOUGH_REPLICAS
     assert _produce_error(server, topic, b"v", acks="1") is None
@@ -167,7 +169,8 @@ def test_broker_configs_and_describe_cluster(server: KcoordServer) -> None:
 
 def test_kafka_python_admin_describes_and_alters_configs(server: KcoordServer) -> None:
     from kafka.admin import ConfigResource as KpResource
-    from kafka.admin import ConfigResourceType, KafkaAdminClient, NewTopic as KpNewTopic
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+    from kafka.admin import NewTopic as KpNewTopic
 
     topic = unique("kpcfg")
     admin = KafkaAdminClient(bootstrap_servers=server.bootstrap)

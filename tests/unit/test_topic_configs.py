@@ -50,8 +50,14 @@ def test_compact_only_topics_are_not_trimmed_by_retention() -> None:
     ("configs", "message"),
     [
         ({"no.such.config": "1"}, "Unknown topic config name: no.such.config"),
-        ({"retention.ms": "soon"}, "Invalid value soon for configuration retention.ms: Not a number of type LONG"),
-        ({"retention.ms": "-2"}, "Invalid value -2 for configuration retention.ms: Value must be at least -1"),
+        (
+            {"retention.ms": "soon"},
+            "Invalid value soon for configuration retention.ms: Not a number of type LONG",
+        ),
+        (
+            {"retention.ms": "-2"},
+            "Invalid value -2 for configuration retention.ms: Value must be at least -1",
+        ),
         ({"segment.bytes": "1000"}, "Value must be at least 1048576"),
         ({"segment.bytes": str(1 << 31)}, "Not a number of type INT"),
         ({"message.timestamp.type": "Now"}, "String must be one of: CreateTime, LogAppendTime"),
@@ -68,7 +74,9 @@ def test_bad_names_and_values_get_kafkas_message(configs: dict[str, str | None],
 
 
 def test_inert_configs_are_accepted_and_described() -> None:
-    stored = validate_topic_configs({"min.compaction.lag.ms": "100", "unclean.leader.election.enable": "true"})
+    stored = validate_topic_configs(
+        {"min.compaction.lag.ms": "100", "unclean.leader.election.enable": "true"}
+    )
     entries = {e.name: e for e in describe_topic(stored)}
     assert entries["min.compaction.lag.ms"].value == "100"
     assert entries["min.compaction.lag.ms"].source is ConfigSource.DYNAMIC_TOPIC_CONFIG
