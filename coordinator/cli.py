@@ -1,5 +1,5 @@
-"""The `kcoord` command line: `kcoord serve [flags]`, `kcoord storage dump|verify|compact|repair`
-and `kcoord pipeline offsets|rebalances|compact`.
+"""The `kcoord` command line: `kcoord serve [flags]`, `kcoord storage dump|verify|compact|repair`,
+`kcoord pipeline offsets|rebalances|compact` and `kcoord groups` (a Kafka-protocol client).
 
 `python -m coordinator` is the same program; without a subcommand it serves.
 """
@@ -35,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
         help="Spark jobs over a data directory (needs kcoord[pipeline]): "
         "offsets|rebalances|compact --data-dir DIR --out DIR [--master URL]",
     )
+    sub.add_parser(
+        "groups",
+        add_help=False,
+        help="list, describe, reset or delete consumer groups of any Kafka broker: --bootstrap-server ...",
+    )
     return parser
 
 
@@ -46,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _storage(args_list[1:])
     if args_list[0] == "pipeline":
         return _pipeline(args_list[1:])
+    if args_list[0] == "groups":
+        from coordinator.tools.groups import main as groups_main
+
+        return groups_main(args_list[1:])
     args = _parser().parse_args(args_list)
     config = config_from_args(args)
 
