@@ -15,7 +15,7 @@ import os
 import shutil
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,10 +23,10 @@ import crc32c
 
 from partition_log.config import PartitionConfig
 from partition_log.producers import ProducerEntry, ProducerStates
-from partition_log.segment import Segment, segment_name
+from partition_log.segment import BatchInfo, Segment, segment_name
 from partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend, check_batch
 from protocol.errors import ErrorCode
-from protocol.record_batch import CRC_START, TIMESTAMP_TYPE_BIT, iter_records, read_header
+from protocol.record_batch import CRC_START, TIMESTAMP_TYPE_BIT, BatchHeader, iter_records, read_header
 
 __all__ = ["AppendResult", "PartitionLog", "ReadResult"]
 
@@ -34,6 +34,9 @@ log = logging.getLogger("kcoord.partition_log")
 
 LOG_START_FILE = "log-start-offset"
 _OFFSET = struct.Struct(">q")
+# producer.id.expiration.ms: Kafka forgets an idle producer's state after a day, so a sealed segment
+# whose records are all older than that holds no producer state worth rebuilding at startup.
+PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +77,16 @@ class PartitionLog:
         partition: int,
         config: PartitionConfig,
         submit: Callable[[Pending], None],
+        background: Callable[[Awaitable[object]], None] | None = None,
     ) -> None:
         self.directory = directory
         self.topic = topic
         self.partition = partition
         self.config = config
         self._submit = submit
+        self._background = background or asyncio.ensure_future
         self.segments: list[Segment] = []
+        self._unsealed: list[Segment] = []  # rolled away from, index files not written yet
         self.log_start_offset = 0
         self.high_watermark = 0
         self.log_end_offset = 0
@@ -96,15 +102,27 @@ class PartitionLog:
         expected = int(paths[0].stem) if paths else (start or 0)
         for index, path in enumerate(paths):
             segment = Segment(path, int(path.stem), now_ms)
-            for header in segment.recover(expected, sealed=index < len(paths) - 1):
-                entry = self.producers.updated(header, header.base_offset)
-                if entry is not None:
-                    self.producers.durable[header.producer_id] = entry
+            sealed = index < len(paths) - 1
+            if sealed and segment.open_sealed(expected):
+                if segment.max_timestamp >= now_ms - PRODUCER_ID_EXPIRATION_MS:
+                    for _, header in segment.headers_from(0):
+                        self._replay_producer(header)
+            else:
+                for header in segment.recover(expected, sealed=sealed):
+                    self._replay_producer(header)
+                if sealed:  # recovered by a full scan: write its index files again
+                    segment.write_index_files(self.config.index_interval_bytes)
+                    segment.become_sparse(self.config.index_interval_bytes)
             expected = segment.next_offset
             self.segments.append(segment)
         self.log_end_offset = self.high_watermark = expected
         first = self.segments[0].base_offset if self.segments else expected
         self.log_start_offset = max(first, start or 0)
+
+    def _replay_producer(self, header: BatchHeader) -> None:
+        entry = self.producers.updated(header, header.base_offset)
+        if entry is not None:
+            self.producers.durable[header.producer_id] = entry
 
     # -- writing ---------------------------------------------------------------------------------------------
     def validate(self, records: bytes, now_ms: int) -> ValidatedAppend | DuplicateAppend | AppendError:
@@ -158,6 +176,8 @@ class PartitionLog:
         ):
             active = None
         if active is None:
+            if self.segments:
+                self._unsealed.append(self.segments[-1])
             base = pending.base_offset
             active = Segment(self.directory / segment_name(base), base, now_ms)
             self.segments.append(active)
@@ -170,6 +190,9 @@ class PartitionLog:
         assert pending.segment is not None
         pending.segment.index(read_header(pending.data), pending.position)
         self.high_watermark = pending.last_offset + 1
+        for segment in [s for s in self._unsealed if s.durable_end == s.size]:
+            self._unsealed.remove(segment)  # every batch of it is durable: write its index files
+            self._background(self._seal(segment))
         if pending.producer is not None:
             producer_id, entry = pending.producer
             self.producers.durable[producer_id] = entry
@@ -179,12 +202,18 @@ class PartitionLog:
             AppendResult(pending.base_offset, pending.append_time_ms, self.log_start_offset)
         )
 
+    async def _seal(self, segment: Segment) -> None:
+        interval = self.config.index_interval_bytes
+        await asyncio.to_thread(segment.write_index_files, interval)
+        if segment in self.segments:  # not deleted by retention meanwhile
+            segment.become_sparse(interval)
+
     def failed(self) -> None:
         """A write failed: everything not durable is gone (the files were cut back already)."""
         self.log_end_offset = self.high_watermark
         self.producers.pending.clear()
         for segment in self.segments:
-            segment.size = segment.positions[-1] + segment.sizes[-1] if segment.bases else 0
+            segment.size = segment.durable_end
 
     def notify(self) -> None:
         for listener in list(self._listeners):
@@ -206,52 +235,55 @@ class PartitionLog:
         if offset == self.high_watermark:
             return empty
         segment = self._segment_for(offset)
-        if segment is None or not segment.bases:
+        first = segment.find(offset) if segment is not None else None
+        if segment is None or first is None:
             return empty
-        first = segment.batch_containing(offset)
-        last, total = first, segment.sizes[first]
-        while last + 1 < len(segment.bases) and segment.bases[last + 1] < self.high_watermark:
-            if total + segment.sizes[last + 1] > max_bytes:
+        total = 0
+        for batch in segment.batches_from(first.position):
+            if batch.base_offset >= self.high_watermark or (total and total + batch.size > max_bytes):
                 break
-            last += 1
-            total += segment.sizes[last]
-        return ReadResult(
-            segment.read(segment.positions[first], total), self.high_watermark, self.log_start_offset
-        )
+            total += batch.size
+        return ReadResult(segment.read(first.position, total), self.high_watermark, self.log_start_offset)
 
     def _segment_for(self, offset: int) -> Segment | None:
-        candidates = [s for s in self.segments if s.base_offset <= offset and s.bases]
+        candidates = [s for s in self.segments if s.base_offset <= offset and not s.empty]
         return candidates[-1] if candidates else None
 
-    def _batches(self) -> list[tuple[Segment, int]]:
-        return [
-            (s, i)
-            for s in self.segments
-            for i in range(len(s.bases))
-            if s.last_offsets[i] >= self.log_start_offset
-        ]
+    def _live_segments(self) -> list[Segment]:
+        return [s for s in self.segments if not s.empty and s.next_offset > self.log_start_offset]
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record at or after `timestamp`."""
-        for segment, i in self._batches():
-            if segment.max_timestamps[i] >= timestamp:
-                for record in iter_records(segment.read(segment.positions[i], segment.sizes[i])):
+        """(offset, timestamp) of the first record at or after `timestamp`: the time index, then the
+        batches after its entry (Kafka's `LogSegment.findOffsetByTimestamp`)."""
+        for segment in self._live_segments():
+            if segment.max_timestamp < timestamp:
+                continue
+            for batch in segment.batches_from(segment.time_start_position(timestamp)):
+                if batch.max_timestamp < timestamp or batch.last_offset < self.log_start_offset:
+                    continue
+                for record in iter_records(segment.read(batch.position, batch.size)):
                     if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
                         return record.offset, record.timestamp
         return None
 
     def max_timestamp(self) -> tuple[int, int] | None:
-        best: tuple[Segment, int] | None = None
-        for segment, i in self._batches():
-            if best is None or segment.max_timestamps[i] > best[0].max_timestamps[best[1]]:
-                best = (segment, i)
-        if best is None:
+        """(offset, timestamp) of the record with the largest timestamp (the first such, ListOffsets v7)."""
+        live = self._live_segments()
+        if not live:
             return None
-        segment, i = best
-        for record in iter_records(segment.read(segment.positions[i], segment.sizes[i])):
-            if record.timestamp == segment.max_timestamps[i] and record.offset >= self.log_start_offset:
+        best = max(live, key=lambda s: s.max_timestamp)  # the first segment holding the maximum
+        target = best.max_timestamp
+        found: BatchInfo | None = None
+        for batch in best.batches_from(best.time_start_position(target)):
+            if batch.max_timestamp == target and batch.last_offset >= self.log_start_offset:
+                found = batch
+                break
+        if found is None:
+            return None
+        for record in iter_records(best.read(found.position, found.size)):
+            if record.timestamp == target and record.offset >= self.log_start_offset:
                 return record.offset, record.timestamp
-        return segment.last_offsets[i], segment.max_timestamps[i]
+        return found.last_offset, target
 
     # -- log start and retention ---------------------------------------------------------------------------
     async def move_log_start(self, offset: int) -> int:
@@ -262,8 +294,7 @@ class PartitionLog:
         self.log_start_offset = offset
         while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
             doomed = self.segments.pop(0)
-            doomed.close()
-            doomed.path.unlink(missing_ok=True)
+            doomed.remove()
         return offset
 
     def delete_records(self, before_offset: int) -> asyncio.Future[int]:
@@ -273,7 +304,7 @@ class PartitionLog:
 
     def expired_start(self, now_ms: int) -> int | None:
         """The log start retention asks for, if it moves (Kafka's deleteRetentionMs/SizeBreachedSegments)."""
-        sealed = [s for s in self.segments[:-1] if s.bases]
+        sealed = [s for s in self.segments[:-1] if not s.empty]
         total = sum(s.size for s in self.segments)
         start = None
         for segment in sealed:

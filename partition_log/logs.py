@@ -48,7 +48,9 @@ class PartitionLogs:
             if not topic or not partition.isdigit():
                 log.warning("ignoring %s: not a <topic>-<partition> directory", directory)
                 continue
-            plog = PartitionLog(directory, topic, int(partition), PartitionConfig(), logs._submit)
+            plog = PartitionLog(
+                directory, topic, int(partition), PartitionConfig(), logs._submit, logs._background
+            )
             await asyncio.to_thread(plog.recover, now_ms())
             logs._logs[(topic, int(partition))] = plog
         if logs._interval_ms is not None:
@@ -61,7 +63,9 @@ class PartitionLogs:
     def ensure(self, topic: str, partition: int, config: PartitionConfig) -> PartitionLog:
         plog = self._logs.get((topic, partition))
         if plog is None:
-            plog = PartitionLog(self.root / f"{topic}-{partition}", topic, partition, config, self._submit)
+            plog = PartitionLog(
+                self.root / f"{topic}-{partition}", topic, partition, config, self._submit, self._background
+            )
             plog.recover(self._now_ms())
             self._logs[(topic, partition)] = plog
         plog.config = config
@@ -91,6 +95,8 @@ class PartitionLogs:
     async def close(self) -> None:
         while self._writer is not None and not self._writer.done():
             await asyncio.shield(self._writer)
+        if self._tasks:  # index files of sealed segments, retention: let them finish
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
         if self._ticker is not None:
             self._ticker.cancel()
         with contextlib.suppress(OSError):
@@ -141,7 +147,7 @@ class PartitionLogs:
             for pending in batch:  # cut back to the last durable batch of each file
                 segment = pending.segment
                 if segment is not None and segment.fd >= 0:
-                    end = segment.positions[-1] + segment.sizes[-1] if segment.bases else 0
+                    end = segment.durable_end
                     with contextlib.suppress(OSError):
                         os.ftruncate(segment.fd, end)
             raise

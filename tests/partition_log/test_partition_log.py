@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from partition_log import (
     AppendError,
@@ -67,23 +67,74 @@ def test_a_torn_tail_is_cut_at_every_byte(tmp_path: Path) -> None:
         assert (root / "t-0" / segment.name).stat().st_size == (len(data) if cut == len(data) else 2 * whole)
 
 
-def test_a_corrupt_sealed_segment_is_refused(tmp_path: Path) -> None:
-    config = PartitionConfig(segment_bytes=200)
+def _write_rolled(root: Path, batches: int = 4, timestamp: int = NOW) -> list[Path]:
+    config = PartitionConfig(segment_bytes=200, index_interval_bytes=1)
 
     async def write() -> None:
-        logs = await open_logs(tmp_path)
-        for _ in range(4):
-            await append(logs, batch(3), config)
+        logs = await open_logs(root)
+        for i in range(batches):
+            await append(logs, batch(3, timestamp=timestamp + 100 * i), config)
         await logs.close()
 
     asyncio.run(write())
-    segments = sorted((tmp_path / "t-0").glob("*.log"))
+    segments = sorted((root / "t-0").glob("*.log"))
     assert len(segments) > 1, "segment.bytes rolls the segment"
+    return segments
+
+
+def test_sealed_segments_get_index_files_and_open_from_them(tmp_path: Path) -> None:
+    segments = _write_rolled(tmp_path, batches=6)
+    for sealed in segments[:-1]:
+        assert sealed.with_suffix(".index").stat().st_size % 8 == 0
+        assert sealed.with_suffix(".index").stat().st_size > 0
+        assert sealed.with_suffix(".timeindex").stat().st_size % 12 == 0
+    assert not segments[-1].with_suffix(".index").exists(), "the active segment has none"
+
+    async def reopen() -> None:
+        logs = await open_logs(tmp_path)
+        plog = logs.ensure("t", 0, PartitionConfig())
+        assert [s.dense for s in plog.segments] == [False] * (len(segments) - 1) + [True]
+        assert plog.high_watermark == 18
+        for offset in range(18):  # every offset is found through the sparse index, whole batches
+            result = plog.read(offset, 1)
+            assert result is not None
+            first = DefaultRecordBatch(result.records)
+            assert first.base_offset <= offset <= first.base_offset + 2
+        assert plog.offset_for_timestamp(NOW + 250) == (9, NOW + 300)
+        assert plog.max_timestamp() == (17, NOW + 502)
+        await logs.close()
+
+    asyncio.run(reopen())
+
+
+def test_a_corrupt_sealed_segment_without_index_files_is_refused(tmp_path: Path) -> None:
+    # The process died after the roll, before the index files were written: a full scan checks it.
+    segments = _write_rolled(tmp_path)
+    segments[0].with_suffix(".index").unlink()
     first = bytearray(segments[0].read_bytes())
     first[-1] ^= 0xFF
     segments[0].write_bytes(bytes(first))
     with pytest.raises(CorruptSegment, match=segments[0].name):
         asyncio.run(open_logs(tmp_path))
+
+
+def test_index_files_that_do_not_fit_the_segment_are_rebuilt_or_refused(tmp_path: Path) -> None:
+    segments = _write_rolled(tmp_path)
+    index = segments[0].with_suffix(".index")
+    good = index.read_bytes()
+    index.write_bytes(good[:-3])  # torn index file: rebuilt from a full scan (default interval)
+    asyncio.run(_reopen_and_close(tmp_path))
+    rebuilt = index.read_bytes()
+    assert rebuilt and len(rebuilt) % 8 == 0 and rebuilt[:8] == good[:8]
+    data = segments[0].read_bytes()
+    segments[0].write_bytes(data[:-5])  # the segment lost its end: the index no longer fits
+    with pytest.raises(CorruptSegment, match=segments[0].name):
+        asyncio.run(open_logs(tmp_path))
+
+
+async def _reopen_and_close(root: Path) -> None:
+    logs = await open_logs(root)
+    await logs.close()
 
 
 def test_delete_records_and_retention_survive_a_reopen(tmp_path: Path) -> None:
@@ -128,6 +179,25 @@ def test_idempotent_duplicates_gaps_and_epochs_across_a_reopen(tmp_path: Path) -
         await append(logs, batch(1, producer=(7, 1, 0)))  # epoch 1 starts over at sequence 0
         old = fenced.validate(batch(1, producer=(7, 0, 4)), NOW)
         assert isinstance(old, AppendError) and old.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+        await logs.close()
+
+    asyncio.run(scenario())
+
+
+def test_producer_state_in_sealed_segments_survives_a_reopen(tmp_path: Path) -> None:
+    config = PartitionConfig(segment_bytes=200)
+
+    async def scenario() -> None:
+        logs = await open_logs(tmp_path)
+        batches = [batch(3, producer=(5, 0, 3 * i)) for i in range(5)]
+        for data in batches:
+            await append(logs, data, config)
+        await logs.close()
+        logs = await open_logs(tmp_path)
+        plog = logs.ensure("t", 0, config)
+        assert sum(not s.dense for s in plog.segments) >= 2, "the producer's batches are in sealed segments"
+        assert plog.validate(batches[1], NOW) == DuplicateAppend(3)
+        assert plog.validate(batches[0], NOW) == DuplicateAppend(0)
         await logs.close()
 
     asyncio.run(scenario())
