@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from coordinator.config import add_serve_arguments, config_from_args
 
@@ -66,10 +67,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _storage(argv: list[str]) -> int:
+    """The coordinator log (storage/), then for dump and verify the partition logs under topics/."""
     from coordinator.persistence import render
     from storage.cli import main as storage_main
 
-    return int(storage_main(argv, render=render) or 0)
+    status = int(storage_main(argv, render=render) or 0)
+    command = argv[0] if argv else ""
+    data_dir = _option(argv, "--data-dir")
+    if command not in ("dump", "verify") or data_dir is None or status == 2:
+        return status
+    from partition_log.inspect import dump_partitions, verify_partitions
+
+    topics = Path(data_dir) / "topics"
+    if command == "dump":
+        dump_partitions(topics)
+        return status
+    problems = verify_partitions(topics)
+    print("partition logs ok" if not problems else f"partition logs: {problems} problem(s)")
+    return 1 if problems else status
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
 
 
 def _pipeline(argv: list[str]) -> int:
