@@ -4,12 +4,12 @@ Every range here must be defined by the API's request and response schema (a tes
 never advertise a version we cannot decode. Ranges are Kafka 3.9's (kafka-group-protocol.md section
 2.1) with deliberate limits: Produce starts at v3 and Fetch at v4, the first versions that carry
 record batches of magic 2, the only format kcoord stores (Kafka 4.0 also dropped the older ones,
-KIP-896); Fetch stops at 12 until v13+ (topics by id) is served.
+KIP-896). Fetch v13+ names topics by the ids Metadata returns (durable, coordinator/topics).
 """
 
 SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     0: (3, 11),  # Produce
-    1: (4, 12),  # Fetch (capped, see above)
+    1: (4, 17),  # Fetch
     2: (0, 9),  # ListOffsets
     3: (0, 12),  # Metadata
     8: (0, 9),  # OffsetCommit

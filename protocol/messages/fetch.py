@@ -1,14 +1,23 @@
-"""Fetch (1), v0-12, flexible 12+.
+"""Fetch (1), v0-17, flexible 12+.
 
-Capped at 12 on purpose: v13+ address topics by id, and advertising it would make Java/librdkafka
-require non-zero topic ids from Metadata (kafka-group-protocol.md section 2.1).
+v13+ address topics by id (KIP-516), which Metadata returns stable and durable; v14 adds an error
+for tiered storage; v15 moves the replica id into a tagged ReplicaState (KIP-903); v16 adds the
+tagged NodeEndpoints of the response (KIP-951); v17 the tagged replica directory id (KIP-853).
 v3 max_bytes; v4 isolation_level, aborted transactions; v5 log_start_offset; v7 fetch sessions
 (KIP-227: session_id 0 = no session); v9 current_leader_epoch; v11 rack_id, preferred_read_replica.
-Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
+Fields from apache/kafka clients/src/main/resources/common/message/*.json.
 """
 
 from protocol.schema import Field, Schema, array
-from protocol.types import INT8, INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING
+from protocol.types import INT8, INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING, UUID
+
+REPLICA_STATE = Schema(
+    "ReplicaState",
+    fields=(
+        Field("replica_id", INT32, since=15, default=-1),
+        Field("replica_epoch", INT64, since=15, default=-1),
+    ),
+)
 
 FETCH_PARTITION = Schema(
     "FetchPartition",
@@ -19,6 +28,7 @@ FETCH_PARTITION = Schema(
         Field("last_fetched_epoch", INT32, since=12, default=-1),
         Field("log_start_offset", INT64, since=5, default=-1),
         Field("partition_max_bytes", INT32),
+        Field("replica_directory_id", UUID, since=17, tag=0, tagged_since=17),
     ),
 )
 
@@ -26,6 +36,7 @@ FETCH_TOPIC = Schema(
     "FetchTopic",
     fields=(
         Field("topic", STRING, until=12),
+        Field("topic_id", UUID, since=13),
         Field("partitions", array(FETCH_PARTITION)),
     ),
 )
@@ -34,6 +45,7 @@ FORGOTTEN_TOPIC = Schema(
     "ForgottenTopic",
     fields=(
         Field("topic", STRING, since=7, until=12),
+        Field("topic_id", UUID, since=13),
         Field("partitions", array(INT32), since=7),
     ),
 )
@@ -91,16 +103,30 @@ FETCHABLE_TOPIC_RESPONSE = Schema(
     "FetchableTopicResponse",
     fields=(
         Field("topic", STRING, until=12),
+        Field("topic_id", UUID, since=13),
         Field("partitions", array(PARTITION_DATA)),
+    ),
+)
+
+NODE_ENDPOINT = Schema(
+    "NodeEndpoint",
+    fields=(
+        Field("node_id", INT32, since=16),
+        Field("host", STRING, since=16),
+        Field("port", INT32, since=16),
+        Field("rack", NULLABLE_STRING, since=16, default=None),
     ),
 )
 
 FETCH_REQUEST = Schema(
     "FetchRequest",
-    api_key=1, versions=range(0, 13), flexible_since=12,
+    api_key=1,
+    versions=range(0, 18),
+    flexible_since=12,
     fields=(
         Field("cluster_id", NULLABLE_STRING, since=12, default=None, tag=0, tagged_since=12),
-        Field("replica_id", INT32, default=-1),
+        Field("replica_id", INT32, until=14, default=-1),
+        Field("replica_state", REPLICA_STATE, since=15, tag=1, tagged_since=15),
         Field("max_wait_ms", INT32),
         Field("min_bytes", INT32),
         Field("max_bytes", INT32, since=3, default=2147483647),
@@ -115,11 +141,14 @@ FETCH_REQUEST = Schema(
 
 FETCH_RESPONSE = Schema(
     "FetchResponse",
-    api_key=1, versions=range(0, 13), flexible_since=12,
+    api_key=1,
+    versions=range(0, 18),
+    flexible_since=12,
     fields=(
         Field("throttle_time_ms", INT32, since=1),
         Field("error_code", INT16, since=7),
         Field("session_id", INT32, since=7, default=0),
         Field("responses", array(FETCHABLE_TOPIC_RESPONSE)),
+        Field("node_endpoints", array(NODE_ENDPOINT), since=16, tag=0, tagged_since=16),
     ),
 )

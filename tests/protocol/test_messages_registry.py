@@ -49,5 +49,7 @@ def test_an_empty_mapping_encodes_as_all_defaults() -> None:
                 )
 
 
-def test_fetch_is_capped_below_topic_ids() -> None:
-    assert SERVED_VERSIONS[1][1] == 12
+def test_fetch_serves_topic_ids_and_metadata_carries_them() -> None:
+    # Fetch v13+ names topics by id: only sound because Metadata v10+ returns the (durable) ids.
+    assert SERVED_VERSIONS[1] == (4, 17)
+    assert SERVED_VERSIONS[3][1] >= 10

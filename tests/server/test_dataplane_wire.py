@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import uuid
 from typing import Any
 
 import crc32c
@@ -200,3 +201,31 @@ def test_records_survive_a_restart(server: KcoordServer, conn: socket.socket) ->
         got = fetch(sock, "t", 0, 0)
         assert got["high_watermark"] == 4
         assert produce(sock, "t", 0, batch(1, first=4))["base_offset"] == 4
+
+
+@pytest.mark.parametrize("version", [13, 15, 16, 17])
+def test_fetch_by_topic_id_agrees_with_metadata(conn: socket.socket, version: int) -> None:
+    sent = batch(4)
+    produce(conn, "t", 1, sent)
+    metadata = call(conn, 3, 12, {"topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}]})
+    topic_id = metadata["topics"][0]["topic_id"]
+    assert topic_id != uuid.UUID(int=0)
+    partitions = [{"partition": p, "fetch_offset": 0, "partition_max_bytes": 1 << 20} for p in (1, 0, 7)]
+    body = {
+        "max_wait_ms": 0,
+        "min_bytes": 0,
+        "topics": [
+            {"topic_id": topic_id, "partitions": partitions},
+            {"topic_id": uuid.uuid4(), "partitions": partitions[:1]},
+        ],
+        "forgotten_topics_data": [],
+    }
+    response = call(conn, 1, version, body)
+    known, unknown = response["responses"]
+    assert known["topic_id"] == topic_id
+    one, zero, missing = known["partitions"]
+    # offset 0 and leader epoch 0 patched in; every byte the CRC covers is the producer's
+    assert one["records"][:8] == bytes(8) and one["records"][16:] == sent[16:]
+    assert (one["high_watermark"], zero["high_watermark"], zero["records"]) == (4, 0, b"")
+    assert missing["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert unknown["partitions"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID

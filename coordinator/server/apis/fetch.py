@@ -1,6 +1,8 @@
 """Fetch (1), v4 and up. v4: isolation_level, last_stable_offset, aborted_transactions;
 v5: log_start_offset; v7: fetch sessions (session_id/epoch, top-level error_code); v9:
-current_leader_epoch; v11: rack_id, preferred_read_replica; v12: flexible; v13: topic ids.
+current_leader_epoch; v11: rack_id, preferred_read_replica; v12: flexible; v13: topic ids (an unknown id
+is UNKNOWN_TOPIC_ID); v15: replica state (tagged); v16: node endpoints (only sent with
+NOT_LEADER_OR_FOLLOWER, never here); v17: replica directory id (tagged).
 
 Records come from the partition logs as stored (whole batches, KIP-74: the first non-empty
 partition returns at least one whole batch even past the limits; later partitions stop at the
@@ -109,7 +111,10 @@ class _Fetch:
             if committed:
                 entry["aborted_transactions"] = []  # no transactions, so nothing was aborted
             out["partitions"].append(entry)
-            error = unknown if log is None else _leader_epoch_error(int(part["current_leader_epoch"]))
+            if log is None:  # an unknown id (v13+), else an unknown topic name or partition
+                error = unknown if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                error = _leader_epoch_error(int(part["current_leader_epoch"]))
             if error is not ErrorCode.NONE:
                 _error(entry, error)
                 log = None
