@@ -1,14 +1,25 @@
-"""Topic records: the registry's own durable record (storage record type 4, our schema).
+"""Topic records: the registry's own durable record (storage record type 4).
 
 Key   = INT16 version (0) + STRING name (INT16 length + UTF-8), like Kafka's record keys.
 Value = INT16 version (0) + UUID topic_id (16 bytes) + INT32 num_partitions; None = topic deleted.
+The schemas (TOPIC_KEY, TOPIC_VALUE) live in protocol/messages/records.py next to the other
+coordinator-log records, so the pipeline decodes them without importing the coordinator.
 """
 
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass
+
+from protocol.errors import DecodeError
+from protocol.messages.records import (
+    TOPIC_KEY,
+    TOPIC_RECORD_TYPE,
+    TOPIC_VALUE,
+    TOPIC_VERSION,
+    decode_exact,
+    encode_versioned,
+)
 
 __all__ = [
     "TOPIC_RECORD_TYPE",
@@ -19,11 +30,6 @@ __all__ = [
     "encode_topic_key",
     "encode_topic_value",
 ]
-
-TOPIC_RECORD_TYPE = 4
-_VERSION = 0
-_KEY_HEAD = struct.Struct(">hH")
-_VALUE = struct.Struct(">h16si")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,25 +49,25 @@ class TopicTombstone:
 
 
 def encode_topic_key(name: str) -> bytes:
-    raw = name.encode()
-    return _KEY_HEAD.pack(_VERSION, len(raw)) + raw
+    return encode_versioned(TOPIC_KEY, TOPIC_VERSION, {"name": name})
 
 
 def decode_topic_key(key: bytes) -> str:
-    version, length = _KEY_HEAD.unpack_from(key)
-    if version != _VERSION or len(key) != _KEY_HEAD.size + length:
-        raise ValueError(f"bad topic key (version {version}, {len(key)} bytes)")
-    return key[_KEY_HEAD.size :].decode()
+    try:
+        return str(decode_exact(TOPIC_KEY, key)["name"])
+    except DecodeError as exc:
+        raise ValueError(f"bad topic key ({len(key)} bytes): {exc}") from None
 
 
 def encode_topic_value(record: TopicRecord) -> bytes:
-    return _VALUE.pack(_VERSION, record.topic_id.bytes, record.num_partitions)
+    return encode_versioned(
+        TOPIC_VALUE, TOPIC_VERSION, {"topic_id": record.topic_id, "num_partitions": record.num_partitions}
+    )
 
 
 def decode_topic_value(name: str, value: bytes) -> TopicRecord:
-    if len(value) != _VALUE.size:
-        raise ValueError(f"bad topic value for {name!r} ({len(value)} bytes)")
-    version, topic_id, num_partitions = _VALUE.unpack(value)
-    if version != _VERSION:
-        raise ValueError(f"unknown topic value version {version} for {name!r}")
-    return TopicRecord(name, uuid.UUID(bytes=topic_id), num_partitions)
+    try:
+        fields = decode_exact(TOPIC_VALUE, value)
+    except DecodeError as exc:
+        raise ValueError(f"bad topic value for {name!r} ({len(value)} bytes): {exc}") from None
+    return TopicRecord(name, fields["topic_id"], fields["num_partitions"])

@@ -83,3 +83,19 @@ async def test_asyncio_timers_replace_cancel_and_fire() -> None:
     timers.schedule("c", 5, done.set)
     await asyncio.wait_for(done.wait(), 5)
     assert fired == ["a"] and len(timers) == 0
+
+
+def test_topic_record_bytes_follow_the_documented_layout_and_bad_bytes_are_refused() -> None:
+    import uuid
+
+    import pytest
+
+    topic_id = uuid.UUID(int=5)
+    assert encode_topic_key("ab") == b"\x00\x00\x00\x02ab"
+    value = encode_topic_value(TopicRecord("ab", topic_id, 3))
+    assert value == b"\x00\x00" + topic_id.bytes + b"\x00\x00\x00\x03"
+    for bad in (b"\x00", b"\x00\x01\x00\x02ab", b"\x00\x00\x00\x02abc", b"\x00\x00\x00\x05ab"):
+        with pytest.raises(ValueError):
+            decode_topic_key(bad)
+    with pytest.raises(ValueError):
+        decode_topic_value("ab", b"\x00\x00" + topic_id.bytes)
