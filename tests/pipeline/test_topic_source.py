@@ -136,3 +136,16 @@ def test_a_live_copy_is_read_up_to_the_planned_size(
     )  # a new plan would see it
     rows = sorted((p.partition, r.offset) for p in parts for r in topic_reader.records(p))
     assert rows == sorted((p, o) for p, o, _, _ in produced["acked"])
+
+
+def test_the_coordinator_log_source_decodes_topic_registry_records(
+    spark: Any, produced: dict[str, Any]
+) -> None:
+    rows = (
+        spark.read.format("kcoord")
+        .load(str(produced["dir"]))
+        .where(f"record_type = 4 AND topic = '{produced['topic']}'")
+        .collect()
+    )
+    assert rows and all(r["num_partitions"] == 3 and not r["tombstone"] for r in rows)
+    assert len({r["topic_id"] for r in rows}) == 1 and len(rows[0]["topic_id"]) == 36
