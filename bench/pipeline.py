@@ -7,19 +7,27 @@
 2. the coordinator's own single-process replay of it: storage.recovery.recover with
    coordinator.persistence.from_storage decoding every record (the server's start path);
 3. rows/s through `spark.read.format("kcoord")` on --master (all columns materialised);
-4. wall time of each job (offsets, rebalances, compact) on the same directory.
+4. partition logs of the committed topic `events` (20 partitions, --topic-records records in batches
+   of 500, --codec compressed) written by partition_log's own writer, plus the topic's registry
+   record; rows/s through `spark.read.format("kcoord-topic")` (every record decompressed, value
+   bytes summed) and, with a filter on one partition's last tenth, what pushdown leaves to read;
+5. wall time of each job (offsets, rebalances, lag, compact) on the same directory.
 Run by hand on an idle machine; figures are printed, nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import tempfile
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 from coordinator.groups.records import OffsetCommitRecord
 from coordinator.persistence import from_storage, to_storage
+from coordinator.topics import TopicRecord
 from storage import FileOps, LogConfig, framing, recovery
 from storage.files import encode_segment_header, segment_name
 
@@ -39,6 +47,41 @@ def write_log(directory: Path, records: int, segment_bytes: int = 64 << 20) -> N
     (directory / segment_name(base)).write_bytes(b"".join(parts))
 
 
+TOPIC_PARTITIONS = 20
+BATCH_RECORDS = 500
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def write_topic(directory: Path, records: int, codec: str) -> None:
+    """`events`' registry record in its own coordinator-log segment, then its partition logs."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from partition_log import PartitionConfig, PartitionLogs
+
+    lsn = max(int(p.stem) for p in directory.glob("*.log")) + 10_000_000  # past every commit
+    rec = to_storage(TopicRecord("events", uuid.uuid4(), TOPIC_PARTITIONS))
+    now = int(time.time() * 1000)
+    frame = framing.encode(rec.type, 0, lsn, now, rec.key, rec.value)
+    (directory / segment_name(lsn)).write_bytes(encode_segment_header(lsn) + frame)
+
+    builder = DefaultRecordBatchBuilder(2, CODECS[codec], False, -1, -1, -1, 1 << 24)
+    for i in range(BATCH_RECORDS):
+        builder.append(i, now, f"key-{i % 97}".encode(), f"value {i:08d} ".encode() * 8, [])
+    batch = bytes(builder.build())  # the log assigns offsets: one batch appended over and over
+
+    async def write() -> None:
+        logs = await PartitionLogs.open(directory / "topics", fsync="never", now_ms=lambda: now)
+        per_partition = records // TOPIC_PARTITIONS // BATCH_RECORDS
+        for p in range(TOPIC_PARTITIONS):
+            plog = logs.ensure("events", p, PartitionConfig(segment_bytes=64 << 20))
+            for _ in range(per_partition):
+                validated: Any = plog.validate(batch, now)
+                await plog.append(validated)
+        await logs.close()
+
+    asyncio.run(write())
+
+
 def coordinator_replay(directory: Path) -> float:
     started = time.monotonic()
     state = recovery.recover(directory, LogConfig(), from_storage, FileOps())  # type: ignore[arg-type]
@@ -53,14 +96,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--topic-records", type=int, default=2_000_000)
+    parser.add_argument("--codec", choices=sorted(CODECS), default="lz4")
     args = parser.parse_args()
-    from pipeline import compact, offsets, rebalances, session
+    from pipeline import compact, lag, offsets, rebalances, session
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         data.mkdir()
         write_log(data, args.records)
         coordinator_replay(data)
+        write_topic(data, args.topic_records, args.codec)
         spark = session.start(args.master, "kcoord-bench")
         try:
             for attempt in ("warm-up", "measured"):
@@ -76,9 +122,22 @@ def main() -> None:
                 rate = count / seconds
                 label = f"kcoord source ({attempt}, {args.master})"
                 print(f"{label}: {count} rows in {seconds:.2f} s = {rate:,.0f} rows/s")
+            topic = spark.read.format("kcoord-topic").load(str(data))
+            for attempt in ("warm-up", "measured"):
+                started = time.monotonic()
+                rows = topic.selectExpr("count(*)", "sum(length(value))").collect()
+                seconds = time.monotonic() - started
+                label = f"kcoord-topic source ({attempt}, {args.codec}, {args.master})"
+                print(f"{label}: {rows[0][0]} rows in {seconds:.2f} s = {rows[0][0] / seconds:,.0f} rows/s")
+            last_tenth = args.topic_records // TOPIC_PARTITIONS * 9 // 10
+            started = time.monotonic()
+            count = topic.where(f"partition = 7 AND offset >= {last_tenth}").count()
+            print(f"kcoord-topic pushdown (one partition's last tenth): {count} rows in "
+                  f"{time.monotonic() - started:.2f} s")  # fmt: skip
             for name, job in (
                 ("offsets", offsets.run),
                 ("rebalances", rebalances.run),
+                ("lag", lag.run),
                 ("compact", compact.run),
             ):
                 started = time.monotonic()

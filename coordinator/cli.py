@@ -1,5 +1,5 @@
 """The `kcoord` command line: `kcoord serve [flags]`, `kcoord storage dump|verify|compact|repair`,
-`kcoord pipeline offsets|rebalances|compact` and `kcoord groups` (a Kafka-protocol client).
+`kcoord pipeline offsets|rebalances|lag|compact` and `kcoord groups` (a Kafka-protocol client).
 
 `python -m coordinator` is the same program; without a subcommand it serves.
 """
@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
         "pipeline",
         add_help=False,
         help="Spark jobs over a data directory (needs kcoord[pipeline]): "
-        "offsets|rebalances|compact --data-dir DIR --out DIR [--master URL]",
+        "offsets|rebalances|lag|compact --data-dir DIR --out DIR [--master URL]",
     )
     sub.add_parser(
         "groups",

@@ -1,6 +1,16 @@
 """Offline analytics over a kcoord data directory on Spark (issue #10).
 
 `reader` turns the coordinator log into typed rows with storage's and protocol's own code and no
-Spark; `source` exposes it as the Spark data source `kcoord`; `jobs` holds the jobs. A `kcoord-topic`
-source over partition logs belongs next to `source` once the data plane has landed.
+Spark; `source` exposes it as the Spark data source `kcoord`. `topic_reader` reads the partition
+logs of the data plane and `topic_source` exposes them as `kcoord-topic`. The jobs: `offsets`,
+`rebalances`, `lag`, `compact`.
 """
+
+from typing import Any
+
+
+def register(spark: Any) -> None:
+    """Make the `kcoord` and `kcoord-topic` data sources available to `spark` (imports pyspark)."""
+    from pipeline.source import register as register_sources
+
+    register_sources(spark)

@@ -1,13 +1,17 @@
 """`kcoord pipeline <job> --data-dir DIR --out DIR [--master URL]`.
 
 Failures the user can fix (no Java, wrong directory, corrupt sealed segment, unreachable master)
-end as one line on stderr and exit status 2, never a Java stack trace.
+end as one line on stderr and exit status 2, never a Java stack trace: the JVM's stderr (Spark's log,
+failed tasks' traces) goes to a temporary file, named in that line when Spark failed and removed
+after a successful run; Spark's progress bar still reaches the terminal.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,12 +22,12 @@ Job = Callable[[Any, str, str], str]
 
 
 def _jobs() -> dict[str, Job]:
-    from pipeline import compact, offsets, rebalances
+    from pipeline import compact, lag, offsets, rebalances
 
-    return {"offsets": offsets.run, "rebalances": rebalances.run, "compact": compact.run}
+    return {"offsets": offsets.run, "rebalances": rebalances.run, "lag": lag.run, "compact": compact.run}
 
 
-JOB_NAMES = ("offsets", "rebalances", "compact")
+JOB_NAMES = ("offsets", "rebalances", "lag", "compact")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -37,11 +41,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    fd, spark_log = tempfile.mkstemp(prefix=f"kcoord-pipeline-{args.job}-", suffix=".spark.log")
+    os.close(fd)
     try:
         reader.plan(args.data_dir)  # a wrong directory fails before Spark starts
         from pipeline import session
 
-        spark = session.start(args.master, f"kcoord-{args.job}")
+        spark = session.start(args.master, f"kcoord-{args.job}", log_path=spark_log)
         try:
             print(_jobs()[args.job](spark, args.data_dir, args.out))
         finally:
@@ -50,8 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kcoord pipeline: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
-        print(f"kcoord pipeline: {one_line(exc)}", file=sys.stderr)
+        print(f"kcoord pipeline: {one_line(exc)} (Spark's log: {spark_log})", file=sys.stderr)
         return 2
+    os.unlink(spark_log)
     return 0
 
 

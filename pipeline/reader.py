@@ -5,7 +5,8 @@ only that many bytes from its file (the live server only appends, and compaction
 so the prefix is stable) and never takes the LOCK. Reading and CRC checks reuse
 storage.framing.scan and storage.snapshot.decode; a short read in the *last* segment is a torn tail
 (skipped, as storage.recovery does), in a sealed segment it is corruption (PipelineError).
-Type 4 (topic) records are coordinator-private: their rows carry type, key and tombstone only.
+Type 4 (topic registry) records are decoded with protocol's TopicKey/TopicValue schemas (topic,
+topic_id, num_partitions); other record types (5: producer id blocks) carry type, key and tombstone.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from storage.files import decode_segment_header, list_segments, list_snapshots
 
 OFFSET_COMMIT_TYPE = 0  # coordinator/persistence.py's storage record types
 GROUP_METADATA_TYPE = 1
+TOPIC_TYPE = schemas.TOPIC_RECORD_TYPE
 
 
 class PipelineError(Exception):
@@ -102,6 +104,8 @@ def decode_row(raw: Raw) -> dict[str, Any]:
         "key": raw.key,
         "value": raw.value,
     }
+    if raw.type == TOPIC_TYPE:
+        return _topic_row(row, raw)
     if raw.type not in (OFFSET_COMMIT_TYPE, GROUP_METADATA_TYPE):
         return row
     schema, key = schemas.decode_key(raw.key)
@@ -129,6 +133,14 @@ def decode_row(raw: Raw) -> dict[str, Any]:
             state_timestamp=value["current_state_timestamp"],
             members=[_member(m, value["protocol_type"]) for m in value["members"]],
         )
+    return row
+
+
+def _topic_row(row: dict[str, Any], raw: Raw) -> dict[str, Any]:
+    row["topic"] = schemas.decode_exact(schemas.TOPIC_KEY, raw.key)["name"]
+    if raw.value is not None:
+        value = schemas.decode_exact(schemas.TOPIC_VALUE, raw.value)
+        row.update(topic_id=str(value["topic_id"]), num_partitions=value["num_partitions"])
     return row
 
 

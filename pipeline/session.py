@@ -3,14 +3,20 @@
 SPARK_LOCAL_IP / spark.driver.host pinned to 127.0.0.1 for local runs (else Spark binds the
 external interface), PYSPARK_PYTHON = this interpreter (else workers start another Python), Java
 found on PATH or JAVA_HOME before Spark tries and fails with a Java stack trace.
+
+With `log_path` (the CLI) the JVM's stderr goes through `JvmStderr`: Spark's own log (and the
+stack traces of failed tasks) into that file, its console progress bar to the terminal, so a
+failure ends as the CLI's one line and not as pages of Java.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import sys
+import threading
 from typing import Any
 from urllib.parse import urlparse
 
@@ -42,26 +48,69 @@ def check_master(master: str) -> None:
             raise PipelineError(f"Spark master {master} unreachable: {exc.strerror or exc}") from None
 
 
-def start(master: str, app_name: str) -> Any:
+class JvmStderr:
+    """A pipe for the JVM's stderr: everything into `log_path`, Spark's progress bar to a terminal.
+
+    Spark's ConsoleProgressBar draws "\\r[Stage ...]" and clears with "\\r<spaces>\\r"; those pieces
+    are forwarded when our stderr is a terminal, every other byte only goes to the log file.
+    """
+
+    def __init__(self, log_path: str) -> None:
+        self.log_path = log_path
+        self.read_fd, self.write_fd = os.pipe()
+        self._log = open(log_path, "wb")  # noqa: SIM115 (closed by the pump thread at EOF)
+        self._tty = os.isatty(2)
+        self._thread = threading.Thread(target=self._pump, name="jvm-stderr", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        pending = b""
+        with self._log:
+            while chunk := os.read(self.read_fd, 65536):
+                self._log.write(chunk)
+                self._log.flush()
+                *pieces, pending = re.split(rb"[\r\n]", pending + chunk)
+                for piece in pieces:
+                    if self._tty and (piece.startswith(b"[Stage") or (piece and not piece.strip())):
+                        os.write(2, b"\r" + piece)
+        os.close(self.read_fd)
+
+    def launched(self) -> None:
+        """The JVM holds its own copy of the write end: ours closes, so its exit ends the pump."""
+        os.close(self.write_fd)
+
+
+def start(master: str, app_name: str, log_path: str | None = None) -> Any:
     find_java()
     check_master(master)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession  # late: importing pyspark costs seconds
+    from pyspark import SparkConf, SparkContext  # late: importing pyspark costs seconds
+    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
 
     from pipeline.source import register
 
-    spark = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
-        .config("spark.driver.bindAddress", os.environ["SPARK_LOCAL_IP"])
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "true")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
+    conf = (
+        SparkConf()
+        .setMaster(master)
+        .setAppName(app_name)
+        .set("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
+        .set("spark.driver.bindAddress", os.environ["SPARK_LOCAL_IP"])
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "true")
+        .set("spark.sql.shuffle.partitions", "4")
     )
-    spark.sparkContext.setLogLevel("ERROR")
+    gateway = None
+    if log_path is not None:
+        stderr = JvmStderr(log_path)
+        try:
+            gateway = launch_gateway(conf, popen_kwargs={"stderr": stderr.write_fd})  # type: ignore[no-untyped-call]  # unannotated in pyspark
+        finally:
+            stderr.launched()
+    context = SparkContext(conf=conf, gateway=gateway)
+    context.setLogLevel("ERROR")
+    spark = SparkSession(context)
     register(spark)
     return spark

@@ -46,6 +46,8 @@ ARROW_SCHEMA = pa.schema(
         ("leader", pa.string()),
         ("state_timestamp", pa.int64()),
         ("members", pa.list_(MEMBER)),
+        ("topic_id", pa.string()),
+        ("num_partitions", pa.int32()),
         ("tombstone", pa.bool_()),
         ("key", pa.binary()),
         ("value", pa.binary()),
@@ -58,7 +60,7 @@ SPARK_DDL = (
     "state_timestamp BIGINT, members ARRAY<STRUCT<member_id: STRING, instance_id: STRING, "
     "client_id: STRING, host: STRING, session_timeout: INT, rebalance_timeout: INT, "
     "topics: ARRAY<STRING>, assigned: ARRAY<STRUCT<topic: STRING, partitions: ARRAY<INT>>>>>, "
-    "tombstone BOOLEAN, key BINARY, value BINARY"
+    "topic_id STRING, num_partitions INT, tombstone BOOLEAN, key BINARY, value BINARY"
 )
 BATCH_ROWS = 50_000
 
@@ -105,5 +107,13 @@ class KcoordDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Make `kcoord` available as spark.read.format("kcoord"); `kcoord-topic` joins it later."""
+    """spark.read.format("kcoord") (the coordinator log) and format("kcoord-topic") (partition logs).
+
+    kcoord-topic pushes filters down, which Spark 4.1+ only offers a Python data source with
+    spark.sql.python.filterPushdown.enabled (else it refuses a reader that implements pushFilters).
+    """
+    from pipeline.topic_source import KcoordTopicDataSource
+
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(KcoordDataSource)
+    spark.dataSource.register(KcoordTopicDataSource)

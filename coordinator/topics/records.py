@@ -1,17 +1,28 @@
-"""Topic records: the registry's own durable record (storage record type 4, our schema).
+"""Topic records: the registry's own durable record (storage record type 4).
 
 Key   = INT16 version (0) + STRING name (INT16 length + UTF-8), like Kafka's record keys.
 Value = INT16 version + UUID topic_id (16 bytes) + INT32 num_partitions; None = topic deleted.
-Version 1 appends the topic's own configs (those set by CreateTopics / AlterConfigs, not defaults):
-INT32 count + count x (STRING name, STRING value). A topic without configs is written as version 0,
-so a directory without configs stays readable by a kcoord that predates them.
+Version 1 appends the topic's own configs (INT32 count, then STRING name and STRING value each);
+a topic without configs is written as version 0.
+The schemas (TOPIC_KEY, TOPIC_VALUE) live in protocol/messages/records.py next to the other
+coordinator-log records, so the pipeline decodes them without importing the coordinator.
 """
 
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass
+
+from protocol.errors import DecodeError
+from protocol.messages.records import (
+    TOPIC_CONFIGS_VERSION,
+    TOPIC_KEY,
+    TOPIC_RECORD_TYPE,
+    TOPIC_VALUE,
+    TOPIC_VERSION,
+    decode_exact,
+    encode_versioned,
+)
 
 __all__ = [
     "TOPIC_RECORD_TYPE",
@@ -22,14 +33,6 @@ __all__ = [
     "encode_topic_key",
     "encode_topic_value",
 ]
-
-TOPIC_RECORD_TYPE = 4
-_VERSION = 0
-_CONFIGS_VERSION = 1
-_KEY_HEAD = struct.Struct(">hH")
-_VALUE = struct.Struct(">h16si")
-_COUNT = struct.Struct(">i")
-_LENGTH = struct.Struct(">H")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,50 +56,28 @@ class TopicTombstone:
 
 
 def encode_topic_key(name: str) -> bytes:
-    raw = name.encode()
-    return _KEY_HEAD.pack(_VERSION, len(raw)) + raw
+    return encode_versioned(TOPIC_KEY, TOPIC_VERSION, {"name": name})
 
 
 def decode_topic_key(key: bytes) -> str:
-    version, length = _KEY_HEAD.unpack_from(key)
-    if version != _VERSION or len(key) != _KEY_HEAD.size + length:
-        raise ValueError(f"bad topic key (version {version}, {len(key)} bytes)")
-    return key[_KEY_HEAD.size :].decode()
+    try:
+        return str(decode_exact(TOPIC_KEY, key)["name"])
+    except DecodeError as exc:
+        raise ValueError(f"bad topic key ({len(key)} bytes): {exc}") from None
 
 
 def encode_topic_value(record: TopicRecord) -> bytes:
+    fields = {"topic_id": record.topic_id, "num_partitions": record.num_partitions}
     if not record.configs:
-        return _VALUE.pack(_VERSION, record.topic_id.bytes, record.num_partitions)
-    parts = [_VALUE.pack(_CONFIGS_VERSION, record.topic_id.bytes, record.num_partitions)]
-    parts.append(_COUNT.pack(len(record.configs)))
-    for key, val in record.configs:
-        for text in (key.encode(), val.encode()):
-            parts += (_LENGTH.pack(len(text)), text)
-    return b"".join(parts)
+        return encode_versioned(TOPIC_VALUE, TOPIC_VERSION, fields)
+    configs = [{"name": name, "value": value} for name, value in record.configs]
+    return encode_versioned(TOPIC_VALUE, TOPIC_CONFIGS_VERSION, fields | {"configs": configs})
 
 
 def decode_topic_value(name: str, value: bytes) -> TopicRecord:
-    if len(value) < _VALUE.size:
-        raise ValueError(f"bad topic value for {name!r} ({len(value)} bytes)")
-    version, topic_id, num_partitions = _VALUE.unpack_from(value)
-    if version == _VERSION and len(value) == _VALUE.size:
-        return TopicRecord(name, uuid.UUID(bytes=topic_id), num_partitions)
-    if version != _CONFIGS_VERSION:
-        raise ValueError(f"unknown topic value version {version} for {name!r} ({len(value)} bytes)")
     try:
-        (count,) = _COUNT.unpack_from(value, _VALUE.size)
-        pos = _VALUE.size + _COUNT.size
-        texts: list[str] = []
-        for _ in range(2 * count):
-            (length,) = _LENGTH.unpack_from(value, pos)
-            pos += _LENGTH.size
-            if pos + length > len(value):
-                raise ValueError("truncated")
-            texts.append(value[pos : pos + length].decode())
-            pos += length
-    except (struct.error, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"bad topic configs for {name!r}: {exc}") from None
-    if pos != len(value):
-        raise ValueError(f"bad topic value for {name!r}: {len(value) - pos} trailing bytes")
-    configs = tuple(zip(texts[0::2], texts[1::2], strict=True))
-    return TopicRecord(name, uuid.UUID(bytes=topic_id), num_partitions, configs)
+        fields = decode_exact(TOPIC_VALUE, value)
+    except DecodeError as exc:
+        raise ValueError(f"bad topic value for {name!r} ({len(value)} bytes): {exc}") from None
+    configs = tuple((str(c["name"]), str(c["value"])) for c in fields.get("configs", ()))
+    return TopicRecord(name, fields["topic_id"], fields["num_partitions"], configs)

@@ -4,6 +4,8 @@ common/message/{OffsetCommitKey,OffsetCommitValue,GroupMetadataKey,GroupMetadata
 Every key and value is an INT16 version followed by the struct. The *key* version tells the record
 type: 0 and 1 are an offset commit (identical layouts; Kafka writes 1), 2 is classic group metadata,
 3+ are KIP-848 / share-group records we do not read. Value v4 is the flexible form of v3.
+TopicKey / TopicValue are kcoord's own topic-registry record (storage record type 4, not a Kafka
+record), kept here so every reader of the coordinator log decodes it with the same schema.
 Writers: Kafka writes OffsetCommitValue v3 (v1 when the commit carried an explicit retention) and
 GroupMetadataValue v3.
 """
@@ -14,7 +16,7 @@ from typing import Any
 
 from protocol.errors import DecodeError
 from protocol.schema import Field, Schema, array, codec_for
-from protocol.types import BYTES, INT32, INT64, NULLABLE_STRING, STRING
+from protocol.types import BYTES, INT32, INT64, NULLABLE_STRING, STRING, UUID
 
 OFFSET_COMMIT_KEY = Schema(
     "OffsetCommitKey",
@@ -74,6 +76,25 @@ GROUP_METADATA_VALUE = Schema(
     ),
 )
 
+# kcoord's topic registry record (storage record type 4): the topic exists with num_partitions
+# partitions 0..n-1; a None value (tombstone) = the topic was deleted.
+# Value v1 adds the topic's own configs (set by CreateTopics / AlterConfigs; defaults are not stored).
+# Writers use v0 for a topic without configs, so such a directory stays readable by older readers.
+TOPIC_RECORD_TYPE = 4
+TOPIC_KEY = Schema("TopicKey", versions=range(0, 1), fields=(Field("name", STRING),))
+TOPIC_CONFIG = Schema("TopicConfig", fields=(Field("name", STRING), Field("value", STRING)))
+TOPIC_VALUE = Schema(
+    "TopicValue",
+    versions=range(0, 2),
+    fields=(
+        Field("topic_id", UUID),
+        Field("num_partitions", INT32),
+        Field("configs", array(TOPIC_CONFIG), since=1, default=()),
+    ),
+)
+TOPIC_VERSION = 0
+TOPIC_CONFIGS_VERSION = 1
+
 OFFSET_COMMIT_KEY_VERSION = 1  # what Kafka writes
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -109,6 +130,14 @@ def decode_value(schema: Schema, data: bytes) -> tuple[int, dict[str, Any]]:
     if schema.versions is None or version not in schema.versions:
         raise DecodeError(None, version, "version", f"{schema.name}: unknown version {version}")
     return version, dict(codec_for(schema, version).parse(bytes(data[_VERSION.size :])))
+
+
+def decode_exact(schema: Schema, data: bytes) -> dict[str, Any]:
+    """A key or value of `schema`, refusing an unknown version; the codec refuses trailing bytes."""
+    version = _read_version(data, schema.name)
+    if schema.versions is None or version not in schema.versions:
+        raise DecodeError(None, version, "version", f"{schema.name}: unknown version {version}")
+    return dict(codec_for(schema, version).parse(bytes(data[_VERSION.size :])))
 
 
 def _read_version(data: bytes, what: str) -> int:

@@ -1,13 +1,17 @@
-"""One local Spark session and one recorded data directory for every pipeline test.
+"""One local Spark session and the recorded data directories every pipeline test reads.
 
 The data directory is written by a real `kcoord serve` driven by real kafka-python consumers:
 rebalances as members join, a member killed (SIGKILL), commits, the server killed with SIGKILL and
-restarted, more commits, then a clean stop. Nothing in it is hand-built.
+restarted, more commits, then a clean stop. `produced` adds topic data: confluent-kafka producers
+(one per compression codec) write a topic, a consuming group commits after every poll, a slow group
+commits a fixed offset, more records arrive, and the server is killed with SIGKILL. Nothing in
+either is hand-built.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,11 +19,13 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import (
+    Producers,
     Workers,
     create_topic,
     partitions_of,
     unique,
     wait_for_split,
+    wait_until,
 )
 from tests.kcoord_process import KcoordServer
 
@@ -99,3 +105,72 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     finally:
         server.kill()
     return {"dir": data, "history": tmp / "history", "groups": groups, "offsets": restored, "tmp": tmp}
+
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+TOPIC_PARTITIONS = 3
+
+
+def _produce(factory: Producers, topic: str, count: int, codec: str) -> list[tuple[int, int, str, str]]:
+    producer = factory.spawn("confluent-kafka", topic, count, keys=7, compression=codec)
+    acked = producer.wait_finished(120)
+    assert not producer.failures and len(acked) == count, (producer.failures[:3], len(acked))
+    return acked
+
+
+def _ends(acked: list[tuple[int, int, str, str]]) -> dict[int, int]:
+    ends = {p: 0 for p in range(TOPIC_PARTITIONS)}
+    for partition, offset, _, _ in acked:
+        ends[partition] = max(ends[partition], offset + 1)
+    return ends
+
+
+@pytest.fixture(scope="session")
+def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """dir; topic; acked (partition, offset, key, value) of every record; ends (log end per partition)
+    before and after the second round; groups reader/slow; offsets per group as a restarted server
+    fetches them."""
+    tmp = tmp_path_factory.mktemp("produced")
+    server = KcoordServer(tmp / "data", "--group-min-session-timeout-ms", "1000", log_path=tmp / "server.log")
+    producers, workers = Producers(server, tmp), Workers(server, tmp)
+    topic, reader, slow = unique("topic-data"), unique("lag-reader"), unique("lag-slow")
+    try:
+        server.start()
+        create_topic(server.bootstrap, topic, TOPIC_PARTITIONS)
+        acked = [row for codec in CODECS for row in _produce(producers, topic, 120, codec)]
+        first_ends = _ends(acked)
+        consumer = workers.spawn("confluent-kafka", reader, [topic], consume=True)
+
+        def committed_all() -> bool:
+            done: dict[int, int] = {}
+            for event in consumer.events_named("committed"):
+                for _, p, o in event["offsets"]:
+                    done[p] = max(done.get(p, 0), o)
+            return all(done.get(p, 0) == end for p, end in first_ends.items())
+
+        wait_until(committed_all, 90, "the reading group to commit everything produced")
+        consumer.close()
+        laggard = workers.spawn("kafka-python", slow, [topic])
+        wait_for_split([laggard], partitions_of(topic, TOPIC_PARTITIONS))
+        laggard.commit([(topic, p, 3, "slow") for p in range(TOPIC_PARTITIONS)])
+        laggard.close()
+        time.sleep(0.05)  # the second round's CreateTimes are later than every commit above
+        acked += _produce(producers, topic, 90, "lz4")
+        server.kill()  # SIGKILL: the pipeline reads what recovery would find
+        server.start()
+        offsets = {group: offsets_of(server.bootstrap, group) for group in (reader, slow)}
+    finally:
+        producers.cleanup()
+        workers.cleanup()
+        server.kill()
+    return {
+        "dir": tmp / "data",
+        "topic": topic,
+        "acked": acked,
+        "first_ends": first_ends,
+        "ends": _ends(acked),
+        "reader": reader,
+        "slow": slow,
+        "offsets": offsets,
+        "tmp": tmp,
+    }

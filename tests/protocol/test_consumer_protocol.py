@@ -15,7 +15,6 @@ from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment as KpAssignment
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as KpSubscription
-from protocol.errors import DecodeError
 
 from protocol.consumer_protocol import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
@@ -25,6 +24,7 @@ from protocol.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from protocol.errors import DecodeError
 from tests.protocol.test_messages_roundtrip import assert_round_trip, message_strategy, present
 
 VERSIONS = range(4)

@@ -5,9 +5,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from protocol.errors import DecodeError
-from protocol.schema import Schema
 
+from protocol.errors import DecodeError
 from protocol.messages.records import (
     GROUP_METADATA_KEY,
     GROUP_METADATA_VALUE,
@@ -18,6 +17,7 @@ from protocol.messages.records import (
     decode_value,
     encode_versioned,
 )
+from protocol.schema import Schema
 from tests.protocol.test_messages_roundtrip import assert_round_trip, message_strategy
 
 RECORD_SCHEMAS = [OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE, GROUP_METADATA_KEY, GROUP_METADATA_VALUE]

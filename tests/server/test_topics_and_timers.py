@@ -101,3 +101,17 @@ def test_topic_record_with_configs_round_trips_and_without_stays_version_0() -> 
             decode_topic_value("t", value[:cut])
     with pytest.raises(ValueError):
         decode_topic_value("t", value + b"\x00")
+
+
+def test_topic_record_bytes_follow_the_documented_layout_and_bad_bytes_are_refused() -> None:
+    import uuid
+
+    topic_id = uuid.UUID(int=5)
+    assert encode_topic_key("ab") == b"\x00\x00\x00\x02ab"
+    value = encode_topic_value(TopicRecord("ab", topic_id, 3))
+    assert value == b"\x00\x00" + topic_id.bytes + b"\x00\x00\x00\x03"
+    for bad in (b"\x00", b"\x00\x01\x00\x02ab", b"\x00\x00\x00\x02abc", b"\x00\x00\x00\x05ab"):
+        with pytest.raises(ValueError):
+            decode_topic_key(bad)
+    with pytest.raises(ValueError):
+        decode_topic_value("ab", b"\x00\x00" + topic_id.bytes)

@@ -56,7 +56,9 @@ async def consume(consumer: AIOKafkaConsumer) -> None:
     if not positions:
         return
     try:
-        await consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in positions.items()})
+        await consumer.commit(
+            {TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in positions.items()}
+        )
     except Exception as exc:  # CommitFailedError during a rebalance: reported, the test decides
         report_commit(positions, exc)
         return

@@ -12,7 +12,8 @@ It reports on stdout, one JSON object per line:
 With the `consume` option the worker also reports what it reads and commits after every poll:
 
     {"event": "records", "records": [[topic, partition, offset, key], ...]}
-    {"event": "committed", "offsets": [[topic, partition, next_offset], ...]}  /  {"event": "commit_failed", ...}
+    {"event": "committed", "offsets": [[topic, partition, next_offset], ...]}
+    {"event": "commit_failed", ...}
 
 and reads commands on stdin, one JSON object per line:
 

@@ -58,7 +58,9 @@ def consume(consumer: KafkaConsumer) -> None:
     if not positions:
         return
     try:
-        consumer.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in positions.items()})
+        consumer.commit(
+            {TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in positions.items()}
+        )
     except Exception as exc:  # CommitFailedError during a rebalance: reported, the test decides
         report_commit(positions, exc)
         return
