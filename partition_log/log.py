@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import shutil
 import struct
 import time
@@ -27,6 +26,7 @@ from partition_log.segment import BatchInfo, Segment, segment_name
 from partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend, check_batch
 from protocol.errors import ErrorCode
 from protocol.record_batch import CRC_START, TIMESTAMP_TYPE_BIT, BatchHeader, iter_records, read_header
+from storage.files import FileOps
 
 __all__ = ["AppendResult", "PartitionLog", "ReadResult"]
 
@@ -328,16 +328,4 @@ class PartitionLog:
 
 
 def _write_checkpoint(directory: Path, offset: int) -> None:
-    tmp = directory / (LOG_START_FILE + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, _OFFSET.pack(offset))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, directory / LOG_START_FILE)
-    dfd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    FileOps().write_file_atomically(directory / LOG_START_FILE, _OFFSET.pack(offset))

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from protocol.record_batch import BATCH_HEADER, LOG_OVERHEAD, BatchHeader, batch_crc, read_header
+from storage.files import FileOps
 
 __all__ = ["BatchInfo", "CorruptSegment", "Segment", "segment_name"]
 
@@ -205,15 +206,9 @@ class Segment:
         offsets, times = self.index_files(interval_bytes)
         if not self.path.exists():  # deleted by retention meanwhile
             return
-        for path, data in ((self.index_path, offsets), (self.time_index_path, times)):
-            tmp = path.with_suffix(path.suffix + ".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
+        files = FileOps()  # the coordinator log's atomic write: tmp, fsync, rename, fsync the directory
+        files.write_file_atomically(self.index_path, offsets)
+        files.write_file_atomically(self.time_index_path, times)
 
     def become_sparse(self, interval_bytes: int) -> None:
         """Drop the dense index for the sparse one (the index files are on disk)."""
