@@ -13,7 +13,6 @@ import resource
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -24,7 +23,8 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.integration.producers import ProducerProcess
-from tests.kcoord_process import REPO, KcoordServer, api_versions_round_trip
+from tests.json_lines_process import JsonLinesProcess
+from tests.kcoord_process import KcoordServer, api_versions_round_trip
 
 CLIENTS = ("kafka-python", "confluent-kafka", "aiokafka")
 WORKER_MODULES = {
@@ -136,7 +136,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 # -- consumer workers ---------------------------------------------------------------------------------
 
 
-class Worker:
+class Worker(JsonLinesProcess):
     """One consumer in its own OS process, reporting JSON lines (see `workers/common.py`)."""
 
     _ids = itertools.count(1)
@@ -144,49 +144,19 @@ class Worker:
     def __init__(self, client: str, options: dict[str, Any], log_path: Path) -> None:
         self.client = client
         self.name = options["client_id"]
-        self.log_path = log_path
         self.events: list[dict[str, Any]] = []
         self.assignment: frozenset[Partition] = frozenset()
         self.assignment_changes = 0
-        self._cond = threading.Condition()
-        self._eof = False
-        self._log = log_path.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", WORKER_MODULES[client], json.dumps(options)],
-            cwd=REPO,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-        )
-        threading.Thread(target=self._pump, daemon=True).start()
+        super().__init__(WORKER_MODULES[client], options, log_path, stdin=True)
 
     def __repr__(self) -> str:
         return f"<{self.client} {self.name} pid={self.proc.pid}>"
 
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            event["at"] = time.monotonic()
-            with self._cond:
-                self.events.append(event)
-                if event["event"] == "assignment":
-                    self.assignment = frozenset((t, p) for t, p in event["partitions"])
-                    self.assignment_changes += 1
-                self._cond.notify_all()
-        with self._cond:
-            self._eof = True
-            self._cond.notify_all()
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stderr_tail(self, lines: int = 30) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+    def on_event(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+        if event["event"] == "assignment":
+            self.assignment = frozenset((t, p) for t, p in event["partitions"])
+            self.assignment_changes += 1
 
     def wait_event(
         self, predicate: Callable[[dict[str, Any]], bool], timeout: float, what: str
@@ -200,7 +170,7 @@ class Worker:
                         return event
                 seen = len(self.events)
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._eof:
+                if remaining <= 0 or self.eof:
                     raise AssertionError(
                         f"{self}: no event {what} within {timeout:.1f}s (alive={self.alive()}); "
                         f"last events {self.events[-5:]}\nstderr:\n{self.stderr_tail()}"

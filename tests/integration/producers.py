@@ -2,61 +2,37 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from tests.kcoord_process import REPO
+from tests.json_lines_process import JsonLinesProcess
 
 __all__ = ["Ack", "ProducerProcess"]
 
 Ack = tuple[int, int, str, str]  # partition, offset, key, value
 
 
-class ProducerProcess:
+class ProducerProcess(JsonLinesProcess):
     """One producer in its own OS process; acknowledgements arrive as they are reported."""
 
     def __init__(self, options: dict[str, Any], log_path: Path) -> None:
         self.options = options
-        self.log_path = log_path
         self.acked: list[Ack] = []
         self.failures: list[dict[str, Any]] = []
         self.finished: dict[str, Any] | None = None
-        self._cond = threading.Condition()
-        self._log = log_path.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.workers.producer", json.dumps(options)],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-        )
-        threading.Thread(target=self._pump, daemon=True).start()
+        super().__init__("tests.integration.workers.producer", options, log_path)
 
     def __repr__(self) -> str:
         return f"<{self.options['client']} producer pid={self.proc.pid}>"
 
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            with self._cond:
-                if event["event"] == "acked":
-                    self.acked.extend(tuple(r) for r in event["records"])  # type: ignore[misc]
-                elif event["event"] == "failed":
-                    self.failures.append(event)
-                elif event["event"] == "finished":
-                    self.finished = event
-                self._cond.notify_all()
-        with self._cond:
-            self._cond.notify_all()
+    def on_event(self, event: dict[str, Any]) -> None:
+        if event["event"] == "acked":
+            self.acked.extend(tuple(r) for r in event["records"])  # type: ignore[misc]
+        elif event["event"] == "failed":
+            self.failures.append(event)
+        elif event["event"] == "finished":
+            self.finished = event
 
     def acked_count(self) -> int:
         with self._cond:
