@@ -353,18 +353,6 @@ def raise_open_files_limit() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-# kafka-python 3.0.12 can drop a finished join when it outlived the poll timeout and then never
-# heartbeats again (client-side; FINDINGS.md). The worker's long poll avoids it; one rerun covers
-# what a heavily loaded machine may still provoke.
-KAFKA_PYTHON_RERUNS = 1
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "kafka-python" in item.nodeid or "mixed_clients" in item.nodeid:
-            item.add_marker(pytest.mark.flaky(reruns=KAFKA_PYTHON_RERUNS))
-
-
 # -- producers ------------------------------------------------------------------------------------------
 
 
