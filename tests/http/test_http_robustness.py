@@ -29,11 +29,10 @@ GARBAGE = (
 
 
 def _send(port: int, data: bytes) -> None:
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        with contextlib.suppress(OSError):
-            sock.sendall(data)
-            sock.settimeout(2)
-            sock.recv(65536)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock, contextlib.suppress(OSError):
+        sock.sendall(data)
+        sock.settimeout(2)
+        sock.recv(65536)
 
 
 def test_garbage_and_slow_http_clients_disturb_neither_endpoint(server: KcoordServer, http: Http) -> None:
