@@ -21,10 +21,13 @@ from typing import Any
 
 import storage
 from coordinator.config import Config, HostPort
+from coordinator.group_views import group_lags
 from coordinator.groups.manager import GroupManager
+from coordinator.http import HttpEndpoint, Observed
+from coordinator.metrics import MetricsSource, TimedFileOps
 from coordinator.persistence import Replayer, StorageRecordLog, storage_config
 from coordinator.producer_ids import ProducerIds
-from coordinator.server.apis import served_versions
+from coordinator.server.apis import HANDLERS, served_versions
 from coordinator.server.connection import Connection
 from coordinator.server.context import DelayedResponses, ServerContext
 from coordinator.server.timers import AsyncioTimers, SystemClock
@@ -50,6 +53,9 @@ class App:
         self._data: TopicData | None = None
         self.ctx: ServerContext | None = None
         self.bound: HostPort | None = None
+        # The HTTP endpoint and what it counts: only with --http-listen (no cost on requests otherwise).
+        self.metrics = MetricsSource() if config.http_listen is not None else None
+        self.http: HttpEndpoint | None = None
 
     async def startup(self) -> None:
         """Recover storage into memory, then bind the listener (in that order)."""
@@ -61,7 +67,14 @@ class App:
         producer_ids = ProducerIds(record_log)
         replayer = Replayer(manager, topics, producer_ids)
         started = time.monotonic()
-        self._log = await storage.Log.open(self.config.data_dir, storage_config(self.config), replayer.apply)
+        ops = None
+        if self.metrics is not None:
+            ops = TimedFileOps(self.metrics.fsync_seconds)
+            record_log.append_seconds = self.metrics.append_seconds
+            manager.observe_transitions(self.metrics.events)
+        self._log = await storage.Log.open(
+            self.config.data_dir, storage_config(self.config), replayer.apply, ops=ops
+        )
         record_log.attach(self._log)
         replayer.finish()
         manager.on_loaded()
@@ -83,6 +96,25 @@ class App:
             time.monotonic() - started,
         )
         await self._bind(loop, manager, topics, producer_ids)
+        await self._start_http()
+
+    async def _start_http(self) -> None:
+        """After recovery and the Kafka listener: /readyz means recovered and listening."""
+        if self.metrics is None or self.config.http_listen is None:
+            return
+        assert self.ctx is not None and self._data is not None
+        ctx, data, metrics, log_ = self.ctx, self._data, self.metrics, self._log
+        metrics.groups = ctx.manager.all_groups
+        metrics.lags = lambda group: group_lags(ctx.manager, data, group, TopicData.now_ms())
+        metrics.connections = lambda: len(self.connections)
+        metrics.log_bytes = lambda: (
+            sum(segment.size for segment in log_.segments),
+            sum(s.size for p in data.logs.partitions() for s in p.segments),
+        )
+        metrics.compactions = lambda: int(log_.compactions)
+        observed = Observed(ctx, metrics, self.config.enable_test_controls, self.config.metrics_max_groups)
+        self.http = HttpEndpoint(observed)
+        await self.http.start(self.config.http_listen)
 
     async def _bind(
         self,
@@ -117,6 +149,8 @@ class App:
             advertised=advertised,
             delayed=DelayedResponses(loop),
             served=served_versions(dict(SERVED_VERSIONS)),
+            handlers=dict(HANDLERS),
+            stats=None if self.metrics is None else self.metrics.requests,
         )
         await self._server.start_serving()
         log.info(
@@ -132,6 +166,11 @@ class App:
         ctx = self.ctx
         if self._server is not None:
             self._server.close()
+        if ctx is not None:
+            ctx.shutting_down = True  # /readyz answers 503 from here on
+        http, self.http = self.http, None
+        if http is not None:
+            await http.stop()
         if ctx is not None:
             ctx.shutting_down = True
             for conn in list(self.connections):

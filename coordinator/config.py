@@ -61,6 +61,12 @@ class Config:
     # How long shutdown waits for in-flight requests (parked joins are answered at once).
     shutdown_timeout_s: float = 10.0
     cluster_id: str = "kcoord"
+    # The HTTP endpoint (/metrics, /healthz, /readyz, /v1/groups): off unless an address is given.
+    http_listen: HostPort | None = None
+    # /v1/test/* (force a rebalance, expire a member, inject errors and latency): off by default.
+    enable_test_controls: bool = False
+    # Per-group series in /metrics: at most this many groups (the largest total lag first).
+    metrics_max_groups: int = 100
 
     def group_config(self) -> GroupConfig:
         """The subset the pure group logic needs."""
@@ -149,6 +155,12 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--fsync", parse_fsync, "always|interval[:<ms>]|never (unsafe), default always"),
     ("--log-level", parse_log_level, "DEBUG|INFO|WARNING|ERROR, default INFO"),
     ("--log-format", parse_log_format, "text|json, default text"),
+    ("--http-listen", parse_host_port, "host:port of the HTTP endpoint (/metrics, /v1/groups), default off"),
+    ("--metrics-max-groups", _non_negative_int, "groups with per-group series in /metrics, default 100"),
+)
+# Switches without a value (`--enable-test-controls`); the env var takes true/false.
+_SWITCHES: tuple[tuple[str, str], ...] = (
+    ("--enable-test-controls", "serve /v1/test/* (rebalance, expire, inject errors); default off"),
 )
 _METAVARS: dict[object, str] = {
     parse_host_port: "HOST:PORT",
@@ -177,13 +189,19 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
             metavar=metavar,
             help=f"{help_text} [env {env}]",
         )
+    for flag, help_text in _SWITCHES:
+        env = ENV_PREFIX + _field_name(flag).upper()
+        parser.add_argument(
+            flag, action="store_const", const=True, default=None, help=f"{help_text} [env {env}]"
+        )
 
 
 def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Config:
     """Build the `Config`: flag if given, else `KCOORD_<NAME>` if set, else the Kafka default."""
     env = os.environ if env is None else env
     values: dict[str, object] = {}
-    for flag, parse, _ in _OPTIONS:
+    options = (*_OPTIONS, *((flag, _parse_bool, help_text) for flag, help_text in _SWITCHES))
+    for flag, parse, _ in options:
         name = _field_name(flag)
         value = getattr(args, name, None)
         if value is None and (raw := env.get(ENV_PREFIX + name.upper())) not in (None, ""):
@@ -193,7 +211,10 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = N
                 raise SystemExit(f"kcoord: bad {ENV_PREFIX + name.upper()}={raw!r}: {exc}") from None
         if value is not None:
             values[name] = value
-    return dataclasses.replace(Config(), **values)  # type: ignore[arg-type]
+    config = dataclasses.replace(Config(), **values)  # type: ignore[arg-type]
+    if config.enable_test_controls and config.http_listen is None:
+        raise SystemExit("kcoord: --enable-test-controls needs --http-listen (the controls are HTTP calls)")
+    return config
 
 
 def parse_serve_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Config:

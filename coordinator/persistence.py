@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -318,10 +319,12 @@ class StorageRecordLog:
     acknowledged before it is durable.
     """
 
-    __slots__ = ("_log",)
+    __slots__ = ("_log", "append_seconds")
 
     def __init__(self) -> None:
         self._log: Any = None
+        # A histogram with `observe(seconds)` (coordinator.metrics) when metrics are on.
+        self.append_seconds: Any = None
 
     def attach(self, log_: Any) -> None:
         self._log = log_
@@ -335,7 +338,16 @@ class StorageRecordLog:
         except storage.StorageError as exc:  # closed or failed log: report, never raise into the caller
             on_done(exc)
             return
-        future.add_done_callback(lambda f: on_done(_outcome(f)))
+        if (histogram := self.append_seconds) is None:
+            future.add_done_callback(lambda f: on_done(_outcome(f)))
+            return
+        started = time.perf_counter()
+
+        def timed(f: asyncio.Future[int]) -> None:
+            histogram.observe(time.perf_counter() - started)
+            on_done(_outcome(f))
+
+        future.add_done_callback(timed)
 
 
 def _outcome(future: asyncio.Future[int]) -> BaseException | None:

@@ -66,6 +66,7 @@ class Log:
         self._dirty = False
         self._records_since_snapshot = state.records
         self._compaction: asyncio.Task[None] | None = None
+        self.compactions = 0  # passes run since open (metrics)
         self._next_compaction_check = 0.0
         self._fd = self._open_active()
         self._writer = asyncio.get_running_loop().create_task(self._run(), name="storage-writer")
@@ -315,6 +316,7 @@ class Log:
             entry = self.keydir.get(key)
             if entry is not None and entry.lsn == lsn:
                 del self.keydir[key]
+        self.compactions += 1
         log.info("compaction freed %d bytes over %d sealed segments", freed, len(sealed))
         return freed
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.groups.admin import AdminHandler
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig, RequestMeta
+from coordinator.groups.controls import GroupControls
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.join import JoinHandler, JoinRequest
@@ -38,7 +39,7 @@ from coordinator.groups.records import (
     OffsetTombstone,
 )
 from coordinator.groups.retention import Retention
-from coordinator.groups.runtime import Phase, Runtime
+from coordinator.groups.runtime import Phase, Runtime, TransitionObserver
 from coordinator.groups.sync import SyncHandler
 from coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
 
@@ -89,6 +90,9 @@ class GroupManager:
         self._offsets = OffsetHandler(self._rt, self._rb, self.apply)
         self._admin = AdminHandler(self._rt, self._rb, self._offsets)
         self._retention = Retention(self._rt, self._rb, self.apply)
+        self.controls = GroupControls(self._rt, self._rb)
+        """Test controls (force a rebalance, expire a member, change settings): the server exposes
+        them only with --enable-test-controls."""
 
     # -- lifecycle --------------------------------------------------------------------------------
     def apply(self, record: LogRecord) -> None:
@@ -204,6 +208,19 @@ class GroupManager:
             )
             for g in rt.groups.values()
         ]
+
+    def observe_transitions(self, observer: TransitionObserver | None) -> None:
+        """Tell `observer` about every state transition from now on (metrics)."""
+        self._rt.observer = observer
+
+    @property
+    def config(self) -> GroupConfig:
+        """The settings in force (test controls may change some at runtime)."""
+        return self._rt.config
+
+    def all_groups(self) -> list[Group]:
+        """The live Group objects (read them, never mutate them): metrics and the HTTP inspector."""
+        return list(self._rt.groups.values())
 
     def group(self, group_id: str) -> Group | None:
         """The live Group object (read it, never mutate it): tests and debugging."""

@@ -119,7 +119,7 @@ class Rebalancer:
             )
         else:
             self._schedule_join_timeout(group)
-        group.transition_to(PREPARING, self.rt.now_ms(), reason)
+        self.rt.transition(group, PREPARING, reason)
         if not initial:
             self.maybe_complete_join(group)
 
@@ -164,16 +164,15 @@ class Rebalancer:
             return
         group.generation_id += 1
         group.pending_sync_members.clear()
-        now = self.rt.now_ms()
         if not group.members:
             group.protocol_name = None
             group.recompute_subscriptions()
-            group.transition_to(EMPTY, now)
+            self.rt.transition(group, EMPTY)
             self._append_logged(group, [group.to_record()])
             return
         group.protocol_name = group.select_protocol()
         group.recompute_subscriptions()
-        group.transition_to(COMPLETING, now)
+        self.rt.transition(group, COMPLETING)
         self._answer_joins(group)
 
     def _answer_joins(self, group: Group) -> None:
@@ -269,6 +268,6 @@ class Rebalancer:
         """Any -> Dead: cancel its timers and forget it (the caller writes the tombstones)."""
         self.cancel_group_timers(group)
         self.fail_parked(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        group.transition_to(GroupState.DEAD, self.rt.now_ms())
+        self.rt.transition(group, GroupState.DEAD)
         if self.rt.groups.get(group.group_id) is group:
             del self.rt.groups[group.group_id]

@@ -5,19 +5,26 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.offsets import OffsetStore
+from coordinator.groups.state import GroupState
 from coordinator.groups.timers import KeyedTimers
 
 if TYPE_CHECKING:  # a runtime import would be circular: coordinator.ports imports groups.records
     from coordinator.ports import RecordLog
 
-__all__ = ["Phase", "Runtime"]
+__all__ = ["Phase", "Runtime", "TransitionObserver"]
+
+
+class TransitionObserver(Protocol):
+    """Told about every state transition after it happened (metrics); must not change any group."""
+
+    def on_transition(self, group: Group, previous: GroupState, reason: str, now_ms: int) -> None: ...
 
 
 class Phase(enum.Enum):
@@ -49,6 +56,15 @@ class Runtime:
         self.offsets = OffsetStore()
         self.phase = Phase.LOADING
         self._new_uuid = new_uuid or _uuid4
+        self.observer: TransitionObserver | None = None
+
+    def transition(self, group: Group, new: GroupState, reason: str = "") -> None:
+        """`group.transition_to(new)` at the clock's now, then tell the observer (if any)."""
+        now = self.clock.now_ms()
+        previous = group.state
+        group.transition_to(new, now, reason)
+        if self.observer is not None:
+            self.observer.on_transition(group, previous, reason, now)
 
     def now_ms(self) -> int:
         return self.clock.now_ms()

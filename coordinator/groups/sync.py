@@ -95,7 +95,7 @@ class SyncHandler:
                 self.rb.maybe_prepare_rebalance(group, "failed to persist the group assignment")
                 return
             self.rb.set_and_propagate_assignment(group, assignments)
-            group.transition_to(GroupState.STABLE, self.rt.now_ms())
+            self.rt.transition(group, GroupState.STABLE)
 
         self.rt.log.append([group.to_record(assignments)], on_done)
 

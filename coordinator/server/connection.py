@@ -15,11 +15,12 @@ import asyncio
 import collections
 import logging
 import struct
+import time
 from typing import cast
 
 from coordinator.groups.config import RequestMeta
 from coordinator.server.apis import HANDLERS, api_versions, produce
-from coordinator.server.context import ServerContext
+from coordinator.server.context import Respond, ServerContext
 from protocol.errors import DecodeError, UnsupportedVersion
 from protocol.frames import FrameSplitter, FrameTooLarge, decode_request, encode_response
 
@@ -37,7 +38,7 @@ _RESUME_BELOW = MAX_IN_FLIGHT // 2
 class _Slot:
     """The place of one response in the connection's FIFO; `respond` fills it (once)."""
 
-    __slots__ = ("api_key", "api_version", "conn", "correlation_id", "frame")
+    __slots__ = ("api_key", "api_version", "conn", "correlation_id", "frame", "received")
 
     def __init__(self, conn: Connection, api_key: int, api_version: int, correlation_id: int) -> None:
         self.conn = conn
@@ -45,6 +46,7 @@ class _Slot:
         self.api_version = api_version
         self.correlation_id = correlation_id
         self.frame: bytes | None = None
+        self.received = 0.0  # perf_counter() at receipt, set only when metrics are on
 
     def respond(self, body: dict[str, object]) -> None:
         if self.frame is not None:
@@ -55,6 +57,8 @@ class _Slot:
         conn = self.conn
         if conn._closed:
             return
+        if (stats := conn._ctx.stats) is not None:
+            stats.observe(self.api_key, self.api_version, time.perf_counter() - self.received, body)
         try:
             self.frame = encode_response(self.api_key, self.api_version, self.correlation_id, body)
         except Exception:
@@ -75,6 +79,7 @@ class Connection(asyncio.Protocol):
 
     def __init__(self, ctx: ServerContext, connections: set[Connection]) -> None:
         self._ctx = ctx
+        self._handlers = ctx.handlers or HANDLERS  # the same dict object: test controls swap entries
         self._connections = connections
         self._splitter = FrameSplitter(ctx.config.socket_request_max_bytes)
         self._slots: collections.deque[_Slot] = collections.deque()
@@ -147,7 +152,7 @@ class Connection(asyncio.Protocol):
                 return
             self._enqueue_frame(frame)
             return
-        handler = HANDLERS.get(api_key)
+        handler = self._handlers.get(api_key)
         served = self._ctx.served.get(api_key)
         if handler is None or served is None or not served[0] <= api_version <= served[1]:
             # Kafka fails request parsing and closes the connection (§1.6 point 5).
@@ -169,11 +174,9 @@ class Connection(asyncio.Protocol):
                 self._peer,
             )
         if api_key == produce.API_KEY and not produce.wants_response(body):
-            respond = _discard  # Produce with acks=0: Kafka sends no response at all
+            respond: Respond = _discard  # Produce with acks=0: Kafka sends no response at all
         else:
-            slot = _Slot(self, api_key, api_version, correlation_id)
-            self._slots.append(slot)
-            respond = slot.respond
+            respond = self._new_slot(api_key, api_version, correlation_id)
         try:
             handler(self._ctx, body, meta, respond)
         except Exception:
@@ -184,6 +187,13 @@ class Connection(asyncio.Protocol):
             return
         if len(self._slots) >= MAX_IN_FLIGHT:
             self._update_reading()
+
+    def _new_slot(self, api_key: int, api_version: int, correlation_id: int) -> Respond:
+        slot = _Slot(self, api_key, api_version, correlation_id)
+        if self._ctx.stats is not None:
+            slot.received = time.perf_counter()
+        self._slots.append(slot)
+        return slot.respond
 
     def _enqueue_frame(self, frame: bytes) -> None:
         slot = _Slot(self, api_versions.API_KEY, 0, 0)

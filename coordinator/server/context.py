@@ -6,7 +6,7 @@ import asyncio
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.config import Config, HostPort
 from coordinator.groups.config import RequestMeta
@@ -14,6 +14,9 @@ from coordinator.groups.manager import GroupManager
 from coordinator.producer_ids import ProducerIds
 from coordinator.topics import TopicRegistry
 from coordinator.topics.data import TopicData
+
+if TYPE_CHECKING:
+    from coordinator.metrics import RequestStats
 
 __all__ = ["DelayedResponses", "Handler", "Request", "Respond", "ServerContext"]
 
@@ -74,6 +77,11 @@ class ServerContext:
     shutting_down: bool = False
     # Cached encoded ApiVersions frames (version -> frame with correlation id 0).
     api_versions_frames: dict[int, bytes] = field(default_factory=dict)
+    # -- observability (coordinator/http.py): both stay empty/None unless --http-listen is given --
+    # api key -> handler; empty = `apis.HANDLERS`. Test controls swap entries to inject faults.
+    handlers: dict[int, Handler] = field(default_factory=dict)
+    # Counted once per answered request when metrics are on.
+    stats: RequestStats | None = None
 
     @property
     def node_id(self) -> int:

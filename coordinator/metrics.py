@@ -1,0 +1,369 @@
+"""Prometheus metrics: cheap counting on the request path, everything else computed at scrape time.
+
+The request path only bumps plain ints and lists (`RequestStats`, `GroupEvents`, `Histogram`): no
+prometheus_client object, no lock, no label lookup per request. `KcoordCollector` turns those counts and
+the live state (groups, offsets, partition logs, connections) into metric families when /metrics is
+scraped. Per-group series are capped at `metrics_max_groups` groups, largest total lag first (see the
+README's metrics table).
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+
+import storage
+from coordinator.groups.group import Group
+from coordinator.groups.state import GroupState
+from partition_log import PartitionLog
+
+__all__ = [
+    "API_NAMES",
+    "GroupEvents",
+    "Histogram",
+    "KcoordCollector",
+    "RequestStats",
+    "TimedFileOps",
+    "partition_lag",
+    "rebalance_reason_label",
+]
+
+# Request latency and wait buckets (seconds): parked JoinGroups wait up to the rebalance timeout.
+LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                   2.5, 5, 10, 30, 60, 300)  # fmt: skip
+STORAGE_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                   0.5, 1, 2.5)  # fmt: skip
+REBALANCE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+
+API_NAMES: dict[int, str] = {
+    0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
+    10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
+    15: "DescribeGroups", 16: "ListGroups", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
+    21: "DeleteRecords", 22: "InitProducerId", 37: "CreatePartitions", 42: "DeleteGroups",
+    47: "OffsetDelete",
+}  # fmt: skip
+JOIN_GROUP, HEARTBEAT, SYNC_GROUP, OFFSET_COMMIT = 11, 12, 14, 8
+
+
+class Histogram:
+    """Bucket counts in a plain list: `observe` is one bisect and two additions."""
+
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1  # Prometheus buckets are `le`
+        self.total += value
+
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def merge(self, other: Histogram) -> None:
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
+        self.total += other.total
+
+    def cumulative(self) -> list[tuple[str, float]]:
+        """[(le, cumulative count)] ending with +Inf, as HistogramMetricFamily takes them."""
+        out, running = [], 0
+        for bound, count in zip((*map(str, self.bounds), "+Inf"), self.counts, strict=True):
+            running += count
+            out.append((bound, float(running)))
+        return out
+
+
+class RequestStats:
+    """Answered requests by (api key, version): latency histogram, and errors by (api key, code)."""
+
+    __slots__ = ("errors", "latency")
+
+    def __init__(self) -> None:
+        self.latency: dict[tuple[int, int], Histogram] = {}
+        self.errors: dict[tuple[int, int], int] = {}
+
+    def observe(self, api_key: int, api_version: int, seconds: float, body: dict[str, Any]) -> None:
+        """One answered request (called from the connection when its response is ready)."""
+        histogram = self.latency.get((api_key, api_version))
+        if histogram is None:
+            histogram = self.latency[(api_key, api_version)] = Histogram(LATENCY_BUCKETS)
+        histogram.observe(seconds)
+        code = body.get("error_code")
+        if code:
+            self.errors[(api_key, code)] = self.errors.get((api_key, code), 0) + 1
+        elif api_key == OFFSET_COMMIT:  # OffsetCommit reports errors per partition only
+            for topic in body.get("topics") or ():
+                for partition in topic.get("partitions") or ():
+                    if code := partition.get("error_code"):
+                        self.errors[(api_key, code)] = self.errors.get((api_key, code), 0) + 1
+
+    def of_api(self, api_key: int) -> Histogram:
+        """One API's latency over all its versions."""
+        merged = Histogram(LATENCY_BUCKETS)
+        for (key, _), histogram in list(self.latency.items()):
+            if key == api_key:
+                merged.merge(histogram)
+        return merged
+
+
+# Rebalance reasons are free text with member ids in them: map them to a bounded set of labels.
+# Ordered: the first pattern found in the reason wins. The texts are the group logic's own
+# (coordinator/groups/join.py, membership.py, rebalance.py, static.py, sync.py, controls.py).
+_REASON_LABELS = (
+    ("test control", "test_control"),
+    ("adding new member", "new_member"),
+    ("rejoined in", "member_rejoined"),
+    ("left the group", "member_left"),
+    ("session expired", "session_expired"),
+    ("pending sync expiration", "sync_timeout"),
+    ("static member", "static_member"),
+    ("over capacity", "over_capacity"),
+    ("failed to persist", "storage_failure"),
+)
+
+
+def rebalance_reason_label(reason: str) -> str:
+    for pattern, label in _REASON_LABELS:
+        if pattern in reason:
+            return label
+    return "other"
+
+
+class GroupEvents:
+    """The group manager's transition observer: rebalances by reason, PreparingRebalance -> Stable time."""
+
+    def __init__(self) -> None:
+        self.rebalances: dict[str, int] = {}
+        self.rebalance_seconds = Histogram(REBALANCE_BUCKETS)
+        self._started_ms: dict[str, int] = {}
+
+    def on_transition(self, group: Group, previous: GroupState, reason: str, now_ms: int) -> None:
+        state = group.state
+        if state is GroupState.PREPARING_REBALANCE:
+            label = rebalance_reason_label(reason)
+            self.rebalances[label] = self.rebalances.get(label, 0) + 1
+            # A rebalance restarted from CompletingRebalance keeps its start: one rebalance, one duration.
+            self._started_ms.setdefault(group.group_id, now_ms)
+        elif state is GroupState.STABLE:
+            started = self._started_ms.pop(group.group_id, None)
+            if started is not None:
+                self.rebalance_seconds.observe(max(now_ms - started, 0) / 1000)
+        elif state in (GroupState.EMPTY, GroupState.DEAD):
+            self._started_ms.pop(group.group_id, None)
+
+
+class TimedFileOps(storage.FileOps):
+    """The coordinator log's file operations, timing each fsync (it runs on the writer's thread)."""
+
+    def __init__(self, fsync_seconds: Histogram) -> None:
+        super().__init__()
+        self._fsync_seconds = fsync_seconds
+
+    def fsync(self, fd: int) -> None:
+        started = time.perf_counter()
+        super().fsync(fd)
+        self._fsync_seconds.observe(time.perf_counter() - started)
+
+
+@dataclass(frozen=True, slots=True)
+class Lag:
+    log_end_offset: int
+    offsets: int
+    seconds: float
+
+
+def partition_lag(log: PartitionLog | None, committed: int, now_ms: int) -> Lag | None:
+    """Lag of a committed offset behind the partition's high watermark (what a consumer can read).
+
+    Seconds: now minus the timestamp of the batch holding the first record not yet consumed (its max
+    timestamp: batch granularity, CreateTime unless the topic uses LogAppendTime); 0 when caught up.
+    """
+    if log is None:
+        return None
+    end = log.high_watermark
+    position = max(committed, log.log_start_offset)
+    if position >= end:
+        return Lag(end, max(end - committed, 0), 0.0)
+    timestamp = _batch_timestamp(log, position)
+    seconds = max(now_ms - timestamp, 0) / 1000 if timestamp >= 0 else 0.0
+    return Lag(end, end - committed, seconds)
+
+
+def _batch_timestamp(log: PartitionLog, offset: int) -> int:
+    for segment in reversed(log.segments):
+        if segment.base_offset <= offset and segment.last_offsets:
+            index = bisect.bisect_left(segment.last_offsets, offset)
+            if index < len(segment.last_offsets):
+                return int(segment.max_timestamps[index])
+    return -1
+
+
+LagSource = Callable[[Group], dict[tuple[str, int], tuple[int, Lag | None]]]
+
+
+class KcoordCollector(Collector):
+    """Reads the server's state when /metrics is scraped."""
+
+    def __init__(self, source: MetricsSource, max_groups: int) -> None:
+        self._source = source
+        self._max_groups = max_groups
+
+    def collect(self) -> Iterator[Any]:
+        src = self._source
+        yield from self._group_metrics(src.groups(), src.lags)
+        yield from self._request_metrics(src.requests)
+        yield from self._rebalance_metrics(src.events)
+        yield from self._server_metrics(src)
+
+    def _group_metrics(self, groups: list[Group], lags: LagSource) -> Iterator[Any]:
+        by_state = GaugeMetricFamily("kcoord_groups", "Groups by state", labels=["state"])
+        counts = {state.value: 0 for state in GroupState if state is not GroupState.DEAD}
+        for group in groups:
+            counts[group.state.value] = counts.get(group.state.value, 0) + 1
+        for state, count in counts.items():
+            by_state.add_metric([state], count)
+        yield by_state
+        yield GaugeMetricFamily(
+            "kcoord_members", "Members of all groups", value=sum(len(g.members) for g in groups)
+        )
+        ranked = sorted(((g, lags(g)) for g in groups), key=lambda gl: (-_total_lag(gl[1]), gl[0].group_id))
+        shown, omitted = ranked[: self._max_groups], len(ranked) - min(len(ranked), self._max_groups)
+        yield from _per_group(shown)
+        yield GaugeMetricFamily(
+            "kcoord_metrics_groups_omitted",
+            "Groups left out of the per-group series (--metrics-max-groups)",
+            value=omitted,
+        )
+
+    def _request_metrics(self, stats: RequestStats) -> Iterator[Any]:
+        total = CounterMetricFamily("kcoord_requests", "Answered requests", labels=["api", "version"])
+        latency = HistogramMetricFamily(
+            "kcoord_request_latency_seconds", "Receipt to response ready", labels=["api", "version"]
+        )
+        for (api_key, version), histogram in sorted(list(stats.latency.items())):
+            labels = [API_NAMES.get(api_key, str(api_key)), str(version)]
+            total.add_metric(labels, histogram.count())
+            latency.add_metric(labels, histogram.cumulative(), histogram.total)
+        yield total
+        yield latency
+        errors = CounterMetricFamily("kcoord_errors", "Error codes answered", labels=["api", "error"])
+        for (api_key, code), count in sorted(list(stats.errors.items())):
+            errors.add_metric([API_NAMES.get(api_key, str(api_key)), _error_name(code)], count)
+        yield errors
+        yield CounterMetricFamily(
+            "kcoord_heartbeats", "Heartbeats answered", value=stats.of_api(HEARTBEAT).count()
+        )
+        yield CounterMetricFamily(
+            "kcoord_offset_commits",
+            "OffsetCommit requests answered",
+            value=stats.of_api(OFFSET_COMMIT).count(),
+        )
+        for name, api_key, what in (("join", JOIN_GROUP, "JoinGroup"), ("sync", SYNC_GROUP, "SyncGroup")):
+            merged = stats.of_api(api_key)
+            family = HistogramMetricFamily(
+                f"kcoord_{name}_wait_seconds", f"{what} receipt to answer (parked time)"
+            )
+            family.add_metric([], merged.cumulative(), merged.total)
+            yield family
+
+    def _rebalance_metrics(self, events: GroupEvents) -> Iterator[Any]:
+        rebalances = CounterMetricFamily("kcoord_rebalances", "Rebalances started", labels=["reason"])
+        for reason, count in sorted(list(events.rebalances.items())):
+            rebalances.add_metric([reason], count)
+        yield rebalances
+        duration = HistogramMetricFamily("kcoord_rebalance_duration_seconds", "PreparingRebalance to Stable")
+        duration.add_metric([], events.rebalance_seconds.cumulative(), events.rebalance_seconds.total)
+        yield duration
+
+    def _server_metrics(self, src: MetricsSource) -> Iterator[Any]:
+        yield GaugeMetricFamily("kcoord_open_connections", "Open Kafka connections", value=src.connections())
+        for name, help_text, histogram in (
+            (
+                "kcoord_storage_append_latency_seconds",
+                "Coordinator log append to durable",
+                src.append_seconds,
+            ),
+            ("kcoord_storage_fsync_latency_seconds", "Coordinator log fsync", src.fsync_seconds),
+        ):
+            family = HistogramMetricFamily(name, help_text)
+            family.add_metric([], histogram.cumulative(), histogram.total)
+            yield family
+        log_bytes = GaugeMetricFamily("kcoord_log_bytes", "Bytes on disk", labels=["log"])
+        coordinator_bytes, partition_bytes = src.log_bytes()
+        log_bytes.add_metric(["coordinator"], coordinator_bytes)
+        log_bytes.add_metric(["partitions"], partition_bytes)
+        yield log_bytes
+        yield CounterMetricFamily(
+            "kcoord_compaction_runs", "Coordinator log compaction passes", value=src.compactions()
+        )
+
+
+class MetricsSource:
+    """What the collector reads; the app fills in the callables once it has started."""
+
+    def __init__(self) -> None:
+        self.requests = RequestStats()
+        self.events = GroupEvents()
+        self.append_seconds = Histogram(STORAGE_BUCKETS)
+        self.fsync_seconds = Histogram(STORAGE_BUCKETS)
+        self.groups: Callable[[], list[Group]] = list
+        self.lags: LagSource = lambda group: {}
+        self.connections: Callable[[], int] = lambda: 0
+        self.log_bytes: Callable[[], tuple[int, int]] = lambda: (0, 0)
+        self.compactions: Callable[[], int] = lambda: 0
+
+
+def _total_lag(lags: dict[tuple[str, int], tuple[int, Lag | None]]) -> int:
+    return sum(lag.offsets for _, lag in lags.values() if lag is not None)
+
+
+def _per_group(
+    shown: Iterable[tuple[Group, dict[tuple[str, int], tuple[int, Lag | None]]]],
+) -> Iterator[Any]:
+    members = GaugeMetricFamily("kcoord_group_members", "Members of a group", labels=["group"])
+    generation = GaugeMetricFamily("kcoord_group_generation", "Generation of a group", labels=["group"])
+    state = GaugeMetricFamily(
+        "kcoord_group_state", "1 for the group's current state", labels=["group", "state"]
+    )
+    committed = GaugeMetricFamily(
+        "kcoord_group_committed_offset", "Committed offset", labels=["group", "topic", "partition"]
+    )
+    lag_offsets = GaugeMetricFamily(
+        "kcoord_group_lag_offsets",
+        "High watermark minus committed offset",
+        labels=["group", "topic", "partition"],
+    )
+    lag_seconds = GaugeMetricFamily(
+        "kcoord_group_lag_seconds",
+        "Age of the oldest unconsumed batch",
+        labels=["group", "topic", "partition"],
+    )
+    for group, lags in shown:
+        gid = group.group_id
+        members.add_metric([gid], len(group.members))
+        generation.add_metric([gid], group.generation_id)
+        state.add_metric([gid, group.state.value], 1)
+        for (topic, partition), (offset, lag) in sorted(lags.items()):
+            labels = [gid, topic, str(partition)]
+            committed.add_metric(labels, offset)
+            if lag is not None:
+                lag_offsets.add_metric(labels, lag.offsets)
+                lag_seconds.add_metric(labels, lag.seconds)
+    yield from (members, generation, state, committed, lag_offsets, lag_seconds)
+
+
+def _error_name(code: int) -> str:
+    from protocol.errors import ErrorCode
+
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)

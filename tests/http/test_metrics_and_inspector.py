@@ -1,0 +1,130 @@
+"""/metrics and /v1/groups after a scripted scenario with real clients in separate processes:
+two consumers join (a rebalance), commit, one is killed (its session expires: another rebalance)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka.admin import AdminClient
+
+from tests.http.conftest import Http, sample
+from tests.integration.conftest import Producers, Workers, unique, wait_for_split, wait_until
+from tests.kcoord_process import KcoordServer
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+
+def _stable(http: Http, group: str, members: int) -> dict[str, Any] | None:
+    view = http.group(group)
+    if view is None or view["state"] != "Stable" or len(view["members"]) != members:
+        return None
+    return view
+
+
+def test_metrics_count_a_rebalance_commits_and_a_crash(
+    server: KcoordServer,
+    http: Http,
+    workers: Workers,
+    producers: Producers,
+    topic: str,
+    topic_partitions: Any,
+) -> None:
+    acks = producers.spawn("confluent-kafka", topic, 60).wait_finished(60)
+    end = {p: max(o for pp, o, _, _ in acks if pp == p) + 1 for p, _, _, _ in acks}
+    group = unique("metrics")
+    first = workers.spawn("confluent-kafka", group, [topic])
+    second = workers.spawn("confluent-kafka", group, [topic])
+    wait_for_split([first, second], topic_partitions)
+    wait_until(lambda: _stable(http, group, 2), 30, "a Stable group of two")
+    committed = {p: max(end.get(p, 0) - 3, 0) for p in range(6)}
+    owner = {p: (first if (topic, p) in first.assignment else second) for p in range(6)}
+    for p, offset in committed.items():
+        owner[p].commit([(topic, p, offset, "")])
+    second.kill()  # no LeaveGroup: the member is removed when its 3 s session expires
+    wait_until(lambda: _stable(http, group, 1), 30, "the crashed member's removal")
+
+    m = http.metrics()
+    assert sample(m, "kcoord_groups", state="Stable") == 1
+    assert sample(m, "kcoord_group_members", group=group) == 1
+    assert sample(m, "kcoord_group_state", group=group, state="Stable") == 1
+    assert sample(m, "kcoord_group_generation", group=group) >= 3
+    assert sample(m, "kcoord_rebalances_total", reason="new_member") >= 1
+    assert sample(m, "kcoord_rebalances_total", reason="session_expired") == 1
+    assert sample(m, "kcoord_rebalance_duration_seconds_count") >= 2
+    assert sample(m, "kcoord_offset_commits_total") >= 6
+    assert sample(m, "kcoord_heartbeats_total") > 0
+    assert sample(m, "kcoord_join_wait_seconds_count") >= 3
+    assert sample(m, "kcoord_sync_wait_seconds_count") >= 3
+    assert sample(m, "kcoord_open_connections") >= 1
+    assert sample(m, "kcoord_storage_append_latency_seconds_count") >= 6
+    assert sample(m, "kcoord_log_bytes", log="coordinator") > 0
+    assert sample(m, "kcoord_log_bytes", log="partitions") > 0
+    for p, offset in committed.items():
+        labels = {"group": group, "topic": topic, "partition": str(p)}
+        assert sample(m, "kcoord_group_committed_offset", **labels) == offset
+        assert sample(m, "kcoord_group_lag_offsets", **labels) == end.get(p, 0) - offset
+        if end.get(p, 0) > offset:
+            assert sample(m, "kcoord_group_lag_seconds", **labels) > 0
+    requests = {labels: v for (name, labels), v in m.items() if name == "kcoord_requests_total"}
+    assert any(dict(labels)["api"] == "Heartbeat" for labels in requests)
+
+
+def test_group_view_agrees_with_describe_groups_and_offset_fetch(
+    server: KcoordServer,
+    http: Http,
+    workers: Workers,
+    producers: Producers,
+    topic: str,
+    topic_partitions: Any,
+) -> None:
+    producers.spawn("confluent-kafka", topic, 30).wait_finished(60)
+    group = unique("inspect")
+    members = [workers.spawn("confluent-kafka", group, [topic]) for _ in range(2)]
+    wait_for_split(members, topic_partitions)
+    view = wait_until(lambda: _stable(http, group, 2), 30, "a Stable group of two")
+    members[0].commit([(topic, p, p + 1, f"m{p}") for p in sorted(p for t, p in members[0].assignment)])
+    view = http.group(group)
+    assert view is not None
+
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    described = admin.describe_consumer_groups([group])[group].result(timeout=30)
+    assert view["state"] == "Stable" == described.state.name.title()
+    assert view["protocol"] == described.partition_assignor
+    assert view["leader"] in {m["member_id"] for m in view["members"]}
+    theirs = {
+        m.member_id: (m.client_id, m.host, {(tp.topic, tp.partition) for tp in m.assignment.topic_partitions})
+        for m in described.members
+    }
+    ours = {
+        m["member_id"]: (
+            m["client_id"],
+            m["client_host"],
+            {(t, p) for t, parts in m["assignment"]["partitions"].items() for p in parts},
+        )
+        for m in view["members"]
+    }
+    assert ours == theirs
+    for m in view["members"]:
+        assert m["subscription"]["topics"] == [topic]
+        assert m["session_timeout_ms"] == 3000
+
+    fetched = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(
+        timeout=30
+    )
+    theirs_offsets = {
+        (tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in fetched.topic_partitions
+    }
+    # librdkafka sends commit metadata with its C string's NUL (the server keeps what was sent) and
+    # reads it back as a C string: compare up to the NUL.
+    ours_offsets = {
+        (o["topic"], o["partition"]): (o["committed_offset"], o["metadata"].rstrip("\x00"))
+        for o in view["offsets"]
+    }
+    assert ours_offsets == theirs_offsets
+    assert ours_offsets  # the commit above is there
+    low_high = {
+        o["partition"]: o["log_end_offset"] - o["committed_offset"] == o["lag"] for o in view["offsets"]
+    }
+    assert all(low_high.values())

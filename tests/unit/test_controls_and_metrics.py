@@ -1,0 +1,84 @@
+"""Test controls drive the group through its own transitions; the metrics observer sees each one."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.groups.controls import TestControlError
+from coordinator.groups.state import GroupState
+from coordinator.metrics import GroupEvents, Histogram, rebalance_reason_label
+from tests.unit.conftest import Harness
+
+REBALANCE_IN_PROGRESS = 27
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+
+
+def test_forced_rebalance_moves_a_stable_group_to_preparing_and_heartbeats_say_rejoin(h0: Harness) -> None:
+    events = GroupEvents()
+    h0.mgr.observe_transitions(events)
+    _leader, follower = h0.stable_group(2)
+    h0.mgr.controls.force_rebalance("g")
+    assert h0.state() is GroupState.PREPARING_REBALANCE
+    assert h0.heartbeat(follower, 1).error == REBALANCE_IN_PROGRESS
+    assert events.rebalances == {"new_member": 1, "test_control": 1}
+    h0.mgr.controls.force_rebalance("g")  # already preparing: nothing changes
+    assert events.rebalances == {"new_member": 1, "test_control": 1}
+
+
+def test_forced_rebalance_refuses_unknown_and_empty_groups(h0: Harness) -> None:
+    with pytest.raises(TestControlError) as unknown:
+        h0.mgr.controls.force_rebalance("nobody")
+    assert unknown.value.status == 404
+    h0.settle(h0.commit({("t", 0): 5}, group="simple"))  # a simple group: offsets, no members
+    assert h0.state("simple") is GroupState.EMPTY
+    with pytest.raises(TestControlError) as empty:
+        h0.mgr.controls.force_rebalance("simple")
+    assert empty.value.status == 409
+
+
+def test_expiring_a_member_removes_it_as_its_session_timer_would(h0: Harness) -> None:
+    _leader, follower = h0.stable_group(2)
+    h0.mgr.controls.expire_member("g", follower)
+    group = h0.mgr.group("g")
+    assert group is not None and follower not in group.members
+    assert h0.state() is GroupState.PREPARING_REBALANCE
+    assert h0.heartbeat(follower, 1).error == UNKNOWN_MEMBER_ID
+    with pytest.raises(TestControlError):
+        h0.mgr.controls.expire_member("g", follower)
+
+
+def test_runtime_session_bounds_apply_to_the_next_join(h0: Harness) -> None:
+    h0.mgr.controls.update_config({"group_max_session_timeout_ms": 10_000})
+    reply = h0.join(session=45_000)
+    assert reply.error == INVALID_SESSION_TIMEOUT
+    with pytest.raises(TestControlError):
+        h0.mgr.controls.update_config({"group_min_session_timeout_ms": 20_000})
+    with pytest.raises(TestControlError):
+        h0.mgr.controls.update_config({"offsets_retention_ms": 1})
+
+
+def test_rebalance_duration_runs_from_preparing_to_stable(h: Harness) -> None:
+    events = GroupEvents()
+    h.mgr.observe_transitions(events)
+    h.stable_group(1)  # 3 s initial rebalance delay
+    assert events.rebalance_seconds.count() == 1
+    assert events.rebalance_seconds.total == pytest.approx(3.0, abs=0.2)
+    assert events.rebalances == {"new_member": 1}
+
+
+def test_reason_labels_are_a_bounded_set() -> None:
+    assert rebalance_reason_label("adding new member c-1 (client reason: x)") == "new_member"
+    assert rebalance_reason_label("member m left the group") == "member_left"
+    assert rebalance_reason_label("session expired") == "session_expired"
+    assert rebalance_reason_label("session expired (test control)") == "test_control"
+    assert rebalance_reason_label("removing ['a'] on pending sync expiration") == "sync_timeout"
+    assert rebalance_reason_label("something new") == "other"
+
+
+def test_histogram_buckets_are_le_and_cumulative() -> None:
+    hist = Histogram((1.0, 2.0))
+    for value in (0.5, 1.0, 1.5, 3.0):
+        hist.observe(value)
+    assert hist.cumulative() == [("1.0", 2.0), ("2.0", 3.0), ("+Inf", 4.0)]
+    assert hist.total == 6.0
