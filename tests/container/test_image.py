@@ -8,6 +8,8 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.container.engine import PODMAN_RUN_FLAGS, inspect, podman
 from tests.container.helpers import (
     FIGURES,
@@ -19,6 +21,10 @@ from tests.container.helpers import (
     wait_exited,
     wait_healthy,
 )
+
+# The first test of a session on a fresh machine also installs podman (apt), debootstrap's the base
+# (~1.5 min) and builds the image: more than the suite's default 300 s budget per test.
+pytestmark = pytest.mark.timeout(1500)
 
 DATA = "/var/lib/kcoord"
 
