@@ -61,12 +61,14 @@ def _run(argv: Sequence[str], timeout: float = 600, **kwargs: object) -> subproc
 
 
 def tool_path(name: str) -> str | None:
-    """A console script of this venv (pip installs there) or a program on PATH."""
-    scripts = Path(sysconfig.get_path("scripts"))
-    for candidate in (scripts / name, Path(sys.executable).parent / name):
+    """The pip-installed tools (compose v2, hadolint) from this venv only, so that another
+    `docker-compose` on PATH (Debian's 1.29) is never picked; other programs from PATH."""
+    if name not in PIP_PACKAGES:
+        return shutil.which(name)
+    for candidate in (Path(sysconfig.get_path("scripts")) / name, Path(sys.executable).parent / name):
         if candidate.exists():
             return str(candidate)
-    return shutil.which(name)
+    return None
 
 
 def ensure_tools() -> str | None:
