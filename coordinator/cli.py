@@ -1,5 +1,6 @@
-"""The `kcoord` command line: `kcoord serve [flags]`, `kcoord storage dump|verify|compact|repair`,
-`kcoord pipeline offsets|rebalances|lag|compact` and `kcoord groups` (a Kafka-protocol client).
+"""The `kcoord` command line: `kcoord serve [flags]`, `kcoord health`, `kcoord storage
+dump|verify|compact|repair`, `kcoord pipeline offsets|rebalances|lag|compact` and `kcoord groups`
+(a Kafka-protocol client).
 
 `python -m coordinator` is the same program; without a subcommand it serves.
 """
@@ -7,11 +8,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+import socket
+import struct
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from coordinator.config import add_serve_arguments, config_from_args
+from coordinator.config import ENV_PREFIX, HostPort, add_serve_arguments, config_from_args, parse_host_port
 
 __all__ = ["main"]
 
@@ -25,6 +29,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the coordinator (flags or KCOORD_* environment variables)")
     add_serve_arguments(serve)
+    health = sub.add_parser(
+        "health",
+        help="exit 0 only if a kcoord listener answers ApiVersions (the container HEALTHCHECK)",
+    )
+    health.add_argument(
+        "--bootstrap",
+        type=parse_host_port,
+        default=None,
+        metavar="HOST:PORT",
+        help=f"default 127.0.0.1 and the port of {ENV_PREFIX}LISTEN (9092)",
+    )
+    health.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS", help="default 3")
     sub.add_parser(
         "storage",
         add_help=False,
@@ -57,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return groups_main(args_list[1:])
     args = _parser().parse_args(args_list)
+    if args.command == "health":
+        return _health(args.bootstrap, args.timeout)
     config = config_from_args(args)
 
     from coordinator.app import run  # imported late: `kcoord --help` stays fast
@@ -64,6 +82,41 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     setup_logging(config.log_level, config.log_format)
     return run(config)
+
+
+def _health(address: HostPort | None, timeout_s: float) -> int:
+    """One ApiVersions v0 round trip. The listener binds only after recovery, so an answer means ready."""
+    from protocol.frames import decode_response, encode_request
+
+    if address is None:
+        listen = parse_host_port(os.environ.get(ENV_PREFIX + "LISTEN") or "0.0.0.0:9092")
+        host = "127.0.0.1" if listen.host in ("0.0.0.0", "::", "") else listen.host
+        address = HostPort(host, listen.port)
+    correlation_id = os.getpid() & 0x7FFFFFFF
+    try:
+        with socket.create_connection((address.host, address.port), timeout=timeout_s) as sock:
+            sock.sendall(encode_request(18, 0, correlation_id, {}, client_id="kcoord-health"))
+            (size,) = struct.unpack(">i", _recv(sock, 4))
+            got, body = decode_response(18, 0, _recv(sock, size))
+    except Exception as exc:  # refused, timed out, closed, undecodable: all mean "not healthy"
+        print(f"kcoord health: {address} not answering: {exc or type(exc).__name__}", file=sys.stderr)
+        return 1
+    if got != correlation_id or body["error_code"] != 0:
+        error = body["error_code"]
+        print(f"kcoord health: {address} answered error {error} (correlation {got})", file=sys.stderr)
+        return 1
+    print(f"kcoord health: {address} ok ({len(body['api_keys'])} APIs)")
+    return 0
+
+
+def _recv(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed before a whole response")
+        buf += chunk
+    return bytes(buf)
 
 
 def _storage(argv: list[str]) -> int:

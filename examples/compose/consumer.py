@@ -1,0 +1,52 @@
+"""One member of consumer group GROUP (run two of these): consume TOPIC, commit after every batch,
+and exit 0 once the group has committed every one of the MESSAGES records the producer sends.
+"""
+
+import os
+import time
+
+from kafka import KafkaConsumer, TopicPartition
+
+BOOTSTRAP = os.environ.get("BOOTSTRAP", "kcoord:9092")
+TOPIC = os.environ.get("TOPIC", "orders")
+GROUP = os.environ.get("GROUP", "order-processors")
+MESSAGES = int(os.environ.get("MESSAGES", "1000"))
+
+consumer = KafkaConsumer(
+    TOPIC,
+    bootstrap_servers=BOOTSTRAP,
+    group_id=GROUP,
+    auto_offset_reset="earliest",
+    enable_auto_commit=False,
+    # Fast rebalances for tests: a short session timeout (kcoord's minimum is Kafka's, 6 s).
+    session_timeout_ms=6000,
+    heartbeat_interval_ms=1000,
+)
+
+
+def group_done() -> bool:
+    """Has the whole group (not just this member) committed up to the end of every partition?"""
+    partitions = [TopicPartition(TOPIC, p) for p in consumer.partitions_for_topic(TOPIC) or ()]
+    if not partitions:
+        return False
+    ends = consumer.end_offsets(partitions)
+    committed = {tp: consumer.committed(tp) or 0 for tp in partitions}
+    return sum(ends.values()) >= MESSAGES and all(committed[tp] >= ends[tp] for tp in partitions)
+
+
+consumed = 0
+partitions: set[int] = set()
+deadline = time.monotonic() + 300
+while time.monotonic() < deadline:
+    batch = consumer.poll(timeout_ms=500)
+    for tp, records in batch.items():
+        consumed += len(records)
+        partitions.add(tp.partition)
+    if batch:
+        consumer.commit()
+    elif group_done():
+        break
+else:
+    raise SystemExit(f"consumer: timed out with {consumed} records consumed")
+consumer.close()
+print(f"consumer: consumed {consumed} records from partitions {sorted(partitions)}", flush=True)

@@ -1,0 +1,77 @@
+"""Fixtures of the container tests: the tools, the locally built base image and the kcoord image
+(built once per session), and the containers a test creates (removed at its end)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.container.engine import ensure_base_image, ensure_tools, inspect, podman
+from tests.container.helpers import FIGURES, Containers
+from tests.kcoord_process import REPO
+
+
+def _required() -> bool:
+    """In CI (or when asked) a missing engine is a failure, not a skip."""
+    return os.environ.get("CI") == "true" or os.environ.get("KCOORD_CONTAINER_TESTS") == "required"
+
+
+@pytest.fixture(scope="session")
+def container_tools() -> None:
+    reason = ensure_tools()
+    if reason is not None:
+        message = f"container tests: {reason}"
+        if _required():
+            pytest.fail(f"{message} (CI=true or KCOORD_CONTAINER_TESTS=required: not skipping)")
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def base_image(container_tools: None) -> str:
+    return ensure_base_image()
+
+
+@pytest.fixture(scope="session")
+def kcoord_image(base_image: str) -> str:
+    """The top-level Dockerfile built with the local base (docker format, so HEALTHCHECK is kept)."""
+    name = "localhost/kcoord-test:latest"
+    started = time.monotonic()
+    podman(
+        "build",
+        "--format",
+        "docker",
+        "--network",
+        "host",
+        "--build-arg",
+        f"BASE={base_image}",
+        "--tag",
+        name,
+        str(REPO),
+        timeout=900,
+    )
+    FIGURES["image build seconds (warm layer cache if rebuilt)"] = time.monotonic() - started
+    size = int(inspect("image", name)["Size"])  # type: ignore[call-overload]
+    base_size = int(inspect("image", base_image)["Size"])  # type: ignore[call-overload]
+    FIGURES["image MB"] = size / 1e6
+    FIGURES["image MB above base"] = (size - base_size) / 1e6
+    FIGURES["base MB (debootstrap bookworm minbase + python3)"] = base_size / 1e6
+    return name
+
+
+@pytest.fixture
+def containers(kcoord_image: str) -> Iterator[Containers]:
+    made = Containers(kcoord_image)
+    try:
+        yield made
+    finally:
+        made.remove()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if FIGURES:
+        terminalreporter.section("container figures")
+        for key, value in FIGURES.items():
+            terminalreporter.write_line(f"{key}: {value:.2f}")
