@@ -27,18 +27,21 @@ RUN groupadd --system --gid 10001 kcoord \
     && mkdir -p /var/lib/kcoord \
     && chown kcoord:kcoord /var/lib/kcoord
 COPY --from=build /opt/kcoord /opt/kcoord
-# Every `kcoord serve` flag has a KCOORD_* variable (`kcoord serve --help`); these two fit the image.
+# Every `kcoord serve` flag has a KCOORD_* variable (`kcoord serve --help`); these fit the image:
+# Kafka on 9092, HTTP (/metrics, /readyz, /v1/groups; test controls need KCOORD_ENABLE_TEST_CONTROLS)
+# on 8080.
 # Clients are told KCOORD_ADVERTISED_LISTENER (default 127.0.0.1:<port>, right for `-p 9092:9092` from
 # the host); in compose set it to the service name, e.g. kcoord:9092.
 ENV PATH=/opt/kcoord/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     KCOORD_LISTEN=0.0.0.0:9092 \
+    KCOORD_HTTP_LISTEN=0.0.0.0:8080 \
     KCOORD_DATA_DIR=/var/lib/kcoord
 USER 10001:10001
 WORKDIR /var/lib/kcoord
 VOLUME ["/var/lib/kcoord"]
-EXPOSE 9092
+EXPOSE 9092 8080
 # Healthy = recovery finished and the listener answers ApiVersions (the listener binds only after
 # recovery). `kcoord health` speaks the Kafka protocol; no curl in the image.
 HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 CMD ["kcoord", "health"]

@@ -1,10 +1,10 @@
 """Stock kafka-python, run as its own process by the container tests (never in the pytest process).
 
-    python -m tests.container.client produce BOOTSTRAP TOPIC COUNT
-    python -m tests.container.client commit BOOTSTRAP GROUP TOPIC PARTITION=OFFSET...
-    python -m tests.container.client offsets BOOTSTRAP GROUP        -> {"topic:partition": offset}
-    python -m tests.container.client consume BOOTSTRAP TOPIC        -> number of records from the start
-    python -m tests.container.client ends BOOTSTRAP TOPIC           -> {"partition": end offset}
+python -m tests.container.client produce BOOTSTRAP TOPIC COUNT
+python -m tests.container.client commit BOOTSTRAP GROUP TOPIC PARTITION=OFFSET...
+python -m tests.container.client offsets BOOTSTRAP GROUP        -> {"topic:partition": offset}
+python -m tests.container.client consume BOOTSTRAP TOPIC        -> number of records from the start
+python -m tests.container.client ends BOOTSTRAP TOPIC           -> {"partition": end offset}
 """
 
 from __future__ import annotations

@@ -65,7 +65,8 @@ class Containers:
         name = f"kcoord-test-{uuid.uuid4().hex[:10]}"
         self.names.append(name)
         env_flags: list[str] = []
-        for key, value in {"KCOORD_LISTEN": f"127.0.0.1:{port}", **(env or {})}.items():
+        defaults = {"KCOORD_LISTEN": f"127.0.0.1:{port}", "KCOORD_HTTP_LISTEN": f"127.0.0.1:{free_port()}"}
+        for key, value in {**defaults, **(env or {})}.items():
             env_flags += ["--env", f"{key}={value}"]
         podman(
             "run",

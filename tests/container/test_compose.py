@@ -117,6 +117,7 @@ def test_compose_stack_produces_and_a_two_member_group_consumes_everything(
         "COMPOSE_BAKE": "false",
         "BASE_IMAGE": base_image,
         "KCOORD_PORT": str(port),
+        "KCOORD_HTTP_PORT": str(free_port()),
     }
     args = ("-p", project, *COMPOSE_FILES)
     try:

@@ -39,7 +39,8 @@ def test_image_runs_as_non_root_with_volume_port_and_healthcheck(kcoord_image: s
     assert isinstance(config, dict)
     assert config["User"] == "10001:10001"
     assert DATA in config["Volumes"]
-    assert "9092/tcp" in config["ExposedPorts"]
+    assert "9092/tcp" in config["ExposedPorts"] and "8080/tcp" in config["ExposedPorts"]
+    assert "KCOORD_HTTP_LISTEN=0.0.0.0:8080" in config["Env"]
     healthcheck = image.get("Healthcheck")  # podman's inspect puts it beside Config
     assert isinstance(healthcheck, dict), "no HEALTHCHECK: built without --format docker?"
     assert healthcheck["Test"] == ["CMD", "kcoord", "health"]
