@@ -128,3 +128,38 @@ def test_group_view_agrees_with_describe_groups_and_offset_fetch(
         o["partition"]: o["log_end_offset"] - o["committed_offset"] == o["lag"] for o in view["offsets"]
     }
     assert all(low_high.values())
+
+
+def test_kcoord_groups_describe_shows_the_lag_the_metrics_show(
+    server: KcoordServer,
+    http: Http,
+    workers: Workers,
+    producers: Producers,
+    topic: str,
+    topic_partitions: Any,
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.kcoord_process import REPO
+
+    producers.spawn("confluent-kafka", topic, 50).wait_finished(60)
+    group = unique("lagcli")
+    member = workers.spawn("confluent-kafka", group, [topic])
+    wait_for_split([member], topic_partitions)
+    member.commit([(topic, p, p, "") for p in range(6)])  # lag = log end - p on partition p
+    described = subprocess.run(
+        [sys.executable, "-m", "coordinator", "groups", "--bootstrap-server", server.bootstrap,
+         "--describe", "--group", group, "--output", "json"],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    [document] = json.loads(described.stdout)
+    cli = {(row["topic"], row["partition"]): row["lag"] for row in document["offsets"]}
+    m = http.metrics()
+    metrics = {
+        (topic, p): sample(m, "kcoord_group_lag_offsets", group=group, topic=topic, partition=str(p))
+        for p in range(6)
+    }
+    assert len(cli) == 6 and cli == metrics
+    assert sum(cli.values()) == 50 - sum(range(6))
