@@ -1,6 +1,12 @@
 """Coordinator benchmark: a real `kcoord serve` (and a bare uvloop ceiling server) driven over loopback.
 
-    .venv/bin/python -m bench.coordinator [--duration 5] [--sizes 10,100,1000,10000] [--json out.json]
+    .venv/bin/python -m bench.coordinator [--duration 5] [--sizes 10,100,1000,10000] [--window 16,64]
+        [--metrics] [--json out.json]
+
+Every load reports requests/s, latency, the server's CPU seconds per request (from /proc/PID/stat) and
+the ceiling measured in the same run; the report starts with the commit it ran on. `--metrics` starts
+the server with its HTTP endpoint and scrapes /metrics every second during every load (issue 11's
+"metrics on" figure).
 
 Phases, each bounded in count and time, all traffic on 127.0.0.1:
 1. heartbeats/s and latency for 100 groups x 10 members over 16 pipelined connections (the members
@@ -49,11 +55,50 @@ JOIN_V, SYNC_V, HEARTBEAT_V, LEAVE_V, COMMIT_V = 5, 3, 3, 3, 3  # librdkafka's /
 # -- processes ----------------------------------------------------------------------------------------
 
 
-def start_kcoord(data_dir: Path) -> KcoordServer:
+def start_kcoord(data_dir: Path, http_port: int | None = None) -> KcoordServer:
     # INFO: the "listening on" line is INFO; transitions are one line each
-    server = KcoordServer(data_dir, "--fsync", "always", "--log-level", "INFO")
+    http = ("--http-listen", f"127.0.0.1:{http_port}") if http_port else ()
+    server = KcoordServer(data_dir, "--fsync", "always", "--log-level", "INFO", *http)
     server.start(60)
     return server
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def scrape_metrics(port: int, stop: asyncio.Event) -> int:
+    """GET /metrics every second until `stop` (a client as simple as Prometheus'); the scrape count."""
+    scrapes = 0
+    while not stop.is_set():
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        await reader.read()  # until the server closes
+        writer.close()
+        scrapes += 1
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
+    return scrapes
+
+
+def git_commit() -> str:
+    import subprocess
+
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
 def start_ceiling() -> CommandProcess:
@@ -397,6 +442,7 @@ class LoadResult:
     p50_ms: float
     p99_ms: float
     server_cpu_pct: float
+    server_cpu_us_per_request: float
     errors: dict[int, int]
 
 
@@ -436,11 +482,13 @@ async def run_load(
     for pump in pumps:
         errors.update(pump.errors)
     elapsed = t1 - t0
+    answered = sum(p.answered for p in pumps)
     return LoadResult(
-        requests_per_s=sum(p.answered for p in pumps) / elapsed,
+        requests_per_s=answered / elapsed,
         p50_ms=1000 * latencies[len(latencies) // 2] if latencies else float("nan"),
         p99_ms=1000 * latencies[int(len(latencies) * 0.99)] if latencies else float("nan"),
         server_cpu_pct=100 * (cpu1 - cpu0) / elapsed,
+        server_cpu_us_per_request=1e6 * (cpu1 - cpu0) / answered if answered else float("nan"),
         errors=dict(errors),
     )
 
@@ -467,7 +515,7 @@ async def create_topic(port: int, topic: str, partitions: int) -> None:
 async def heartbeat_phase(
     kcoord: ServerProcess, ceiling: ServerProcess, args: argparse.Namespace
 ) -> dict[str, Any]:
-    groups, per_group, connections, window = 100, 10, 16, 64
+    groups, per_group, connections = 100, 10, 16
     topic = "bench-heartbeats"
     await create_topic(kcoord.port, topic, 64)
     member_conns = await connect(kcoord.port, groups * per_group)
@@ -490,23 +538,26 @@ async def heartbeat_phase(
             frames[i % connections].append(encode(12, HEARTBEAT_V, body))
             i += 1
     await asyncio.gather(*(t for _, _, tasks in formed for t in tasks), return_exceptions=True)
-    result = await run_load(kcoord, frames, window, heartbeat_error, 1.0, args.duration)
-    ceiling_result = await run_load(ceiling, frames, window, heartbeat_error, 1.0, args.duration)
+    by_window = {}
+    for window in args.windows:  # interleaved: kcoord, then the ceiling, at each window
+        result = await run_load(kcoord, frames, window, heartbeat_error, 1.0, args.duration)
+        ceiling_result = await run_load(ceiling, frames, window, heartbeat_error, 1.0, args.duration)
+        by_window[str(window)] = {
+            "kcoord": result.__dict__,
+            "ceiling": ceiling_result.__dict__,
+            "ratio": result.requests_per_s / ceiling_result.requests_per_s,
+        }
     (conn,) = await connect(kcoord.port, 1)
     for formation, members, tasks in formed:
         await leave_group(conn, formation.group, members, tasks)
     conn.close()
     for c in member_conns:
         c.close()
-    return {
-        "kcoord": result.__dict__,
-        "ceiling": ceiling_result.__dict__,
-        "ratio": result.requests_per_s / ceiling_result.requests_per_s,
-    }
+    return by_window
 
 
 async def commit_phase(kcoord: ServerProcess, args: argparse.Namespace) -> dict[str, Any]:
-    topic, groups, connections, window = "bench-commits", 100, 16, 64
+    topic, groups, connections, window = "bench-commits", 100, 16, max(args.windows)
     await create_topic(kcoord.port, topic, 50)
     results = {}
     for per_request in (1, 50):
@@ -583,19 +634,22 @@ def raise_open_files_limit() -> None:
 
 
 def report(results: dict[str, Any]) -> None:
-    hb = results.get("heartbeats")
-    if hb:
+    print(f"commit {results.get('commit')}, {results.get('metrics', 'metrics endpoint off')}")
+    for window, hb in results.get("heartbeats", {}).items():
         k, c = hb["kcoord"], hb["ceiling"]
-        print(f"heartbeats (100 groups x 10 members, 16 conns x 64 in flight): {k['requests_per_s']:,.0f}/s "
-              f"p50 {k['p50_ms']:.2f} ms p99 {k['p99_ms']:.2f} ms, server CPU {k['server_cpu_pct']:.0f}%, "
+        print(f"heartbeats (100 groups x 10 members, 16 conns x {window} in flight): "
+              f"{k['requests_per_s']:,.0f}/s p50 {k['p50_ms']:.2f} ms p99 {k['p99_ms']:.2f} ms, "
+              f"server CPU {k['server_cpu_pct']:.0f}% = {k['server_cpu_us_per_request']:.1f} us/heartbeat, "
               f"errors {k['errors']}")  # fmt: skip
-        print(f"ceiling (bare uvloop, pre-encoded answers): {c['requests_per_s']:,.0f}/s "
-              f"p99 {c['p99_ms']:.2f} ms, server CPU {c['server_cpu_pct']:.0f}% -> heartbeats at "
+        print(f"  ceiling (bare uvloop, pre-encoded answers): {c['requests_per_s']:,.0f}/s "
+              f"p99 {c['p99_ms']:.2f} ms, server CPU {c['server_cpu_pct']:.0f}% = "
+              f"{c['server_cpu_us_per_request']:.1f} us/request -> heartbeats at "
               f"{100 * hb['ratio']:.0f}% of the ceiling (target >= 40%)")  # fmt: skip
     for name, r in results.get("commits", {}).items():
         print(
             f"OffsetCommit {name} (fsync=always): {r['requests_per_s']:,.0f} req/s = "
-            f"{r['partitions_per_s']:,.0f} partitions/s, p99 {r['p99_ms']:.2f} ms, errors {r['errors']}"
+            f"{r['partitions_per_s']:,.0f} partitions/s, p99 {r['p99_ms']:.2f} ms, server CPU "
+            f"{r['server_cpu_us_per_request']:.1f} us/request, errors {r['errors']}"
         )
     for size, r in results.get("joins", {}).items():
         if size == "idle":
@@ -608,9 +662,13 @@ def report(results: dict[str, Any]) -> None:
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {}
+    results["commit"] = git_commit()
     with tempfile.TemporaryDirectory(prefix="kcoord-bench-") as tmp:
-        kcoord = start_kcoord(Path(tmp) / "data")
+        http_port = free_port() if args.metrics else None
+        kcoord = start_kcoord(Path(tmp) / "data", http_port)
         ceiling = start_ceiling()
+        stop_scraping = asyncio.Event()
+        scraper = asyncio.ensure_future(scrape_metrics(http_port, stop_scraping)) if http_port else None
         try:
             results["server_rss_mib_at_start"] = kcoord.rss_kib() / 1024
             if "heartbeats" in args.phases:
@@ -623,6 +681,9 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                 print("joins ...", flush=True)
                 results["joins"] = await join_phase(kcoord, args)
             results["server_rss_mib_at_end"] = kcoord.rss_kib() / 1024
+            if scraper is not None:
+                stop_scraping.set()
+                results["metrics"] = f"metrics endpoint on, /metrics scraped {await scraper} times (1/s)"
         finally:
             returncode = kcoord.stop()
             ceiling.stop()
@@ -638,12 +699,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10,100,1000,10000", help="group sizes for the join phase")
     parser.add_argument("--idle-seconds", type=float, default=15.0, help="measurement of the idle 10k group")
     parser.add_argument("--phases", default="heartbeats,commits,joins")
+    parser.add_argument("--window", default="16,64", help="requests in flight per connection (default 16,64)")
+    parser.add_argument(
+        "--metrics", action="store_true", help="HTTP endpoint on, /metrics scraped every second"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = parser.parse_args(argv)
     if args.command == "ceiling-server":
         serve_ceiling()
         return 0
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
+    args.windows = [int(w) for w in args.window.split(",") if w]
     args.phases = set(args.phases.split(","))
     raise_open_files_limit()
     try:
