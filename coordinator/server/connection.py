@@ -83,6 +83,7 @@ class Connection(asyncio.Protocol):
         self._connections = connections
         self._splitter = FrameSplitter(ctx.config.socket_request_max_bytes)
         self._slots: collections.deque[_Slot] = collections.deque()
+        self._metas: dict[tuple[int, str | None], RequestMeta] = {}
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
         self._client_host = ""
@@ -163,7 +164,7 @@ class Connection(asyncio.Protocol):
         except (DecodeError, UnsupportedVersion) as exc:
             self.abort(f"undecodable api_key={api_key} api_version={api_version}: {exc}")
             return
-        meta = RequestMeta(api_version, header.client_id or "", self._client_host)
+        meta = self._metas.get((api_version, header.client_id)) or self._meta(api_version, header.client_id)
         if self._debug:
             log.debug(
                 "request api_key=%d api_version=%d correlation_id=%d client_id=%s peer=%s",
@@ -187,6 +188,14 @@ class Connection(asyncio.Protocol):
             return
         if len(self._slots) >= MAX_IN_FLIGHT:
             self._update_reading()
+
+    def _meta(self, api_version: int, client_id: str | None) -> RequestMeta:
+        """The same client sends the same header fields on every request: one RequestMeta per
+        (version, client id) for the connection's life, not one per request."""
+        meta = RequestMeta(api_version, client_id or "", self._client_host)
+        if len(self._metas) < 64:
+            self._metas[api_version, client_id] = meta
+        return meta
 
     def _new_slot(self, api_key: int, api_version: int, correlation_id: int) -> Respond:
         slot = _Slot(self, api_key, api_version, correlation_id)

@@ -87,6 +87,29 @@ async def test_asyncio_timers_replace_cancel_and_fire() -> None:
     assert fired == ["a"] and len(timers) == 0
 
 
+async def test_asyncio_timers_postponed_fire_at_the_latest_deadline_with_the_latest_callback() -> None:
+    loop = asyncio.get_running_loop()
+    timers = AsyncioTimers(loop)
+    fired: list[tuple[str, float]] = []
+    start = loop.time()
+    timers.schedule("s", 40, lambda: fired.append(("first", loop.time() - start)))
+    for i in range(10):  # heartbeats: each moves the deadline later, without a new handle
+        await asyncio.sleep(0.01)
+        timers.schedule("s", 40, lambda i=i: fired.append((f"beat-{i}", loop.time() - start)))
+    await asyncio.sleep(0.02)
+    assert fired == [], "postponed: not due yet"
+    await asyncio.sleep(0.1)
+    assert [name for name, _ in fired] == ["beat-9"]
+    assert fired[0][1] >= 0.13  # ~0.1 s of heartbeats, then the 40 ms session
+    timers.schedule("x", 1000, lambda: fired.append(("late", 0)))
+    timers.schedule("x", 5, lambda: fired.append(("early", 0)))  # earlier: re-armed at once
+    timers.schedule("y", 5, lambda: fired.append(("cancelled", 0)))
+    timers.schedule("y", 50, lambda: fired.append(("cancelled", 0)))
+    timers.cancel("y")
+    await asyncio.sleep(0.1)
+    assert [name for name, _ in fired] == ["beat-9", "early"] and len(timers) == 0
+
+
 def test_topic_record_with_configs_round_trips_and_without_stays_version_0() -> None:
     import uuid
 
