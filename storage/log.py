@@ -10,6 +10,7 @@ compaction only ever see durable records.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -193,6 +194,9 @@ class Log:
             fault = exc if isinstance(exc, StorageFault) else StorageFault(self._active_path(), "write", exc)
             if not fault.fatal:
                 fault = await self._undo(start, fault)
+            else:  # best effort, never an fsync again: what this process reads back stays clean
+                with contextlib.suppress(OSError):
+                    await asyncio.to_thread(self.ops.truncate, self._fd, start)
             if fault.fatal:
                 self._fatal(fault)
             else:
