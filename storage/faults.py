@@ -96,7 +96,7 @@ def operation(path: str | os.PathLike[str], name: str) -> Iterator[None]:
 
 
 class FaultPolicy:
-    """Refusing/ready state and the log lines for storage faults; `on_fatal` decides what a fatal fault does."""
+    """Refusing/ready state and the log lines for storage faults; `on_fatal` acts on a fatal one."""
 
     def __init__(
         self,

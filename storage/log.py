@@ -174,12 +174,18 @@ class Log:
             await self._maybe_snapshot()
             self._maybe_compact()
 
-    async def _write(self, pending: list[_Pending]) -> None:
+    def _refused(self, pending: list[_Pending]) -> bool:
+        """After a fatal fault (here or in another writer of the process) nothing is written."""
         if self._failure is None and self.policy.fatal is not None:
             self._failure = self.policy.fatal
-        if self._failure is not None:
-            for item in pending:
-                item.future.set_exception(self._failure)
+        if self._failure is None:
+            return False
+        for item in pending:
+            item.future.set_exception(self._failure)
+        return True
+
+    async def _write(self, pending: list[_Pending]) -> None:
+        if self._refused(pending):
             return
         data = b"".join(item.data for item in pending)
         start = self.segments[-1].size
@@ -189,18 +195,7 @@ class Log:
             start = self.segments[-1].size
             await asyncio.to_thread(self._write_sync, data)
         except OSError as exc:
-            # storage/faults.py: a write cut cleanly back is transient (refused, retried by the
-            # client); a failed fsync or truncate-back is fatal (nothing more is acknowledged).
-            fault = exc if isinstance(exc, StorageFault) else StorageFault(self._active_path(), "write", exc)
-            if not fault.fatal:
-                fault = await self._undo(start, fault)
-            else:  # best effort, never an fsync again: what this process reads back stays clean
-                with contextlib.suppress(OSError):
-                    await asyncio.to_thread(self.ops.truncate, self._fd, start)
-            if fault.fatal:
-                self._fatal(fault)
-            else:
-                self.policy.failed(fault)
+            fault = await self._classify(exc, start)
             for item in pending:
                 if not item.future.done():
                     item.future.set_exception(fault)
@@ -214,6 +209,21 @@ class Log:
             self._records_since_snapshot += len(item.entries)
             if not item.future.done():
                 item.future.set_result(item.last_lsn)
+
+    async def _classify(self, exc: OSError, start: int) -> StorageFault:
+        """storage/faults.py: a write cut cleanly back is transient (refused, retried by the client);
+        a failed fsync or truncate-back is fatal (nothing more is acknowledged)."""
+        fault = exc if isinstance(exc, StorageFault) else StorageFault(self._active_path(), "write", exc)
+        if not fault.fatal:
+            fault = await self._undo(start, fault)
+        else:  # best effort, never an fsync again: what this process reads back stays clean
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(self.ops.truncate, self._fd, start)
+        if fault.fatal:
+            self._fatal(fault)
+        else:
+            self.policy.failed(fault)
+        return fault
 
     def _active_path(self) -> Path:
         return self.segments[-1].path
@@ -371,7 +381,9 @@ class Log:
                     return
                 # Each segment is swapped in whole or not at all: existing data is intact.
                 self._next_compaction_check = time.monotonic() + COMPACTION_RETRY_S
-                log.warning("compaction failed, existing data intact, retrying in %ds: %s", COMPACTION_RETRY_S, fault)
+                log.warning(
+                    "compaction failed, existing data intact, retrying in %ds: %s", COMPACTION_RETRY_S, fault
+                )
                 return
 
     async def compact(self) -> int:
