@@ -218,7 +218,7 @@ def test_a_failed_write_that_cannot_be_cut_back_is_fatal(tmp_path: Path) -> None
         plog.segments[-1].fd = os.open(os.devnull, os.O_RDONLY)
         checked = plog.validate(batch(2), NOW)
         assert isinstance(checked, ValidatedAppend)
-        with pytest.raises(StorageFault, match="truncate-back of .* failed") as failed:
+        with pytest.raises(StorageFault, match=r"truncate-back of .* failed") as failed:
             await plog.append(checked, NOW)
         assert failed.value.fatal and logs.policy.fatal is failed.value
         assert plog.high_watermark == plog.log_end_offset == 2
