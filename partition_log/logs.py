@@ -155,7 +155,7 @@ class PartitionLogs:
                 assert segment is not None
                 with operation(segment.path, "write"):
                     segment.open()
-                    os.pwrite(segment.fd, pending.data, pending.position)
+                    _pwrite_all(segment.fd, pending.data, pending.position)
                 fds[segment.fd] = segment.path
             if self._fsync_always:
                 self._fsync(fds)
@@ -218,6 +218,16 @@ class PartitionLogs:
         if dirty and self.policy.fatal is None:
             self._background(self._fsync_dirty(dict(dirty)))
         self._ticker = asyncio.get_running_loop().call_later(self._interval_ms / 1000, self._tick)
+
+
+def _pwrite_all(fd: int, data: bytes, position: int) -> None:
+    """pwrite until every byte is written: on a filling disk pwrite can return a short count (and
+    raise ENOSPC only on the next call); a short write taken as whole would leave a torn batch in
+    the middle of the file, and recovery would cut every later (acknowledged) batch with it."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, position)
+        view, position = view[written:], position + written
 
 
 def _fsync_dir(directory: Path) -> None:

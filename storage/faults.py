@@ -103,6 +103,7 @@ class FaultPolicy:
         on_fatal: Callable[[StorageFault], None] | None = None,
         *,
         reminder_s: float = 10.0,
+        settle_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._on_fatal = on_fatal
@@ -114,12 +115,14 @@ class FaultPolicy:
         self._since = 0.0
         self._last_line = 0.0
         self._reminded_at_count = 0
+        self._last_refused = 0.0
+        self._settle_s = settle_s
 
     # -- what /readyz and the writers ask -----------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
         if self.fatal is not None:
             return False, f"fatal storage fault: {self.fatal}"
-        if self.refusing is not None:
+        if self.refusing is not None and self._clock() - self._last_refused < self._settle_s:
             return False, f"refusing writes ({self.refused} so far): {self.refusing}"
         return True, "ok"
 
@@ -137,8 +140,13 @@ class FaultPolicy:
             self._refused(fault)
 
     def succeeded(self) -> None:
-        """A write became durable: refusing (if it was) ends."""
+        """A write became durable: refusing (if it was) ends once no write was refused for `settle_s`.
+
+        On a nearly full disk a small write can fit where a larger one did not: without the settling
+        time every such success would end the spell and the next refusal start one, two lines each."""
         if self.refusing is None or self.fatal is not None:
+            return
+        if self._clock() - self._last_refused < self._settle_s:
             return
         log.info(
             "storage writes accepted again after %.1fs; %d writes were refused meanwhile (first: %s)",
@@ -152,6 +160,7 @@ class FaultPolicy:
     def _refused(self, fault: StorageFault) -> None:
         now = self._clock()
         self.refused += 1
+        self._last_refused = now
         if self.refusing is None:
             self.refusing, self._since, self._last_line, self._reminded_at_count = fault, now, now, 1
             log.warning(
