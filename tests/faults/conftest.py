@@ -135,7 +135,7 @@ def fusefs(tmp_path: Path) -> Iterator[FuseFs]:
             proc.wait(10)
 
 
-# -- the wire -------------------------------------------------------------------------------------------------
+# -- the wire --------------------------------------------------------------------------------------
 def commit(sock: Any, offset: int, partition: int = 0, group: str = "g") -> int:
     """OffsetCommit v3 of one offset (admin-style, generation -1); the partition's error code."""
     topic = {
