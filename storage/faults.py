@@ -191,7 +191,7 @@ class FaultPolicy:
             "fatal storage fault: %s failed on %s with %s (errno %d); nothing more is acknowledged, %s",
             fault.operation,
             fault.path,
-            errno.errorcode.get(fault.errno, "?"),
+            errno.errorcode.get(fault.errno or 0, "?"),
             fault.errno,
             action,
         )

@@ -4,7 +4,8 @@ The failure is real, not injected: `prlimit` lowers the server process's RLIMIT_
 kernel refuses the next append to the active segment with EFBIG (Python ignores SIGXFSZ). Storage
 cuts the segment back to its last good record; OffsetCommit answers NOT_COORDINATOR (retriable, as
 Kafka answers a KafkaStorageException) and the in-memory offsets keep the last acknowledged commit.
-Raising the limit again lets appends go on without a restart, and a restart after SIGKILL reads back exactly the acknowledged
+Raising the limit again lets appends go on without a restart, and a restart after SIGKILL reads back
+exactly the acknowledged
 commits.
 """
 
