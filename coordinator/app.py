@@ -15,6 +15,7 @@ import logging
 import os
 import resource
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,7 @@ from coordinator.topics import TopicRegistry
 from coordinator.topics.data import TopicData
 from partition_log import PartitionLogs
 from protocol.api_versions_table import SERVED_VERSIONS
+from storage.faults import EXIT_STORAGE_FATAL, FaultPolicy, StorageFault
 
 __all__ = ["App", "raise_open_files_limit", "run"]
 
@@ -72,14 +74,16 @@ class App:
             ops = TimedFileOps(self.metrics.fsync_seconds)
             record_log.append_seconds = self.metrics.append_seconds
             manager.observe_transitions(self.metrics.events)
+        # One storage-fault policy for the coordinator log and the partition logs (storage/faults.py).
+        policy = FaultPolicy(on_fatal=_halt_soon)
         self._log = await storage.Log.open(
-            self.config.data_dir, storage_config(self.config), replayer.apply, ops=ops
+            self.config.data_dir, storage_config(self.config), replayer.apply, ops=ops, policy=policy
         )
         record_log.attach(self._log)
         replayer.finish()
         manager.on_loaded()
         partition_logs = await PartitionLogs.open(
-            self.config.data_dir / "topics", fsync=self.config.fsync, now_ms=TopicData.now_ms
+            self.config.data_dir / "topics", fsync=self.config.fsync, now_ms=TopicData.now_ms, policy=policy
         )
         self._data = data = TopicData(topics, partition_logs)
         await data.remove_orphans()
@@ -199,6 +203,26 @@ class App:
                 log.warning("shutdown: %d requests still unanswered after %.1fs, closing", pending, timeout_s)
                 return
             await asyncio.sleep(0.01)
+
+
+# A fatal storage fault's in-flight answers (retriable codes) get this long to leave; the backstop
+# timer exits even if the event loop is stuck (a hung file system call) - well within 1 s either way.
+HALT_DELAY_S = 0.2
+HALT_BACKSTOP_S = 0.8
+
+
+def _halt_soon(fault: StorageFault) -> None:
+    """The fatal-fault action: exit with EXIT_STORAGE_FATAL, as Kafka's LogManager.handleLogDirFailure
+    halts the broker when its only log directory fails. No clean shutdown: it would fsync again."""
+
+    def halt() -> None:
+        logging.shutdown()
+        os._exit(EXIT_STORAGE_FATAL)
+
+    asyncio.get_running_loop().call_later(HALT_DELAY_S, halt)
+    backstop = threading.Timer(HALT_BACKSTOP_S, halt)
+    backstop.daemon = True
+    backstop.start()
 
 
 def raise_open_files_limit() -> None:

@@ -115,6 +115,9 @@ class HttpEndpoint:
         ctx = self._obs.ctx
         if ctx.shutting_down:
             return web.json_response({"status": "shutting down"}, status=503)
+        storage_ok, reason = ctx.data.logs.policy.ready()  # storage/faults.py: refusing writes?
+        if not storage_ok:
+            return web.json_response({"status": "not ready", "reason": reason}, status=503)
         return web.json_response({"status": "ready", "listening": str(ctx.advertised)})
 
     async def _groups(self, request: web.Request) -> web.Response:

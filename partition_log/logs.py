@@ -11,7 +11,6 @@ high watermark then moves once the bytes are written.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from partition_log.config import PartitionConfig
 from partition_log.log import PartitionLog, Pending
-from storage import StorageError
+from storage.faults import FaultPolicy, StorageFault, operation
 
 __all__ = ["PartitionLogs"]
 
@@ -27,8 +26,12 @@ log = logging.getLogger("kcoord.partition_log")
 
 
 class PartitionLogs:
-    def __init__(self, root: Path, fsync: str, now_ms: Callable[[], int]) -> None:
+    def __init__(
+        self, root: Path, fsync: str, now_ms: Callable[[], int], policy: FaultPolicy | None = None
+    ) -> None:
         self.root = root
+        # storage/faults.py: the same policy as the coordinator log's (one per process)
+        self.policy = policy or FaultPolicy()
         self._fsync_always = fsync == "always"
         self._interval_ms = int(fsync.split(":", 1)[1]) if fsync.startswith("interval:") else None
         self._now_ms = now_ms
@@ -36,12 +39,14 @@ class PartitionLogs:
         self._queue: list[Pending] = []
         self._writer: asyncio.Task[None] | None = None
         self._ticker: asyncio.TimerHandle | None = None
-        self._dirty: set[int] = set()
+        self._dirty: set[tuple[int, Path]] = set()
         self._tasks: set[asyncio.Future[object]] = set()  # referenced until done (asyncio keeps weak refs)
 
     @classmethod
-    async def open(cls, root: Path, *, fsync: str, now_ms: Callable[[], int]) -> PartitionLogs:
-        logs = cls(root, fsync, now_ms)
+    async def open(
+        cls, root: Path, *, fsync: str, now_ms: Callable[[], int], policy: FaultPolicy | None = None
+    ) -> PartitionLogs:
+        logs = cls(root, fsync, now_ms, policy)
         root.mkdir(parents=True, exist_ok=True)
         for directory in sorted(p for p in root.iterdir() if p.is_dir()):
             topic, _, partition = directory.name.rpartition("-")
@@ -99,15 +104,19 @@ class PartitionLogs:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         if self._ticker is not None:
             self._ticker.cancel()
-        with contextlib.suppress(OSError):
+        if self.policy.fatal is None:  # never fsync again after a failed one
             await asyncio.to_thread(
-                self._fsync, {s.fd for p in self.partitions() for s in p.segments if s.fd >= 0}
+                self._fsync, {s.fd: s.path for p in self.partitions() for s in p.segments if s.fd >= 0}
             )
         for plog in self.partitions():
             plog.close()
 
     # -- the writer ----------------------------------------------------------------------------------------
     def _submit(self, pending: Pending) -> None:
+        if self.policy.fatal is not None:  # acknowledge nothing after a fatal fault
+            pending.log.failed()
+            pending.future.set_exception(self.policy.fatal)
+            return
         pending.log.place(pending, self._now_ms())
         self._queue.append(pending)
         if self._writer is None or self._writer.done():
@@ -117,11 +126,14 @@ class PartitionLogs:
         while self._queue:
             batch, self._queue = self._queue, []
             try:
+                self.policy.check()
                 await asyncio.to_thread(self._write, batch)
             except OSError as exc:
-                self._fail(batch + self._queue, exc)
+                fault = exc if isinstance(exc, StorageFault) else StorageFault(self.root, "write", exc)
+                self._fail(batch + self._queue, fault)
                 self._queue = []
                 continue
+            self.policy.succeeded()
             touched = []
             for pending in batch:
                 pending.log.written(pending)
@@ -131,40 +143,54 @@ class PartitionLogs:
                 plog.notify()
 
     def _write(self, batch: list[Pending]) -> None:
-        fds: set[int] = set()
+        """Write (and under `always` fsync) a batch; failures are `StorageFault`s (storage/faults.py).
+
+        A failed write cuts every touched file back to its last durable batch: transient. A failed
+        fsync, or a failed cut-back, is fatal; after a failed fsync nothing is cut back with another
+        fsync, the files are only truncated (best effort) so this process never reads them back."""
+        fds: dict[int, Path] = {}
         try:
             for pending in batch:
                 segment = pending.segment
                 assert segment is not None
-                segment.open()
-                os.pwrite(segment.fd, pending.data, pending.position)
-                fds.add(segment.fd)
+                with operation(segment.path, "write"):
+                    segment.open()
+                    _pwrite_all(segment.fd, pending.data, pending.position)
+                fds[segment.fd] = segment.path
             if self._fsync_always:
                 self._fsync(fds)
             else:
-                self._dirty.update(fds)
-        except OSError:
+                self._dirty.update(fds.items())
+        except StorageFault as fault:
             for pending in batch:  # cut back to the last durable batch of each file
                 segment = pending.segment
                 if segment is not None and segment.fd >= 0:
-                    end = segment.durable_end
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(segment.fd, end)
-            raise
+                    try:
+                        os.ftruncate(segment.fd, segment.durable_end)
+                    except OSError as exc:
+                        if not fault.fatal:
+                            fault = StorageFault(segment.path, "truncate-back", exc, fatal=True)
+            raise fault from None
 
     @staticmethod
-    def _fsync(fds: set[int]) -> None:
-        for fd in fds:
-            os.fsync(fd)
+    def _fsync(fds: dict[int, Path]) -> None:
+        for fd, path in fds.items():
+            with operation(path, "fsync"):
+                os.fsync(fd)
 
-    def _fail(self, pendings: list[Pending], exc: OSError) -> None:
-        log.error("partition log write failed, %d batches not acknowledged: %s", len(pendings), exc)
+    def _fail(self, pendings: list[Pending], fault: StorageFault) -> None:
+        self.policy.failed(fault)  # logs: once when refusing starts, then rate-limited; CRITICAL if fatal
         for plog in {id(p.log): p.log for p in pendings}.values():
             plog.failed()
-        error = StorageError(f"partition log write failed: {exc}")
         for pending in pendings:
             if not pending.future.done():
-                pending.future.set_exception(error)
+                pending.future.set_exception(fault)
+
+    async def _fsync_dirty(self, fds: dict[int, Path]) -> None:
+        try:
+            await asyncio.to_thread(self._fsync, fds)
+        except StorageFault as fault:
+            self.policy.failed(fault)
 
     def _background(self, work: Awaitable[object]) -> None:
         task = asyncio.ensure_future(work)
@@ -173,15 +199,35 @@ class PartitionLogs:
 
     def _finished(self, task: asyncio.Future[object]) -> None:
         self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("partition log background work failed: %s", task.exception())
+        error = None if task.cancelled() else task.exception()
+        if isinstance(error, StorageFault):
+            # index files, log-start checkpoint, retention: redone later (transient) or fatal
+            if error.fatal:
+                self.policy.failed(error)
+            else:
+                log.warning(
+                    "partition log background work failed (redone by the next retention pass or start): %s",
+                    error,
+                )
+        elif error is not None:
+            log.error("partition log background work failed: %s", error)
 
     def _tick(self) -> None:
         assert self._interval_ms is not None
         dirty, self._dirty = self._dirty, set()
-        if dirty:
-            self._background(asyncio.to_thread(self._fsync, dirty))
+        if dirty and self.policy.fatal is None:
+            self._background(self._fsync_dirty(dict(dirty)))
         self._ticker = asyncio.get_running_loop().call_later(self._interval_ms / 1000, self._tick)
+
+
+def _pwrite_all(fd: int, data: bytes, position: int) -> None:
+    """pwrite until every byte is written: on a filling disk pwrite can return a short count (and
+    raise ENOSPC only on the next call); a short write taken as whole would leave a torn batch in
+    the middle of the file, and recovery would cut every later (acknowledged) batch with it."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, position)
+        view, position = view[written:], position + written
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from storage import framing
+from storage.faults import operation
 from storage.files import SEGMENT_HEADER_SIZE, SWAP_SUFFIX, FileOps, encode_segment_header
 from storage.records import LogConfig
 from storage.recovery import Entry, Key, Segment
@@ -84,7 +85,8 @@ def _kept(segment: Segment, keep_lsns: set[int], config: LogConfig) -> list[byte
     batch start loses its flag: recovery must not wait for an end that no longer exists. Runs of
     adjacent live records are kept as one slice: fewer objects, fewer garbage-collector passes.
     """
-    view = memoryview(segment.path.read_bytes())[: segment.size]
+    with operation(segment.path, "read"):
+        view = memoryview(segment.path.read_bytes())[: segment.size]
     kept: list[bytes | memoryview] = []
     run_start = run_end = 0
     records = framing.walk(view, SEGMENT_HEADER_SIZE, config.max_record_bytes)
@@ -108,8 +110,12 @@ def _kept(segment: Segment, keep_lsns: set[int], config: LogConfig) -> list[byte
 def _swap_in(path: Path, body: bytes, ops: FileOps) -> None:
     cleaned = path.with_name(path.name + CLEANED_SUFFIX)
     swap = path.with_name(path.name + SWAP_SUFFIX)
-    ops.write_new_file(cleaned, body)
-    os.replace(cleaned, swap)
-    ops.fsync_dir(path.parent)
-    os.replace(swap, path)
-    ops.fsync_dir(path.parent)
+    ops.write_new_file(cleaned, body)  # a failed write removes `cleaned`: the segment stays as it was
+    with operation(swap, "rename"):
+        os.replace(cleaned, swap)
+    with operation(path.parent, "fsync_dir"):  # fatal if it fails; recovery completes the .swap
+        ops.fsync_dir(path.parent)
+    with operation(path, "rename"):
+        os.replace(swap, path)
+    with operation(path.parent, "fsync_dir"):
+        ops.fsync_dir(path.parent)

@@ -6,6 +6,7 @@ in storage touches os.write/os.fsync directly.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import struct
@@ -16,6 +17,7 @@ from pathlib import Path
 from crc32c import crc32c
 
 from storage.errors import StorageError, StorageLocked
+from storage.faults import StorageFault, operation
 
 SEGMENT_SUFFIX = ".log"
 SNAPSHOT_SUFFIX = ".snap"
@@ -90,11 +92,23 @@ class FileOps:
             os.close(fd)
 
     def write_new_file(self, path: Path, data: bytes) -> None:
-        """Create (or truncate) `path` with `data` and fsync it; the caller renames it into place."""
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        """Create (or truncate) `path` with `data` and fsync it; the caller renames it into place.
+
+        Failures are `StorageFault`s (storage/faults.py); after a failed write the file is removed
+        again, so a full disk gets its space back and nothing half-written is left behind.
+        """
+        with operation(path, "create"):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            self.write(fd, data)
-            self.fsync(fd)
+            with operation(path, "write"):
+                self.write(fd, data)
+            with operation(path, "fsync"):
+                self.fsync(fd)
+        except StorageFault as fault:
+            if not fault.fatal:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            raise
         finally:
             os.close(fd)
 
@@ -102,8 +116,10 @@ class FileOps:
         """tmp -> fsync -> rename -> fsync dir: the file is either wholly there or absent."""
         tmp = path.with_name(path.name + ".tmp")
         self.write_new_file(tmp, data)
-        os.replace(tmp, path)
-        self.fsync_dir(path.parent)
+        with operation(path, "rename"):
+            os.replace(tmp, path)
+        with operation(path.parent, "fsync_dir"):
+            self.fsync_dir(path.parent)
 
 
 class DirectoryLock:

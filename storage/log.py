@@ -10,6 +10,7 @@ compaction only ever see durable records.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -19,17 +20,21 @@ from pathlib import Path
 
 from storage import compaction, framing, snapshot
 from storage.errors import StorageError
+from storage.faults import FaultPolicy, StorageFault, operation
 from storage.files import (
     DirectoryLock,
     FileOps,
     encode_segment_header,
     segment_name,
-    wrap_os_error,
 )
 from storage.records import LogConfig, Record
 from storage.recovery import Entry, Key, Recovered, Segment, recover
 
 log = logging.getLogger(__name__)
+
+# After a snapshot or compaction failed transiently (a full disk): try again no sooner than this.
+SNAPSHOT_RETRY_S = 10
+COMPACTION_RETRY_S = 10
 
 
 @dataclass(slots=True)
@@ -46,9 +51,16 @@ def _now_ms() -> int:
 
 class Log:
     def __init__(
-        self, directory: Path, config: LogConfig, ops: FileOps, lock: DirectoryLock, state: Recovered
+        self,
+        directory: Path,
+        config: LogConfig,
+        ops: FileOps,
+        lock: DirectoryLock,
+        state: Recovered,
+        policy: FaultPolicy | None = None,
     ):
         self.directory = directory
+        self.policy = policy or FaultPolicy()
         self.config = config
         self.ops = ops
         self._lock = lock
@@ -68,6 +80,7 @@ class Log:
         self._compaction: asyncio.Task[None] | None = None
         self.compactions = 0  # passes run since open (metrics)
         self._next_compaction_check = 0.0
+        self._next_snapshot_try = 0.0  # after a transient snapshot failure: retry no sooner than this
         self._fd = self._open_active()
         self._writer = asyncio.get_running_loop().create_task(self._run(), name="storage-writer")
 
@@ -79,6 +92,7 @@ class Log:
         apply: Callable[[Record], None] | None = None,
         *,
         ops: FileOps | None = None,
+        policy: FaultPolicy | None = None,
     ) -> Log:
         """Lock the directory, recover it (replaying every live record through `apply`), start writing."""
         directory = Path(data_dir)
@@ -90,7 +104,7 @@ class Log:
         lock.acquire()
         try:
             state = recover(directory, config, apply or (lambda record: None), ops)
-            return cls(directory, config, ops, lock, state)
+            return cls(directory, config, ops, lock, state, policy)
         except BaseException:
             lock.release()
             raise
@@ -99,6 +113,8 @@ class Log:
     def append(self, records: Sequence[Record]) -> asyncio.Future[int]:
         """Queue `records` as one atomic batch; the future resolves once they are durable."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if self._failure is None and self.policy.fatal is not None:
+            self._failure = self.policy.fatal  # another writer of this process hit a fatal fault
         if self._failure is not None or self._closing:
             future.set_exception(self._failure or StorageError("log is closed"))
             return future
@@ -145,7 +161,10 @@ class Log:
             try:
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
             except TimeoutError:
-                await self._fsync_now()
+                try:
+                    await self._fsync_now()
+                except StorageFault as fault:
+                    self._fatal(fault)
             self._wakeup.clear()
             while self._queue:
                 pending, self._queue = self._queue, []
@@ -155,10 +174,18 @@ class Log:
             await self._maybe_snapshot()
             self._maybe_compact()
 
+    def _refused(self, pending: list[_Pending]) -> bool:
+        """After a fatal fault (here or in another writer of the process) nothing is written."""
+        if self._failure is None and self.policy.fatal is not None:
+            self._failure = self.policy.fatal
+        if self._failure is None:
+            return False
+        for item in pending:
+            item.future.set_exception(self._failure)
+        return True
+
     async def _write(self, pending: list[_Pending]) -> None:
-        if self._failure is not None:
-            for item in pending:
-                item.future.set_exception(self._failure)
+        if self._refused(pending):
             return
         data = b"".join(item.data for item in pending)
         start = self.segments[-1].size
@@ -168,13 +195,12 @@ class Log:
             start = self.segments[-1].size
             await asyncio.to_thread(self._write_sync, data)
         except OSError as exc:
-            error = wrap_os_error("append", exc)
-            log.error("storage write failed, failing %d appends: %s", len(pending), error)
-            await self._undo(start, error)
+            fault = await self._classify(exc, start)
             for item in pending:
                 if not item.future.done():
-                    item.future.set_exception(error)
+                    item.future.set_exception(fault)
             return
+        self.policy.succeeded()
         self.segments[-1].size += len(data)
         self._durable_next_lsn = pending[-1].last_lsn + 1
         for item in pending:
@@ -184,11 +210,41 @@ class Log:
             if not item.future.done():
                 item.future.set_result(item.last_lsn)
 
+    async def _classify(self, exc: OSError, start: int) -> StorageFault:
+        """storage/faults.py: a write cut cleanly back is transient (refused, retried by the client);
+        a failed fsync or truncate-back is fatal (nothing more is acknowledged)."""
+        fault = exc if isinstance(exc, StorageFault) else StorageFault(self._active_path(), "write", exc)
+        if not fault.fatal:
+            fault = await self._undo(start, fault)
+        else:  # best effort, never an fsync again: what this process reads back stays clean
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(self.ops.truncate, self._fd, start)
+        if fault.fatal:
+            self._fatal(fault)
+        else:
+            self.policy.failed(fault)
+        return fault
+
+    def _active_path(self) -> Path:
+        return self.segments[-1].path
+
+    def _fatal(self, fault: StorageFault) -> None:
+        """Refuse every later append; the policy logs it and (in the server) ends the process."""
+        if self._failure is None:
+            self._failure = fault
+        self.policy.failed(fault)
+        for item in self._queue:
+            if not item.future.done():
+                item.future.set_exception(fault)
+        self._queue = []
+
     def _write_sync(self, data: bytes) -> None:
-        self.ops.write(self._fd, data)
+        with operation(self._active_path(), "write"):
+            self.ops.write(self._fd, data)
         interval = self._fsync_interval
         if interval is None or (interval > 0 and time.monotonic() - self._last_fsync >= interval / 1000):
-            self.ops.fsync(self._fd)
+            with operation(self._active_path(), "fsync"):
+                self.ops.fsync(self._fd)
             self._last_fsync = time.monotonic()
             self._dirty = False
         else:
@@ -196,21 +252,26 @@ class Log:
 
     async def _fsync_now(self) -> None:
         if self._dirty:
-            await asyncio.to_thread(self.ops.fsync, self._fd)
+            await asyncio.to_thread(self._fsync_active)
             self._last_fsync = time.monotonic()
             self._dirty = False
 
-    async def _undo(self, size: int, error: StorageError) -> None:
+    def _fsync_active(self) -> None:
+        with operation(self._active_path(), "fsync"):
+            self.ops.fsync(self._fd)
+
+    async def _undo(self, size: int, fault: StorageFault) -> StorageFault:
         """Cut the active segment back to its last good size so no partial record survives.
 
-        If even that fails (a failed fsync usually repeats: the kernel may have dropped the dirty
-        pages), the log refuses further appends; recovery at the next start truncates the tail.
+        Returns `fault` (transient: the write is refused, later ones may succeed), or a fatal
+        "truncate-back" fault if cutting back failed: the file's end is then unknown, recovery at
+        the next start truncates the torn tail.
         """
         try:
             await asyncio.to_thread(self._truncate_active, size)
         except OSError as exc:
-            self._failure = StorageError(f"log unusable: {error}; truncating back also failed: {exc}")
-            log.error("%s", self._failure)
+            return StorageFault(self._active_path(), "truncate-back", exc, fatal=True)
+        return fault
 
     def _truncate_active(self, size: int) -> None:
         self.ops.truncate(self._fd, size)
@@ -230,13 +291,9 @@ class Log:
     def _create_segment(self, base_lsn: int) -> Segment:
         path = self.directory / segment_name(base_lsn)
         header = encode_segment_header(base_lsn)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            self.ops.write(fd, header)
-            self.ops.fsync(fd)
-        finally:
-            os.close(fd)
-        self.ops.fsync_dir(self.directory)
+        self.ops.write_new_file(path, header)  # a failed write removes it again: a later roll retries
+        with operation(self.directory, "fsync_dir"):
+            self.ops.fsync_dir(self.directory)
         return Segment(path, base_lsn, len(header))
 
     def _should_roll(self) -> bool:
@@ -247,16 +304,32 @@ class Log:
         return active.size >= self.config.segment_bytes or age_ms >= self.config.segment_ms
 
     def _roll(self, base_lsn: int) -> None:
-        self.ops.fsync(self._fd)
+        # The new segment exists before the old one is closed: if creating it fails (a full disk),
+        # the old one stays active and the next write tries the roll again.
+        self._fsync_active()
+        segment = self._create_segment(base_lsn)
         os.close(self._fd)
-        self.segments.append(self._create_segment(base_lsn))
+        self.segments.append(segment)
         self._fd = self._open_active()
         log.info("rolled to segment %s", self.segments[-1].path.name)
 
     # -- snapshots and compaction -----------------------------------------------------------------
     async def _maybe_snapshot(self) -> None:
-        if self._records_since_snapshot >= self.config.snapshot_every_records:
+        if self._records_since_snapshot < self.config.snapshot_every_records:
+            return
+        if time.monotonic() < self._next_snapshot_try or self._failure is not None:
+            return
+        try:
             await self.snapshot()
+        except OSError as exc:
+            # The snapshot is written to a .tmp and renamed: whatever failed, the previous snapshot
+            # and the segments are untouched. Transient: try again later; fatal: stop.
+            fault = exc if isinstance(exc, StorageFault) else StorageFault(self.directory, "snapshot", exc)
+            if fault.fatal:
+                self._fatal(fault)
+                return
+            self._next_snapshot_try = time.monotonic() + SNAPSHOT_RETRY_S
+            log.warning("snapshot failed, existing data intact, retrying in %ds: %s", SNAPSHOT_RETRY_S, fault)
 
     async def snapshot(self) -> Path:
         """Write every live record (as of now, all durable) to a new snapshot file."""
@@ -296,11 +369,21 @@ class Log:
     async def _compact_while_dirty(self) -> None:
         # Appends that arrived during a pass may have made the log dirty again: go on until clean.
         while len(self.segments) > 1 and self.dirty_ratio() >= self.config.min_cleanable_dirty_ratio:
+            if self._failure is not None:
+                return
             try:
                 if await self.compact() <= 0:
                     return
             except OSError as exc:
-                log.error("compaction failed, will retry after later appends: %s", exc)
+                fault = exc if isinstance(exc, StorageFault) else StorageFault(self.directory, "compact", exc)
+                if fault.fatal:
+                    self._fatal(fault)
+                    return
+                # Each segment is swapped in whole or not at all: existing data is intact.
+                self._next_compaction_check = time.monotonic() + COMPACTION_RETRY_S
+                log.warning(
+                    "compaction failed, existing data intact, retrying in %ds: %s", COMPACTION_RETRY_S, fault
+                )
                 return
 
     async def compact(self) -> int:
@@ -309,7 +392,13 @@ class Log:
         if not sealed:
             return 0
         plan = compaction.Plan.build(sealed, self.keydir, _now_ms(), self.config.tombstone_retention_ms)
-        freed = await asyncio.to_thread(compaction.run, plan, self.directory, self.config, self.ops)
+        try:
+            freed = await asyncio.to_thread(compaction.run, plan, self.directory, self.config, self.ops)
+        except OSError:
+            # The segments swapped in before the failure are the new ones; the rest are untouched.
+            done = {segment.path: segment for segment in plan.outputs}
+            self.segments[:] = [done.get(segment.path, segment) for segment in self.segments]
+            raise
         # Segments only ever get appended at the end, so everything after `sealed` is untouched.
         self.segments[:] = plan.outputs + self.segments[len(sealed) :]
         for key, lsn in plan.expired_tombstones:
@@ -338,9 +427,15 @@ class Log:
             await asyncio.gather(self._compaction, return_exceptions=True)
         try:
             if self._failure is None:
-                await asyncio.to_thread(self.ops.fsync, self._fd)
+                await asyncio.to_thread(self._fsync_active)
                 if write_snapshot:
-                    await self.snapshot()
+                    try:
+                        await self.snapshot()
+                    except StorageFault as fault:
+                        if fault.fatal:
+                            raise
+                        # Everything is in the fsynced segments; the next start replays them.
+                        log.warning("no snapshot at close (the data is intact in the segments): %s", fault)
         finally:
             os.close(self._fd)
             self._lock.release()

@@ -17,6 +17,7 @@ from pathlib import Path
 from crc32c import crc32c
 
 from storage import framing
+from storage.faults import operation
 from storage.files import FileOps, list_snapshots, snapshot_name
 
 log = logging.getLogger(__name__)
@@ -71,5 +72,6 @@ def write(directory: Path, next_lsn: int, frames: list[bytes], ops: FileOps) -> 
     ops.write_file_atomically(path, encode(next_lsn, frames, len(frames)))
     for old in list_snapshots(directory)[:-KEEP]:
         old.unlink(missing_ok=True)
-    ops.fsync_dir(directory)
+    with operation(directory, "fsync_dir"):
+        ops.fsync_dir(directory)
     return path

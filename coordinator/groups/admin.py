@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.groups.config import RequestMeta
-from coordinator.groups.errors import ErrorCode
+from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.member import Respond
 from coordinator.groups.offset_api import OffsetHandler
@@ -118,9 +118,7 @@ class AdminHandler:
         failed = [
             {
                 "group_id": r["group_id"],
-                "error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-                if r["error_code"] == 0
-                else r["error_code"],
+                "error_code": int(APPEND_FAILED) if r["error_code"] == 0 else r["error_code"],
             }
             for r in results
         ]

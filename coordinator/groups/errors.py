@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["GROUP_ERROR_CODES", "ErrorCode"]
+__all__ = ["APPEND_FAILED", "GROUP_ERROR_CODES", "ErrorCode"]
 
 # name -> Kafka error code (Errors.java): every code the group logic produces.
 GROUP_ERROR_CODES = {
@@ -39,3 +39,8 @@ try:
     from protocol.errors import ErrorCode
 except ImportError:  # protocol/errors.py not written yet
     ErrorCode = enum.IntEnum("ErrorCode", GROUP_ERROR_CODES)  # type: ignore[misc,no-redef]
+
+# What a group or offset write answers when the log refused it (a storage fault: a full disk, an I/O
+# error). Kafka's GroupCoordinatorService.handleOperationException maps KAFKA_STORAGE_ERROR (and
+# NOT_LEADER_OR_FOLLOWER) to NOT_COORDINATOR; clients then look the coordinator up again and retry.
+APPEND_FAILED = ErrorCode.NOT_COORDINATOR

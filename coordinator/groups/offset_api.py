@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordinator.groups.config import RequestMeta
-from coordinator.groups.errors import ErrorCode
+from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.member import Respond
 from coordinator.groups.rebalance import Rebalancer
@@ -57,8 +57,8 @@ class OffsetHandler:
             if exc is None:
                 for record in records:
                     self._apply(record)
-            # Every append failure maps to COORDINATOR_NOT_AVAILABLE (compat.md).
-            failed = ErrorCode.NONE if exc is None else ErrorCode.COORDINATOR_NOT_AVAILABLE
+            # Every append failure is a storage fault: NOT_COORDINATOR, as Kafka (errors.py).
+            failed = ErrorCode.NONE if exc is None else APPEND_FAILED
             respond(_commit_response(topics, lambda t, p: errors.get((t, p), failed)))
 
         self.rt.log.append(records, on_done)
@@ -181,7 +181,7 @@ class OffsetHandler:
         ]
         subscribed_error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
         ok = _commit_response(topics, lambda t, _p: subscribed_error if t in subscribed else ErrorCode.NONE)
-        failed = {"error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE), "topics": []}
+        failed = {"error_code": int(APPEND_FAILED), "topics": []}
         self.append_then(tombstones, respond, {"error_code": 0, **ok}, failed)
 
     def _delete_error(self, group_id: str, group: Group | None) -> ErrorCode | None:

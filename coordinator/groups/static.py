@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from coordinator.groups.errors import ErrorCode
+from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.member import Member, Parked, Protocols
 from coordinator.groups.rebalance import Rebalancer
@@ -115,7 +115,7 @@ class StaticMembership:
                 and group.generation_id == generation
             ):
                 self._revert(group, member, old_id, saved)
-            parked.respond(join_error(parked.api_version, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            parked.respond(join_error(parked.api_version, APPEND_FAILED))
 
         self.rt.log.append([group.to_record()], on_done)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from coordinator.groups.config import RequestMeta
-from coordinator.groups.errors import ErrorCode
+from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.member import Member, Parked, Respond
 from coordinator.groups.rebalance import Rebalancer
@@ -90,8 +90,8 @@ class SyncHandler:
                 return
             if error is not None:
                 log.warning("group_id=%s failed to persist the assignment: %r", group.group_id, error)
-                # Every append failure maps to COORDINATOR_NOT_AVAILABLE (compat.md).
-                self.rb.reset_and_propagate_assignment_error(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                # Every append failure is a storage fault: NOT_COORDINATOR, as Kafka (errors.py).
+                self.rb.reset_and_propagate_assignment_error(group, APPEND_FAILED)
                 self.rb.maybe_prepare_rebalance(group, "failed to persist the group assignment")
                 return
             self.rb.set_and_propagate_assignment(group, assignments)

@@ -19,6 +19,7 @@ from partition_log import (
     ValidatedAppend,
 )
 from protocol.errors import ErrorCode
+from storage.faults import StorageFault
 
 NOW = 1_700_000_000_000
 
@@ -203,7 +204,11 @@ def test_producer_state_in_sealed_segments_survives_a_reopen(tmp_path: Path) -> 
     asyncio.run(scenario())
 
 
-def test_a_failed_write_acknowledges_nothing_and_appends_resume(tmp_path: Path) -> None:
+def test_a_failed_write_that_cannot_be_cut_back_is_fatal(tmp_path: Path) -> None:
+    """EBADF on write, then EINVAL on the truncate-back (a read-only fd): the file's end is unknown,
+    so nothing is acknowledged, now or later (storage/faults.py). Transient faults (ENOSPC, write
+    EIO) are exercised with real file systems in tests/faults."""
+
     async def scenario() -> None:
         logs = await open_logs(tmp_path)
         assert await append(logs, batch(2)) == 0
@@ -213,12 +218,15 @@ def test_a_failed_write_acknowledges_nothing_and_appends_resume(tmp_path: Path) 
         plog.segments[-1].fd = os.open(os.devnull, os.O_RDONLY)
         checked = plog.validate(batch(2), NOW)
         assert isinstance(checked, ValidatedAppend)
-        with pytest.raises(Exception, match="write failed"):
+        with pytest.raises(StorageFault, match=r"truncate-back of .* failed") as failed:
             await plog.append(checked, NOW)
+        assert failed.value.fatal and logs.policy.fatal is failed.value
         assert plog.high_watermark == plog.log_end_offset == 2
         os.close(plog.segments[-1].fd)
         plog.segments[-1].fd = -1
-        assert await append(logs, batch(1)) == 2
+        with pytest.raises(StorageFault, match="truncate-back"):
+            await append(logs, batch(1))
+        assert plog.high_watermark == plog.log_end_offset == 2
         await logs.close()
 
     asyncio.run(scenario())

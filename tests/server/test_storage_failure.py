@@ -2,9 +2,10 @@
 
 The failure is real, not injected: `prlimit` lowers the server process's RLIMIT_FSIZE so that the
 kernel refuses the next append to the active segment with EFBIG (Python ignores SIGXFSZ). Storage
-cuts the segment back to its last good record; OffsetCommit answers COORDINATOR_NOT_AVAILABLE
-(retriable) and the in-memory offsets keep the last acknowledged commit. Raising the limit again lets
-appends go on without a restart, and a restart after SIGKILL reads back exactly the acknowledged
+cuts the segment back to its last good record; OffsetCommit answers NOT_COORDINATOR (retriable, as
+Kafka answers a KafkaStorageException) and the in-memory offsets keep the last acknowledged commit.
+Raising the limit again lets appends go on without a restart, and a restart after SIGKILL reads back
+exactly the acknowledged
 commits.
 """
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.server_args("--fsync", "always")
 
 OFFSET_COMMIT, OFFSET_FETCH, METADATA = 8, 9, 3
 JOIN_GROUP, SYNC_GROUP, LIST_GROUPS = 11, 14, 16
-NONE, COORDINATOR_NOT_AVAILABLE = 0, 15
+NONE, NOT_COORDINATOR = 0, 16
 COMMITS = 2000  # bounded: at ~100 bytes per record the 8 KiB of headroom runs out long before
 
 
@@ -66,7 +67,7 @@ def _limit_file_size(pid: int, limit: int | None) -> None:
     resource.prlimit(pid, resource.RLIMIT_FSIZE, (hard if limit is None else limit, hard))
 
 
-def test_failed_appends_answer_coordinator_not_available_and_are_never_acknowledged(
+def test_failed_appends_answer_not_coordinator_and_are_never_acknowledged(
     server: KcoordServer,
 ) -> None:
     data_dir = server.data_dir
@@ -87,7 +88,7 @@ def test_failed_appends_answer_coordinator_not_available_and_are_never_acknowled
                 if len(errors) == 5:
                     break
         assert acknowledged > 0, "the limit left no room for a single commit"
-        assert errors == [COORDINATOR_NOT_AVAILABLE] * 5
+        assert errors == [NOT_COORDINATOR] * 5
         # The failed commits changed nothing: the group still reads the last acknowledged one.
         assert _committed(sock) == (acknowledged, f"m{acknowledged}")
         # The failed bytes were cut back: the segment never exceeds the limit's good prefix.
@@ -100,7 +101,7 @@ def test_failed_appends_answer_coordinator_not_available_and_are_never_acknowled
         _limit_file_size(pid, None)
         assert _commit(sock, 100_000) == NONE
         assert _committed(sock) == (100_000, "m100000")
-        server.wait_for("storage write failed")
+        server.wait_for("storage: refusing writes .*EFBIG")
     server.stop(signal.SIGKILL)
 
     server.start()
@@ -114,7 +115,7 @@ def test_failed_appends_before_a_crash_are_not_replayed(server: KcoordServer) ->
         assert create_topic(sock, "t", 1)["error_code"] == NONE
         assert _commit(sock, 7) == NONE
         _limit_file_size(server.pid, _active_segment(data_dir).stat().st_size)
-        assert _commit(sock, 8) == COORDINATOR_NOT_AVAILABLE
+        assert _commit(sock, 8) == NOT_COORDINATOR
         assert _committed(sock) == (7, "m7")
     server.stop(signal.SIGKILL)
 
@@ -155,7 +156,7 @@ def test_group_metadata_that_cannot_be_stored_fails_the_sync(server: KcoordServe
     with connect(server.address) as sock:
         _limit_file_size(server.pid, _active_segment(data_dir).stat().st_size)
         member, join_error, sync_error = _join_and_sync(sock)
-        assert (join_error, sync_error) == (NONE, COORDINATOR_NOT_AVAILABLE)
+        assert (join_error, sync_error) == (NONE, NOT_COORDINATOR)
         _limit_file_size(server.pid, None)
         # The member rejoins with its id, as a client does after a retriable sync error.
         assert _join_and_sync(sock, member) == (member, NONE, NONE)

@@ -69,7 +69,7 @@ async def test_a_failed_write_fails_the_pending_appends_and_leaves_a_clean_log(
     if failure == "fail_write":  # ENOSPC: the partial write was cut off again, appends go on
         await log.append([Record(0, b"after", b"2")])
     else:  # after a failed fsync the page cache cannot be trusted: refuse appends until a restart
-        with pytest.raises(StorageError, match="unusable"):
+        with pytest.raises(StorageError, match=r"fsync of .* failed"):
             await log.append([Record(0, b"after", b"2")])
     await log.close(write_snapshot=False)
     expected = {(0, b"before"): b"1"} | ({(0, b"after"): b"2"} if failure == "fail_write" else {})

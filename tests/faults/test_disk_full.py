@@ -1,0 +1,103 @@
+"""A full disk (a real tmpfs, filled up) under commit and produce load: refused with Kafka's codes, served
+throughout, quiet logs, resumed within 1 s of space returning, nothing acknowledged lost after kill -9."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaStorageError
+
+from tests.faults.conftest import NONE, NOT_COORDINATOR, Tmpfs, commit, committed
+from tests.kcoord_process import KcoordServer
+from tests.server.wire import call, connect, create_topic
+
+FULL_FOR_S = 11.5  # longer than the 10 s reminder interval: the reminder shows at most once
+
+
+def test_disk_full_under_commit_and_produce_load(tmpfs: Tmpfs) -> None:
+    server = KcoordServer(tmpfs.path / "data", "--fsync", "always")
+    server.start()
+    producer = None
+    try:
+        with connect(server.address) as sock:
+            assert create_topic(sock, "t", 1)["error_code"] == NONE
+            producer = KafkaProducer(
+                bootstrap_servers=server.bootstrap,
+                acks="all",
+                retries=0,
+                max_in_flight_requests_per_connection=1,
+            )
+            acked_values: list[bytes] = []
+            acked_commit = -1
+            for i in range(20):
+                assert commit(sock, i) == NONE
+                acked_commit = i
+                producer.send("t", b"v%d" % i, partition=0).get(timeout=10)
+                acked_values.append(b"v%d" % i)
+
+            filler = tmpfs.fill()
+            first_line = len(server.lines)
+            codes: list[int] = []
+            storage_errors = 0
+            i = 1000
+            started = time.monotonic()
+            while time.monotonic() - started < FULL_FOR_S:
+                i += 1
+                code = commit(sock, i)
+                codes.append(code)
+                if code == NONE:
+                    acked_commit = i
+                value = b"v%d" % i
+                try:
+                    producer.send("t", value, partition=0).get(timeout=10)
+                    acked_values.append(value)
+                except KafkaStorageError:
+                    storage_errors += 1
+                assert committed(sock) == acked_commit  # reads are served throughout
+                metadata = call(sock, 3, 4, {"topics": None, "allow_auto_topic_creation": False})
+                assert [t["name"] for t in metadata["topics"]] == ["t"]
+                time.sleep(0.02)
+            assert set(codes) <= {NONE, NOT_COORDINATOR} and codes.count(NOT_COORDINATOR) > 10, codes[:20]
+            assert storage_errors > 10, "Produce is refused with KAFKA_STORAGE_ERROR while the disk is full"
+            noisy = [
+                line for line in server.lines[first_line:] if "kcoord.storage" in line or " ERROR " in line
+            ]
+            assert server.count("storage: refusing writes") == 1
+            assert len(noisy) <= 2, "at most the start line and one reminder in 11.5 s:\n" + "\n".join(noisy)
+
+            filler.unlink()  # space returns: writes resume by themselves
+            returned = time.monotonic()
+            while commit(sock, i + 1) != NONE:
+                assert time.monotonic() - returned < 1.0, "commits did not resume within 1 s"
+            acked_commit = i + 1
+            assert time.monotonic() - returned < 1.0
+            producer.send("t", b"after", partition=0).get(timeout=10)
+            acked_values.append(b"after")
+            deadline = time.monotonic() + 5  # the end line follows 1 s without a refused write
+            while not server.count("storage writes accepted again"):
+                assert time.monotonic() < deadline, "no end line"
+                i += 1
+                assert commit(sock, i + 1) == NONE
+                acked_commit = i + 1
+                time.sleep(0.1)
+            assert server.alive()
+        producer.close()
+        producer = None
+        server.stop(signal.SIGKILL)
+
+        server.start()
+        with connect(server.address) as sock:
+            assert committed(sock) == acked_commit
+        consumer = KafkaConsumer(bootstrap_servers=server.bootstrap, consumer_timeout_ms=3000)
+        consumer.assign([TopicPartition("t", 0)])
+        consumer.seek_to_beginning()
+        values = [record.value for record in consumer]
+        consumer.close()
+        assert set(acked_values) <= set(values), set(acked_values) - set(values)
+    finally:
+        if producer is not None:
+            producer.close()
+        server.kill()
+        print("server log tail:\n" + "\n".join(server.lines[-40:]))
