@@ -71,19 +71,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def scrape_metrics(port: int, stop: asyncio.Event) -> int:
-    """GET /metrics every second until `stop` (a client as simple as Prometheus'); the scrape count."""
-    scrapes = 0
+async def scrape_metrics(port: int, stop: asyncio.Event) -> tuple[int, float, int]:
+    """GET /metrics every second until `stop` (a client as simple as Prometheus'): the scrape count,
+    the median seconds from request to the end of the answer, and the answer's size."""
+    durations, size = [], 0
     while not stop.is_set():
+        started = time.perf_counter()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
         await writer.drain()
-        await reader.read()  # until the server closes
+        size = len(await reader.read())  # until the server closes
         writer.close()
-        scrapes += 1
+        durations.append(time.perf_counter() - started)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), 1.0)
-    return scrapes
+    return len(durations), sorted(durations)[len(durations) // 2] if durations else 0.0, size
 
 
 def git_commit() -> str:
@@ -668,7 +670,11 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         kcoord = start_kcoord(Path(tmp) / "data", http_port)
         ceiling = start_ceiling()
         stop_scraping = asyncio.Event()
-        scraper = asyncio.ensure_future(scrape_metrics(http_port, stop_scraping)) if http_port else None
+        scraper = (
+            asyncio.ensure_future(scrape_metrics(http_port, stop_scraping))
+            if http_port and not args.no_scrape
+            else None
+        )
         try:
             results["server_rss_mib_at_start"] = kcoord.rss_kib() / 1024
             if "heartbeats" in args.phases:
@@ -683,7 +689,11 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             results["server_rss_mib_at_end"] = kcoord.rss_kib() / 1024
             if scraper is not None:
                 stop_scraping.set()
-                results["metrics"] = f"metrics endpoint on, /metrics scraped {await scraper} times (1/s)"
+                scrapes, median_s, size = await scraper
+                results["metrics"] = (
+                    f"metrics endpoint on, /metrics scraped {scrapes} times (1/s), "
+                    f"median {1000 * median_s:.1f} ms for {size:,} bytes"
+                )
         finally:
             returncode = kcoord.stop()
             ceiling.stop()
@@ -703,6 +713,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--metrics", action="store_true", help="HTTP endpoint on, /metrics scraped every second"
     )
+    parser.add_argument("--no-scrape", action="store_true", help="with --metrics: endpoint on, never scraped")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = parser.parse_args(argv)
     if args.command == "ceiling-server":

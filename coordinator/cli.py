@@ -31,7 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     add_serve_arguments(serve)
     health = sub.add_parser(
         "health",
-        help="exit 0 only if a kcoord listener answers ApiVersions (the container HEALTHCHECK)",
+        help="exit 0 only if a kcoord listener answers ApiVersions and, where the HTTP endpoint is on, "
+        "/readyz says ready (the container HEALTHCHECK)",
     )
     health.add_argument(
         "--bootstrap",
@@ -41,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
         help=f"default 127.0.0.1 and the port of {ENV_PREFIX}LISTEN (9092)",
     )
     health.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS", help="default 3")
+    health.add_argument(
+        "--http",
+        type=parse_host_port,
+        default=None,
+        metavar="HOST:PORT",
+        help=f"the HTTP endpoint to ask /readyz; default {ENV_PREFIX}HTTP_LISTEN if set (else not asked)",
+    )
     sub.add_parser(
         "storage",
         add_help=False,
@@ -74,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return groups_main(args_list[1:])
     args = _parser().parse_args(args_list)
     if args.command == "health":
-        return _health(args.bootstrap, args.timeout)
+        status = _health(args.bootstrap, args.timeout)
+        return status if status != 0 else _ready(args.http, args.timeout)
     config = config_from_args(args)
 
     from coordinator.app import run  # imported late: `kcoord --help` stays fast
@@ -107,6 +116,35 @@ def _health(address: HostPort | None, timeout_s: float) -> int:
         return 1
     print(f"kcoord health: {address} ok ({len(body['api_keys'])} APIs)")
     return 0
+
+
+def _ready(address: HostPort | None, timeout_s: float) -> int:
+    """/readyz, where the HTTP endpoint is on: not ready while storage refuses writes (a full disk),
+    with the server's reason, so an orchestrator sees what a Kafka round trip cannot show."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    if address is None:
+        configured = os.environ.get(ENV_PREFIX + "HTTP_LISTEN")
+        if not configured:
+            return 0
+        address = parse_host_port(configured)
+    host = "127.0.0.1" if address.host in ("0.0.0.0", "::", "") else address.host
+    url = f"http://{host}:{address.port}/readyz"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            response.read()
+        return 0
+    except urllib.error.HTTPError as exc:
+        try:
+            reason = json.loads(exc.read()).get("reason", "")
+        except ValueError:
+            reason = ""
+        print(f"kcoord health: not ready ({exc.code}): {reason or exc.reason}", file=sys.stderr)
+    except (OSError, ValueError) as exc:
+        print(f"kcoord health: {url} not answering: {exc}", file=sys.stderr)
+    return 1
 
 
 def _recv(sock: socket.socket, n: int) -> bytes:

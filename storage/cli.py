@@ -120,8 +120,10 @@ async def _compact(directory: Path) -> int:
     log = await Log.open(directory, LogConfig())
     try:
         freed = await log.compact()
-    finally:
-        await log.close()
+    except BaseException:
+        await log.close(write_snapshot=False)  # the compaction's error is the one line to show
+        raise
+    await log.close()
     print(f"compacted: {freed} bytes freed")
     return 0
 

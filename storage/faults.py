@@ -122,7 +122,7 @@ class FaultPolicy:
     def ready(self) -> tuple[bool, str]:
         if self.fatal is not None:
             return False, f"fatal storage fault: {self.fatal}"
-        if self.refusing is not None and self._clock() - self._last_refused < self._settle_s:
+        if self.refusing is not None:  # until a write succeeds after the settling time
             return False, f"refusing writes ({self.refused} so far): {self.refusing}"
         return True, "ok"
 

@@ -19,6 +19,7 @@ import time
 from typing import cast
 
 from coordinator.groups.config import RequestMeta
+from coordinator.metrics import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY, OFFSET_COMMIT
 from coordinator.server.apis import HANDLERS, api_versions, produce
 from coordinator.server.context import Respond, ServerContext
 from protocol.errors import DecodeError, UnsupportedVersion
@@ -46,7 +47,7 @@ class _Slot:
         self.api_version = api_version
         self.correlation_id = correlation_id
         self.frame: bytes | None = None
-        self.received = 0.0  # perf_counter() at receipt, set only when metrics are on
+        self.received = 0.0  # perf_counter() at receipt if metrics time this request (RequestStats)
 
     def respond(self, body: dict[str, object]) -> None:
         if self.frame is not None:
@@ -57,8 +58,10 @@ class _Slot:
         conn = self.conn
         if conn._closed:
             return
-        if (stats := conn._ctx.stats) is not None:
-            stats.observe(self.api_key, self.api_version, time.perf_counter() - self.received, body)
+        if (stats := conn._ctx.stats) is not None and (
+            self.received or body.get("error_code") or self.api_key == OFFSET_COMMIT
+        ):  # nothing to record for an untimed success: skip the call (the hot path is heartbeats)
+            stats.answered(self.api_key, self.api_version, self.received, body)
         try:
             self.frame = encode_response(self.api_key, self.api_version, self.correlation_id, body)
         except Exception:
@@ -199,8 +202,11 @@ class Connection(asyncio.Protocol):
 
     def _new_slot(self, api_key: int, api_version: int, correlation_id: int) -> Respond:
         slot = _Slot(self, api_key, api_version, correlation_id)
-        if self._ctx.stats is not None:
-            slot.received = time.perf_counter()
+        if (stats := self._ctx.stats) is not None:  # RequestStats.received, inlined: every request pays it
+            row = stats.counts[api_key]
+            count = row[api_version] = row[api_version] + 1
+            if count <= LATENCY_SAMPLE_EVERY or not count % LATENCY_SAMPLE_EVERY or api_key in ALWAYS_TIMED:
+                slot.received = time.perf_counter()
         self._slots.append(slot)
         return slot.respond
 

@@ -4,21 +4,44 @@ throughout, quiet logs, resumed within 1 s of space returning, nothing acknowled
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaStorageError
 
 from tests.faults.conftest import NONE, NOT_COORDINATOR, Tmpfs, commit, committed
-from tests.kcoord_process import KcoordServer
+from tests.kcoord_process import REPO, KcoordServer
 from tests.server.wire import call, connect, create_topic
 
 FULL_FOR_S = 11.5  # longer than the 10 s reminder interval: the reminder shows at most once
 
 
+def _health(server: KcoordServer, http_address: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "health",
+            "--bootstrap",
+            server.bootstrap,
+            "--http",
+            http_address,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
 def test_disk_full_under_commit_and_produce_load(tmpfs: Tmpfs) -> None:
-    server = KcoordServer(tmpfs.path / "data", "--fsync", "always")
+    server = KcoordServer(tmpfs.path / "data", "--fsync", "always", "--http-listen", "127.0.0.1:0")
     server.start()
+    http = server.wait_for(r"http endpoint on (\S+):(\d+)", 10)
+    http_address = f"{http.group(1)}:{http.group(2)}"
     producer = None
     try:
         with connect(server.address) as sock:
@@ -65,6 +88,9 @@ def test_disk_full_under_commit_and_produce_load(tmpfs: Tmpfs) -> None:
                 line for line in server.lines[first_line:] if "kcoord.storage" in line or " ERROR " in line
             ]
             assert server.count("storage: refusing writes") == 1
+            # `kcoord health` (the container's HEALTHCHECK) reports not ready, with the reason.
+            unhealthy = _health(server, http_address)
+            assert unhealthy.returncode == 1 and "not ready (503)" in unhealthy.stderr, unhealthy.stderr
             assert len(noisy) <= 2, "at most the start line and one reminder in 11.5 s:\n" + "\n".join(noisy)
 
             filler.unlink()  # space returns: writes resume by themselves
@@ -83,6 +109,8 @@ def test_disk_full_under_commit_and_produce_load(tmpfs: Tmpfs) -> None:
                 acked_commit = i + 1
                 time.sleep(0.1)
             assert server.alive()
+            healthy = _health(server, http_address)
+            assert healthy.returncode == 0, healthy.stderr
         producer.close()
         producer = None
         server.stop(signal.SIGKILL)
