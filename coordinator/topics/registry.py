@@ -115,9 +115,7 @@ class TopicRegistry:
 
     def set_configs(self, changes: Iterable[tuple[str, Mapping[str, str]]], on_done: OnDone) -> None:
         """AlterConfigs / IncrementalAlterConfigs: each topic's complete new set of own configs."""
-        self._write(
-            [replace(self._topics[n], configs=tuple(sorted(c.items()))) for n, c in changes], on_done
-        )
+        self._write([replace(self._topics[n], configs=tuple(sorted(c.items()))) for n, c in changes], on_done)
 
     def _write(self, records: Sequence[TopicChange], on_done: OnDone) -> None:
         if not records:

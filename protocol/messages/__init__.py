@@ -61,7 +61,6 @@ _PAIRS: tuple[tuple[Schema, Schema], ...] = (
 )
 
 
-
 def _by_api_key(schemas: list[Schema]) -> dict[int, Schema]:
     table: dict[int, Schema] = {}
     for schema in schemas:

@@ -39,7 +39,9 @@ FINALIZED_FEATURE_KEY = Schema(
 
 API_VERSIONS_REQUEST = Schema(
     "ApiVersionsRequest",
-    api_key=18, versions=range(0, 5), flexible_since=3,
+    api_key=18,
+    versions=range(0, 5),
+    flexible_since=3,
     fields=(
         Field("client_software_name", STRING, since=3),
         Field("client_software_version", STRING, since=3),
@@ -48,7 +50,9 @@ API_VERSIONS_REQUEST = Schema(
 
 API_VERSIONS_RESPONSE = Schema(
     "ApiVersionsResponse",
-    api_key=18, versions=range(0, 5), flexible_since=3,
+    api_key=18,
+    versions=range(0, 5),
+    flexible_since=3,
     fields=(
         Field("error_code", INT16),
         Field("api_keys", array(API_VERSION)),

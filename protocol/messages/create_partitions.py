@@ -8,9 +8,7 @@ from protocol.types import BOOLEAN, INT16, INT32, NULLABLE_STRING, STRING
 
 CREATE_PARTITIONS_ASSIGNMENT = Schema(
     "CreatePartitionsAssignment",
-    fields=(
-        Field("broker_ids", array(INT32)),
-    ),
+    fields=(Field("broker_ids", array(INT32)),),
 )
 
 CREATE_PARTITIONS_TOPIC = Schema(
@@ -33,7 +31,9 @@ CREATE_PARTITIONS_TOPIC_RESULT = Schema(
 
 CREATE_PARTITIONS_REQUEST = Schema(
     "CreatePartitionsRequest",
-    api_key=37, versions=range(0, 4), flexible_since=2,
+    api_key=37,
+    versions=range(0, 4),
+    flexible_since=2,
     fields=(
         Field("topics", array(CREATE_PARTITIONS_TOPIC)),
         Field("timeout_ms", INT32),
@@ -43,7 +43,9 @@ CREATE_PARTITIONS_REQUEST = Schema(
 
 CREATE_PARTITIONS_RESPONSE = Schema(
     "CreatePartitionsResponse",
-    api_key=37, versions=range(0, 4), flexible_since=2,
+    api_key=37,
+    versions=range(0, 4),
+    flexible_since=2,
     fields=(
         Field("throttle_time_ms", INT32),
         Field("results", array(CREATE_PARTITIONS_TOPIC_RESULT)),

@@ -62,7 +62,9 @@ CREATABLE_TOPIC_RESULT = Schema(
 
 CREATE_TOPICS_REQUEST = Schema(
     "CreateTopicsRequest",
-    api_key=19, versions=range(0, 8), flexible_since=5,
+    api_key=19,
+    versions=range(0, 8),
+    flexible_since=5,
     fields=(
         Field("topics", array(CREATABLE_TOPIC)),
         Field("timeout_ms", INT32, default=60000),
@@ -72,7 +74,9 @@ CREATE_TOPICS_REQUEST = Schema(
 
 CREATE_TOPICS_RESPONSE = Schema(
     "CreateTopicsResponse",
-    api_key=19, versions=range(0, 8), flexible_since=5,
+    api_key=19,
+    versions=range(0, 8),
+    flexible_since=5,
     fields=(
         Field("throttle_time_ms", INT32, since=2),
         Field("topics", array(CREATABLE_TOPIC_RESULT)),

@@ -16,15 +16,17 @@ DELETABLE_GROUP_RESULT = Schema(
 
 DELETE_GROUPS_REQUEST = Schema(
     "DeleteGroupsRequest",
-    api_key=42, versions=range(0, 3), flexible_since=2,
-    fields=(
-        Field("groups_names", array(STRING)),
-    ),
+    api_key=42,
+    versions=range(0, 3),
+    flexible_since=2,
+    fields=(Field("groups_names", array(STRING)),),
 )
 
 DELETE_GROUPS_RESPONSE = Schema(
     "DeleteGroupsResponse",
-    api_key=42, versions=range(0, 3), flexible_since=2,
+    api_key=42,
+    versions=range(0, 3),
+    flexible_since=2,
     fields=(
         Field("throttle_time_ms", INT32),
         Field("results", array(DELETABLE_GROUP_RESULT)),

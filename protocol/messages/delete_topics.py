@@ -27,7 +27,9 @@ DELETABLE_TOPIC_RESULT = Schema(
 
 DELETE_TOPICS_REQUEST = Schema(
     "DeleteTopicsRequest",
-    api_key=20, versions=range(0, 7), flexible_since=4,
+    api_key=20,
+    versions=range(0, 7),
+    flexible_since=4,
     fields=(
         Field("topics", array(DELETE_TOPIC_STATE), since=6),
         Field("topic_names", array(STRING), until=5),
@@ -37,7 +39,9 @@ DELETE_TOPICS_REQUEST = Schema(
 
 DELETE_TOPICS_RESPONSE = Schema(
     "DeleteTopicsResponse",
-    api_key=20, versions=range(0, 7), flexible_since=4,
+    api_key=20,
+    versions=range(0, 7),
+    flexible_since=4,
     fields=(
         Field("throttle_time_ms", INT32, since=1),
         Field("responses", array(DELETABLE_TOPIC_RESULT)),

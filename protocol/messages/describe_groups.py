@@ -34,7 +34,9 @@ DESCRIBED_GROUP = Schema(
 
 DESCRIBE_GROUPS_REQUEST = Schema(
     "DescribeGroupsRequest",
-    api_key=15, versions=range(0, 6), flexible_since=5,
+    api_key=15,
+    versions=range(0, 6),
+    flexible_since=5,
     fields=(
         Field("groups", array(STRING)),
         Field("include_authorized_operations", BOOLEAN, since=3),
@@ -43,7 +45,9 @@ DESCRIBE_GROUPS_REQUEST = Schema(
 
 DESCRIBE_GROUPS_RESPONSE = Schema(
     "DescribeGroupsResponse",
-    api_key=15, versions=range(0, 6), flexible_since=5,
+    api_key=15,
+    versions=range(0, 6),
+    flexible_since=5,
     fields=(
         Field("throttle_time_ms", INT32, since=1),
         Field("groups", array(DESCRIBED_GROUP)),

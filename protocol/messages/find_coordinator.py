@@ -22,7 +22,9 @@ COORDINATOR = Schema(
 
 FIND_COORDINATOR_REQUEST = Schema(
     "FindCoordinatorRequest",
-    api_key=10, versions=range(0, 7), flexible_since=3,
+    api_key=10,
+    versions=range(0, 7),
+    flexible_since=3,
     fields=(
         Field("key", STRING, until=3),
         Field("key_type", INT8, since=1, default=0),
@@ -32,7 +34,9 @@ FIND_COORDINATOR_REQUEST = Schema(
 
 FIND_COORDINATOR_RESPONSE = Schema(
     "FindCoordinatorResponse",
-    api_key=10, versions=range(0, 7), flexible_since=3,
+    api_key=10,
+    versions=range(0, 7),
+    flexible_since=3,
     fields=(
         Field("throttle_time_ms", INT32, since=1),
         Field("error_code", INT16, until=3),

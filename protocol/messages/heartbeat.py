@@ -9,7 +9,9 @@ from protocol.types import INT16, INT32, NULLABLE_STRING, STRING
 
 HEARTBEAT_REQUEST = Schema(
     "HeartbeatRequest",
-    api_key=12, versions=range(0, 5), flexible_since=4,
+    api_key=12,
+    versions=range(0, 5),
+    flexible_since=4,
     fields=(
         Field("group_id", STRING),
         Field("generation_id", INT32),
@@ -20,7 +22,9 @@ HEARTBEAT_REQUEST = Schema(
 
 HEARTBEAT_RESPONSE = Schema(
     "HeartbeatResponse",
-    api_key=12, versions=range(0, 5), flexible_since=4,
+    api_key=12,
+    versions=range(0, 5),
+    flexible_since=4,
     fields=(
         Field("throttle_time_ms", INT32, since=1),
         Field("error_code", INT16),

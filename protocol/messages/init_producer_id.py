@@ -9,7 +9,9 @@ from protocol.types import INT16, INT32, INT64, NULLABLE_STRING
 
 INIT_PRODUCER_ID_REQUEST = Schema(
     "InitProducerIdRequest",
-    api_key=22, versions=range(0, 6), flexible_since=2,
+    api_key=22,
+    versions=range(0, 6),
+    flexible_since=2,
     fields=(
         Field("transactional_id", NULLABLE_STRING),
         Field("transaction_timeout_ms", INT32),
@@ -20,7 +22,9 @@ INIT_PRODUCER_ID_REQUEST = Schema(
 
 INIT_PRODUCER_ID_RESPONSE = Schema(
     "InitProducerIdResponse",
-    api_key=22, versions=range(0, 6), flexible_since=2,
+    api_key=22,
+    versions=range(0, 6),
+    flexible_since=2,
     fields=(
         Field("throttle_time_ms", INT32),
         Field("error_code", INT16),

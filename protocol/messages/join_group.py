@@ -28,7 +28,9 @@ JOIN_GROUP_RESPONSE_MEMBER = Schema(
 
 JOIN_GROUP_REQUEST = Schema(
     "JoinGroupRequest",
-    api_key=11, versions=range(0, 10), flexible_since=6,
+    api_key=11,
+    versions=range(0, 10),
+    flexible_since=6,
     fields=(
         Field("group_id", STRING),
         Field("session_timeout_ms", INT32),
@@ -43,7 +45,9 @@ JOIN_GROUP_REQUEST = Schema(
 
 JOIN_GROUP_RESPONSE = Schema(
     "JoinGroupResponse",
-    api_key=11, versions=range(0, 10), flexible_since=6,
+    api_key=11,
+    versions=range(0, 10),
+    flexible_since=6,
     fields=(
         Field("throttle_time_ms", INT32, since=2),
         Field("error_code", INT16),

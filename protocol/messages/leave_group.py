@@ -28,7 +28,9 @@ MEMBER_RESPONSE = Schema(
 
 LEAVE_GROUP_REQUEST = Schema(
     "LeaveGroupRequest",
-    api_key=13, versions=range(0, 6), flexible_since=4,
+    api_key=13,
+    versions=range(0, 6),
+    flexible_since=4,
     fields=(
         Field("group_id", STRING),
         Field("member_id", STRING, until=2),
@@ -38,7 +40,9 @@ LEAVE_GROUP_REQUEST = Schema(
 
 LEAVE_GROUP_RESPONSE = Schema(
     "LeaveGroupResponse",
-    api_key=13, versions=range(0, 6), flexible_since=4,
+    api_key=13,
+    versions=range(0, 6),
+    flexible_since=4,
     fields=(
         Field("throttle_time_ms", INT32, since=1),
         Field("error_code", INT16),

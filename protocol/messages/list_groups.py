@@ -19,7 +19,9 @@ LISTED_GROUP = Schema(
 
 LIST_GROUPS_REQUEST = Schema(
     "ListGroupsRequest",
-    api_key=16, versions=range(0, 6), flexible_since=3,
+    api_key=16,
+    versions=range(0, 6),
+    flexible_since=3,
     fields=(
         Field("states_filter", array(STRING), since=4),
         Field("types_filter", array(STRING), since=5),
@@ -28,7 +30,9 @@ LIST_GROUPS_REQUEST = Schema(
 
 LIST_GROUPS_RESPONSE = Schema(
     "ListGroupsResponse",
-    api_key=16, versions=range(0, 6), flexible_since=3,
+    api_key=16,
+    versions=range(0, 6),
+    flexible_since=3,
     fields=(
         Field("throttle_time_ms", INT32, since=1),
         Field("error_code", INT16),

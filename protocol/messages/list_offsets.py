@@ -48,7 +48,9 @@ LIST_OFFSETS_TOPIC_RESPONSE = Schema(
 
 LIST_OFFSETS_REQUEST = Schema(
     "ListOffsetsRequest",
-    api_key=2, versions=range(0, 10), flexible_since=6,
+    api_key=2,
+    versions=range(0, 10),
+    flexible_since=6,
     fields=(
         Field("replica_id", INT32, default=-1),  # -1 = a consumer (ListOffsetsRequest.CONSUMER_REPLICA_ID)
         Field("isolation_level", INT8, since=2, default=0),  # 0 READ_UNCOMMITTED, 1 READ_COMMITTED
@@ -58,7 +60,9 @@ LIST_OFFSETS_REQUEST = Schema(
 
 LIST_OFFSETS_RESPONSE = Schema(
     "ListOffsetsResponse",
-    api_key=2, versions=range(0, 10), flexible_since=6,
+    api_key=2,
+    versions=range(0, 10),
+    flexible_since=6,
     fields=(
         Field("throttle_time_ms", INT32, since=2),
         Field("topics", array(LIST_OFFSETS_TOPIC_RESPONSE)),

@@ -54,7 +54,9 @@ METADATA_RESPONSE_TOPIC = Schema(
 
 METADATA_REQUEST = Schema(
     "MetadataRequest",
-    api_key=3, versions=range(0, 13), flexible_since=9,
+    api_key=3,
+    versions=range(0, 13),
+    flexible_since=9,
     fields=(
         Field("topics", array(METADATA_REQUEST_TOPIC), nullable_since=1),
         Field("allow_auto_topic_creation", BOOLEAN, since=4, default=True),
@@ -65,7 +67,9 @@ METADATA_REQUEST = Schema(
 
 METADATA_RESPONSE = Schema(
     "MetadataResponse",
-    api_key=3, versions=range(0, 13), flexible_since=9,
+    api_key=3,
+    versions=range(0, 13),
+    flexible_since=9,
     fields=(
         Field("throttle_time_ms", INT32, since=3),
         Field("brokers", array(METADATA_RESPONSE_BROKER)),

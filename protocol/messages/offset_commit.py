@@ -46,7 +46,9 @@ OFFSET_COMMIT_RESPONSE_TOPIC = Schema(
 
 OFFSET_COMMIT_REQUEST = Schema(
     "OffsetCommitRequest",
-    api_key=8, versions=range(0, 10), flexible_since=8,
+    api_key=8,
+    versions=range(0, 10),
+    flexible_since=8,
     fields=(
         Field("group_id", STRING),
         Field("generation_id_or_member_epoch", INT32, since=1, default=-1),
@@ -59,7 +61,9 @@ OFFSET_COMMIT_REQUEST = Schema(
 
 OFFSET_COMMIT_RESPONSE = Schema(
     "OffsetCommitResponse",
-    api_key=8, versions=range(0, 10), flexible_since=8,
+    api_key=8,
+    versions=range(0, 10),
+    flexible_since=8,
     fields=(
         Field("throttle_time_ms", INT32, since=3),
         Field("topics", array(OFFSET_COMMIT_RESPONSE_TOPIC)),

@@ -9,9 +9,7 @@ from protocol.types import INT16, INT32, STRING
 
 OFFSET_DELETE_REQUEST_PARTITION = Schema(
     "OffsetDeleteRequestPartition",
-    fields=(
-        Field("partition_index", INT32),
-    ),
+    fields=(Field("partition_index", INT32),),
 )
 
 OFFSET_DELETE_REQUEST_TOPIC = Schema(
@@ -40,7 +38,8 @@ OFFSET_DELETE_RESPONSE_TOPIC = Schema(
 
 OFFSET_DELETE_REQUEST = Schema(
     "OffsetDeleteRequest",
-    api_key=47, versions=range(0, 1),
+    api_key=47,
+    versions=range(0, 1),
     fields=(
         Field("group_id", STRING),
         Field("topics", array(OFFSET_DELETE_REQUEST_TOPIC)),
@@ -49,7 +48,8 @@ OFFSET_DELETE_REQUEST = Schema(
 
 OFFSET_DELETE_RESPONSE = Schema(
     "OffsetDeleteResponse",
-    api_key=47, versions=range(0, 1),
+    api_key=47,
+    versions=range(0, 1),
     fields=(
         Field("error_code", INT16),
         Field("throttle_time_ms", INT32),

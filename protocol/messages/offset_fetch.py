@@ -84,7 +84,9 @@ OFFSET_FETCH_RESPONSE_GROUP = Schema(
 
 OFFSET_FETCH_REQUEST = Schema(
     "OffsetFetchRequest",
-    api_key=9, versions=range(0, 10), flexible_since=6,
+    api_key=9,
+    versions=range(0, 10),
+    flexible_since=6,
     fields=(
         Field("group_id", STRING, until=7),
         Field("topics", array(OFFSET_FETCH_REQUEST_TOPIC), until=7, nullable_since=2),
@@ -95,7 +97,9 @@ OFFSET_FETCH_REQUEST = Schema(
 
 OFFSET_FETCH_RESPONSE = Schema(
     "OffsetFetchResponse",
-    api_key=9, versions=range(0, 10), flexible_since=6,
+    api_key=9,
+    versions=range(0, 10),
+    flexible_since=6,
     fields=(
         Field("throttle_time_ms", INT32, since=3),
         Field("topics", array(OFFSET_FETCH_RESPONSE_TOPIC), until=7),

@@ -74,7 +74,9 @@ NODE_ENDPOINT = Schema(
 
 PRODUCE_REQUEST = Schema(
     "ProduceRequest",
-    api_key=0, versions=range(0, 12), flexible_since=9,
+    api_key=0,
+    versions=range(0, 12),
+    flexible_since=9,
     fields=(
         Field("transactional_id", NULLABLE_STRING, since=3, default=None),
         Field("acks", INT16),
@@ -85,7 +87,9 @@ PRODUCE_REQUEST = Schema(
 
 PRODUCE_RESPONSE = Schema(
     "ProduceResponse",
-    api_key=0, versions=range(0, 12), flexible_since=9,
+    api_key=0,
+    versions=range(0, 12),
+    flexible_since=9,
     fields=(
         Field("responses", array(TOPIC_PRODUCE_RESPONSE)),
         Field("throttle_time_ms", INT32, since=1, default=0),

@@ -30,7 +30,8 @@ OFFSET_COMMIT_KEY = Schema(
 
 OFFSET_COMMIT_VALUE = Schema(
     "OffsetCommitValue",
-    versions=range(0, 5), flexible_since=4,
+    versions=range(0, 5),
+    flexible_since=4,
     fields=(
         Field("offset", INT64),
         Field("leader_epoch", INT32, since=3, default=-1),
@@ -43,9 +44,7 @@ OFFSET_COMMIT_VALUE = Schema(
 GROUP_METADATA_KEY = Schema(
     "GroupMetadataKey",
     versions=range(2, 3),
-    fields=(
-        Field("group", STRING),
-    ),
+    fields=(Field("group", STRING),),
 )
 
 MEMBER_METADATA = Schema(
@@ -65,7 +64,8 @@ MEMBER_METADATA = Schema(
 
 GROUP_METADATA_VALUE = Schema(
     "GroupMetadataValue",
-    versions=range(0, 5), flexible_since=4,
+    versions=range(0, 5),
+    flexible_since=4,
     fields=(
         Field("protocol_type", STRING),
         Field("generation", INT32),

@@ -17,7 +17,9 @@ SYNC_GROUP_REQUEST_ASSIGNMENT = Schema(
 
 SYNC_GROUP_REQUEST = Schema(
     "SyncGroupRequest",
-    api_key=14, versions=range(0, 6), flexible_since=4,
+    api_key=14,
+    versions=range(0, 6),
+    flexible_since=4,
     fields=(
         Field("group_id", STRING),
         Field("generation_id", INT32),
@@ -31,7 +33,9 @@ SYNC_GROUP_REQUEST = Schema(
 
 SYNC_GROUP_RESPONSE = Schema(
     "SyncGroupResponse",
-    api_key=14, versions=range(0, 6), flexible_since=4,
+    api_key=14,
+    versions=range(0, 6),
+    flexible_since=4,
     fields=(
         Field("throttle_time_ms", INT32, since=1),
         Field("error_code", INT16),
