@@ -48,7 +48,7 @@ from coordinator.topics.records import (
     encode_topic_value,
 )
 from protocol.messages import records as schemas
-from protocol.messages.records import decode_key, decode_value, encode_versioned
+from protocol.messages.records import decode_key, decode_offset_commit_fast, decode_value, encode_versioned
 
 __all__ = [
     "GROUP_METADATA_TYPE",
@@ -175,28 +175,15 @@ def to_storage(record: AnyRecord) -> storage.Record:
 # -- decoding ---------------------------------------------------------------------------------------
 def _fast_offset(key: bytes, value: bytes | None) -> LogRecord | None:
     """OffsetCommitKey v0/v1 with value v3 (or a tombstone) by struct; None = use the schemas."""
-    version, group_len = _KEY_HEAD.unpack_from(key)
-    if version not in (0, 1):
+    fast = decode_offset_commit_fast(key, value)
+    if fast is None:
         return None
-    pos = _KEY_HEAD.size + group_len
-    group = key[_KEY_HEAD.size : pos].decode()
-    (topic_len,) = _H.unpack_from(key, pos)
-    pos += _H.size
-    topic = key[pos : pos + topic_len].decode()
-    (partition,) = _KEY_TAIL.unpack_from(key, pos + topic_len)
-    if pos + topic_len + _KEY_TAIL.size != len(key) or group_len < 0 or topic_len < 0:
-        return None  # not the layout we expect: the schema codec will say what is wrong
-    if value is None:
-        return OffsetTombstone(group, topic, partition)
-    if len(value) < _V3_HEAD.size or _H.unpack_from(value)[0] != 3:
-        return None
-    _, offset, leader_epoch, meta_len = _V3_HEAD.unpack_from(value)
-    end = _V3_HEAD.size + meta_len
-    if meta_len < 0 or end + _V3_TAIL.size != len(value):
-        return None
-    metadata = value[_V3_HEAD.size : end].decode()
-    (commit_timestamp,) = _V3_TAIL.unpack_from(value, end)
-    return OffsetCommitRecord(group, topic, partition, offset, leader_epoch, metadata, commit_timestamp)
+    if fast.tombstone:
+        return OffsetTombstone(fast.group, fast.topic, fast.partition)
+    return OffsetCommitRecord(
+        fast.group, fast.topic, fast.partition, fast.offset, fast.leader_epoch, fast.metadata,
+        fast.commit_timestamp,
+    )  # fmt: skip
 
 
 def _offset_from_storage(k: dict[str, Any], value: bytes | None) -> LogRecord:

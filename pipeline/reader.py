@@ -94,6 +94,52 @@ def raw_records(part: Part) -> list[Raw]:
     return out
 
 
+COLUMNS = (
+    "lsn",
+    "timestamp_ms",
+    "record_type",
+    "group",
+    "topic",
+    "partition",
+    "offset",
+    "leader_epoch",
+    "metadata",
+    "commit_timestamp",
+    "expire_timestamp",
+    "generation",
+    "protocol_type",
+    "protocol",
+    "leader",
+    "state_timestamp",
+    "members",
+    "topic_id",
+    "num_partitions",
+    "tombstone",
+    "key",
+    "value",
+)  # fmt: skip  (the order of pipeline/source.py's ARROW_SCHEMA)
+
+
+def decode_row_tuple(raw: Raw) -> tuple[Any, ...]:
+    """One row as a tuple in COLUMNS order; offset commits (most of any log) by struct."""
+    if raw.type == OFFSET_COMMIT_TYPE:
+        fast = schemas.decode_offset_commit_fast(raw.key, raw.value)
+        if fast is not None:
+            if fast.tombstone:
+                return (
+                    raw.lsn, raw.timestamp_ms, raw.type, fast.group, fast.topic, fast.partition,
+                    None, None, None, None, None, None, None, None, None, None, None, None, None,
+                    True, raw.key, None,
+                )  # fmt: skip
+            return (
+                raw.lsn, raw.timestamp_ms, raw.type, fast.group, fast.topic, fast.partition,
+                fast.offset, fast.leader_epoch, fast.metadata, fast.commit_timestamp, -1,
+                None, None, None, None, None, None, None, None, False, raw.key, raw.value,
+            )  # fmt: skip
+    row = decode_row(raw)
+    return tuple(row.get(name) for name in COLUMNS)
+
+
 def decode_row(raw: Raw) -> dict[str, Any]:
     """One typed row; record values decoded with protocol's schemas (topic records left opaque)."""
     row: dict[str, Any] = {

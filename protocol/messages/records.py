@@ -12,7 +12,7 @@ GroupMetadataValue v3.
 
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from protocol.errors import DecodeError
 from protocol.schema import Field, Schema, array, codec_for
@@ -145,3 +145,55 @@ def _read_version(data: bytes, what: str) -> int:
         raise DecodeError(None, None, "version", f"record {what} of {len(data)} bytes has no version")
     (version,) = _VERSION.unpack_from(data)
     return int(version)
+
+
+# -- the hot record, by struct ----------------------------------------------------------------------
+# Offset commits are most of any coordinator log: every replay and every pipeline read decodes them,
+# so OffsetCommitKey v0/v1 and OffsetCommitValue v3 (what kcoord and Kafka write) have a struct
+# decoder next to their schemas; anything else (or anything malformed) falls back to the schemas,
+# which say precisely what is wrong. tests/server/test_persistence.py pins it to the schemas.
+_KEY_HEAD = struct.Struct(">hh")  # version, group length
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader_epoch, metadata length
+_I64 = struct.Struct(">q")
+
+
+class FastOffsetCommit(NamedTuple):
+    group: str
+    topic: str
+    partition: int
+    offset: int  # -1 with `tombstone`
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    tombstone: bool
+
+
+def decode_offset_commit_fast(key: bytes, value: bytes | None) -> FastOffsetCommit | None:
+    """An offset commit (key v0/v1, value v3 or a tombstone) by struct; None = use the schemas."""
+    try:
+        version, group_len = _KEY_HEAD.unpack_from(key)
+        if version not in (0, 1) or group_len < 0:
+            return None
+        pos = _KEY_HEAD.size + group_len
+        group = key[_KEY_HEAD.size : pos].decode()
+        (topic_len,) = _I16.unpack_from(key, pos)
+        pos += _I16.size
+        topic = key[pos : pos + topic_len].decode()
+        (partition,) = _I32.unpack_from(key, pos + topic_len)
+        if topic_len < 0 or pos + topic_len + _I32.size != len(key):
+            return None
+        if value is None:
+            return FastOffsetCommit(group, topic, partition, -1, -1, "", -1, True)
+        if len(value) < _V3_HEAD.size or _I16.unpack_from(value)[0] != 3:
+            return None
+        _, offset, leader_epoch, meta_len = _V3_HEAD.unpack_from(value)
+        end = _V3_HEAD.size + meta_len
+        if meta_len < 0 or end + _I64.size != len(value):
+            return None
+        metadata = value[_V3_HEAD.size : end].decode()
+        (commit_timestamp,) = _I64.unpack_from(value, end)
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return FastOffsetCommit(group, topic, partition, offset, leader_epoch, metadata, commit_timestamp, False)
