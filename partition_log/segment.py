@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from protocol.record_batch import BATCH_HEADER, LOG_OVERHEAD, BatchHeader, batch_crc, read_header
+from protocol.record_batch import BATCH_HEADER, BatchHeader, batch_crc, framing_problem, read_header
 from storage.files import FileOps
 
 __all__ = ["BatchInfo", "CorruptSegment", "Segment", "segment_name"]
@@ -289,15 +289,13 @@ class Segment:
         return headers
 
     def _problem(self, position: int, length: int, next_offset: int) -> str | None:
-        if length - position < BATCH_HEADER.size:
-            return "incomplete batch header"
-        header = read_header(self.read(position, BATCH_HEADER.size))
-        if header.magic != 2 or header.batch_length < BATCH_HEADER.size - LOG_OVERHEAD:
-            return f"not a magic-2 batch (magic {header.magic}, length {header.batch_length})"
-        if position + header.size > length:
-            return "incomplete batch"
-        if header.base_offset != next_offset:
-            return f"batch at offset {header.base_offset}, expected {next_offset}"
-        if batch_crc(self.read(position, header.size), 0, header.size) != header.crc:
-            return "CRC mismatch"
-        return None
+        header = None
+        if length - position >= BATCH_HEADER.size:
+            header = read_header(self.read(position, BATCH_HEADER.size))
+        problem = framing_problem(header, position, length, next_offset)
+        crc_ok = (
+            problem is not None
+            or header is None
+            or (batch_crc(self.read(position, header.size), 0, header.size) == header.crc)
+        )
+        return problem if crc_ok else "CRC mismatch"

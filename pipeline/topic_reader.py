@@ -4,7 +4,7 @@ Layout and recovery rules are partition_log's (partition_log/logs.py, partition_
 a segment holds Kafka record batches verbatim and is named by the offset of its first batch; the
 file `log-start-offset` moves the log start up (DeleteRecords, retention). The pipeline may import
 protocol and storage only, so the framing is read here with protocol.record_batch (header, CRC,
-records, every codec) and the checks of `Segment._problem` are repeated: a bad batch ends the
+records, every codec, and recovery's framing rule `framing_problem`): a bad batch ends the
 *last* segment of a partition (a torn tail, what recovery truncates) and fails a sealed one.
 
 Copy-on-read: the driver lists the directories once and remembers each segment's size; a part reads
@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 from pipeline.reader import PipelineError
 from protocol.record_batch import (
     BATCH_HEADER,
-    LOG_OVERHEAD,
     BatchHeader,
     batch_crc,
+    framing_problem,
     iter_records,
     read_header,
 )
@@ -173,7 +173,7 @@ def batches(part: TopicPart, hi: int = LONG_MAX) -> Iterator[tuple[BatchHeader, 
         while position < part.size:
             head = os.pread(fd, BATCH_HEADER.size, position)
             header = read_header(head) if len(head) == BATCH_HEADER.size else None
-            problem = _problem(header, position, part.size, expected)
+            problem = framing_problem(header, position, part.size, expected)
             data = b""
             if problem is None:
                 assert header is not None
@@ -192,19 +192,6 @@ def batches(part: TopicPart, hi: int = LONG_MAX) -> Iterator[tuple[BatchHeader, 
             expected = header.last_offset + 1
     finally:
         os.close(fd)
-
-
-def _problem(header: BatchHeader | None, position: int, size: int, expected: int) -> str | None:
-    """partition_log.segment.Segment._problem's checks, CRC aside."""
-    if header is None or size - position < BATCH_HEADER.size:
-        return "incomplete batch header"
-    if header.magic != 2 or header.batch_length < BATCH_HEADER.size - LOG_OVERHEAD:
-        return f"not a magic-2 batch (magic {header.magic}, length {header.batch_length})"
-    if position + header.size > size:
-        return "incomplete batch"
-    if header.base_offset != expected:
-        return f"batch at offset {header.base_offset}, expected {expected}"
-    return None
 
 
 class Row(NamedTuple):

@@ -95,6 +95,24 @@ def read_header(buf: bytes | memoryview, pos: int = 0) -> BatchHeader:
     return BatchHeader(*BATCH_HEADER.unpack_from(buf, pos))
 
 
+def framing_problem(
+    header: BatchHeader | None, position: int, length: int, expected_offset: int
+) -> str | None:
+    """Why the bytes at `position` of a `length`-byte segment are not a whole magic-2 batch starting
+    at `expected_offset` (None: they are; the CRC is the caller's next check). `header` is None when
+    fewer than a header's bytes are left. The one framing rule of partition-log recovery, `kcoord
+    storage verify` and the pipeline's reader."""
+    if header is None or length - position < BATCH_HEADER.size:
+        return "incomplete batch header"
+    if header.magic != 2 or header.batch_length < BATCH_HEADER.size - LOG_OVERHEAD:
+        return f"not a magic-2 batch (magic {header.magic}, length {header.batch_length})"
+    if position + header.size > length:
+        return "incomplete batch"
+    if header.base_offset != expected_offset:
+        return f"batch at offset {header.base_offset}, expected {expected_offset}"
+    return None
+
+
 def batch_crc(buf: bytes | memoryview, pos: int, size: int) -> int:
     """The CRC-32C a batch of `size` bytes at `pos` should carry."""
     return crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + size])

@@ -13,7 +13,7 @@ def _raw(record: OffsetCommitRecord | OffsetTombstone, lsn: int) -> reader.Raw:
 
 
 def test_columns_follow_the_arrow_schema() -> None:
-    assert reader.COLUMNS == tuple(source.ARROW_SCHEMA.names)
+    assert tuple(source.ARROW_SCHEMA.names) == reader.COLUMNS
 
 
 def test_struct_decoded_offset_commits_equal_the_schema_decoded_rows() -> None:
