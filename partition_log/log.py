@@ -204,7 +204,13 @@ class PartitionLog:
 
     async def _seal(self, segment: Segment) -> None:
         interval = self.config.index_interval_bytes
-        await asyncio.to_thread(segment.write_index_files, interval)
+        try:
+            await asyncio.to_thread(segment.write_index_files, interval)
+        except OSError as exc:
+            # Index files are derived data: the batches are durable, the segment keeps its dense
+            # index in memory, and the next start rebuilds files that are missing or do not fit.
+            log.warning("index files of %s not written (rebuilt at the next start): %s", segment.path, exc)
+            return
         if segment in self.segments:  # not deleted by retention meanwhile
             segment.become_sparse(interval)
 

@@ -11,8 +11,9 @@ import time
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaStorageError
 
-from tests.faults.conftest import NONE, NOT_COORDINATOR, Tmpfs, commit, committed
+from tests.faults.conftest import KAFKA_STORAGE_ERROR, NONE, NOT_COORDINATOR, Tmpfs, commit, committed
 from tests.kcoord_process import REPO, KcoordServer
+from tests.server.test_dataplane_wire import batch, produce
 from tests.server.wire import call, connect, create_topic
 
 FULL_FOR_S = 11.5  # longer than the 10 s reminder interval: the reminder shows at most once
@@ -83,6 +84,9 @@ def test_disk_full_under_commit_and_produce_load(tmpfs: Tmpfs) -> None:
                 assert [t["name"] for t in metadata["topics"]] == ["t"]
                 time.sleep(0.02)
             assert set(codes) <= {NONE, NOT_COORDINATOR} and codes.count(NOT_COORDINATOR) > 10, codes[:20]
+            # On the wire, a refused Produce carries KAFKA_STORAGE_ERROR (kafka-python raised it above).
+            raw = produce(sock, "t", 0, batch(50, size=4000))
+            assert raw["error_code"] == KAFKA_STORAGE_ERROR and raw["base_offset"] == -1, raw
             assert storage_errors > 10, "Produce is refused with KAFKA_STORAGE_ERROR while the disk is full"
             noisy = [
                 line for line in server.lines[first_line:] if "kcoord.storage" in line or " ERROR " in line
