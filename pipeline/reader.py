@@ -2,9 +2,11 @@
 
 Copy-on-read: the driver lists the directory once and remembers each file's size; a part reads
 only that many bytes from its file (the live server only appends, and compaction swaps whole files,
-so the prefix is stable) and never takes the LOCK. Reading and CRC checks reuse
-storage.framing.scan and storage.snapshot.decode; a short read in the *last* segment is a torn tail
-(skipped, as storage.recovery does), in a sealed segment it is corruption (PipelineError).
+so the prefix is stable) and never takes the LOCK. Finding the committed records reuses storage's
+own rules (storage.recovery.committed_offsets, storage.snapshot.decode_bytes); a short read in the
+*last* segment is a torn tail (skipped, as recovery does), in a sealed segment it is corruption
+(PipelineError). pipeline/columnar.py decodes the offset commits among them column-wise; every
+other record takes the per-row path below.
 Type 4 (topic registry) records are decoded with protocol's TopicKey/TopicValue schemas (topic,
 topic_id, num_partitions); other record types (5: producer id blocks) carry type, key and tombstone.
 """
@@ -68,30 +70,42 @@ class Raw(NamedTuple):
     value: bytes | None
 
 
-def raw_records(part: Part) -> list[Raw]:
-    """The CRC-checked records of one part, with recovery's rules for torn tails and batches."""
-    if part.kind == "snapshot":
-        snap = snapshot.decode(Path(part.path), framing.DEFAULT_MAX_RECORD_BYTES)
-        if snap is None:
-            raise PipelineError(f"{part.path}: snapshot changed or damaged while reading")
-        return [Raw(f.lsn, f.timestamp_ms, f.type, f.key, f.value) for f in snap.frames]
+def committed(part: Part) -> tuple[bytes, list[int]]:
+    """One read of a part's bytes and where each of its committed records starts, with recovery's
+    rules (storage.recovery.committed_offsets) for torn tails, batches and the snapshot boundary."""
     with open(part.path, "rb") as f:
         data = f.read(part.size)
+    if part.kind == "snapshot":
+        snap = snapshot.decode_bytes(Path(part.path), data, framing.DEFAULT_MAX_RECORD_BYTES)
+        if snap is None:
+            raise PipelineError(f"{part.path}: snapshot changed or damaged while reading")
+        return data, [frame.offset for frame in snap.frames]
     header = decode_segment_header(data)
     if header is None:
         if part.is_last:
-            return []  # torn header: recovery rewrites it empty
+            return data, []  # torn header: recovery rewrites it empty
         raise PipelineError(f"{part.path}: corrupt sealed segment (bad header)")
-    out: list[Raw] = []
-    good = recovery.replay_bytes(
-        data,
-        part.min_lsn,
-        framing.DEFAULT_MAX_RECORD_BYTES,
-        lambda r, e: out.append(Raw(e.lsn, e.timestamp_ms, r.type, r.key, r.value)),
+    offsets, good, _ = recovery.committed_offsets(
+        data, part.min_lsn, part.min_lsn - 1, framing.DEFAULT_MAX_RECORD_BYTES
     )
     if good < len(data) and not part.is_last:
         raise PipelineError(f"{part.path}: corrupt sealed segment at offset {good}")
-    return out
+    return data, offsets
+
+
+def raw_at(data: bytes, offsets: list[int]) -> list[Raw]:
+    """The records at `offsets` of `data` (found by `committed`), one object each."""
+    raws: list[Raw] = []
+    for offset in offsets:
+        type_, lsn, timestamp_ms, key, value = framing.fields_at(data, offset)
+        raws.append(Raw(lsn, timestamp_ms, type_, key, value))
+    return raws
+
+
+def raw_records(part: Part) -> list[Raw]:
+    """The CRC-checked records of one part, one object each (the per-row path, and tests)."""
+    data, offsets = committed(part)
+    return raw_at(data, offsets)
 
 
 COLUMNS = (

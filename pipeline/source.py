@@ -1,7 +1,8 @@
 """The Spark data source `kcoord` (pyspark.sql.datasource, Spark 4) over reader.py's rows.
 
 One InputPartition per segment and one for the snapshot, planned on the driver (copy-on-read sizes);
-rows travel as pyarrow RecordBatches, which Spark takes without per-row conversion.
+rows travel as pyarrow RecordBatches, which Spark takes without per-row conversion. Offset commits
+are decoded column-wise (pipeline/columnar.py); the few other records row by row here.
 """
 
 from __future__ import annotations
@@ -12,48 +13,10 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from pipeline import reader
-from protocol.messages.records import decode_offset_commit_fast
+from pipeline import columnar, reader
 
-_ASSIGNED = pa.struct([("topic", pa.string()), ("partitions", pa.list_(pa.int32()))])
-MEMBER = pa.struct(
-    [
-        ("member_id", pa.string()),
-        ("instance_id", pa.string()),
-        ("client_id", pa.string()),
-        ("host", pa.string()),
-        ("session_timeout", pa.int32()),
-        ("rebalance_timeout", pa.int32()),
-        ("topics", pa.list_(pa.string())),
-        ("assigned", pa.list_(_ASSIGNED)),
-    ]
-)
-ARROW_SCHEMA = pa.schema(
-    [
-        ("lsn", pa.int64()),
-        ("timestamp_ms", pa.int64()),
-        ("record_type", pa.int32()),
-        ("group", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("leader_epoch", pa.int32()),
-        ("metadata", pa.string()),
-        ("commit_timestamp", pa.int64()),
-        ("expire_timestamp", pa.int64()),
-        ("generation", pa.int32()),
-        ("protocol_type", pa.string()),
-        ("protocol", pa.string()),
-        ("leader", pa.string()),
-        ("state_timestamp", pa.int64()),
-        ("members", pa.list_(MEMBER)),
-        ("topic_id", pa.string()),
-        ("num_partitions", pa.int32()),
-        ("tombstone", pa.bool_()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-    ]
-)
+ARROW_SCHEMA = columnar.ARROW_SCHEMA
+MEMBER = columnar.MEMBER
 SPARK_DDL = (
     "lsn BIGINT, timestamp_ms BIGINT, record_type INT, `group` STRING, topic STRING, partition INT, "
     "offset BIGINT, leader_epoch INT, metadata STRING, commit_timestamp BIGINT, "
@@ -72,43 +35,30 @@ class PartInput(InputPartition):
         self.part = part
 
 
+def part_batches(part: reader.Part) -> Iterator[pa.RecordBatch]:
+    """A part's rows, BATCH_ROWS records at a time: the offset commits among them column-wise
+    (pipeline/columnar.py), then the rest row by row. Rows of a part are not in LSN order; the
+    `lsn` column gives it."""
+    data, offsets = reader.committed(part)
+    for start in range(0, len(offsets), BATCH_ROWS):
+        commits, others = columnar.offset_commits(data, offsets[start : start + BATCH_ROWS])
+        if commits.num_rows:
+            yield commits
+        if others:
+            yield _batch(reader.raw_at(data, others))
+
+
 def to_batches(raws: Sequence[reader.Raw]) -> Iterator[pa.RecordBatch]:
-    """Arrow batches built column by column (from_pylist on per-row dicts cost more per row than
-    decoding them). Offset commits, most of any log, are struct-decoded straight into their
-    columns; every other row goes through `reader.decode_row_tuple`."""
+    """Rows built one record at a time, in the order given (the per-row path)."""
     for start in range(0, len(raws), BATCH_ROWS):
         yield _batch(raws[start : start + BATCH_ROWS])
 
 
 def _batch(raws: Sequence[reader.Raw]) -> pa.RecordBatch:
     columns: list[list[Any]] = [[] for _ in reader.COLUMNS]
-    (lsn, ts, type_, group, topic, partition, offset, epoch, metadata, commit_ts, expire_ts,
-     *_, tombstone, key, value) = columns  # fmt: skip
-    others = columns[11:19]  # generation .. num_partitions: group-metadata and topic rows only
-    fast_decode = decode_offset_commit_fast
     for raw in raws:
-        fast = fast_decode(raw.key, raw.value) if raw.type == reader.OFFSET_COMMIT_TYPE else None
-        if fast is None:
-            for column, cell in zip(columns, reader.decode_row_tuple(raw), strict=True):
-                column.append(cell)
-            continue
-        lsn.append(raw.lsn)
-        ts.append(raw.timestamp_ms)
-        type_.append(raw.type)
-        group.append(fast.group)
-        topic.append(fast.topic)
-        partition.append(fast.partition)
-        live = not fast.tombstone
-        offset.append(fast.offset if live else None)
-        epoch.append(fast.leader_epoch if live else None)
-        metadata.append(fast.metadata if live else None)
-        commit_ts.append(fast.commit_timestamp if live else None)
-        expire_ts.append(-1 if live else None)
-        for column in others:
-            column.append(None)
-        tombstone.append(fast.tombstone)
-        key.append(raw.key)
-        value.append(raw.value)
+        for column, cell in zip(columns, reader.decode_row_tuple(raw), strict=True):
+            column.append(cell)
     arrays = [_array(column, field.type) for column, field in zip(columns, ARROW_SCHEMA, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
 
@@ -129,7 +79,7 @@ class KcoordReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, PartInput)
-        yield from to_batches(reader.raw_records(partition.part))
+        yield from part_batches(partition.part)
 
 
 class KcoordDataSource(DataSource):

@@ -23,6 +23,12 @@ AFTER_CRC = struct.Struct(">BBQqH")
 PREFIX = struct.Struct(">II")
 FIXED_AFTER_CRC = AFTER_CRC.size  # 20
 
+# Where each header field sits from the start of a record, for readers that gather one field of
+# many records at once (the pipeline's column-wise reader); derived from HEADER's format.
+LENGTH_AT, CRC_AT, TYPE_AT, FLAGS_AT, LSN_AT, TIMESTAMP_AT, KEY_LEN_AT = (
+    struct.calcsize(HEADER.format[:i]) for i in range(1, 8)
+)
+
 FLAG_TOMBSTONE = 0x01
 FLAG_BATCH_START = 0x02
 TYPE_BATCH_END = 0x80
@@ -98,6 +104,15 @@ def scan(data: bytes | memoryview, start: int, max_record_bytes: int) -> Iterato
         key = bytes(view[offset + HEADER_SIZE : key_end])
         value = None if flags & FLAG_TOMBSTONE else bytes(view[key_end : offset + size])
         yield Frame(type_, flags, lsn, timestamp_ms, key, value, offset, size)
+
+
+def fields_at(data: bytes, offset: int) -> tuple[int, int, int, bytes, bytes | None]:
+    """`(type, lsn, timestamp_ms, key, value)` of the record at `offset`, already found valid
+    (by `walk` or recovery.committed_offsets)."""
+    length, _, type_, flags, lsn, timestamp_ms, key_len = HEADER.unpack_from(data, offset)
+    key_end = offset + HEADER_SIZE + key_len
+    value = None if flags & FLAG_TOMBSTONE else data[key_end : offset + 8 + length]
+    return type_, lsn, timestamp_ms, data[offset + HEADER_SIZE : key_end], value
 
 
 def clear_flags(frame: bytes | memoryview, mask: int) -> bytes:

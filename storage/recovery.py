@@ -75,6 +75,62 @@ def finish_interrupted_work(directory: Path, ops: FileOps) -> None:
     ops.fsync_dir(directory)
 
 
+def committed_offsets(  # noqa: C901 -- one inlined hot loop
+    data: bytes, covered: int, last_lsn: int, max_record_bytes: int
+) -> tuple[list[int], int, int]:
+    """Where each committed user record of one segment's bytes starts: the one replay rule.
+
+    Walks from the segment header, CRC-checking every record; a batch's records count only once its
+    end marker is read; records below `covered` (in the snapshot) and storage's own types are left
+    out. Stops at the first record that is invalid or whose LSN does not grow past `last_lsn`.
+    Returns (offsets, good, last_lsn): `good` is the end of the last complete batch, which the
+    caller compares with len(data) to tell a clean end from a torn tail or corruption.
+
+    Recovery and the pipeline's column-wise reader both start from these offsets; the loop touches
+    only the fixed header (no per-record objects), so it is the cheap half of any replay.
+    """
+    good = pos = SEGMENT_HEADER_SIZE
+    end = len(data)
+    view = memoryview(data)
+    prefix, rest, crc32c = framing.PREFIX.unpack_from, framing.AFTER_CRC.unpack_from, crc32c_of
+    header_size, fixed, max_bytes = framing.HEADER_SIZE, framing.FIXED_AFTER_CRC, max_record_bytes
+    batch_start, batch_end, user_max = framing.FLAG_BATCH_START, framing.TYPE_BATCH_END, framing.USER_TYPE_MAX
+    offsets: list[int] = []
+    keep = offsets.append
+    batch: list[int] | None = None
+    while end - pos >= header_size:
+        length, crc = prefix(data, pos)
+        stop = pos + 8 + length
+        if length < fixed or length > max_bytes or stop > end or crc32c(view[pos + 8 : stop]) != crc:
+            break
+        type_, flags, lsn, _, key_len = rest(data, pos + 8)
+        if pos + header_size + key_len > stop or (last_lsn >= lsn >= covered):
+            break  # LSNs only grow: a smaller one is garbage that happened to pass the CRC
+        if lsn > last_lsn:
+            last_lsn = lsn
+        if batch is None and not flags & batch_start:  # the common single-record case
+            if lsn >= covered:
+                if type_ <= user_max:
+                    keep(pos)
+                elif type_ != batch_end:
+                    log.warning("skipping unknown storage record type %#x at lsn %d", type_, lsn)
+            good = pos = stop
+            continue
+        if flags & batch_start:
+            batch = []
+        if type_ == batch_end:
+            if batch is not None:
+                offsets.extend(batch)
+            batch = None
+            good = stop
+        elif type_ > user_max:
+            log.warning("skipping unknown storage record type %#x at lsn %d", type_, lsn)
+        elif batch is not None and lsn >= covered:
+            batch.append(pos)
+        pos = stop
+    return offsets, good, last_lsn
+
+
 class _Replayer:
     def __init__(self, state: Recovered, apply: Callable[[Record], None]) -> None:
         self.state = state
@@ -83,86 +139,26 @@ class _Replayer:
         self.last_lsn = state.next_lsn - 1
         self.covered = state.next_lsn  # records below this came from the snapshot
 
-    def commit(
-        self, type_: int, lsn: int, timestamp_ms: int, size: int, key: bytes, value: bytes | None
-    ) -> None:
-        if type_ > framing.USER_TYPE_MAX:
-            if type_ != framing.TYPE_BATCH_END:
-                log.warning("skipping unknown storage record type %#x at lsn %d", type_, lsn)
-            return
-        # tuple.__new__ skips the NamedTuple constructor's argument handling: this runs per record.
-        self.keydir[(type_, key)] = _new(Entry, (lsn, size, timestamp_ms, value))
-        self.state.records += 1
-        self.apply(_new(Record, (type_, key, value)))
+    def segment(self, data: bytes, max_record_bytes: int) -> int:
+        """Replay one segment's committed records; returns the offset after the last complete batch.
 
-    def segment(self, data: bytes, max_record_bytes: int) -> int:  # noqa: C901 -- one inlined hot loop
-        """Replay one segment's records; returns the offset after the last complete batch.
-
-        The hot loop of every start: records are decoded inline with precompiled structs (no
-        per-record objects beyond the Record handed to apply), the same layout framing.scan reads.
+        The hot loop of every start: fields are read with precompiled structs, the same layout
+        framing.scan reads, and nothing is built per record beyond the keydir entry and the Record.
         """
-        good = SEGMENT_HEADER_SIZE
-        batch: list[tuple[int, int, int, int, bytes, bytes | None]] | None = None
-        pos, end = SEGMENT_HEADER_SIZE, len(data)
-        prefix, rest, crc32c = framing.PREFIX.unpack_from, framing.AFTER_CRC.unpack_from, crc32c_of
-        covered, last_lsn = self.covered, self.last_lsn
-        keydir, apply, new, user_max, count = self.keydir, self.apply, _new, framing.USER_TYPE_MAX, 0
-        while end - pos >= framing.HEADER_SIZE:
-            length, crc = prefix(data, pos)
-            stop = pos + 8 + length
-            if length < framing.FIXED_AFTER_CRC or length > max_record_bytes or stop > end:
-                break
-            if crc32c(data[pos + 8 : stop]) != crc:
-                break
-            type_, flags, lsn, timestamp_ms, key_len = rest(data, pos + 8)
-            key_end = pos + framing.HEADER_SIZE + key_len
-            if key_end > stop or (last_lsn >= lsn >= covered):
-                break  # LSNs only grow: a smaller one is garbage that happened to pass the CRC
-            last_lsn = max(last_lsn, lsn)
-            value = None if flags & framing.FLAG_TOMBSTONE else data[key_end:stop]
-            key = data[pos + framing.HEADER_SIZE : key_end]
-            if batch is None and not flags & framing.FLAG_BATCH_START:
-                if lsn >= covered:  # the common single-record case, inlined
-                    if type_ <= user_max:
-                        keydir[(type_, key)] = new(Entry, (lsn, stop - pos, timestamp_ms, value))
-                        apply(new(Record, (type_, key, value)))
-                        count += 1
-                    else:
-                        self.commit(type_, lsn, timestamp_ms, stop - pos, key, value)
-                good = pos = stop
-                continue
-            item = (type_, lsn, timestamp_ms, stop - pos, key, value)
-            if flags & framing.FLAG_BATCH_START:
-                batch = [item]
-            elif batch is not None:
-                batch.append(item)
-            if batch is None:
-                good = stop
-            elif type_ == framing.TYPE_BATCH_END:
-                for entry in batch:
-                    if entry[1] >= covered:
-                        self.commit(*entry)
-                batch = None
-                good = stop
-            pos = stop
-        self.last_lsn = last_lsn
-        self.state.records += count
+        offsets, good, self.last_lsn = committed_offsets(data, self.covered, self.last_lsn, max_record_bytes)
+        header, header_size = framing.HEADER.unpack_from, framing.HEADER_SIZE
+        tombstone = framing.FLAG_TOMBSTONE
+        keydir, apply, new = self.keydir, self.apply, _new
+        for pos in offsets:
+            length, _, type_, flags, lsn, timestamp_ms, key_len = header(data, pos)
+            key_end = pos + header_size + key_len
+            key = data[pos + header_size : key_end]
+            value = None if flags & tombstone else data[key_end : pos + 8 + length]
+            # tuple.__new__ skips the NamedTuple constructor's argument handling: this runs per record.
+            keydir[(type_, key)] = new(Entry, (lsn, 8 + length, timestamp_ms, value))
+            apply(new(Record, (type_, key, value)))
+        self.state.records += len(offsets)
         return good
-
-
-def replay_bytes(
-    data: bytes, first_lsn: int, max_record_bytes: int, apply: Callable[[Record, Entry], None]
-) -> int:
-    """Replay one segment's bytes read elsewhere (the pipeline's copy-on-read view).
-
-    `apply` gets each committed record with its keydir entry (LSN, timestamp); records below
-    `first_lsn` (covered by a snapshot) are skipped. Returns the offset after the last complete
-    batch, which the caller compares with len(data) exactly as recovery does.
-    """
-    state = Recovered(next_lsn=first_lsn)
-    keydir = state.keydir
-    replayer = _Replayer(state, lambda record: apply(record, keydir[(record.type, record.key)]))
-    return replayer.segment(data, max_record_bytes)
 
 
 def recover(directory: Path, config: LogConfig, apply: Callable[[Record], None], ops: FileOps) -> Recovered:

@@ -42,7 +42,12 @@ def encode(next_lsn: int, frames: Iterable[bytes], count: int) -> bytes:
 
 
 def decode(path: Path, max_record_bytes: int) -> Snapshot | None:
-    data = path.read_bytes()
+    return decode_bytes(path, path.read_bytes(), max_record_bytes)
+
+
+def decode_bytes(path: Path, data: bytes, max_record_bytes: int) -> Snapshot | None:
+    """A snapshot from bytes read elsewhere (the pipeline's one read): each frame's `offset` is its
+    position in `data`; None if the snapshot is damaged."""
     if len(data) < _HEAD.size + _CRC.size:
         return None
     (crc,) = _CRC.unpack_from(data, len(data) - _CRC.size)
