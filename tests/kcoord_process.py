@@ -155,8 +155,14 @@ class ServerProcess:
         self.stop(signal.SIGKILL)
 
     def cpu_seconds(self) -> float:
+        user, kernel = self.cpu_split()
+        return user + kernel
+
+    def cpu_split(self) -> tuple[float, float]:
+        """(user, kernel) CPU seconds of every thread of the process so far (/proc/PID/stat)."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        ticks = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / ticks, int(fields[12]) / ticks
 
     def rss_kib(self) -> int:
         match = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{self.pid}/status").read_text())
