@@ -10,6 +10,7 @@ empty), waits up to `shutdown_timeout_s` for durable writes to be acknowledged, 
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import logging
 import os
@@ -266,8 +267,11 @@ async def _main(config: Config) -> int:
     try:
         await app.startup()
     except (storage.StorageError, OSError) as exc:  # e.g. data dir locked, listen address in use
-        log.error("startup failed: %s", exc)
         await app.shutdown()
+        if _fatal_storage_fault(exc):  # the medium failed while recovering: as at run time, exit 75
+            log.critical("startup failed, fatal storage fault: %s; exit %d", exc, EXIT_STORAGE_FATAL)
+            return EXIT_STORAGE_FATAL
+        log.error("startup failed: %s", exc)
         return 1
     await stop.wait()
     try:
@@ -277,6 +281,13 @@ async def _main(config: Config) -> int:
         return 1
     log.info("stopped")
     return 0
+
+
+def _fatal_storage_fault(exc: BaseException) -> bool:
+    """A fault storage/faults.py calls fatal, or EIO from a read no `operation` named (the medium)."""
+    if isinstance(exc, StorageFault):
+        return exc.fatal
+    return isinstance(exc, OSError) and exc.errno == errno.EIO
 
 
 def run(config: Config) -> int:

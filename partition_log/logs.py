@@ -40,6 +40,7 @@ class PartitionLogs:
         self._writer: asyncio.Task[None] | None = None
         self._ticker: asyncio.TimerHandle | None = None
         self._dirty: set[tuple[int, Path]] = set()
+        self._dirty_dirs: set[Path] = set()  # directories that gained a file since their last fsync
         self._tasks: set[asyncio.Future[object]] = set()  # referenced until done (asyncio keeps weak refs)
 
     @classmethod
@@ -85,7 +86,12 @@ class PartitionLogs:
             del self._logs[(plog.topic, plog.partition)]
             await asyncio.to_thread(plog.remove_files)
         if doomed:
-            await asyncio.to_thread(_fsync_dir, self.root)
+            try:
+                await asyncio.to_thread(_fsync_dirs, {self.root})
+            except StorageFault as fault:
+                if fault.fatal:
+                    self.policy.failed(fault)
+                raise
 
     def enforce_retention(self) -> None:
         now = self._now_ms()
@@ -108,6 +114,7 @@ class PartitionLogs:
             await asyncio.to_thread(
                 self._fsync, {s.fd: s.path for p in self.partitions() for s in p.segments if s.fd >= 0}
             )
+            await asyncio.to_thread(_fsync_dirs, self._dirty_dirs)
         for plog in self.partitions():
             plog.close()
 
@@ -149,18 +156,25 @@ class PartitionLogs:
         fsync, or a failed cut-back, is fatal; after a failed fsync nothing is cut back with another
         fsync, the files are only truncated (best effort) so this process never reads them back."""
         fds: dict[int, Path] = {}
+        new_dirs: set[Path] = set()
         try:
             for pending in batch:
                 segment = pending.segment
                 assert segment is not None
                 with operation(segment.path, "write"):
-                    segment.open()
+                    if segment.open():
+                        # A new file is durable only once its directory entry is: fsync the partition's
+                        # directory, and the root, which may have just gained that directory (Kafka's
+                        # LocalLog flushes the parent directory after a roll for the same reason).
+                        new_dirs.update((segment.path.parent, self.root))
                     _pwrite_all(segment.fd, pending.data, pending.position)
                 fds[segment.fd] = segment.path
             if self._fsync_always:
                 self._fsync(fds)
+                _fsync_dirs(new_dirs)
             else:
                 self._dirty.update(fds.items())
+                self._dirty_dirs.update(new_dirs)
         except StorageFault as fault:
             for pending in batch:  # cut back to the last durable batch of each file
                 segment = pending.segment
@@ -186,9 +200,10 @@ class PartitionLogs:
             if not pending.future.done():
                 pending.future.set_exception(fault)
 
-    async def _fsync_dirty(self, fds: dict[int, Path]) -> None:
+    async def _fsync_dirty(self, fds: dict[int, Path], dirs: set[Path]) -> None:
         try:
             await asyncio.to_thread(self._fsync, fds)
+            await asyncio.to_thread(_fsync_dirs, dirs)
         except StorageFault as fault:
             self.policy.failed(fault)
 
@@ -215,8 +230,9 @@ class PartitionLogs:
     def _tick(self) -> None:
         assert self._interval_ms is not None
         dirty, self._dirty = self._dirty, set()
-        if dirty and self.policy.fatal is None:
-            self._background(self._fsync_dirty(dict(dirty)))
+        dirs, self._dirty_dirs = self._dirty_dirs, set()
+        if (dirty or dirs) and self.policy.fatal is None:
+            self._background(self._fsync_dirty(dict(dirty), dirs))
         self._ticker = asyncio.get_running_loop().call_later(self._interval_ms / 1000, self._tick)
 
 
@@ -230,9 +246,11 @@ def _pwrite_all(fd: int, data: bytes, position: int) -> None:
         view, position = view[written:], position + written
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def _fsync_dirs(directories: set[Path]) -> None:
+    for directory in sorted(directories, reverse=True):  # a partition's directory before the root
+        with operation(directory, "fsync_dir"):
+            fd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from protocol.record_batch import BATCH_HEADER, BatchHeader, batch_crc, framing_problem, read_header
+from storage.faults import StorageFault
 from storage.files import FileOps
 
 __all__ = ["BatchInfo", "CorruptSegment", "Segment", "segment_name"]
@@ -87,9 +88,16 @@ class Segment:
     def time_index_path(self) -> Path:
         return self.path.with_suffix(".timeindex")
 
-    def open(self) -> None:
-        if self.fd < 0:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+    def open(self) -> bool:
+        """Open for writing; True if that created the file (its directory entry needs an fsync)."""
+        if self.fd >= 0:
+            return False
+        try:
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            return True
+        except FileExistsError:
+            self.fd = os.open(self.path, os.O_RDWR)
+            return False
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -132,7 +140,10 @@ class Segment:
         self.last_offsets.append(header.last_offset)
 
     def read(self, position: int, size: int) -> bytes:
-        return os.pread(self.fd, size, position)
+        try:
+            return os.pread(self.fd, size, position)
+        except OSError as exc:  # EIO here is the medium failing: fatal (storage/faults.py)
+            raise StorageFault(self.path, "read", exc) from exc
 
     # -- lookups (both kinds of index) -------------------------------------------------------------------
     def find(self, offset: int) -> BatchInfo | None:

@@ -19,6 +19,7 @@ from crc32c import crc32c as crc32c_of
 
 from storage import framing, snapshot
 from storage.errors import StorageCorruption
+from storage.faults import operation
 from storage.files import (
     SEGMENT_HEADER_SIZE,
     SWAP_SUFFIX,
@@ -199,7 +200,8 @@ def recover(directory: Path, config: LogConfig, apply: Callable[[Record], None],
 def _replay_segment(
     path: Path, is_last: bool, replayer: _Replayer, config: LogConfig, ops: FileOps
 ) -> Segment:
-    data = path.read_bytes()
+    with operation(path, "read"):  # EIO here is fatal (storage/faults.py): `kcoord serve` exits 75
+        data = path.read_bytes()
     header = decode_segment_header(data)
     if header is None or header.base_lsn != base_of(path):
         if not is_last:

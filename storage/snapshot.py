@@ -42,7 +42,9 @@ def encode(next_lsn: int, frames: Iterable[bytes], count: int) -> bytes:
 
 
 def decode(path: Path, max_record_bytes: int) -> Snapshot | None:
-    return decode_bytes(path, path.read_bytes(), max_record_bytes)
+    with operation(path, "read"):
+        data = path.read_bytes()
+    return decode_bytes(path, data, max_record_bytes)
 
 
 def decode_bytes(path: Path, data: bytes, max_record_bytes: int) -> Snapshot | None:

@@ -1,10 +1,11 @@
-"""A FUSE passthrough file system that fails `write`, `fsync` or `fsyncdir` with EIO on demand.
+"""A FUSE passthrough file system that fails `read`, `write`, `fsync` or `fsyncdir` with EIO on demand.
 
     python -m tests.faults.fusefs BACKING MOUNTPOINT CONTROL_DIR
 
-While CONTROL_DIR/fail-write (or fail-fsync, fail-fsyncdir) exists, that operation returns EIO: a
-real error from the kernel's FUSE path, which is what kcoord sees. Runs in the foreground until
-`fusermount3 -u MOUNTPOINT`. Needs Debian's fuse3 and PyPI's mfusepy.
+While CONTROL_DIR/fail-write (or fail-read, fail-fsync, fail-fsyncdir) exists, that operation
+returns EIO: a real error from the kernel's FUSE path, which is what kcoord sees. Mounted with
+direct_io, so every read reaches this process (none is answered from the page cache). Runs in the
+foreground until `fusermount3 -u MOUNTPOINT`. Needs Debian's fuse3 and PyPI's mfusepy.
 """
 
 from __future__ import annotations
@@ -47,9 +48,12 @@ class FailingPassthrough(fuse.Operations):  # type: ignore[misc]
         return os.open(self._path(path), flags)
 
     def create(self, path: str, mode: int, fi: Any = None) -> int:
-        return os.open(self._path(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        # read-write whatever the caller asked: the kernel checks the caller's access mode itself,
+        # and with direct_io a file created O_RDWR is read back through this handle
+        return os.open(self._path(path), os.O_RDWR | os.O_CREAT | os.O_TRUNC, mode)
 
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        self._failing("read")
         return os.pread(fh, size, offset)
 
     def write(self, path: str, data: bytes, offset: int, fh: int) -> int:
@@ -112,7 +116,8 @@ class FailingPassthrough(fuse.Operations):  # type: ignore[misc]
 
 def main() -> None:
     backing, mountpoint, control = sys.argv[1:4]
-    fuse.FUSE(FailingPassthrough(backing, control), mountpoint, foreground=True, nothreads=False)
+    operations = FailingPassthrough(backing, control)
+    fuse.FUSE(operations, mountpoint, foreground=True, nothreads=False, direct_io=True)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ read_committed reads what read_uncommitted reads, and the last stable offset is 
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -26,6 +27,7 @@ from coordinator.groups.config import RequestMeta
 from coordinator.server.context import Request, Respond, ServerContext
 from partition_log import PartitionLog
 from protocol.errors import ErrorCode
+from storage.faults import StorageFault
 
 __all__ = ["MAX_WAIT_MS", "handle"]
 
@@ -33,6 +35,7 @@ __all__ = ["MAX_WAIT_MS", "handle"]
 MAX_WAIT_MS = 30_000
 _SESSIONLESS, _NEW_SESSION = -1, 0  # FetchMetadata.FINAL_EPOCH / INITIAL_EPOCH
 _READ_COMMITTED = 1
+_log = logging.getLogger("kcoord.fetch")
 Entry = dict[str, Any]
 
 
@@ -129,7 +132,18 @@ class _Fetch:
             if wanted.log is None:
                 failed = True
                 continue
-            size = _read_into(wanted, min(wanted.max_bytes, remaining), first)
+            try:
+                size = _read_into(wanted, min(wanted.max_bytes, remaining), first)
+            except StorageFault as fault:
+                # Kafka: a read IOException takes the log directory offline (LogDirFailureChannel)
+                # and the partition answers KAFKA_STORAGE_ERROR (ReplicaManager.readFromLog); with
+                # its only directory gone the broker halts. The policy does the same (exit 75).
+                if fault.fatal:
+                    self._ctx.data.logs.policy.failed(fault)
+                else:
+                    _log.warning("fetch failed: %s", fault)
+                _error(wanted.entry, ErrorCode.KAFKA_STORAGE_ERROR)
+                size = None
             if size is None:
                 failed = True
                 continue
