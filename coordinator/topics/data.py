@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from coordinator.topics.configs import partition_config
 from coordinator.topics.registry import TopicRegistry
 from partition_log import PartitionConfig, PartitionLog, PartitionLogs
+from storage.faults import StorageFault
 
 __all__ = ["RETENTION_CHECK_INTERVAL_MS", "TopicData"]
 
@@ -65,6 +66,15 @@ class TopicData:
         if not self._registry.has_partition(topic, partition) or self._registry.is_pending(topic):
             return None
         return self.logs.ensure(topic, partition, self.partition_config(topic))
+
+    def read_failed(self, fault: StorageFault) -> None:
+        """A read of a partition log failed; the caller answers KAFKA_STORAGE_ERROR for it. EIO is
+        the medium: fatal through the process's fault policy (exit 75), as Kafka takes the log
+        directory offline (`LogDirFailureChannel`) and halts with its only one gone."""
+        if fault.fatal:
+            self.logs.policy.failed(fault)
+        else:
+            log.warning("partition log read failed: %s", fault)
 
     async def remove_orphans(self) -> None:
         """Startup: delete partition logs of topics the registry no longer has; give the others their

@@ -2,7 +2,7 @@
 log directory offline on an IOException and halts when it was the only one.
 
 * recovery that cannot read its own files exits 75 with one CRITICAL line, not 1 with a traceback;
-* a Fetch that cannot read a partition's segment answers KAFKA_STORAGE_ERROR, then the server
+* a Fetch or ListOffsets that cannot read a partition's segment answers KAFKA_STORAGE_ERROR, then the server
   exits 75 (Kafka: ReplicaManager.readFromLog -> LogDirFailureChannel -> halt);
 * a partition's first segment is acknowledged only once its directory entry is durable: a failed
   fsync of the directory is fatal and nothing is acknowledged.
@@ -15,10 +15,11 @@ import pytest
 
 from tests.faults.conftest import EXIT_STORAGE_FATAL, KAFKA_STORAGE_ERROR, NONE, FuseFs, commit, committed
 from tests.kcoord_process import KcoordServer
-from tests.server.test_dataplane_wire import batch, fetch, produce
+from tests.server.test_dataplane_wire import batch, fetch, list_offset, produce
 from tests.server.wire import connect, create_topic
 
 EIO_LINE = r"\(EIO, errno 5\)"
+TIMESTAMP = 1_700_000_000_000  # batch()'s first record
 
 
 def _exit_code(server: KcoordServer) -> int:
@@ -52,7 +53,8 @@ def test_eio_while_recovering_exits_75_with_one_line(fusefs: FuseFs) -> None:
         print("server log tail:\n" + "\n".join(server.lines[-40:]))
 
 
-def test_eio_reading_a_segment_for_fetch_answers_kafka_storage_error_then_exits_75(fusefs: FuseFs) -> None:
+@pytest.mark.parametrize("api", ["fetch", "list_offsets"])
+def test_eio_reading_a_segment_answers_kafka_storage_error_then_exits_75(fusefs: FuseFs, api: str) -> None:
     server = KcoordServer(fusefs.path / "data", "--fsync", "always")
     server.start()
     try:
@@ -62,9 +64,12 @@ def test_eio_reading_a_segment_for_fetch_answers_kafka_storage_error_then_exits_
             stored = fetch(sock, "t", 0, 0)["records"]
             assert stored
             fusefs.fail("read")
-            answer = fetch(sock, "t", 0, 0)
-            assert answer["error_code"] == KAFKA_STORAGE_ERROR
-            assert not answer["records"]
+            if api == "fetch":
+                answer = fetch(sock, "t", 0, 0)
+                assert answer["error_code"] == KAFKA_STORAGE_ERROR and not answer["records"]
+            else:  # a timestamp lookup reads the batch
+                answer = list_offset(sock, "t", 0, TIMESTAMP + 2)
+                assert answer["error_code"] == KAFKA_STORAGE_ERROR
         assert _exit_code(server) == EXIT_STORAGE_FATAL
         assert server.count(r"CRITICAL .*fatal storage fault: read failed on .*\.log with EIO") == 1
 

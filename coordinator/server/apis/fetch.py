@@ -19,7 +19,6 @@ read_committed reads what read_uncommitted reads, and the last stable offset is 
 
 from __future__ import annotations
 
-import logging
 import uuid
 from typing import Any
 
@@ -35,7 +34,6 @@ __all__ = ["MAX_WAIT_MS", "handle"]
 MAX_WAIT_MS = 30_000
 _SESSIONLESS, _NEW_SESSION = -1, 0  # FetchMetadata.FINAL_EPOCH / INITIAL_EPOCH
 _READ_COMMITTED = 1
-_log = logging.getLogger("kcoord.fetch")
 Entry = dict[str, Any]
 
 
@@ -134,14 +132,8 @@ class _Fetch:
                 continue
             try:
                 size = _read_into(wanted, min(wanted.max_bytes, remaining), first)
-            except StorageFault as fault:
-                # Kafka: a read IOException takes the log directory offline (LogDirFailureChannel)
-                # and the partition answers KAFKA_STORAGE_ERROR (ReplicaManager.readFromLog); with
-                # its only directory gone the broker halts. The policy does the same (exit 75).
-                if fault.fatal:
-                    self._ctx.data.logs.policy.failed(fault)
-                else:
-                    _log.warning("fetch failed: %s", fault)
+            except StorageFault as fault:  # Kafka's ReplicaManager.readFromLog: KAFKA_STORAGE_ERROR
+                self._ctx.data.read_failed(fault)
                 _error(wanted.entry, ErrorCode.KAFKA_STORAGE_ERROR)
                 size = None
             if size is None:

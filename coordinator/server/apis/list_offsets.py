@@ -16,6 +16,7 @@ from coordinator.groups.config import RequestMeta
 from coordinator.server.context import Request, Respond, ServerContext
 from partition_log import PartitionLog
 from protocol.errors import ErrorCode
+from storage.faults import StorageFault
 
 __all__ = ["handle"]
 
@@ -43,8 +44,13 @@ def _partition(ctx: ServerContext, name: str, req: dict[str, Any], version: int)
     if version >= 4 and int(req["current_leader_epoch"]) > _LEADER_EPOCH:
         entry["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
         return entry
+    try:
+        found = _lookup(log, int(req["timestamp"]))
+    except StorageFault as fault:  # Kafka: KAFKA_STORAGE_ERROR for the partition (see fetch.py)
+        ctx.data.read_failed(fault)
+        entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+        return entry
     entry["error_code"] = ErrorCode.NONE
-    found = _lookup(log, int(req["timestamp"]))
     if version == 0:
         # v0 asks for up to max_num_offsets segment starts; clients ask for one: the offset itself.
         entry["old_style_offsets"] = [] if found is None else [found[0]]
