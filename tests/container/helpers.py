@@ -59,7 +59,14 @@ class Containers:
         self.volumes.append(name)
         return name
 
-    def run(self, port: int, data: str, env: dict[str, str] | None = None, detach: bool = True) -> str:
+    def run(
+        self,
+        port: int,
+        data: str,
+        env: dict[str, str] | None = None,
+        detach: bool = True,
+        flags: Sequence[str] = (),
+    ) -> str:
         """`podman run` the image listening on 127.0.0.1:`port` with `data` (volume or host dir) mounted
         at /var/lib/kcoord; returns the container's name."""
         name = f"kcoord-test-{uuid.uuid4().hex[:10]}"
@@ -74,6 +81,7 @@ class Containers:
             "--name",
             name,
             *PODMAN_RUN_FLAGS,
+            *flags,
             "--volume",
             f"{data}:/var/lib/kcoord",
             *env_flags,

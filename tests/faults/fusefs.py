@@ -117,7 +117,8 @@ class FailingPassthrough(fuse.Operations):  # type: ignore[misc]
 def main() -> None:
     backing, mountpoint, control = sys.argv[1:4]
     operations = FailingPassthrough(backing, control)
-    fuse.FUSE(operations, mountpoint, foreground=True, nothreads=False, direct_io=True)
+    # allow_other: a container's user (tests/container) reads and writes it too
+    fuse.FUSE(operations, mountpoint, foreground=True, nothreads=False, direct_io=True, allow_other=True)
 
 
 if __name__ == "__main__":

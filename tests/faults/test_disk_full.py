@@ -1,5 +1,7 @@
 """A full disk (a real tmpfs, filled up) under commit and produce load: refused with Kafka's codes, served
-throughout, quiet logs, resumed within 1 s of space returning, nothing acknowledged lost after kill -9."""
+throughout, quiet logs, resumed within 1 s of space returning, nothing acknowledged lost after kill -9.
+Commits come from the raw wire (every answer checked) and from a stock kafka-python consumer in its
+own process (refused while full, acknowledged after)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,16 @@ def _health(server: KcoordServer, http_address: str) -> subprocess.CompletedProc
     )
 
 
+def _stock_commit(server: KcoordServer, offset: int) -> bool:
+    """A kafka-python consumer commits `offset` for group "stock" in its own process; True if acknowledged."""
+    argv = ["commit", server.bootstrap, "stock", "t", f"0={offset}"]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.container.client", *argv],
+        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    return done.returncode == 0
+
+
 def test_disk_full_under_commit_and_produce_load(tmpfs: Tmpfs) -> None:
     server = KcoordServer(tmpfs.path / "data", "--fsync", "always", "--http-listen", "127.0.0.1:0")
     server.start()
@@ -61,6 +73,7 @@ def test_disk_full_under_commit_and_produce_load(tmpfs: Tmpfs) -> None:
                 producer.send("t", b"v%d" % i, partition=0).get(timeout=10)
                 acked_values.append(b"v%d" % i)
 
+            assert _stock_commit(server, 3)
             filler = tmpfs.fill()
             first_line = len(server.lines)
             codes: list[int] = []
@@ -88,6 +101,7 @@ def test_disk_full_under_commit_and_produce_load(tmpfs: Tmpfs) -> None:
             raw = produce(sock, "t", 0, batch(50, size=4000))
             assert raw["error_code"] == KAFKA_STORAGE_ERROR and raw["base_offset"] == -1, raw
             assert storage_errors > 10, "Produce is refused with KAFKA_STORAGE_ERROR while the disk is full"
+            assert not _stock_commit(server, 4), "a stock client's commit was acknowledged on a full disk"
             noisy = [
                 line for line in server.lines[first_line:] if "kcoord.storage" in line or " ERROR " in line
             ]
@@ -112,6 +126,7 @@ def test_disk_full_under_commit_and_produce_load(tmpfs: Tmpfs) -> None:
                 assert commit(sock, i + 1) == NONE
                 acked_commit = i + 1
                 time.sleep(0.1)
+            assert _stock_commit(server, 5)
             assert server.alive()
             healthy = _health(server, http_address)
             assert healthy.returncode == 0, healthy.stderr
@@ -122,6 +137,7 @@ def test_disk_full_under_commit_and_produce_load(tmpfs: Tmpfs) -> None:
         server.start()
         with connect(server.address) as sock:
             assert committed(sock) == acked_commit
+            assert committed(sock, group="stock") == 5
         consumer = KafkaConsumer(bootstrap_servers=server.bootstrap, consumer_timeout_ms=3000)
         consumer.assign([TopicPartition("t", 0)])
         consumer.seek_to_beginning()
