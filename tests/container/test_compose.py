@@ -7,20 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.container.engine import podman, tool_path
 from tests.container.helpers import (
+    COMPOSE_FILES,
     FIGURES,
     HealthcheckTimer,
     client,
+    compose,
     compose_containers,
     free_port,
     run_argv,
@@ -29,20 +27,11 @@ from tests.container.helpers import (
 # The first test of a session on a fresh machine also installs podman (apt), debootstrap's the base
 # (~1.5 min) and builds the image: more than the suite's default 300 s budget per test.
 pytestmark = pytest.mark.timeout(1500)
-COMPOSE_FILES = ("-f", "docker-compose.yml", "-f", "docker-compose.host-network.yml")
 MESSAGES = 1000  # docker-compose.yml's MESSAGES
 
 
-def _compose(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> str:
-    binary = tool_path("docker-compose")
-    assert binary is not None
-    done = run_argv([binary, *args], {**os.environ, **(env or {})}, timeout)
-    assert done.returncode == 0, f"docker-compose {' '.join(args)} exited {done.returncode}:\n{done.stderr}"
-    return done.stdout
-
-
 def test_compose_files_are_valid(container_tools: None) -> None:
-    resolved = json.loads(_compose("config", "--format", "json"))
+    resolved = json.loads(compose("config", "--format", "json"))
     services = resolved["services"]
     assert set(services) == {"kcoord", "producer", "consumer"}
     kcoord = services["kcoord"]
@@ -56,7 +45,7 @@ def test_compose_files_are_valid(container_tools: None) -> None:
     assert "kcoord-data" in resolved["volumes"]
 
     overridden = json.loads(
-        _compose(*COMPOSE_FILES, "config", "--format", "json", env={"KCOORD_PORT": "19092"})
+        compose(*COMPOSE_FILES, "config", "--format", "json", env={"KCOORD_PORT": "19092"})
     )
     for name, service in overridden["services"].items():
         assert service["network_mode"] == "host", name
@@ -70,40 +59,6 @@ def test_dockerfiles_pass_hadolint(container_tools: None) -> None:
     for dockerfile in ("Dockerfile", "examples/compose/Dockerfile"):
         done = run_argv([binary, dockerfile], dict(os.environ), 60)
         assert done.returncode == 0 and not done.stdout.strip(), f"{dockerfile}:\n{done.stdout}{done.stderr}"
-
-
-@pytest.fixture
-def podman_socket(container_tools: None, tmp_path: Path) -> Iterator[str]:
-    """`podman system service` serving the Docker API on a socket of this test; runc, explicit ulimits and
-    host networking come from its containers.conf. Stopped by its PID at the end."""
-    conf = tmp_path / "containers.conf"
-    conf.write_text(
-        '[engine]\nruntime = "runc"\n'
-        '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=1000:1000"]\nnetns = "host"\n'
-    )
-    sock = tmp_path / "podman.sock"
-    log = (tmp_path / "podman-service.log").open("w")
-    service = subprocess.Popen(
-        ["podman", "system", "service", "--time=0", f"unix://{sock}"],
-        env={**os.environ, "CONTAINERS_CONF": str(conf)},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not sock.exists():
-            assert service.poll() is None, (tmp_path / "podman-service.log").read_text()
-            assert time.monotonic() < deadline, "podman system service did not create its socket"
-            time.sleep(0.05)
-        yield f"unix://{sock}"
-    finally:
-        service.send_signal(signal.SIGTERM)
-        try:
-            service.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            service.kill()
-            service.wait()
-        log.close()
 
 
 def test_compose_stack_produces_and_a_two_member_group_consumes_everything(
@@ -124,7 +79,7 @@ def test_compose_stack_produces_and_a_two_member_group_consumes_everything(
         with HealthcheckTimer(project):
             started = time.monotonic()
             # `up` returns once kcoord is healthy and the clients (depends_on: service_healthy) started.
-            _compose(*args, "up", "--build", "--detach", env=env, timeout=900)
+            compose(*args, "up", "--build", "--detach", env=env, timeout=900)
             FIGURES["compose up --build (cached) to clients started, s"] = time.monotonic() - started
             clients = _wait_clients_exited(project, timeout=300)
         for container in clients:
@@ -139,7 +94,7 @@ def test_compose_stack_produces_and_a_two_member_group_consumes_everything(
         committed = client("offsets", bootstrap, "order-processors")
         assert committed == {f"orders:{p}": end for p, end in ends.items()}
     finally:
-        _compose(*args, "down", "--volumes", "--timeout", "10", env=env, timeout=120)
+        compose(*args, "down", "--volumes", "--timeout", "10", env=env, timeout=120)
     assert compose_containers(project) == []
     volumes = podman("volume", "ls", "--filter", f"label=com.docker.compose.project={project}", "--quiet")
     assert volumes.stdout.strip() == ""
