@@ -35,9 +35,7 @@ class AdminHandler:
         respond({"groups": [self._describe(str(g), version, with_ops) for g in req.get("groups") or []]})
 
     def _describe(self, group_id: str, version: int, with_ops: bool) -> dict[str, Any]:
-        error = self.rt.phase_error()
-        if error is None and not group_id:
-            error = ErrorCode.INVALID_GROUP_ID
+        error = self.rt.phase_error()  # "" is a group id here (Kafka refuses only null)
         group = self.rt.group(group_id)
         if error is None and group is None and version >= 6:
             error = ErrorCode.GROUP_ID_NOT_FOUND  # KIP-1043; v0-5 describe a missing group as Dead
@@ -109,11 +107,14 @@ class AdminHandler:
 
     # -- DeleteGroups -----------------------------------------------------------------------------
     def delete_groups(self, req: dict[str, Any], meta: RequestMeta, respond: Respond) -> None:
-        names = [str(g) for g in req.get("groups_names") or []]
+        # Each distinct id answered once, in first-seen order (Kafka's handleDeleteGroupsRequest
+        # deduplicates the names before the coordinator sees them).
+        names = list(dict.fromkeys(str(g) for g in req.get("groups_names") or []))
         results: list[dict[str, Any]] = []
         records: list[LogRecord] = []
+        dropped: list[tuple[Group, int | None]] = []  # and since when Empty (offset expiry counts from it)
         for group_id in names:
-            error = self._delete_one(group_id, records)
+            error = self._delete_one(group_id, records, dropped)
             results.append({"group_id": group_id, "error_code": int(error)})
         failed = [
             {
@@ -122,29 +123,42 @@ class AdminHandler:
             }
             for r in results
         ]
-        self.offsets.append_then(records, respond, {"results": results}, {"results": failed})
 
-    def _delete_one(self, group_id: str, records: list[LogRecord]) -> ErrorCode:
+        def restore(_: Any) -> None:
+            # All or nothing, as Kafka's runtime reverts its timeline when the write fails: the
+            # groups come back as they were (their offsets were never removed: tombstones are
+            # applied only once durable), so a retry finds them.
+            for group, since_ms in dropped:
+                if self.rt.groups.get(group.group_id) is None:
+                    group.revert_to(GroupState.EMPTY, since_ms)
+                    self.rt.groups[group.group_id] = group
+            respond({"results": failed})
+
+        ok = {"results": results}
+        self.offsets.append_then(records, respond, ok, {"results": failed}, on_failed=restore)
+
+    def _delete_one(
+        self, group_id: str, records: list[LogRecord], dropped: list[tuple[Group, int | None]]
+    ) -> ErrorCode:
         error = self.rt.phase_error()
         if error is not None:
             return error
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        group = self.rt.group(group_id)
+        group = self.rt.group(group_id)  # "" is a group id here (Kafka refuses only null)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.state is not GroupState.EMPTY:
             return ErrorCode.NON_EMPTY_GROUP
         records.extend(self.delete_group_records(group))
+        dropped.append((group, group.state_timestamp_ms))
         self.rb.drop_group(group)
         return ErrorCode.NONE
 
     def delete_group_records(self, group: Group) -> list[LogRecord]:
-        """Tombstones for every offset, plus the group's (only if a GroupMetadata record can exist:
-        one is written from generation 1 on, as Kafka's Scala coordinator does)."""
+        """Tombstones for every offset, and always the group's own, as Kafka's Java coordinator
+        writes it (GroupMetadataManager.createGroupTombstoneRecords): a simple (generation 0) group
+        written by an earlier version, or by another coordinator, stays deleted across a restart."""
         records: list[LogRecord] = list(self.rt.offsets.tombstones_for_group(group.group_id))
-        if group.generation_id > 0:
-            records.append(GroupTombstone(group.group_id))
+        records.append(GroupTombstone(group.group_id))
         return records
 
 

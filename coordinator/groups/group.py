@@ -66,6 +66,11 @@ class Group:
             f" reason={reason!r}" if reason else "",
         )
 
+    def revert_to(self, state: GroupState, state_timestamp_ms: int | None) -> None:
+        """Undo a transition whose write failed (Kafka's runtime reverts its timeline snapshot):
+        not a transition, so no table check and no log line; state and timestamp as before it."""
+        self.state, self.state_timestamp_ms = state, state_timestamp_ms
+
     def is_in(self, *states: GroupState) -> bool:
         return self.state in states
 
@@ -174,9 +179,10 @@ class Group:
 
     # -- protocols --------------------------------------------------------------------------------
     def supports_protocols(self, protocol_type: str, protocol_names: tuple[str, ...]) -> bool:
-        """Kafka's supportsProtocols: Empty needs a type and protocols; else the same type and a
-        protocol every current member supports."""
-        if self.state is GroupState.EMPTY or not self.members:
+        """Kafka's ClassicGroup.supportsProtocols: Empty needs a type and protocols; any other state
+        the group's type and a protocol every current member supports (with no members left, as in a
+        PreparingRebalance whose members all left, any protocol, but still the group's type)."""
+        if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(protocol_names)
         size = len(self.members)
         return protocol_type == self.protocol_type and any(

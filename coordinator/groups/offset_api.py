@@ -43,7 +43,7 @@ class OffsetHandler:
             for p in topic.get("partitions") or []:
                 key = (topic["name"], p["partition_index"])
                 metadata = p.get("committed_metadata") or ""
-                if len(metadata) > self.rt.config.offset_metadata_max_bytes:
+                if _java_length(metadata) > self.rt.config.offset_metadata_max_bytes:
                     errors[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                     continue
                 records.append(_commit_record(req, meta.api_version, topic["name"], p, metadata, now))
@@ -68,9 +68,9 @@ class OffsetHandler:
         error = self.rt.phase_error()
         if error is not None:
             return error
+        # "" is a group id like any other here: Kafka accepts it for backwards compatibility
+        # (GroupCoordinatorService.commitOffsets refuses only a null one, which the schema forbids).
         group_id = str(req.get("group_id") or "")
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
         generation = _generation(req)
         group = self.rt.group(group_id)
         if group is None:
@@ -126,9 +126,8 @@ class OffsetHandler:
     def _fetch_group(self, group_id: str, topics: list[Request] | None, version: int) -> dict[str, Any]:
         """One group's offsets; `topics` None = all. require_stable is accepted but never answers
         UNSTABLE_OFFSET_COMMIT: without transactions nothing pending is visible (compat.md)."""
+        # "" is accepted, as Kafka does (GroupCoordinatorService.fetchOffsets: only null is invalid).
         error = self.rt.phase_error()
-        if error is None and not group_id:
-            error = ErrorCode.INVALID_GROUP_ID
         if error is not None:
             out = [
                 {
@@ -177,7 +176,7 @@ class OffsetHandler:
             for t in topics
             if t["name"] not in subscribed
             for p in t.get("partitions") or []
-            if self.rt.offsets.get(group_id, t["name"], p["partition_index"]) is not None
+            if self.rt.offsets.is_known(group_id, t["name"], p["partition_index"])  # in flight too
         ]
         subscribed_error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
         ok = _commit_response(topics, lambda t, _p: subscribed_error if t in subscribed else ErrorCode.NONE)
@@ -199,22 +198,36 @@ class OffsetHandler:
         return None
 
     def append_then(
-        self, records: Sequence[LogRecord], respond: Respond, ok: dict[str, Any], failed: dict[str, Any]
+        self,
+        records: Sequence[LogRecord],
+        respond: Respond,
+        ok: dict[str, Any],
+        failed: dict[str, Any],
+        on_failed: Respond | None = None,
     ) -> None:
-        """Append, apply once durable, then answer `ok` (or `failed` if the append failed)."""
+        """Append, apply once durable, then answer `ok`; if the append failed, `on_failed(failed)`
+        (which undoes what the caller changed before appending), else answer `failed`."""
         if not records:
             respond(ok)
             return
 
         def on_done(exc: BaseException | None) -> None:
             if exc is not None:
-                respond(failed)
+                (on_failed or respond)(failed)
                 return
             for record in records:
                 self._apply(record)
             respond(ok)
 
         self.rt.log.append(records, on_done)
+
+
+def _java_length(text: str) -> int:
+    """Java's String.length(): UTF-16 code units, what Kafka compares with offset.metadata.max.bytes
+    (OffsetMetadataManager.isMetadataInvalid). Characters outside the BMP count twice."""
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
 
 
 def _generation(req: Request) -> int:

@@ -50,7 +50,16 @@ class OffsetStore:
         return iter(list(self._offsets))
 
     def tombstones_for_group(self, group_id: str) -> list[OffsetTombstone]:
-        return [OffsetTombstone(group_id, t, p) for (t, p) in self.of_group(group_id)]
+        """Every committed offset of the group and every one still in flight: a write in flight is
+        visible to the requests after it, as in Kafka's Java coordinator, where a commit is applied
+        when written and a later DeleteGroups deletes it too (its tombstone follows it in the log)."""
+        committed = self.of_group(group_id)
+        pending = [tp for tp in self._pending.get(group_id, ()) if tp not in committed]
+        return [OffsetTombstone(group_id, t, p) for (t, p) in (*committed, *pending)]
+
+    def is_known(self, group_id: str, topic: str, partition: int) -> bool:
+        """Committed, or a commit of it in flight (see tombstones_for_group)."""
+        return self.get(group_id, topic, partition) is not None or self.is_pending(group_id, topic, partition)
 
     def tombstones_for_topics(self, topics: Iterable[str]) -> list[OffsetTombstone]:
         wanted = set(topics)

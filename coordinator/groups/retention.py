@@ -69,8 +69,7 @@ class Retention:
             records.extend(expired)
             if group is not None and self._is_deletable(group, len(expired)):
                 log.info("group_id=%s is Empty without offsets: deleting it", group_id)
-                if group.generation_id > 0:  # a GroupMetadata record may exist (Kafka's Scala rule)
-                    records.append(GroupTombstone(group_id))
+                records.append(GroupTombstone(group_id))  # always, as Kafka's Java coordinator
                 self.rb.drop_group(group)
         if records:
             log.info("offset expiry: %d records", len(records))

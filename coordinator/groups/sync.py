@@ -53,6 +53,10 @@ class SyncHandler:
     ) -> ErrorCode | None:
         """Common checks (loading -> REBALANCE_IN_PROGRESS, as Kafka does for old clients), then
         member, generation and (v5+) protocol checks, in Kafka's order."""
+        if meta.api_version >= 5 and (req.get("protocol_type") is None or req.get("protocol_name") is None):
+            # KafkaApis.handleSyncGroupRequest (areMandatoryProtocolTypeAndNamePresent) answers this
+            # before the coordinator sees the request: before loading, group and member checks.
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         error = self.rt.phase_error()
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             return ErrorCode.REBALANCE_IN_PROGRESS
@@ -115,8 +119,6 @@ def _protocol_error(group: Group, req: dict[str, object], version: int) -> Error
     if version < 5:
         return None
     protocol_type, protocol_name = req.get("protocol_type"), req.get("protocol_name")
-    if protocol_type is None or protocol_name is None:
-        return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     if protocol_type != group.protocol_type or protocol_name != group.protocol_name:
         return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     return None

@@ -74,11 +74,12 @@ def test_describe_missing_group_is_dead_before_v6_and_not_found_from_v6(h: Harne
     assert new["error_code"] == GROUP_ID_NOT_FOUND and new["error_message"]
 
 
-def test_describe_keeps_request_order_and_reports_invalid_ids_per_group(h: Harness) -> None:
+def test_describe_keeps_request_order_and_describes_the_empty_id_like_any_group(h: Harness) -> None:
+    # GroupCoordinatorService.describeGroups refuses only a null id: "" is a (missing) group
     h.stable_group(1)
     groups = _describe(h, "x", "", "g", version=3, ops=True)
     assert [g["group_id"] for g in groups] == ["x", "", "g"]
-    assert groups[1]["error_code"] == INVALID_GROUP_ID
+    assert groups[1]["error_code"] == NONE and groups[1]["group_state"] == "Dead"
     assert groups[2]["authorized_operations"] == (1 << 3) | (1 << 6) | (1 << 8)
 
 
@@ -136,10 +137,11 @@ def test_delete_empty_group_writes_offset_and_group_tombstones(h: Harness) -> No
     assert h.fetch({"t": [0]})["topics"][0]["partitions"][0]["committed_offset"] == -1
 
 
-def test_delete_simple_group_writes_only_offset_tombstones(h: Harness) -> None:
+def test_delete_simple_group_writes_offset_and_group_tombstones(h: Harness) -> None:
+    # Java's GroupMetadataManager.createGroupTombstoneRecords: the group tombstone even at generation 0
     h.commit({("t", 0): 1})
     assert _delete(h, "g") == [("g", NONE)]
-    assert h.log.records[-1] == OffsetTombstone("g", "t", 0)
+    assert h.log.records[-2:] == [OffsetTombstone("g", "t", 0), GroupTombstone("g")]
 
 
 def test_delete_non_empty_group_is_non_empty_group(h: Harness) -> None:
@@ -152,7 +154,8 @@ def test_delete_non_empty_group_is_non_empty_group(h: Harness) -> None:
 
 
 def test_delete_missing_group_is_group_id_not_found(h: Harness) -> None:
-    assert _delete(h, "missing", "") == [("missing", GROUP_ID_NOT_FOUND), ("", INVALID_GROUP_ID)]
+    # "" is a group id for DeleteGroups (GroupCoordinatorService.deleteGroups refuses only null)
+    assert _delete(h, "missing", "") == [("missing", GROUP_ID_NOT_FOUND), ("", GROUP_ID_NOT_FOUND)]
 
 
 def test_deleted_group_is_recreated_fresh_by_a_new_join(h: Harness) -> None:

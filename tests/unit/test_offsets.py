@@ -110,8 +110,9 @@ def test_null_metadata_is_stored_as_empty_string(h: Harness) -> None:
     assert h.fetch({"t": [0]})["topics"][0]["partitions"][0]["metadata"] == ""
 
 
-def test_commit_with_empty_group_id_is_invalid(h: Harness) -> None:
-    assert _errors(h.commit({("t", 0): 1}, group="")) == [INVALID_GROUP_ID]
+def test_commit_with_empty_group_id_is_accepted(h: Harness) -> None:
+    # GroupCoordinatorService.commitOffsets: "for backwards compatibility" only null is invalid
+    assert _errors(h.commit({("t", 0): 1}, group="")) == [NONE]
 
 
 def test_commit_while_loading_is_load_in_progress() -> None:
@@ -174,16 +175,18 @@ def test_fetch_v8_batches_groups_each_with_its_own_result(h: Harness) -> None:
     r = h.call("offset_fetch", req, 8)
     a, empty, b = r["groups"]
     assert a["error_code"] == 0 and a["topics"][0]["partitions"][0]["committed_offset"] == 1
-    assert empty["error_code"] == INVALID_GROUP_ID
+    assert empty["error_code"] == 0 and empty["topics"] == []  # "" is a group (with no offsets)
     assert b["error_code"] == 0 and b["topics"][0]["partitions"][0]["committed_offset"] == -1
 
 
-def test_fetch_v1_copies_group_error_into_partitions_and_v2_uses_top_level(h: Harness) -> None:
-    v1 = h.call("offset_fetch", {"group_id": "", "topics": [{"name": "t", "partition_indexes": [0]}]}, 1)
-    assert "error_code" not in v1.value and v1["topics"][0]["partitions"][0]["error_code"] == INVALID_GROUP_ID
+def test_fetch_v1_copies_group_error_into_partitions_and_v2_uses_top_level() -> None:
+    h = Harness(loaded=False)
+    v1 = h.call("offset_fetch", {"group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}]}, 1)
+    partition = v1["topics"][0]["partitions"][0]
+    assert "error_code" not in v1.value and partition["error_code"] == COORDINATOR_LOAD_IN_PROGRESS
     assert "committed_leader_epoch" not in v1["topics"][0]["partitions"][0]
-    v2 = h.call("offset_fetch", {"group_id": "", "topics": None}, 2)
-    assert v2.error == INVALID_GROUP_ID and v2["topics"] == []
+    v2 = h.call("offset_fetch", {"group_id": "g", "topics": None}, 2)
+    assert v2.error == COORDINATOR_LOAD_IN_PROGRESS and v2["topics"] == []
 
 
 def test_fetch_require_stable_never_reports_unstable_without_transactions(h: Harness) -> None:
