@@ -53,13 +53,15 @@ class OffsetHandler:
         self.rt.offsets.begin_pending(records)
 
         def on_done(exc: BaseException | None) -> None:
-            self.rt.offsets.end_pending(records)
+            offsets = self.rt.offsets
+            offsets.end_pending(records)
             if exc is None:
                 for record in records:
                     self._apply(record)
             # Every append failure is a storage fault: NOT_COORDINATOR, as Kafka (errors.py).
             failed = ErrorCode.NONE if exc is None else APPEND_FAILED
             respond(_commit_response(topics, lambda t, p: errors.get((t, p), failed)))
+            offsets.settled(records[0].group_id)  # one request commits for one group
 
         self.rt.log.append(records, on_done)
 
@@ -100,6 +102,18 @@ class OffsetHandler:
 
     # -- OffsetFetch ------------------------------------------------------------------------------
     def fetch(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        if meta.api_version >= 7 and req.get("require_stable"):
+            # Java's GroupCoordinatorService.fetchOffsets runs a require_stable fetch as a write
+            # operation: it is answered once every write before it is durable, so it never returns
+            # an offset older than a commit in flight. (Scala answered UNSTABLE_OFFSET_COMMIT.)
+            groups = [str(g.get("group_id") or "") for g in req.get("groups") or []]
+            if meta.api_version < 8:
+                groups = [str(req.get("group_id") or "")]
+            self.rt.offsets.when_settled(groups, lambda: self._fetch(req, meta, respond))
+            return
+        self._fetch(req, meta, respond)
+
+    def _fetch(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
         version = meta.api_version
         if version >= 8:
             groups = [
@@ -124,8 +138,8 @@ class OffsetHandler:
         respond({"topics": [] if error else topics, "error_code": error})
 
     def _fetch_group(self, group_id: str, topics: list[Request] | None, version: int) -> dict[str, Any]:
-        """One group's offsets; `topics` None = all. require_stable is accepted but never answers
-        UNSTABLE_OFFSET_COMMIT: without transactions nothing pending is visible (compat.md)."""
+        """One group's offsets; `topics` None = all. Never UNSTABLE_OFFSET_COMMIT: that is for
+        pending transactional commits, and there are no transactions (compat.md)."""
         # "" is accepted, as Kafka does (GroupCoordinatorService.fetchOffsets: only null is invalid).
         error = self.rt.phase_error()
         if error is not None:

@@ -9,7 +9,7 @@ a partition with a pending commit").
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
 
@@ -22,6 +22,7 @@ class OffsetStore:
     def __init__(self) -> None:
         self._offsets: dict[str, dict[TopicPartition, OffsetCommitRecord]] = {}
         self._pending: dict[str, Counter[TopicPartition]] = {}
+        self._waiters: dict[str, list[Callable[[], None]]] = {}  # require_stable fetches (when_settled)
 
     # -- materialised offsets ---------------------------------------------------------------------
     def put(self, record: OffsetCommitRecord) -> None:
@@ -94,6 +95,20 @@ class OffsetStore:
 
     def has_pending(self, group_id: str) -> bool:
         return bool(self._pending.get(group_id))
+
+    def when_settled(self, group_ids: Sequence[str], callback: Callable[[], None]) -> None:
+        """Call `callback` once none of `group_ids` has a commit in flight (at once if none has)."""
+        waiting = [g for g in group_ids if self._pending.get(g)]
+        if not waiting:
+            callback()
+            return
+        self._waiters.setdefault(waiting[0], []).append(lambda: self.when_settled(waiting[1:], callback))
+
+    def settled(self, group_id: str) -> None:
+        """A commit of `group_id` finished (applied or failed): wake who waits for it to settle."""
+        if self._waiters and not self._pending.get(group_id):
+            for callback in self._waiters.pop(group_id, ()):
+                callback()
 
     def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
         pending = self._pending.get(group_id)

@@ -208,3 +208,22 @@ def test_offset_delete_after_a_commit_in_flight_deletes_it(server: KcoordServer)
     with connect(server.address) as sock:
         fetched = call(sock, OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": False})
         assert fetched["topics"] == []
+
+
+@pytest.mark.server_args("--fsync", "always")
+@pytest.mark.parametrize("version", [7, 8])
+def test_offset_fetch_require_stable_sees_the_commit_in_flight_before_it(
+    server: KcoordServer, version: int
+) -> None:
+    # Java's GroupCoordinatorService.fetchOffsets: require_stable runs as a write operation
+    with connect(server.address) as sock:
+        assert create_topic(sock, "t", 1)["error_code"] == 0
+        assert _commit(sock, "g") == ErrorCode.NONE  # offset 42
+        topics = [{"name": "t", "partition_indexes": [0]}]
+        if version < 8:
+            fetch = {"group_id": "g", "topics": topics, "require_stable": True}
+        else:
+            fetch = {"groups": [{"group_id": "g", "topics": topics}], "require_stable": True}
+        _, fetched = _pipelined(sock, (OFFSET_COMMIT, 8, _commit_body("g")), (OFFSET_FETCH, version, fetch))
+        group = fetched if version < 8 else fetched["groups"][0]
+        assert group["error_code"] == 0 and group["topics"][0]["partitions"][0]["committed_offset"] == 7

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from coordinator.groups import GroupState, OffsetCommitRecord, OffsetTombstone
 from tests.unit.conftest import Harness
 
@@ -189,11 +191,32 @@ def test_fetch_v1_copies_group_error_into_partitions_and_v2_uses_top_level() -> 
     assert v2.error == COORDINATOR_LOAD_IN_PROGRESS and v2["topics"] == []
 
 
-def test_fetch_require_stable_never_reports_unstable_without_transactions(h: Harness) -> None:
-    h.log.hold = True
+@pytest.mark.parametrize("version", [7, 8])
+def test_fetch_require_stable_waits_for_the_commits_in_flight(h: Harness, version: int) -> None:
+    # Java's GroupCoordinatorService.fetchOffsets: a require_stable fetch is a write operation,
+    # answered once the writes before it are durable; never UNSTABLE_OFFSET_COMMIT without transactions
     h.commit({("t", 0): 1})
-    r = h.fetch({"t": [0]}, require_stable=True)
-    assert r.error == NONE and r["topics"][0]["partitions"][0]["error_code"] == NONE
+    h.log.hold = True
+    commit = h.commit({("t", 0): 2})
+    plain = h.fetch({"t": [0]}, version=version)
+    stable = h.fetch({"t": [0]}, version=version, require_stable=True)
+    other_group = h.fetch({"t": [0]}, group="other", version=version, require_stable=True)
+    assert not commit.done and not stable.done and other_group.done
+    answer = plain.value if version < 8 else plain["groups"][0]
+    assert answer["topics"][0]["partitions"][0]["committed_offset"] == 1  # durable state only
+    h.log.release()
+    assert commit.done and stable.done
+    answer = stable.value if version < 8 else stable["groups"][0]
+    assert answer["error_code"] == NONE and answer["topics"][0]["partitions"][0]["committed_offset"] == 2
+
+
+def test_fetch_require_stable_is_answered_after_a_failed_commit_too(h: Harness) -> None:
+    h.commit({("t", 0): 1})
+    h.log.hold = True
+    h.commit({("t", 0): 2})
+    stable = h.fetch({"t": [0]}, require_stable=True)
+    h.log.release(OSError("disk"))
+    assert stable.done and stable["topics"][0]["partitions"][0]["committed_offset"] == 1
 
 
 # -- OffsetDelete --------------------------------------------------------------------------------
