@@ -121,9 +121,14 @@ class JoinHandler:
 
     def _accepted(self, group: Group, r: JoinRequest) -> Group | None:
         if not self._can_accept(group, r.member_id):
+            # Kafka's ClassicGroup.remove forgets the member, pending (KIP-394) or current, and the
+            # join phase is re-checked at once (GroupMetadataManager.classicGroupJoin...): a pending
+            # member it waited for is no longer awaited.
+            r.fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
             if r.member_id in group.members:
                 self.rb.remove_member_and_update(group, r.member_id, "group is over capacity")
-            r.fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
+            elif r.member_id in group.pending_members:
+                self.rb.remove_pending_member(group, r.member_id)
             return None
         if group.state is GroupState.DEAD:
             r.fail(ErrorCode.COORDINATOR_NOT_AVAILABLE, r.member_id)

@@ -227,3 +227,32 @@ def test_offset_fetch_require_stable_sees_the_commit_in_flight_before_it(
         _, fetched = _pipelined(sock, (OFFSET_COMMIT, 8, _commit_body("g")), (OFFSET_FETCH, version, fetch))
         group = fetched if version < 8 else fetched["groups"][0]
         assert group["error_code"] == 0 and group["topics"][0]["partitions"][0]["committed_offset"] == 7
+
+
+@pytest.mark.server_args("--group-max-size", "2")
+def test_a_pending_member_refused_for_max_size_no_longer_holds_the_join_phase(server: KcoordServer) -> None:
+    # ClassicGroup.remove forgets pending members too; the join phase is re-checked at once
+    def join(sock: socket.socket, member_id: str) -> dict[str, Any]:
+        return call(sock, JOIN_GROUP, 5, {**_join_body("g"), "member_id": member_id})
+
+    def send_join(sock: socket.socket, member_id: str) -> None:
+        sock.sendall(
+            encode_request(JOIN_GROUP, 5, 7, {**_join_body("g"), "member_id": member_id}, client_id="x")
+        )
+
+    with connect(server.address) as a, connect(server.address) as b, connect(server.address) as c:
+        a_id = join(a, "")["member_id"]
+        assert join(a, a_id)["generation_id"] == 1
+        sync = {"group_id": "g", "generation_id": 1, "member_id": a_id, "group_instance_id": None,
+                "protocol_type": "consumer", "protocol_name": "range", "assignments": []}  # fmt: skip
+        assert call(a, SYNC_GROUP, 5, sync)["error_code"] == 0  # Stable, one member of two
+        b_id = join(b, "")["member_id"]  # pending (KIP-394)
+        c_id = join(c, "")["member_id"]  # pending
+        send_join(c, c_id)  # joins: the group rebalances, and waits for a and for pending b
+        send_join(a, a_id)
+        refused = join(b, b_id)  # two awaiting joins already: over the size
+        assert refused["error_code"] == ErrorCode.GROUP_MAX_SIZE_REACHED and refused["member_id"] == ""
+        for sock in (a, c):
+            sock.settimeout(5)  # b's pending expiry and the rebalance timeout are 10 s away
+            correlation_id, joined = decode_response(JOIN_GROUP, 5, read_frame(sock))
+            assert correlation_id == 7 and joined["error_code"] == 0 and joined["generation_id"] == 2

@@ -343,6 +343,20 @@ def test_group_max_size_in_preparing_rebalance_counts_parked_joins() -> None:
     assert not first.done and second.error == GROUP_MAX_SIZE_REACHED
 
 
+def test_a_pending_member_refused_for_max_size_is_forgotten_and_the_join_phase_completes() -> None:
+    # ClassicGroup.remove drops pending members too; the join phase is re-checked at once
+    h = Harness(group_max_size=1, group_initial_rebalance_delay_ms=0)
+    a_id = h.join(version=5)["member_id"]  # MEMBER_ID_REQUIRED while Empty: both accepted
+    b_id = h.join(version=5)["member_id"]
+    a = h.join(a_id, version=5)  # PreparingRebalance, waiting for pending member b
+    assert not a.done
+    b = h.join(b_id, version=5)
+    assert b.error == GROUP_MAX_SIZE_REACHED and b["member_id"] == ""
+    h.advance(100)  # the (zero) initial delay's timer; b's pending expiry is 10 s away
+    assert a.done and a.error == 0 and a["generation_id"] == 1  # not after b's session timeout
+    assert b_id not in h.mgr.group("g").pending_members
+
+
 def test_join_while_loading_answers_load_in_progress() -> None:
     h = Harness(loaded=False)
     assert h.join().error == COORDINATOR_LOAD_IN_PROGRESS
