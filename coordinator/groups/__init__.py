@@ -1,7 +1,7 @@
 """Pure classic consumer-group logic: no sockets, files, asyncio or wall clock.
 
 Time comes from an injected `Clock`, timers from `KeyedTimers`, durability from the `RecordLog`
-port (`coordinator.ports`). `GroupManager` is the entry point.
+port (`coordinator.groups.ports`). `GroupManager` is the entry point.
 """
 
 from coordinator.groups.clock import Clock, FakeClock

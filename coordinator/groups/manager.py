@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from coordinator.groups.admin import AdminHandler
 from coordinator.groups.clock import Clock
@@ -30,6 +30,7 @@ from coordinator.groups.group import Group
 from coordinator.groups.join import JoinHandler, JoinRequest
 from coordinator.groups.membership import MembershipHandler
 from coordinator.groups.offset_api import OffsetHandler
+from coordinator.groups.ports import RecordLog
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import (
     GroupMetadataRecord,
@@ -42,9 +43,6 @@ from coordinator.groups.retention import Retention
 from coordinator.groups.runtime import Phase, Runtime, TransitionObserver
 from coordinator.groups.sync import SyncHandler
 from coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
-
-if TYPE_CHECKING:  # a runtime import would be circular: coordinator.ports imports groups.records
-    from coordinator.ports import RecordLog
 
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "RequestMeta", "Respond"]
 

@@ -5,18 +5,16 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.offsets import OffsetStore
+from coordinator.groups.ports import RecordLog
 from coordinator.groups.state import GroupState
 from coordinator.groups.timers import KeyedTimers
-
-if TYPE_CHECKING:  # a runtime import would be circular: coordinator.ports imports groups.records
-    from coordinator.ports import RecordLog
 
 __all__ = ["Phase", "Runtime", "TransitionObserver"]
 

@@ -8,13 +8,15 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("module", ["coordinator.ports", "coordinator.groups", "coordinator.groups.manager"])
+@pytest.mark.parametrize(
+    "module", ["coordinator.groups.ports", "coordinator.groups", "coordinator.groups.manager"]
+)
 def test_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
     subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
 
 
 def test_memory_log_satisfies_the_record_log_port() -> None:
-    from coordinator.ports import RecordLog
+    from coordinator.groups.ports import RecordLog
     from tests.unit.fakes import MemoryRecordLog
 
     log: RecordLog = MemoryRecordLog()

@@ -1,4 +1,4 @@
-"""Domain records <-> storage records, the `RecordLog` adapter over `storage.Log`, and replay.
+"""The record codec: domain records <-> storage records (key and value bytes), and their rendering.
 
 Storage record types (the log's user owns 0-0x7F):
 * 0 OffsetCommit: key = OffsetCommitKey v1, value = OffsetCommitValue v3 (v1 when the commit carried
@@ -11,17 +11,10 @@ Every key and value starts with its INT16 version; a None value is a tombstone.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import struct
-import time
-from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 import storage
-from coordinator.config import Config
-from coordinator.groups.manager import GroupManager
 from coordinator.groups.records import (
     GroupMetadataRecord,
     GroupTombstone,
@@ -30,16 +23,14 @@ from coordinator.groups.records import (
     OffsetCommitRecord,
     OffsetTombstone,
 )
-from coordinator.ports import OnDone
 from coordinator.producer_ids import (
     PRODUCER_IDS_RECORD_TYPE,
     ProducerIdBlock,
-    ProducerIds,
     decode_block_value,
     encode_block_key,
     encode_block_value,
 )
-from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone
+from coordinator.topics import TopicRecord, TopicTombstone
 from coordinator.topics.records import (
     TOPIC_RECORD_TYPE,
     decode_topic_key,
@@ -50,27 +41,11 @@ from coordinator.topics.records import (
 from protocol.messages import records as schemas
 from protocol.messages.records import decode_key, decode_offset_commit_fast, decode_value, encode_versioned
 
-__all__ = [
-    "GROUP_METADATA_TYPE",
-    "OFFSET_COMMIT_TYPE",
-    "Replayer",
-    "StorageRecordLog",
-    "from_storage",
-    "render",
-    "storage_config",
-    "to_storage",
-]
-
-log = logging.getLogger("kcoord.persistence")
+__all__ = ["GROUP_METADATA_TYPE", "OFFSET_COMMIT_TYPE", "AnyRecord", "from_storage", "render", "to_storage"]
 
 OFFSET_COMMIT_TYPE = 0
 GROUP_METADATA_TYPE = 1
 AnyRecord = LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock
-
-
-def storage_config(config: Config) -> Any:
-    """The storage settings the coordinator controls (`--fsync`)."""
-    return storage.LogConfig(fsync_policy=config.fsync)
 
 
 # -- encoding ---------------------------------------------------------------------------------------
@@ -295,95 +270,3 @@ def _render_domain(domain: AnyRecord) -> str:
         case ProducerIdBlock():
             return f"producer_ids block_end={domain.block_end}"
     raise TypeError(domain)
-
-
-# -- the RecordLog adapter --------------------------------------------------------------------------
-class StorageRecordLog:
-    """`coordinator.ports.RecordLog` (and the topic registry's log) over `storage.Log`.
-
-    `on_done` runs when the append future resolves: the storage writer resolves futures in append
-    order, so callbacks keep that order. A failed append reports the `StorageError`; nothing is
-    acknowledged before it is durable.
-    """
-
-    __slots__ = ("_log", "append_seconds")
-
-    def __init__(self) -> None:
-        self._log: Any = None
-        # A histogram with `observe(seconds)` (coordinator.metrics) when metrics are on.
-        self.append_seconds: Any = None
-
-    def attach(self, log_: Any) -> None:
-        self._log = log_
-
-    def append(self, records: Sequence[AnyRecord], on_done: OnDone) -> None:
-        if self._log is None:
-            on_done(storage.StorageError("the log is not open"))
-            return
-        try:
-            future: asyncio.Future[int] = self._log.append([to_storage(r) for r in records])
-        except storage.StorageError as exc:  # closed or failed log: report, never raise into the caller
-            on_done(exc)
-            return
-        if (histogram := self.append_seconds) is None:
-            future.add_done_callback(lambda f: on_done(_outcome(f)))
-            return
-        started = time.perf_counter()
-
-        def timed(f: asyncio.Future[int]) -> None:
-            histogram.observe(time.perf_counter() - started)
-            on_done(_outcome(f))
-
-        future.add_done_callback(timed)
-
-
-def _outcome(future: asyncio.Future[int]) -> BaseException | None:
-    if future.cancelled():
-        return storage.StorageError("append cancelled")
-    return future.exception()
-
-
-# -- replay -----------------------------------------------------------------------------------------
-class Replayer:
-    """The `apply` callback of `storage.Log.open`: feeds recovered records to their owners.
-
-    Once `finish()` ran, later calls are ignored: live state is changed by the owners themselves.
-    """
-
-    def __init__(self, manager: GroupManager, topics: TopicRegistry, producer_ids: ProducerIds) -> None:
-        self._manager = manager
-        self._topics = topics
-        self._producer_ids = producer_ids
-        self._counts: Counter[str] = Counter()
-        self._finished = False
-
-    def apply(self, record: storage.Record) -> None:
-        if self._finished:
-            return
-        domain = from_storage(record)
-        match domain:
-            case None:
-                self._counts["skipped"] += 1
-                if self._counts["skipped"] == 1:
-                    log.warning("skipping unknown record type=%d (further ones counted only)", record.type)
-            case TopicRecord() | TopicTombstone():
-                self._counts["topic"] += 1
-                self._topics.apply(domain)
-            case ProducerIdBlock():
-                self._counts["producer_ids"] += 1
-                self._producer_ids.apply(domain)
-            case _:
-                self._counts[
-                    "offset" if isinstance(domain, OffsetCommitRecord | OffsetTombstone) else "group"
-                ] += 1
-                self._manager.apply(domain)
-
-    def finish(self) -> None:
-        self._finished = True
-
-    def summary(self) -> str:
-        counts = self._counts
-        return (
-            f"records={sum(counts.values())} offsets={counts['offset']} groups={counts['group']} "
-            f"topic_records={counts['topic']} skipped={counts['skipped']}"
-        )

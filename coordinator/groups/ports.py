@@ -1,7 +1,8 @@
-"""Ports: what the pure group logic needs from the outside world.
+"""The group logic's port to the durable log, in the package that consumes it.
 
-`coordinator/server/` wires `RecordLog` to `storage.Log` (mapping the domain records of
-`coordinator.groups.records` to `storage.Record` bytes with the `__consumer_offsets` schemas).
+`coordinator.persistence.StorageRecordLog` implements it over `storage.Log` (mapping the domain
+records of `coordinator.groups.records` to `storage.Record` bytes with the `__consumer_offsets`
+schemas); the unit tests use an in-memory log.
 """
 
 from __future__ import annotations

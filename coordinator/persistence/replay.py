@@ -1,0 +1,63 @@
+"""Replay: recovered storage records fed to their owners (groups and offsets, topics, producer ids)."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+import storage
+from coordinator.groups.manager import GroupManager
+from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
+from coordinator.persistence.codec import from_storage
+from coordinator.producer_ids import ProducerIdBlock, ProducerIds
+from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone
+
+__all__ = ["Replayer"]
+
+log = logging.getLogger("kcoord.persistence")
+
+
+# -- replay -----------------------------------------------------------------------------------------
+class Replayer:
+    """The `apply` callback of `storage.Log.open`: feeds recovered records to their owners.
+
+    Once `finish()` ran, later calls are ignored: live state is changed by the owners themselves.
+    """
+
+    def __init__(self, manager: GroupManager, topics: TopicRegistry, producer_ids: ProducerIds) -> None:
+        self._manager = manager
+        self._topics = topics
+        self._producer_ids = producer_ids
+        self._counts: Counter[str] = Counter()
+        self._finished = False
+
+    def apply(self, record: storage.Record) -> None:
+        if self._finished:
+            return
+        domain = from_storage(record)
+        match domain:
+            case None:
+                self._counts["skipped"] += 1
+                if self._counts["skipped"] == 1:
+                    log.warning("skipping unknown record type=%d (further ones counted only)", record.type)
+            case TopicRecord() | TopicTombstone():
+                self._counts["topic"] += 1
+                self._topics.apply(domain)
+            case ProducerIdBlock():
+                self._counts["producer_ids"] += 1
+                self._producer_ids.apply(domain)
+            case _:
+                self._counts[
+                    "offset" if isinstance(domain, OffsetCommitRecord | OffsetTombstone) else "group"
+                ] += 1
+                self._manager.apply(domain)
+
+    def finish(self) -> None:
+        self._finished = True
+
+    def summary(self) -> str:
+        counts = self._counts
+        return (
+            f"records={sum(counts.values())} offsets={counts['offset']} groups={counts['group']} "
+            f"topic_records={counts['topic']} skipped={counts['skipped']}"
+        )
