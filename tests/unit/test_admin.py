@@ -164,3 +164,10 @@ def test_deleted_group_is_recreated_fresh_by_a_new_join(h: Harness) -> None:
     r = h.join(version=3)
     h.settle(r)
     assert r["generation_id"] == 1 and h.heartbeat("old", 1).error == 25
+
+
+def test_delete_answers_each_distinct_id_once_in_first_seen_order(h: Harness) -> None:
+    # KafkaApis.handleDeleteGroupsRequest deduplicates the names (groups.asScala.distinct)
+    h.commit({("t", 0): 1})
+    assert _delete(h, "g", "x", "g", "x") == [("g", NONE), ("x", GROUP_ID_NOT_FOUND)]
+    assert h.log.records.count(GroupTombstone("g")) == 1

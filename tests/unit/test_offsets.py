@@ -265,3 +265,11 @@ def test_offset_delete_in_non_empty_non_consumer_group_is_non_empty_group(h: Har
 
 def test_offset_delete_for_missing_group_is_group_id_not_found(h: Harness) -> None:
     assert _offset_delete(h, {"t": [0]}, group="missing").error == GROUP_ID_NOT_FOUND
+
+
+def test_metadata_limit_counts_utf16_code_units_as_java_string_length(h: Harness) -> None:
+    # OffsetMetadataManager: metadata.length() > offset.metadata.max.bytes (4096 by default)
+    wide = "\N{GRINNING FACE}"  # outside the BMP: one str character, two UTF-16 units, four UTF-8 bytes
+    assert _errors(h.commit({("t", 0): 1}, metadata=wide * 2048)) == [NONE]
+    assert _errors(h.commit({("t", 0): 1}, metadata=wide * 2048 + "x")) == [OFFSET_METADATA_TOO_LARGE]
+    assert _errors(h.commit({("t", 0): 1}, metadata="\u00e9" * 4096)) == [NONE]  # BMP: one unit each
