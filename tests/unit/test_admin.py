@@ -171,3 +171,37 @@ def test_delete_answers_each_distinct_id_once_in_first_seen_order(h: Harness) ->
     h.commit({("t", 0): 1})
     assert _delete(h, "g", "x", "g", "x") == [("g", NONE), ("x", GROUP_ID_NOT_FOUND)]
     assert h.log.records.count(GroupTombstone("g")) == 1
+
+
+def test_delete_after_a_commit_in_flight_tombstones_that_commit_too(h: Harness) -> None:
+    # GroupMetadataManager/OffsetMetadataManager see a commit once written (timeline state): the
+    # DeleteGroups right behind it deletes it, and nothing comes back on replay.
+    h.commit({("t", 0): 1})
+    h.log.hold = True
+    h.commit({("t", 1): 2})
+    h.call("delete_groups", {"groups_names": ["g"]}, 2)
+    h.log.release()
+    assert h.log.records[-3:] == [
+        OffsetTombstone("g", "t", 0),
+        OffsetTombstone("g", "t", 1),
+        GroupTombstone("g"),
+    ]
+    assert h.fetch(None)["topics"] == [] and h.mgr.group("g") is None
+
+
+def test_a_delete_whose_write_fails_changes_nothing(h: Harness) -> None:
+    # All or nothing, as CoordinatorRuntime reverts its timeline snapshot when the append fails:
+    # the retry finds the groups (not GROUP_ID_NOT_FOUND) and their offsets are still there.
+    h.commit({("t", 0): 1})
+    h.commit({("t", 0): 1}, group="other")
+    h.log.fail_with = OSError("disk full")
+    failed = _delete(h, "g", "other", "missing")
+    assert [error for _, error in failed[:2]] != [NONE, NONE]
+    assert h.state("g") is GroupState.EMPTY and h.state("other") is GroupState.EMPTY
+    assert h.fetch({"t": [0]})["topics"][0]["partitions"][0]["committed_offset"] == 1
+    h.log.fail_with = None
+    assert _delete(h, "g", "other", "missing") == [
+        ("g", NONE),
+        ("other", NONE),
+        ("missing", GROUP_ID_NOT_FOUND),
+    ]

@@ -273,3 +273,16 @@ def test_metadata_limit_counts_utf16_code_units_as_java_string_length(h: Harness
     assert _errors(h.commit({("t", 0): 1}, metadata=wide * 2048)) == [NONE]
     assert _errors(h.commit({("t", 0): 1}, metadata=wide * 2048 + "x")) == [OFFSET_METADATA_TOO_LARGE]
     assert _errors(h.commit({("t", 0): 1}, metadata="\u00e9" * 4096)) == [NONE]  # BMP: one unit each
+
+
+def test_offset_delete_after_a_commit_in_flight_deletes_that_commit_too(h: Harness) -> None:
+    # Java's coordinator applies a commit when it is written, so the OffsetDelete behind it sees it
+    # (OffsetMetadataManager.deleteOffsets over the timeline state, not only the committed one).
+    h.log.hold = True
+    commit = h.commit({("t", 0): 1})
+    deleted = _offset_delete(h, {"t": [0]})
+    h.log.release()
+    assert commit.done and _errors(commit) == [NONE]
+    assert deleted.error == NONE and _errors(deleted) == [NONE]
+    assert h.log.of_type(OffsetTombstone) == [OffsetTombstone("g", "t", 0)]
+    assert _offset(h, "t", 0) == -1
