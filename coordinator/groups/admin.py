@@ -135,7 +135,7 @@ class AdminHandler:
             respond({"results": failed})
 
         ok = {"results": results}
-        self.offsets.append_then(records, respond, ok, {"results": failed}, on_failed=restore)
+        self.rt.write_then_answer(records, respond, ok, {"results": failed}, on_failed=restore)
 
     def _delete_one(
         self, group_id: str, records: list[LogRecord], dropped: list[tuple[Group, int | None]]

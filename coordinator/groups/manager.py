@@ -81,13 +81,14 @@ class GroupManager:
     ) -> None:
         """`new_uuid` makes member ids deterministic in tests (default: str(uuid.uuid4()))."""
         self._rt = Runtime(config, clock, timers, log, new_uuid)
+        self._rt.apply = self.apply
         self._rb = Rebalancer(self._rt)
         self._join = JoinHandler(self._rt, self._rb)
         self._membership = MembershipHandler(self._rt, self._rb)
         self._sync = SyncHandler(self._rt, self._rb)
-        self._offsets = OffsetHandler(self._rt, self._rb, self.apply)
+        self._offsets = OffsetHandler(self._rt, self._rb)
         self._admin = AdminHandler(self._rt, self._rb, self._offsets)
-        self._retention = Retention(self._rt, self._rb, self.apply)
+        self._retention = Retention(self._rt, self._rb)
         self.controls = GroupControls(self._rt, self._rb)
         """Test controls (force a rebalance, expire a member, change settings): the server exposes
         them only with --enable-test-controls."""
@@ -96,8 +97,9 @@ class GroupManager:
     def apply(self, record: LogRecord) -> None:
         """Replay one record (storage recovery, in log order, before `on_loaded`).
 
-        Live offset commits and tombstones are applied through here too, once durable. Group
-        records are only ever applied by recovery (live group changes are transitions)."""
+        Live offset commits and tombstones are applied through here too, once durable, by
+        `Runtime.write` (the one place the group logic appends). Group snapshots are only ever
+        applied by recovery (live group changes are transitions)."""
         rt = self._rt
         match record:
             case OffsetCommitRecord():

@@ -1,12 +1,12 @@
 """OffsetCommit (8) v0-9, OffsetFetch (9) v0-9, OffsetDelete (47) v0 (Kafka's OffsetMetadataManager).
 
 A commit's response is sent only after its records are durable; offsets become visible to fetches
-at the same moment (they are applied from the log's `on_done`, through the same path as recovery).
+at the same moment (`Runtime.write` applies them once durable, through the same path as recovery).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.groups.config import RequestMeta
@@ -14,7 +14,7 @@ from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.member import Respond
 from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.records import LogRecord, OffsetCommitRecord, OffsetTombstone
+from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
@@ -25,10 +25,9 @@ Request = dict[str, Any]
 
 
 class OffsetHandler:
-    def __init__(self, rt: Runtime, rebalancer: Rebalancer, apply: Callable[[LogRecord], None]) -> None:
+    def __init__(self, rt: Runtime, rebalancer: Rebalancer) -> None:
         self.rt = rt
         self.rb = rebalancer
-        self._apply = apply
 
     # -- OffsetCommit -----------------------------------------------------------------------------
     def commit(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -52,18 +51,15 @@ class OffsetHandler:
             return
         self.rt.offsets.begin_pending(records)
 
-        def on_done(exc: BaseException | None) -> None:
+        def on_done(exc: BaseException | None) -> None:  # applied already if durable (Runtime.write)
             offsets = self.rt.offsets
             offsets.end_pending(records)
-            if exc is None:
-                for record in records:
-                    self._apply(record)
             # Every append failure is a storage fault: NOT_COORDINATOR, as Kafka (errors.py).
             failed = ErrorCode.NONE if exc is None else APPEND_FAILED
             respond(_commit_response(topics, lambda t, p: errors.get((t, p), failed)))
             offsets.settled(records[0].group_id)  # one request commits for one group
 
-        self.rt.log.append(records, on_done)
+        self.rt.write(records, on_done)
 
     def _validate_commit(self, req: Request, version: int) -> ErrorCode | None:
         """Kafka's validateOffsetCommit; creates a simple (offset-only) group for generation < 0."""
@@ -195,7 +191,7 @@ class OffsetHandler:
         subscribed_error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
         ok = _commit_response(topics, lambda t, _p: subscribed_error if t in subscribed else ErrorCode.NONE)
         failed = {"error_code": int(APPEND_FAILED), "topics": []}
-        self.append_then(tombstones, respond, {"error_code": 0, **ok}, failed)
+        self.rt.write_then_answer(tombstones, respond, {"error_code": 0, **ok}, failed)
 
     def _delete_error(self, group_id: str, group: Group | None) -> ErrorCode | None:
         """OffsetDelete group checks: missing -> GROUP_ID_NOT_FOUND; a non-empty group may only
@@ -210,30 +206,6 @@ class OffsetHandler:
         if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return ErrorCode.NON_EMPTY_GROUP
         return None
-
-    def append_then(
-        self,
-        records: Sequence[LogRecord],
-        respond: Respond,
-        ok: dict[str, Any],
-        failed: dict[str, Any],
-        on_failed: Respond | None = None,
-    ) -> None:
-        """Append, apply once durable, then answer `ok`; if the append failed, `on_failed(failed)`
-        (which undoes what the caller changed before appending), else answer `failed`."""
-        if not records:
-            respond(ok)
-            return
-
-        def on_done(exc: BaseException | None) -> None:
-            if exc is not None:
-                (on_failed or respond)(failed)
-                return
-            for record in records:
-                self._apply(record)
-            respond(ok)
-
-        self.rt.log.append(records, on_done)
 
 
 def _java_length(text: str) -> int:

@@ -199,7 +199,7 @@ class Rebalancer:
             if error is not None:
                 log.warning("group_id=%s failed to persist group metadata: %r", group.group_id, error)
 
-        self.rt.log.append(records, on_done)
+        self.rt.write(records, on_done, apply=False)  # a snapshot of the live group
 
     # -- sync barrier -----------------------------------------------------------------------------
     def remove_pending_sync(self, group: Group, member_id: str) -> None:

@@ -48,10 +48,9 @@ def expiration_base(group: Group | None) -> BaseTimestamp | None:
 
 
 class Retention:
-    def __init__(self, rt: Runtime, rebalancer: Rebalancer, apply: Callable[[LogRecord], None]) -> None:
+    def __init__(self, rt: Runtime, rebalancer: Rebalancer) -> None:
         self.rt = rt
         self.rb = rebalancer
-        self._apply = apply
 
     def schedule(self) -> None:
         self.rt.timers.schedule(
@@ -106,14 +105,11 @@ class Retention:
             self._append(records)
 
     def _append(self, records: list[LogRecord]) -> None:
-        def on_done(exc: BaseException | None) -> None:
+        def on_done(exc: BaseException | None) -> None:  # applied by Runtime.write if durable
             if exc is not None:
                 log.warning("failed to write %d tombstones: %r", len(records), exc)
-                return
-            for record in records:
-                self._apply(record)
 
-        self.rt.log.append(records, on_done)
+        self.rt.write(records, on_done)
 
 
 def _is_expired(record: OffsetCommitRecord, base: BaseTimestamp, now: int, retention_ms: int) -> bool:
