@@ -128,10 +128,7 @@ class AdminHandler:
             # All or nothing, as Kafka's runtime reverts its timeline when the write fails: the
             # groups come back as they were (their offsets were never removed: tombstones are
             # applied only once durable), so a retry finds them.
-            for group, since_ms in dropped:
-                if self.rt.groups.get(group.group_id) is None:
-                    group.revert_to(GroupState.EMPTY, since_ms)
-                    self.rt.groups[group.group_id] = group
+            self.rb.restore_dropped(dropped)
             respond({"results": failed})
 
         ok = {"results": results}
