@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordinator.groups.config import RequestMeta
@@ -14,7 +15,10 @@ from coordinator.groups.records import GroupTombstone, LogRecord
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 
-__all__ = ["GROUP_TYPE_CLASSIC", "AdminHandler"]
+__all__ = ["GROUP_TYPE_CLASSIC", "AdminHandler", "DeleteGroupsRespond"]
+
+DeleteGroupsRespond = Callable[[list[tuple[str, ErrorCode]]], None]
+"""DeleteGroups' answer: (group id, error) per requested id, in order."""
 
 GROUP_TYPE_CLASSIC = "classic"
 INT32_MIN = -(2**31)
@@ -106,33 +110,29 @@ class AdminHandler:
         respond({"error_code": int(error or ErrorCode.NONE), "groups": groups})
 
     # -- DeleteGroups -----------------------------------------------------------------------------
-    def delete_groups(self, req: dict[str, Any], meta: RequestMeta, respond: Respond) -> None:
-        # Each distinct id answered once, in first-seen order (Kafka's handleDeleteGroupsRequest
-        # deduplicates the names before the coordinator sees them).
-        names = list(dict.fromkeys(str(g) for g in req.get("groups_names") or []))
-        results: list[dict[str, Any]] = []
+    def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> None:
+        """Delete each group (distinct ids: the server deduplicates them, as KafkaApis does); one
+        (group id, error) per id, in order, once the tombstones are durable."""
+        results: list[tuple[str, ErrorCode]] = []
         records: list[LogRecord] = []
         dropped: list[tuple[Group, int | None]] = []  # and since when Empty (offset expiry counts from it)
-        for group_id in names:
-            error = self._delete_one(group_id, records, dropped)
-            results.append({"group_id": group_id, "error_code": int(error)})
-        failed = [
-            {
-                "group_id": r["group_id"],
-                "error_code": int(APPEND_FAILED) if r["error_code"] == 0 else r["error_code"],
-            }
-            for r in results
-        ]
+        for group_id in group_ids:
+            results.append((group_id, self._delete_one(group_id, records, dropped)))
+        if not records:
+            respond(results)
+            return
 
-        def restore(_: Any) -> None:
+        def on_done(error: BaseException | None) -> None:
+            if error is None:
+                respond(results)
+                return
             # All or nothing, as Kafka's runtime reverts its timeline when the write fails: the
             # groups come back as they were (their offsets were never removed: tombstones are
             # applied only once durable), so a retry finds them.
             self.rb.restore_dropped(dropped)
-            respond({"results": failed})
+            respond([(g, APPEND_FAILED if e is ErrorCode.NONE else e) for g, e in results])
 
-        ok = {"results": results}
-        self.rt.write_then_answer(records, respond, ok, {"results": failed}, on_failed=restore)
+        self.rt.write(records, on_done)
 
     def _delete_one(
         self, group_id: str, records: list[LogRecord], dropped: list[tuple[Group, int | None]]

@@ -17,11 +17,11 @@ SyncGroup REBALANCE_IN_PROGRESS, as Kafka); after `shutdown` COORDINATOR_NOT_AVA
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.groups.admin import AdminHandler
+from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig, RequestMeta
 from coordinator.groups.controls import GroupControls
@@ -186,9 +186,10 @@ class GroupManager:
         """ListGroups (16) v0-5. Always answered synchronously."""
         self._admin.list_groups(req, meta, respond)
 
-    def delete_groups(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """DeleteGroups (42) v0-2. Answered once the tombstones are durable."""
-        self._admin.delete_groups(req, meta, respond)
+    def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> None:
+        """DeleteGroups (42): distinct group ids (typed at the door, server/apis/delete_groups.py);
+        answered once the tombstones are durable."""
+        self._admin.delete_groups(group_ids, respond)
 
     # -- introspection ----------------------------------------------------------------------------
     def groups(self) -> list[GroupSummary]:

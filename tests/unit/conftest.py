@@ -133,6 +133,15 @@ class Harness:
         }
         return self.call("leave_group", req, version)
 
+    def delete_groups(self, *group_ids: str) -> Reply:
+        """DeleteGroups as the server edge calls it (distinct ids); the reply is its response."""
+        reply = Reply()
+        self.mgr.delete_groups(
+            list(group_ids),
+            lambda results: reply({"results": [{"group_id": g, "error_code": int(e)} for g, e in results]}),
+        )
+        return reply
+
     def commit(
         self,
         offsets: dict[tuple[str, int], int],

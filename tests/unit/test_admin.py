@@ -25,7 +25,7 @@ def _list(
 
 
 def _delete(h: Harness, *groups: str) -> list[tuple[str, int]]:
-    r = h.call("delete_groups", {"groups_names": list(groups)}, 2)
+    r = h.delete_groups(*groups)
     return [(x["group_id"], x["error_code"]) for x in r["results"]]
 
 
@@ -166,11 +166,17 @@ def test_deleted_group_is_recreated_fresh_by_a_new_join(h: Harness) -> None:
     assert r["generation_id"] == 1 and h.heartbeat("old", 1).error == 25
 
 
-def test_delete_answers_each_distinct_id_once_in_first_seen_order(h: Harness) -> None:
-    # KafkaApis.handleDeleteGroupsRequest deduplicates the names (groups.asScala.distinct)
+def test_delete_answers_in_request_order_and_writes_one_batch(h: Harness) -> None:
+    # distinct ids arrive from the door (server/apis/delete_groups.py deduplicates, as KafkaApis)
     h.commit({("t", 0): 1})
-    assert _delete(h, "g", "x", "g", "x") == [("g", NONE), ("x", GROUP_ID_NOT_FOUND)]
-    assert h.log.records.count(GroupTombstone("g")) == 1
+    h.commit({("t", 0): 1}, group="b")
+    assert _delete(h, "x", "g", "b") == [("x", GROUP_ID_NOT_FOUND), ("g", NONE), ("b", NONE)]
+    assert h.log.batches[-1] == [
+        OffsetTombstone("g", "t", 0),
+        GroupTombstone("g"),
+        OffsetTombstone("b", "t", 0),
+        GroupTombstone("b"),
+    ]
 
 
 def test_delete_after_a_commit_in_flight_tombstones_that_commit_too(h: Harness) -> None:
@@ -179,7 +185,7 @@ def test_delete_after_a_commit_in_flight_tombstones_that_commit_too(h: Harness) 
     h.commit({("t", 0): 1})
     h.log.hold = True
     h.commit({("t", 1): 2})
-    h.call("delete_groups", {"groups_names": ["g"]}, 2)
+    h.delete_groups("g")
     h.log.release()
     assert h.log.records[-3:] == [
         OffsetTombstone("g", "t", 0),

@@ -138,7 +138,7 @@ def test_recovery_applies_tombstones(h: Harness) -> None:
     ids = h.stable_group(1)
     h.commit({("t", 0): 1}, member_id=ids[0], generation=h.generation())
     h.leave(ids[0])
-    h.call("delete_groups", {"groups_names": ["g"]}, 2)
+    h.delete_groups("g")
     assert isinstance(h.log.records[-1], GroupTombstone) and isinstance(h.log.records[-2], OffsetTombstone)
     r = _replay(h)
     assert r.mgr.group("g") is None and r.mgr.committed_offsets("g") == {}
@@ -222,7 +222,7 @@ def test_dead_group_is_gone_so_requests_see_a_missing_group(h: Harness) -> None:
     ids = h.stable_group(1)
     gen = h.generation()
     h.leave(ids[0])
-    h.call("delete_groups", {"groups_names": ["g"]}, 2)
+    h.delete_groups("g")
     assert h.heartbeat(ids[0], gen).error == UNKNOWN_MEMBER_ID
     assert h.sync(ids[0], gen).error == UNKNOWN_MEMBER_ID
     assert h.leave(ids[0])["members"][0]["error_code"] == UNKNOWN_MEMBER_ID

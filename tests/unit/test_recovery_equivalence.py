@@ -83,7 +83,7 @@ class Live:
             }
             h.call("offset_delete", req, 0)
         elif kind == "delete_group":
-            h.call("delete_groups", {"groups_names": [step[1]]}, 2)
+            h.delete_groups(step[1])
         elif kind == "pause":
             h.advance(step[1])
         elif kind == "create_topic":
