@@ -29,7 +29,7 @@ from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.join import JoinHandler, JoinRequest
 from coordinator.groups.membership import MembershipHandler
-from coordinator.groups.offset_api import OffsetHandler
+from coordinator.groups.offset_api import OffsetDeleteRespond, OffsetDeleteTopics, OffsetHandler
 from coordinator.groups.ports import RecordLog
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import (
@@ -173,9 +173,10 @@ class GroupManager:
         """OffsetFetch (9) v0-9. Always answered synchronously."""
         self._offsets.fetch(req, meta, respond)
 
-    def offset_delete(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """OffsetDelete (47) v0. Answered once the tombstones are durable."""
-        self._offsets.delete(req, meta, respond)
+    def offset_delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
+        """OffsetDelete (47): typed at the door (server/apis/offset_delete.py), which answers unknown
+        topics and partitions itself. Answered once the tombstones are durable."""
+        self._offsets.delete(group_id, topics, respond)
 
     # -- admin ------------------------------------------------------------------------------------
     def describe_groups(self, req: Request, meta: RequestMeta, respond: Respond) -> None:

@@ -6,7 +6,7 @@ at the same moment (`Runtime.write` applies them once durable, through the same 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordinator.groups.config import RequestMeta
@@ -19,9 +19,14 @@ from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
 
-__all__ = ["OffsetHandler"]
+__all__ = ["OffsetDeleteRespond", "OffsetDeleteTopics", "OffsetHandler"]
 
 Request = dict[str, Any]
+OffsetDeleteTopics = Sequence[tuple[str, Sequence[int]]]
+"""OffsetDelete's request as the group logic takes it: (topic, partitions) pairs."""
+OffsetDeleteRespond = Callable[[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]], None]
+"""OffsetDelete's answer: a group-level error (NONE, or it replaces every partition), then per
+topic (partition, error) pairs in request order."""
 
 
 class OffsetHandler:
@@ -168,30 +173,47 @@ class OffsetHandler:
         return {"group_id": group_id, "topics": out, "error_code": 0}
 
     # -- OffsetDelete -----------------------------------------------------------------------------
-    def delete(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        group_id = str(req.get("group_id") or "")
-        topics: list[Request] = req.get("topics") or []
+    def delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
+        """OffsetDelete of partitions the server knows (unknown ones never get here): a group error
+        and no topics, or per partition NONE / GROUP_SUBSCRIBED_TO_TOPIC, once the tombstones are
+        durable (OffsetMetadataManager.deleteOffsets)."""
         group = self.rt.group(group_id)
         error = self._delete_error(group_id, group)
         if error is not None or group is None:
-            respond({"error_code": int(error or ErrorCode.GROUP_ID_NOT_FOUND), "topics": []})
+            respond(error or ErrorCode.GROUP_ID_NOT_FOUND, [])
             return
         subscribed = {
-            t["name"]
-            for t in topics
-            if group.state is not GroupState.EMPTY and group.is_subscribed_to(t["name"])
+            name for name, _ in topics if group.state is not GroupState.EMPTY and group.is_subscribed_to(name)
         }
+        is_known = self.rt.offsets.is_known  # in flight too
         tombstones = [
-            OffsetTombstone(group_id, t["name"], p["partition_index"])
-            for t in topics
-            if t["name"] not in subscribed
-            for p in t.get("partitions") or []
-            if self.rt.offsets.is_known(group_id, t["name"], p["partition_index"])  # in flight too
+            OffsetTombstone(group_id, name, partition)
+            for name, partitions in topics
+            if name not in subscribed
+            for partition in partitions
+            if is_known(group_id, name, partition)
         ]
-        subscribed_error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-        ok = _commit_response(topics, lambda t, _p: subscribed_error if t in subscribed else ErrorCode.NONE)
-        failed = {"error_code": int(APPEND_FAILED), "topics": []}
-        self.rt.write_then_answer(tombstones, respond, {"error_code": 0, **ok}, failed)
+        results = [
+            (
+                name,
+                [
+                    (p, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if name in subscribed else ErrorCode.NONE)
+                    for p in ps
+                ],
+            )
+            for name, ps in topics
+        ]
+        if not tombstones:
+            respond(ErrorCode.NONE, results)
+            return
+
+        def on_done(exc: BaseException | None) -> None:
+            if exc is None:
+                respond(ErrorCode.NONE, results)
+            else:
+                respond(APPEND_FAILED, [])
+
+        self.rt.write(tombstones, on_done)
 
     def _delete_error(self, group_id: str, group: Group | None) -> ErrorCode | None:
         """OffsetDelete group checks: missing -> GROUP_ID_NOT_FOUND; a non-empty group may only

@@ -5,13 +5,12 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
-from coordinator.groups.member import Respond
 from coordinator.groups.offsets import OffsetStore
 from coordinator.groups.ports import OnDone, RecordLog
 from coordinator.groups.records import LogRecord
@@ -92,29 +91,6 @@ class Runtime:
             on_done(error)
 
         self.log.append(records, written)
-
-    def write_then_answer(
-        self,
-        records: Sequence[LogRecord],
-        respond: Respond,
-        ok: dict[str, Any],
-        failed: dict[str, Any],
-        on_failed: Respond | None = None,
-    ) -> None:
-        """`write`, then answer `ok` once durable and applied; if the write failed,
-        `on_failed(failed)` (which restores what the caller changed before writing), else answer
-        `failed`. Nothing to write: `ok` at once."""
-        if not records:
-            respond(ok)
-            return
-
-        def on_done(error: BaseException | None) -> None:
-            if error is None:
-                respond(ok)
-            else:
-                (on_failed or respond)(failed)
-
-        self.write(records, on_done)
 
     def transition(self, group: Group, new: GroupState, reason: str = "") -> None:
         """`group.transition_to(new)` at the clock's now, then tell the observer (if any)."""

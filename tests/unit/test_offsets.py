@@ -6,6 +6,7 @@ import pytest
 
 from coordinator.groups import GroupState, OffsetCommitRecord, OffsetTombstone
 from tests.unit.conftest import Harness
+from tests.unit.fakes import Reply
 
 NONE = 0
 OFFSET_METADATA_TOO_LARGE = 12
@@ -220,14 +221,8 @@ def test_fetch_require_stable_is_answered_after_a_failed_commit_too(h: Harness) 
 
 
 # -- OffsetDelete --------------------------------------------------------------------------------
-def _offset_delete(h: Harness, topics: dict[str, list[int]], group: str = "g"):  # type: ignore[no-untyped-def]
-    req = {
-        "group_id": group,
-        "topics": [
-            {"name": t, "partitions": [{"partition_index": p} for p in ps]} for t, ps in topics.items()
-        ],
-    }
-    return h.call("offset_delete", req, 0)
+def _offset_delete(h: Harness, topics: dict[str, list[int]], group: str = "g") -> Reply:
+    return h.offset_delete(topics, group=group)
 
 
 def test_offset_delete_in_empty_group_deletes_and_writes_tombstones(h: Harness) -> None:

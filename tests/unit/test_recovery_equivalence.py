@@ -77,11 +77,7 @@ class Live:
                 )
         elif kind == "delete_offset":
             _, group, topic, partition = step
-            req = {
-                "group_id": group,
-                "topics": [{"name": topic, "partitions": [{"partition_index": partition}]}],
-            }
-            h.call("offset_delete", req, 0)
+            h.offset_delete({topic: [partition]}, group=group)
         elif kind == "delete_group":
             h.delete_groups(step[1])
         elif kind == "pause":
