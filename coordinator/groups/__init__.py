@@ -4,6 +4,7 @@ Time comes from an injected `Clock`, timers from `KeyedTimers`, durability from 
 port (`coordinator.groups.ports`). `GroupManager` is the entry point.
 """
 
+from coordinator.groups.admin import GROUP_TYPE_CLASSIC, GroupListing
 from coordinator.groups.clock import Clock, FakeClock
 from coordinator.groups.config import GroupConfig, RequestMeta
 from coordinator.groups.manager import GroupManager, GroupSummary
@@ -19,10 +20,12 @@ from coordinator.groups.state import GroupState, IllegalStateTransition
 from coordinator.groups.timers import FakeTimers, KeyedTimers
 
 __all__ = [
+    "GROUP_TYPE_CLASSIC",
     "Clock",
     "FakeClock",
     "FakeTimers",
     "GroupConfig",
+    "GroupListing",
     "GroupManager",
     "GroupMetadataRecord",
     "GroupState",

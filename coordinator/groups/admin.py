@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator.groups.config import RequestMeta
@@ -15,7 +16,7 @@ from coordinator.groups.records import GroupTombstone, LogRecord
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 
-__all__ = ["GROUP_TYPE_CLASSIC", "AdminHandler", "DeleteGroupsRespond"]
+__all__ = ["GROUP_TYPE_CLASSIC", "AdminHandler", "DeleteGroupsRespond", "GroupListing"]
 
 DeleteGroupsRespond = Callable[[list[tuple[str, ErrorCode]]], None]
 """DeleteGroups' answer: (group id, error) per requested id, in order."""
@@ -24,6 +25,15 @@ GROUP_TYPE_CLASSIC = "classic"
 INT32_MIN = -(2**31)
 # AclOperation bits a group supports (READ=3, DELETE=6, DESCRIBE=8); we have no ACLs.
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    """One ListGroups entry (every group here is a classic group)."""
+
+    group_id: str
+    protocol_type: str
+    state: GroupState
 
 
 class AdminHandler:
@@ -84,30 +94,22 @@ class AdminHandler:
         )
 
     # -- ListGroups -------------------------------------------------------------------------------
-    def list_groups(self, req: dict[str, Any], meta: RequestMeta, respond: Respond) -> None:
-        version = meta.api_version
+    def list_groups(
+        self, states: Collection[str], types: Collection[str]
+    ) -> tuple[ErrorCode, list[GroupListing]]:
+        """ListGroups: the live groups whose state and type are in the (lower-case) filters, an empty
+        filter matching all; the version-dependent response is built at the door."""
         error = self.rt.phase_error()
         if error is ErrorCode.COORDINATOR_NOT_AVAILABLE:
-            respond({"error_code": int(error), "groups": []})
-            return
-        states = {s.lower() for s in req.get("states_filter") or []} if version >= 4 else set()
-        types = {t.lower() for t in req.get("types_filter") or []} if version >= 5 else set()
-        groups = []
+            return error, []
+        listed = []
         if not types or GROUP_TYPE_CLASSIC in types:
             for group in self.rt.groups.values():
                 if group.state is GroupState.DEAD or (states and group.state.value.lower() not in states):
                     continue
-                entry: dict[str, Any] = {
-                    "group_id": group.group_id,
-                    "protocol_type": group.protocol_type or "",
-                }
-                if version >= 4:
-                    entry["group_state"] = group.state.value
-                if version >= 5:
-                    entry["group_type"] = GROUP_TYPE_CLASSIC
-                groups.append(entry)
+                listed.append(GroupListing(group.group_id, group.protocol_type or "", group.state))
         # While loading Kafka answers COORDINATOR_LOAD_IN_PROGRESS and still lists the loaded groups.
-        respond({"error_code": int(error or ErrorCode.NONE), "groups": groups})
+        return error or ErrorCode.NONE, listed
 
     # -- DeleteGroups -----------------------------------------------------------------------------
     def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> None:

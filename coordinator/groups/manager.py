@@ -17,11 +17,11 @@ SyncGroup REBALANCE_IN_PROGRESS, as Kafka); after `shutdown` COORDINATOR_NOT_AVA
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond
+from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond, GroupListing
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig, RequestMeta
 from coordinator.groups.controls import GroupControls
@@ -183,9 +183,12 @@ class GroupManager:
         """DescribeGroups (15) v0-6. Always answered synchronously."""
         self._admin.describe_groups(req, meta, respond)
 
-    def list_groups(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """ListGroups (16) v0-5. Always answered synchronously."""
-        self._admin.list_groups(req, meta, respond)
+    def list_groups(
+        self, states: Collection[str], types: Collection[str]
+    ) -> tuple[ErrorCode, list[GroupListing]]:
+        """ListGroups (16): lower-case state and type filters (empty: all), typed at the door
+        (server/apis/list_groups.py); answered at once."""
+        return self._admin.list_groups(states, types)
 
     def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> None:
         """DeleteGroups (42): distinct group ids (typed at the door, server/apis/delete_groups.py);

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
-from coordinator.groups import GroupState, GroupTombstone, OffsetTombstone
+from coordinator.groups import GroupState, GroupTombstone, OffsetTombstone, RequestMeta
+from coordinator.server.apis import list_groups
 from tests.unit.conftest import Harness
+from tests.unit.fakes import Reply
 
 NONE = 0
 INVALID_GROUP_ID = 24
@@ -21,7 +24,11 @@ def _describe(h: Harness, *groups: str, version: int = 5, ops: bool = False) -> 
 def _list(
     h: Harness, version: int = 5, states: list[str] | None = None, types: list[str] | None = None
 ) -> dict[str, Any]:
-    return h.call("list_groups", {"states_filter": states or [], "types_filter": types or []}, version).value
+    # through the door (server/apis/list_groups.py), which builds the version's response
+    reply = Reply()
+    req = {"states_filter": states or [], "types_filter": types or []}
+    list_groups.handle(SimpleNamespace(manager=h.mgr), req, RequestMeta(version, "c", "/127.0.0.1"), reply)  # type: ignore[arg-type]
+    return reply.value
 
 
 def _delete(h: Harness, *groups: str) -> list[tuple[str, int]]:
