@@ -4,25 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
-from coordinator.groups.member import Respond
 from coordinator.groups.offset_api import OffsetHandler
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import GroupTombstone, LogRecord
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 
-__all__ = ["GROUP_TYPE_CLASSIC", "AdminHandler", "DeleteGroupsRespond", "GroupListing"]
+__all__ = [
+    "GROUP_AUTHORIZED_OPERATIONS",
+    "GROUP_TYPE_CLASSIC",
+    "AdminHandler",
+    "DeleteGroupsRespond",
+    "GroupDescription",
+    "GroupListing",
+    "MemberDescription",
+]
 
 DeleteGroupsRespond = Callable[[list[tuple[str, ErrorCode]]], None]
 """DeleteGroups' answer: (group id, error) per requested id, in order."""
 
 GROUP_TYPE_CLASSIC = "classic"
-INT32_MIN = -(2**31)
 # AclOperation bits a group supports (READ=3, DELETE=6, DESCRIBE=8); we have no ACLs.
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
@@ -36,6 +40,29 @@ class GroupListing:
     state: GroupState
 
 
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    """One DescribeGroups entry: `error` NONE, a phase error (then nothing else is set) or
+    GROUP_ID_NOT_FOUND (state Dead)."""
+
+    group_id: str
+    error: ErrorCode
+    state: str
+    protocol_type: str
+    protocol_data: str
+    members: tuple[MemberDescription, ...]
+
+
 class AdminHandler:
     def __init__(self, rt: Runtime, rebalancer: Rebalancer, offsets: OffsetHandler) -> None:
         self.rt = rt
@@ -43,55 +70,25 @@ class AdminHandler:
         self.offsets = offsets
 
     # -- DescribeGroups ---------------------------------------------------------------------------
-    def describe_groups(self, req: dict[str, Any], meta: RequestMeta, respond: Respond) -> None:
-        version = meta.api_version
-        with_ops = bool(req.get("include_authorized_operations"))
-        respond({"groups": [self._describe(str(g), version, with_ops) for g in req.get("groups") or []]})
-
-    def _describe(self, group_id: str, version: int, with_ops: bool) -> dict[str, Any]:
-        error = self.rt.phase_error()  # "" is a group id here (Kafka refuses only null)
-        group = self.rt.group(group_id)
-        if error is None and group is None and version >= 6:
-            error = ErrorCode.GROUP_ID_NOT_FOUND  # KIP-1043; v0-5 describe a missing group as Dead
+    def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
+        """One description per requested id, in order ("" is a group id here: Kafka refuses only
+        null). A missing group is GROUP_ID_NOT_FOUND in state Dead; the door answers it as v0-5
+        expect (NONE, Dead) or v6 (KIP-1043)."""
+        error = self.rt.phase_error()
         if error is not None:
-            entry = _described(version, group_id, error, "", "", "", [])
-            if version >= 6:
-                entry["error_message"] = (
-                    f"Group {group_id} not found." if error == ErrorCode.GROUP_ID_NOT_FOUND else error.name
+            return [GroupDescription(g, error, "", "", "", ()) for g in group_ids]
+        out = []
+        for group_id in group_ids:
+            group = self.rt.group(group_id)
+            if group is None:
+                out.append(
+                    GroupDescription(
+                        group_id, ErrorCode.GROUP_ID_NOT_FOUND, GroupState.DEAD.value, "", "", ()
+                    )
                 )
-            return entry
-        if group is None:
-            entry = _described(version, group_id, ErrorCode.NONE, GroupState.DEAD.value, "", "", [])
-        else:
-            entry = self._describe_group(group, version)
-        if version >= 3:
-            entry["authorized_operations"] = GROUP_AUTHORIZED_OPERATIONS if with_ops else INT32_MIN
-        return entry
-
-    def _describe_group(self, group: Group, version: int) -> dict[str, Any]:
-        stable = group.state is GroupState.STABLE
-        members = []
-        for m in group.members.values():
-            entry: dict[str, Any] = {
-                "member_id": m.member_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                # Metadata and assignment only once the generation is settled (Kafka's summary).
-                "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
-                "member_assignment": m.assignment if stable else b"",
-            }
-            if version >= 4:
-                entry["group_instance_id"] = m.group_instance_id
-            members.append(entry)
-        return _described(
-            version,
-            group.group_id,
-            ErrorCode.NONE,
-            group.state.value,
-            group.protocol_type or "",
-            (group.protocol_name or "") if stable else "",
-            members,
-        )
+            else:
+                out.append(_describe_group(group))
+        return out
 
     # -- ListGroups -------------------------------------------------------------------------------
     def list_groups(
@@ -161,20 +158,25 @@ class AdminHandler:
         return records
 
 
-def _described(
-    version: int,
-    group_id: str,
-    error: ErrorCode,
-    state: str,
-    protocol_type: str,
-    protocol_data: str,
-    members: list[dict[str, Any]],
-) -> dict[str, Any]:
-    return {
-        "error_code": int(error),
-        "group_id": group_id,
-        "group_state": state,
-        "protocol_type": protocol_type,
-        "protocol_data": protocol_data,
-        "members": members,
-    }
+def _describe_group(group: Group) -> GroupDescription:
+    stable = group.state is GroupState.STABLE
+    members = tuple(
+        MemberDescription(
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            # Metadata and assignment only once the generation is settled (Kafka's summary).
+            m.metadata_for(group.protocol_name) if stable else b"",
+            m.assignment if stable else b"",
+        )
+        for m in group.members.values()
+    )
+    return GroupDescription(
+        group.group_id,
+        ErrorCode.NONE,
+        group.state.value,
+        group.protocol_type or "",
+        (group.protocol_name or "") if stable else "",
+        members,
+    )

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond, GroupListing
+from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond, GroupDescription, GroupListing
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig, RequestMeta
 from coordinator.groups.controls import GroupControls
@@ -179,9 +179,10 @@ class GroupManager:
         self._offsets.delete(group_id, topics, respond)
 
     # -- admin ------------------------------------------------------------------------------------
-    def describe_groups(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """DescribeGroups (15) v0-6. Always answered synchronously."""
-        self._admin.describe_groups(req, meta, respond)
+    def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
+        """DescribeGroups (15): one description per id, typed at the door
+        (server/apis/describe_groups.py, which builds the version's response); answered at once."""
+        return self._admin.describe_groups(group_ids)
 
     def list_groups(
         self, states: Collection[str], types: Collection[str]

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from coordinator.groups import GroupState, GroupTombstone, OffsetTombstone, RequestMeta
-from coordinator.server.apis import list_groups
+from coordinator.server.apis import describe_groups, list_groups
 from tests.unit.conftest import Harness
 from tests.unit.fakes import Reply
 
@@ -17,8 +17,12 @@ GROUP_ID_NOT_FOUND = 69
 
 
 def _describe(h: Harness, *groups: str, version: int = 5, ops: bool = False) -> list[dict[str, Any]]:
-    r = h.call("describe_groups", {"groups": list(groups), "include_authorized_operations": ops}, version)
-    return list(r["groups"])
+    # through the door (server/apis/describe_groups.py), which builds the version's response
+    reply = Reply()
+    req = {"groups": list(groups), "include_authorized_operations": ops}
+    meta = RequestMeta(version, "c", "/127.0.0.1")
+    describe_groups.handle(SimpleNamespace(manager=h.mgr), req, meta, reply)  # type: ignore[arg-type]
+    return list(reply["groups"])
 
 
 def _list(
