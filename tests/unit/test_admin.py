@@ -82,7 +82,8 @@ def test_describe_missing_group_is_dead_before_v6_and_not_found_from_v6(h: Harne
     (old,) = _describe(h, "missing", version=5)
     assert old["error_code"] == NONE and old["group_state"] == "Dead" and old["members"] == []
     (new,) = _describe(h, "missing", version=6)
-    assert new["error_code"] == GROUP_ID_NOT_FOUND and new["error_message"]
+    # GroupMetadataManager.describeGroups (v6+): GROUP_ID_NOT_FOUND with its message, state still Dead
+    assert new["error_code"] == GROUP_ID_NOT_FOUND and new["error_message"] and new["group_state"] == "Dead"
 
 
 def test_describe_keeps_request_order_and_describes_the_empty_id_like_any_group(h: Harness) -> None:

@@ -30,7 +30,9 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 def _entry(d: GroupDescription, version: int, ops: int) -> dict[str, Any]:
     missing = d.error is ErrorCode.GROUP_ID_NOT_FOUND
     if d.error is not ErrorCode.NONE and (version >= 6 or not missing):
-        entry = _described(d.group_id, d.error, "", "", "", [])
+        # GroupMetadataManager.describeGroups: a missing group is Dead in every version; a
+        # coordinator-level error (GroupCoordinatorService) sets only the id and the code.
+        entry = _described(d.group_id, d.error, d.state if missing else "", "", "", [])
         if version >= 6:
             entry["error_message"] = f"Group {d.group_id} not found." if missing else d.error.name
         return entry
