@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond, GroupDescription, GroupListing
 from coordinator.groups.clock import Clock
@@ -28,6 +27,7 @@ from coordinator.groups.controls import GroupControls
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.join import JoinHandler, JoinRequest
+from coordinator.groups.member import Request, Respond
 from coordinator.groups.membership import MembershipHandler
 from coordinator.groups.offset_api import OffsetDeleteRespond, OffsetDeleteTopics, OffsetHandler
 from coordinator.groups.ports import RecordLog
@@ -47,9 +47,6 @@ from coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "RequestMeta", "Respond"]
 
 log = logging.getLogger("coordinator.groups")
-
-Respond = Callable[[dict[str, Any]], None]
-Request = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

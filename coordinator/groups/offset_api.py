@@ -12,7 +12,7 @@ from typing import Any
 from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
-from coordinator.groups.member import Respond
+from coordinator.groups.member import Request, Respond
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
 from coordinator.groups.runtime import Runtime
@@ -21,7 +21,6 @@ from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
 
 __all__ = ["OffsetDeleteRespond", "OffsetDeleteTopics", "OffsetHandler"]
 
-Request = dict[str, Any]
 OffsetDeleteTopics = Sequence[tuple[str, Sequence[int]]]
 """OffsetDelete's request as the group logic takes it: (topic, partitions) pairs."""
 OffsetDeleteRespond = Callable[[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]], None]
