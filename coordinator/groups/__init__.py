@@ -4,6 +4,13 @@ Time comes from an injected `Clock`, timers from `KeyedTimers`, durability from 
 port (`coordinator.groups.ports`). `GroupManager` is the entry point.
 """
 
+from coordinator.groups.admin import (
+    GROUP_AUTHORIZED_OPERATIONS,
+    GROUP_TYPE_CLASSIC,
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+)
 from coordinator.groups.clock import Clock, FakeClock
 from coordinator.groups.config import GroupConfig, RequestMeta
 from coordinator.groups.manager import GroupManager, GroupSummary
@@ -19,10 +26,14 @@ from coordinator.groups.state import GroupState, IllegalStateTransition
 from coordinator.groups.timers import FakeTimers, KeyedTimers
 
 __all__ = [
+    "GROUP_AUTHORIZED_OPERATIONS",
+    "GROUP_TYPE_CLASSIC",
     "Clock",
     "FakeClock",
     "FakeTimers",
     "GroupConfig",
+    "GroupDescription",
+    "GroupListing",
     "GroupManager",
     "GroupMetadataRecord",
     "GroupState",
@@ -31,6 +42,7 @@ __all__ = [
     "IllegalStateTransition",
     "KeyedTimers",
     "LogRecord",
+    "MemberDescription",
     "MemberRecord",
     "OffsetCommitRecord",
     "OffsetTombstone",

@@ -2,24 +2,65 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
-from coordinator.groups.member import Respond
 from coordinator.groups.offset_api import OffsetHandler
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import GroupTombstone, LogRecord
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 
-__all__ = ["GROUP_TYPE_CLASSIC", "AdminHandler"]
+__all__ = [
+    "GROUP_AUTHORIZED_OPERATIONS",
+    "GROUP_TYPE_CLASSIC",
+    "AdminHandler",
+    "DeleteGroupsRespond",
+    "GroupDescription",
+    "GroupListing",
+    "MemberDescription",
+]
+
+DeleteGroupsRespond = Callable[[list[tuple[str, ErrorCode]]], None]
+"""DeleteGroups' answer: (group id, error) per requested id, in order."""
 
 GROUP_TYPE_CLASSIC = "classic"
-INT32_MIN = -(2**31)
 # AclOperation bits a group supports (READ=3, DELETE=6, DESCRIBE=8); we have no ACLs.
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    """One ListGroups entry (every group here is a classic group)."""
+
+    group_id: str
+    protocol_type: str
+    state: GroupState
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    """One DescribeGroups entry: `error` NONE, a phase error (then nothing else is set) or
+    GROUP_ID_NOT_FOUND (state Dead)."""
+
+    group_id: str
+    error: ErrorCode
+    state: str
+    protocol_type: str
+    protocol_data: str
+    members: tuple[MemberDescription, ...]
 
 
 class AdminHandler:
@@ -29,113 +70,68 @@ class AdminHandler:
         self.offsets = offsets
 
     # -- DescribeGroups ---------------------------------------------------------------------------
-    def describe_groups(self, req: dict[str, Any], meta: RequestMeta, respond: Respond) -> None:
-        version = meta.api_version
-        with_ops = bool(req.get("include_authorized_operations"))
-        respond({"groups": [self._describe(str(g), version, with_ops) for g in req.get("groups") or []]})
-
-    def _describe(self, group_id: str, version: int, with_ops: bool) -> dict[str, Any]:
-        error = self.rt.phase_error()  # "" is a group id here (Kafka refuses only null)
-        group = self.rt.group(group_id)
-        if error is None and group is None and version >= 6:
-            error = ErrorCode.GROUP_ID_NOT_FOUND  # KIP-1043; v0-5 describe a missing group as Dead
+    def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
+        """One description per requested id, in order ("" is a group id here: Kafka refuses only
+        null). A missing group is GROUP_ID_NOT_FOUND in state Dead; the door answers it as v0-5
+        expect (NONE, Dead) or v6 (KIP-1043)."""
+        error = self.rt.phase_error()
         if error is not None:
-            entry = _described(version, group_id, error, "", "", "", [])
-            if version >= 6:
-                entry["error_message"] = (
-                    f"Group {group_id} not found." if error == ErrorCode.GROUP_ID_NOT_FOUND else error.name
+            return [GroupDescription(g, error, "", "", "", ()) for g in group_ids]
+        out = []
+        for group_id in group_ids:
+            group = self.rt.group(group_id)
+            if group is None:
+                out.append(
+                    GroupDescription(
+                        group_id, ErrorCode.GROUP_ID_NOT_FOUND, GroupState.DEAD.value, "", "", ()
+                    )
                 )
-            return entry
-        if group is None:
-            entry = _described(version, group_id, ErrorCode.NONE, GroupState.DEAD.value, "", "", [])
-        else:
-            entry = self._describe_group(group, version)
-        if version >= 3:
-            entry["authorized_operations"] = GROUP_AUTHORIZED_OPERATIONS if with_ops else INT32_MIN
-        return entry
-
-    def _describe_group(self, group: Group, version: int) -> dict[str, Any]:
-        stable = group.state is GroupState.STABLE
-        members = []
-        for m in group.members.values():
-            entry: dict[str, Any] = {
-                "member_id": m.member_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                # Metadata and assignment only once the generation is settled (Kafka's summary).
-                "member_metadata": m.metadata_for(group.protocol_name) if stable else b"",
-                "member_assignment": m.assignment if stable else b"",
-            }
-            if version >= 4:
-                entry["group_instance_id"] = m.group_instance_id
-            members.append(entry)
-        return _described(
-            version,
-            group.group_id,
-            ErrorCode.NONE,
-            group.state.value,
-            group.protocol_type or "",
-            (group.protocol_name or "") if stable else "",
-            members,
-        )
+            else:
+                out.append(_describe_group(group))
+        return out
 
     # -- ListGroups -------------------------------------------------------------------------------
-    def list_groups(self, req: dict[str, Any], meta: RequestMeta, respond: Respond) -> None:
-        version = meta.api_version
+    def list_groups(
+        self, states: Collection[str], types: Collection[str]
+    ) -> tuple[ErrorCode, list[GroupListing]]:
+        """ListGroups: the live groups whose state and type are in the (lower-case) filters, an empty
+        filter matching all; the version-dependent response is built at the door."""
         error = self.rt.phase_error()
         if error is ErrorCode.COORDINATOR_NOT_AVAILABLE:
-            respond({"error_code": int(error), "groups": []})
-            return
-        states = {s.lower() for s in req.get("states_filter") or []} if version >= 4 else set()
-        types = {t.lower() for t in req.get("types_filter") or []} if version >= 5 else set()
-        groups = []
+            return error, []
+        listed = []
         if not types or GROUP_TYPE_CLASSIC in types:
             for group in self.rt.groups.values():
                 if group.state is GroupState.DEAD or (states and group.state.value.lower() not in states):
                     continue
-                entry: dict[str, Any] = {
-                    "group_id": group.group_id,
-                    "protocol_type": group.protocol_type or "",
-                }
-                if version >= 4:
-                    entry["group_state"] = group.state.value
-                if version >= 5:
-                    entry["group_type"] = GROUP_TYPE_CLASSIC
-                groups.append(entry)
+                listed.append(GroupListing(group.group_id, group.protocol_type or "", group.state))
         # While loading Kafka answers COORDINATOR_LOAD_IN_PROGRESS and still lists the loaded groups.
-        respond({"error_code": int(error or ErrorCode.NONE), "groups": groups})
+        return error or ErrorCode.NONE, listed
 
     # -- DeleteGroups -----------------------------------------------------------------------------
-    def delete_groups(self, req: dict[str, Any], meta: RequestMeta, respond: Respond) -> None:
-        # Each distinct id answered once, in first-seen order (Kafka's handleDeleteGroupsRequest
-        # deduplicates the names before the coordinator sees them).
-        names = list(dict.fromkeys(str(g) for g in req.get("groups_names") or []))
-        results: list[dict[str, Any]] = []
+    def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> None:
+        """Delete each group (distinct ids: the server deduplicates them, as KafkaApis does); one
+        (group id, error) per id, in order, once the tombstones are durable."""
+        results: list[tuple[str, ErrorCode]] = []
         records: list[LogRecord] = []
         dropped: list[tuple[Group, int | None]] = []  # and since when Empty (offset expiry counts from it)
-        for group_id in names:
-            error = self._delete_one(group_id, records, dropped)
-            results.append({"group_id": group_id, "error_code": int(error)})
-        failed = [
-            {
-                "group_id": r["group_id"],
-                "error_code": int(APPEND_FAILED) if r["error_code"] == 0 else r["error_code"],
-            }
-            for r in results
-        ]
+        for group_id in group_ids:
+            results.append((group_id, self._delete_one(group_id, records, dropped)))
+        if not records:
+            respond(results)
+            return
 
-        def restore(_: Any) -> None:
+        def on_done(error: BaseException | None) -> None:
+            if error is None:
+                respond(results)
+                return
             # All or nothing, as Kafka's runtime reverts its timeline when the write fails: the
             # groups come back as they were (their offsets were never removed: tombstones are
             # applied only once durable), so a retry finds them.
-            for group, since_ms in dropped:
-                if self.rt.groups.get(group.group_id) is None:
-                    group.revert_to(GroupState.EMPTY, since_ms)
-                    self.rt.groups[group.group_id] = group
-            respond({"results": failed})
+            self.rb.restore_dropped(dropped)
+            respond([(g, APPEND_FAILED if e is ErrorCode.NONE else e) for g, e in results])
 
-        ok = {"results": results}
-        self.offsets.append_then(records, respond, ok, {"results": failed}, on_failed=restore)
+        self.rt.write(records, on_done)
 
     def _delete_one(
         self, group_id: str, records: list[LogRecord], dropped: list[tuple[Group, int | None]]
@@ -162,20 +158,25 @@ class AdminHandler:
         return records
 
 
-def _described(
-    version: int,
-    group_id: str,
-    error: ErrorCode,
-    state: str,
-    protocol_type: str,
-    protocol_data: str,
-    members: list[dict[str, Any]],
-) -> dict[str, Any]:
-    return {
-        "error_code": int(error),
-        "group_id": group_id,
-        "group_state": state,
-        "protocol_type": protocol_type,
-        "protocol_data": protocol_data,
-        "members": members,
-    }
+def _describe_group(group: Group) -> GroupDescription:
+    stable = group.state is GroupState.STABLE
+    members = tuple(
+        MemberDescription(
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            # Metadata and assignment only once the generation is settled (Kafka's summary).
+            m.metadata_for(group.protocol_name) if stable else b"",
+            m.assignment if stable else b"",
+        )
+        for m in group.members.values()
+    )
+    return GroupDescription(
+        group.group_id,
+        ErrorCode.NONE,
+        group.state.value,
+        group.protocol_type or "",
+        (group.protocol_name or "") if stable else "",
+        members,
+    )

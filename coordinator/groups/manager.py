@@ -17,19 +17,19 @@ SyncGroup REBALANCE_IN_PROGRESS, as Kafka); after `shutdown` COORDINATOR_NOT_AVA
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from coordinator.groups.admin import AdminHandler
+from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond, GroupDescription, GroupListing
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig, RequestMeta
 from coordinator.groups.controls import GroupControls
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.join import JoinHandler, JoinRequest
+from coordinator.groups.member import Request, Respond
 from coordinator.groups.membership import MembershipHandler
-from coordinator.groups.offset_api import OffsetHandler
+from coordinator.groups.offset_api import OffsetDeleteRespond, OffsetDeleteTopics, OffsetHandler
 from coordinator.groups.ports import RecordLog
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import (
@@ -47,9 +47,6 @@ from coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "RequestMeta", "Respond"]
 
 log = logging.getLogger("coordinator.groups")
-
-Respond = Callable[[dict[str, Any]], None]
-Request = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +78,14 @@ class GroupManager:
     ) -> None:
         """`new_uuid` makes member ids deterministic in tests (default: str(uuid.uuid4()))."""
         self._rt = Runtime(config, clock, timers, log, new_uuid)
+        self._rt.apply = self.apply
         self._rb = Rebalancer(self._rt)
         self._join = JoinHandler(self._rt, self._rb)
         self._membership = MembershipHandler(self._rt, self._rb)
         self._sync = SyncHandler(self._rt, self._rb)
-        self._offsets = OffsetHandler(self._rt, self._rb, self.apply)
+        self._offsets = OffsetHandler(self._rt, self._rb)
         self._admin = AdminHandler(self._rt, self._rb, self._offsets)
-        self._retention = Retention(self._rt, self._rb, self.apply)
+        self._retention = Retention(self._rt, self._rb)
         self.controls = GroupControls(self._rt, self._rb)
         """Test controls (force a rebalance, expire a member, change settings): the server exposes
         them only with --enable-test-controls."""
@@ -96,8 +94,9 @@ class GroupManager:
     def apply(self, record: LogRecord) -> None:
         """Replay one record (storage recovery, in log order, before `on_loaded`).
 
-        Live offset commits and tombstones are applied through here too, once durable. Group
-        records are only ever applied by recovery (live group changes are transitions)."""
+        Live offset commits and tombstones are applied through here too, once durable, by
+        `Runtime.write` (the one place the group logic appends). Group snapshots are only ever
+        applied by recovery (live group changes are transitions)."""
         rt = self._rt
         match record:
             case OffsetCommitRecord():
@@ -171,22 +170,28 @@ class GroupManager:
         """OffsetFetch (9) v0-9. Always answered synchronously."""
         self._offsets.fetch(req, meta, respond)
 
-    def offset_delete(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """OffsetDelete (47) v0. Answered once the tombstones are durable."""
-        self._offsets.delete(req, meta, respond)
+    def offset_delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
+        """OffsetDelete (47): typed at the door (server/apis/offset_delete.py), which answers unknown
+        topics and partitions itself. Answered once the tombstones are durable."""
+        self._offsets.delete(group_id, topics, respond)
 
     # -- admin ------------------------------------------------------------------------------------
-    def describe_groups(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """DescribeGroups (15) v0-6. Always answered synchronously."""
-        self._admin.describe_groups(req, meta, respond)
+    def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
+        """DescribeGroups (15): one description per id, typed at the door
+        (server/apis/describe_groups.py, which builds the version's response); answered at once."""
+        return self._admin.describe_groups(group_ids)
 
-    def list_groups(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """ListGroups (16) v0-5. Always answered synchronously."""
-        self._admin.list_groups(req, meta, respond)
+    def list_groups(
+        self, states: Collection[str], types: Collection[str]
+    ) -> tuple[ErrorCode, list[GroupListing]]:
+        """ListGroups (16): lower-case state and type filters (empty: all), typed at the door
+        (server/apis/list_groups.py); answered at once."""
+        return self._admin.list_groups(states, types)
 
-    def delete_groups(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """DeleteGroups (42) v0-2. Answered once the tombstones are durable."""
-        self._admin.delete_groups(req, meta, respond)
+    def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> None:
+        """DeleteGroups (42): distinct group ids (typed at the door, server/apis/delete_groups.py);
+        answered once the tombstones are durable."""
+        self._admin.delete_groups(group_ids, respond)
 
     # -- introspection ----------------------------------------------------------------------------
     def groups(self) -> list[GroupSummary]:

@@ -1,7 +1,7 @@
 """OffsetCommit (8) v0-9, OffsetFetch (9) v0-9, OffsetDelete (47) v0 (Kafka's OffsetMetadataManager).
 
 A commit's response is sent only after its records are durable; offsets become visible to fetches
-at the same moment (they are applied from the log's `on_done`, through the same path as recovery).
+at the same moment (`Runtime.write` applies them once durable, through the same path as recovery).
 """
 
 from __future__ import annotations
@@ -12,23 +12,26 @@ from typing import Any
 from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
-from coordinator.groups.member import Respond
+from coordinator.groups.member import Request, Respond
 from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.records import LogRecord, OffsetCommitRecord, OffsetTombstone
+from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
 
-__all__ = ["OffsetHandler"]
+__all__ = ["OffsetDeleteRespond", "OffsetDeleteTopics", "OffsetHandler"]
 
-Request = dict[str, Any]
+OffsetDeleteTopics = Sequence[tuple[str, Sequence[int]]]
+"""OffsetDelete's request as the group logic takes it: (topic, partitions) pairs."""
+OffsetDeleteRespond = Callable[[ErrorCode, list[tuple[str, list[tuple[int, ErrorCode]]]]], None]
+"""OffsetDelete's answer: a group-level error (NONE, or it replaces every partition), then per
+topic (partition, error) pairs in request order."""
 
 
 class OffsetHandler:
-    def __init__(self, rt: Runtime, rebalancer: Rebalancer, apply: Callable[[LogRecord], None]) -> None:
+    def __init__(self, rt: Runtime, rebalancer: Rebalancer) -> None:
         self.rt = rt
         self.rb = rebalancer
-        self._apply = apply
 
     # -- OffsetCommit -----------------------------------------------------------------------------
     def commit(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -52,18 +55,15 @@ class OffsetHandler:
             return
         self.rt.offsets.begin_pending(records)
 
-        def on_done(exc: BaseException | None) -> None:
+        def on_done(exc: BaseException | None) -> None:  # applied already if durable (Runtime.write)
             offsets = self.rt.offsets
             offsets.end_pending(records)
-            if exc is None:
-                for record in records:
-                    self._apply(record)
             # Every append failure is a storage fault: NOT_COORDINATOR, as Kafka (errors.py).
             failed = ErrorCode.NONE if exc is None else APPEND_FAILED
             respond(_commit_response(topics, lambda t, p: errors.get((t, p), failed)))
             offsets.settled(records[0].group_id)  # one request commits for one group
 
-        self.rt.log.append(records, on_done)
+        self.rt.write(records, on_done)
 
     def _validate_commit(self, req: Request, version: int) -> ErrorCode | None:
         """Kafka's validateOffsetCommit; creates a simple (offset-only) group for generation < 0."""
@@ -172,30 +172,47 @@ class OffsetHandler:
         return {"group_id": group_id, "topics": out, "error_code": 0}
 
     # -- OffsetDelete -----------------------------------------------------------------------------
-    def delete(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        group_id = str(req.get("group_id") or "")
-        topics: list[Request] = req.get("topics") or []
+    def delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
+        """OffsetDelete of partitions the server knows (unknown ones never get here): a group error
+        and no topics, or per partition NONE / GROUP_SUBSCRIBED_TO_TOPIC, once the tombstones are
+        durable (OffsetMetadataManager.deleteOffsets)."""
         group = self.rt.group(group_id)
         error = self._delete_error(group_id, group)
         if error is not None or group is None:
-            respond({"error_code": int(error or ErrorCode.GROUP_ID_NOT_FOUND), "topics": []})
+            respond(error or ErrorCode.GROUP_ID_NOT_FOUND, [])
             return
         subscribed = {
-            t["name"]
-            for t in topics
-            if group.state is not GroupState.EMPTY and group.is_subscribed_to(t["name"])
+            name for name, _ in topics if group.state is not GroupState.EMPTY and group.is_subscribed_to(name)
         }
+        is_known = self.rt.offsets.is_known  # in flight too
         tombstones = [
-            OffsetTombstone(group_id, t["name"], p["partition_index"])
-            for t in topics
-            if t["name"] not in subscribed
-            for p in t.get("partitions") or []
-            if self.rt.offsets.is_known(group_id, t["name"], p["partition_index"])  # in flight too
+            OffsetTombstone(group_id, name, partition)
+            for name, partitions in topics
+            if name not in subscribed
+            for partition in partitions
+            if is_known(group_id, name, partition)
         ]
-        subscribed_error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-        ok = _commit_response(topics, lambda t, _p: subscribed_error if t in subscribed else ErrorCode.NONE)
-        failed = {"error_code": int(APPEND_FAILED), "topics": []}
-        self.append_then(tombstones, respond, {"error_code": 0, **ok}, failed)
+        results = [
+            (
+                name,
+                [
+                    (p, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if name in subscribed else ErrorCode.NONE)
+                    for p in ps
+                ],
+            )
+            for name, ps in topics
+        ]
+        if not tombstones:
+            respond(ErrorCode.NONE, results)
+            return
+
+        def on_done(exc: BaseException | None) -> None:
+            if exc is None:
+                respond(ErrorCode.NONE, results)
+            else:
+                respond(APPEND_FAILED, [])
+
+        self.rt.write(tombstones, on_done)
 
     def _delete_error(self, group_id: str, group: Group | None) -> ErrorCode | None:
         """OffsetDelete group checks: missing -> GROUP_ID_NOT_FOUND; a non-empty group may only
@@ -210,30 +227,6 @@ class OffsetHandler:
         if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return ErrorCode.NON_EMPTY_GROUP
         return None
-
-    def append_then(
-        self,
-        records: Sequence[LogRecord],
-        respond: Respond,
-        ok: dict[str, Any],
-        failed: dict[str, Any],
-        on_failed: Respond | None = None,
-    ) -> None:
-        """Append, apply once durable, then answer `ok`; if the append failed, `on_failed(failed)`
-        (which undoes what the caller changed before appending), else answer `failed`."""
-        if not records:
-            respond(ok)
-            return
-
-        def on_done(exc: BaseException | None) -> None:
-            if exc is not None:
-                (on_failed or respond)(failed)
-                return
-            for record in records:
-                self._apply(record)
-            respond(ok)
-
-        self.rt.log.append(records, on_done)
 
 
 def _java_length(text: str) -> int:

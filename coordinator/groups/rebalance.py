@@ -8,6 +8,7 @@ the group object and re-check that it is still current, so a late timer is a no-
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from functools import partial
 
 from coordinator.groups.errors import ErrorCode
@@ -199,7 +200,7 @@ class Rebalancer:
             if error is not None:
                 log.warning("group_id=%s failed to persist group metadata: %r", group.group_id, error)
 
-        self.rt.log.append(records, on_done)
+        self.rt.write(records, on_done, apply=False)  # a snapshot of the live group
 
     # -- sync barrier -----------------------------------------------------------------------------
     def remove_pending_sync(self, group: Group, member_id: str) -> None:
@@ -263,6 +264,16 @@ class Rebalancer:
             parked_sync, member.awaiting_sync = member.awaiting_sync, None
             if parked_sync is not None:
                 parked_sync.respond(sync_error(parked_sync.api_version, error))
+
+    def restore_dropped(self, dropped: Iterable[tuple[Group, int | None]]) -> None:
+        """Undo `drop_group` of Empty groups whose tombstones failed to write (Kafka's runtime
+        reverts its timeline state when an append fails): each comes back Empty since when it was,
+        unless a new group took its id meanwhile. Their offsets were never removed (tombstones are
+        applied only once durable)."""
+        for group, since_ms in dropped:
+            if self.rt.groups.get(group.group_id) is None:
+                group.revert_to(GroupState.EMPTY, since_ms)
+                self.rt.groups[group.group_id] = group
 
     def drop_group(self, group: Group) -> None:
         """Any -> Dead: cancel its timers and forget it (the caller writes the tombstones)."""

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from coordinator.groups.group import Group
 from coordinator.groups.rebalance import Rebalancer
@@ -48,10 +48,9 @@ def expiration_base(group: Group | None) -> BaseTimestamp | None:
 
 
 class Retention:
-    def __init__(self, rt: Runtime, rebalancer: Rebalancer, apply: Callable[[LogRecord], None]) -> None:
+    def __init__(self, rt: Runtime, rebalancer: Rebalancer) -> None:
         self.rt = rt
         self.rb = rebalancer
-        self._apply = apply
 
     def schedule(self) -> None:
         self.rt.timers.schedule(
@@ -63,6 +62,7 @@ class Retention:
         self.schedule()
         now = self.rt.now_ms()
         records: list[LogRecord] = []
+        dropped: list[tuple[Group, int | None]] = []
         for group_id in set(self.rt.groups) | set(self.rt.offsets.group_ids()):
             group = self.rt.groups.get(group_id)
             expired = self._expired(group_id, group, now)
@@ -70,10 +70,11 @@ class Retention:
             if group is not None and self._is_deletable(group, len(expired)):
                 log.info("group_id=%s is Empty without offsets: deleting it", group_id)
                 records.append(GroupTombstone(group_id))  # always, as Kafka's Java coordinator
+                dropped.append((group, group.state_timestamp_ms))
                 self.rb.drop_group(group)
         if records:
             log.info("offset expiry: %d records", len(records))
-            self._append(records)
+            self._append(records, dropped)
 
     def _expired(self, group_id: str, group: Group | None, now: int) -> list[OffsetTombstone]:
         base = expiration_base(group)
@@ -103,17 +104,16 @@ class Retention:
         """DeleteTopics deletes the committed offsets of the topics in every group."""
         records: list[LogRecord] = list(self.rt.offsets.tombstones_for_topics(topic_names))
         if records:
-            self._append(records)
+            self._append(records, ())
 
-    def _append(self, records: list[LogRecord]) -> None:
-        def on_done(exc: BaseException | None) -> None:
+    def _append(self, records: list[LogRecord], dropped: Sequence[tuple[Group, int | None]]) -> None:
+        def on_done(exc: BaseException | None) -> None:  # applied by Runtime.write if durable
             if exc is not None:
                 log.warning("failed to write %d tombstones: %r", len(records), exc)
-                return
-            for record in records:
-                self._apply(record)
+                # Kafka's runtime reverts the whole expiry write: the groups stay until a pass succeeds.
+                self.rb.restore_dropped(dropped)
 
-        self.rt.log.append(records, on_done)
+        self.rt.write(records, on_done)
 
 
 def _is_expired(record: OffsetCommitRecord, base: BaseTimestamp, now: int, retention_ms: int) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from coordinator.groups.clock import Clock
@@ -12,7 +12,8 @@ from coordinator.groups.config import GroupConfig
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.offsets import OffsetStore
-from coordinator.groups.ports import RecordLog
+from coordinator.groups.ports import OnDone, RecordLog
+from coordinator.groups.records import LogRecord
 from coordinator.groups.state import GroupState
 from coordinator.groups.timers import KeyedTimers
 
@@ -40,6 +41,10 @@ _PHASE_ERRORS: dict[Phase, ErrorCode | None] = {
 }
 
 
+def _no_apply(record: LogRecord) -> None:
+    raise RuntimeError(f"Runtime.apply not set: cannot apply {record!r}")
+
+
 def _uuid4() -> str:
     return str(uuid.uuid4())
 
@@ -63,6 +68,29 @@ class Runtime:
         self._phase_error: ErrorCode | None = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         self._new_uuid = new_uuid or _uuid4
         self.observer: TransitionObserver | None = None
+        self.apply: Callable[[LogRecord], None] = _no_apply
+        """The replay path (GroupManager.apply), the one recovery uses; set by the manager."""
+
+    def write(self, records: Sequence[LogRecord], on_done: OnDone, *, apply: bool = True) -> None:
+        """The one place the group logic appends to the log (no handler calls it itself).
+
+        Once the batch is durable its records are applied through `apply`, the same path recovery
+        replays, and then `on_done(None)`; if the write failed nothing is applied and
+        `on_done(error)` undoes what the caller changed before writing. `apply=False` is for group
+        snapshots (GroupMetadataRecord): the live group already is what the record says, as Kafka's
+        runtime applies a record when it is written (CoordinatorRuntime, timeline state)."""
+        if not apply:
+            self.log.append(records, on_done)
+            return
+        replay = self.apply
+
+        def written(error: BaseException | None) -> None:
+            if error is None:
+                for record in records:
+                    replay(record)
+            on_done(error)
+
+        self.log.append(records, written)
 
     def transition(self, group: Group, new: GroupState, reason: str = "") -> None:
         """`group.transition_to(new)` at the clock's now, then tell the observer (if any)."""

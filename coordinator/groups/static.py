@@ -117,7 +117,7 @@ class StaticMembership:
                 self._revert(group, member, old_id, saved)
             parked.respond(join_error(parked.api_version, APPEND_FAILED))
 
-        self.rt.log.append([group.to_record()], on_done)
+        self.rt.write([group.to_record()], on_done, apply=False)  # live group: a snapshot
 
     def _answer_replaced(
         self, group: Group, member: Member, parked: Parked, previous_leader: str | None

@@ -101,7 +101,7 @@ class SyncHandler:
             self.rb.set_and_propagate_assignment(group, assignments)
             self.rt.transition(group, GroupState.STABLE)
 
-        self.rt.log.append([group.to_record(assignments)], on_done)
+        self.rt.write([group.to_record(assignments)], on_done, apply=False)  # live group: a snapshot
 
 
 def _assignments(req: dict[str, object], group: Group) -> dict[str, bytes]:

@@ -7,6 +7,7 @@ code that implements it, and in docs/compat.md).
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 import pytest
@@ -256,3 +257,30 @@ def test_a_pending_member_refused_for_max_size_no_longer_holds_the_join_phase(se
             sock.settimeout(5)  # b's pending expiry and the rebalance timeout are 10 s away
             correlation_id, joined = decode_response(JOIN_GROUP, 5, read_frame(sock))
             assert correlation_id == 7 and joined["error_code"] == 0 and joined["generation_id"] == 2
+
+
+def test_protocol_type_is_checked_while_a_memberless_group_is_not_empty(server: KcoordServer) -> None:
+    # ClassicGroup.supportsProtocols waives the type only in state Empty (not "no members").
+    # A rebalance held by a pending member (KIP-394) whose only member leaves stays PreparingRebalance
+    # with no members until its join timer (the leaver's rebalance timeout, 10 s here) fires.
+    with connect(server.address) as a, connect(server.address) as other:
+        a_id = call(a, JOIN_GROUP, 5, _join_body("g"))["member_id"]
+        assert call(a, JOIN_GROUP, 5, {**_join_body("g"), "member_id": a_id})["generation_id"] == 1
+        sync = {"group_id": "g", "generation_id": 1, "member_id": a_id, "group_instance_id": None,
+                "protocol_type": "consumer", "protocol_name": "range", "assignments": []}  # fmt: skip
+        assert call(a, SYNC_GROUP, 5, sync)["error_code"] == 0
+        pending = call(other, JOIN_GROUP, 5, _join_body("g"))  # pending: holds the join phase
+        assert pending["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
+        # the leader rejoins (a rebalance; its join is parked), then leaves from another connection
+        a.sendall(encode_request(JOIN_GROUP, 5, 9, {**_join_body("g"), "member_id": a_id}, client_id="a"))
+        deadline = time.monotonic() + 5  # another connection: wait until the rejoin was handled
+        while _describe(other, "g")["group_state"] != "PreparingRebalance":
+            assert time.monotonic() < deadline, "the rejoin never started a rebalance"
+        leave = {"group_id": "g", "members": [{"member_id": a_id, "group_instance_id": None}]}
+        assert call(other, LEAVE_GROUP, 4, leave)["error_code"] == 0
+        a.settimeout(5)
+        assert decode_response(JOIN_GROUP, 5, read_frame(a))[1]["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+        described = _describe(other, "g")
+        assert described["group_state"] == "PreparingRebalance" and described["members"] == []
+        joined = call(other, JOIN_GROUP, 5, {**_join_body("g"), "protocol_type": "connect"})
+        assert joined["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL

@@ -133,6 +133,29 @@ class Harness:
         }
         return self.call("leave_group", req, version)
 
+    def delete_groups(self, *group_ids: str) -> Reply:
+        """DeleteGroups as the server edge calls it (distinct ids); the reply is its response."""
+        reply = Reply()
+        self.mgr.delete_groups(
+            list(group_ids),
+            lambda results: reply({"results": [{"group_id": g, "error_code": int(e)} for g, e in results]}),
+        )
+        return reply
+
+    def offset_delete(self, topics: dict[str, list[int]], *, group: str = "g") -> Reply:
+        """OffsetDelete as the server edge calls it (known partitions only); the reply is its response."""
+        reply = Reply()
+
+        def answer(error: Any, results: list[tuple[str, list[tuple[int, Any]]]]) -> None:
+            out = [
+                {"name": t, "partitions": [{"partition_index": p, "error_code": int(e)} for p, e in ps]}
+                for t, ps in results
+            ]
+            reply({"error_code": int(error), "topics": out})
+
+        self.mgr.offset_delete(group, list(topics.items()), answer)
+        return reply
+
     def commit(
         self,
         offsets: dict[tuple[str, int], int],

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
-from coordinator.groups import GroupState, GroupTombstone, OffsetTombstone
+from coordinator.groups import GroupState, GroupTombstone, OffsetTombstone, RequestMeta
+from coordinator.server.apis import describe_groups, list_groups
 from tests.unit.conftest import Harness
+from tests.unit.fakes import Reply
 
 NONE = 0
 INVALID_GROUP_ID = 24
@@ -14,18 +17,26 @@ GROUP_ID_NOT_FOUND = 69
 
 
 def _describe(h: Harness, *groups: str, version: int = 5, ops: bool = False) -> list[dict[str, Any]]:
-    r = h.call("describe_groups", {"groups": list(groups), "include_authorized_operations": ops}, version)
-    return list(r["groups"])
+    # through the door (server/apis/describe_groups.py), which builds the version's response
+    reply = Reply()
+    req = {"groups": list(groups), "include_authorized_operations": ops}
+    meta = RequestMeta(version, "c", "/127.0.0.1")
+    describe_groups.handle(SimpleNamespace(manager=h.mgr), req, meta, reply)  # type: ignore[arg-type]
+    return list(reply["groups"])
 
 
 def _list(
     h: Harness, version: int = 5, states: list[str] | None = None, types: list[str] | None = None
 ) -> dict[str, Any]:
-    return h.call("list_groups", {"states_filter": states or [], "types_filter": types or []}, version).value
+    # through the door (server/apis/list_groups.py), which builds the version's response
+    reply = Reply()
+    req = {"states_filter": states or [], "types_filter": types or []}
+    list_groups.handle(SimpleNamespace(manager=h.mgr), req, RequestMeta(version, "c", "/127.0.0.1"), reply)  # type: ignore[arg-type]
+    return reply.value
 
 
 def _delete(h: Harness, *groups: str) -> list[tuple[str, int]]:
-    r = h.call("delete_groups", {"groups_names": list(groups)}, 2)
+    r = h.delete_groups(*groups)
     return [(x["group_id"], x["error_code"]) for x in r["results"]]
 
 
@@ -71,7 +82,8 @@ def test_describe_missing_group_is_dead_before_v6_and_not_found_from_v6(h: Harne
     (old,) = _describe(h, "missing", version=5)
     assert old["error_code"] == NONE and old["group_state"] == "Dead" and old["members"] == []
     (new,) = _describe(h, "missing", version=6)
-    assert new["error_code"] == GROUP_ID_NOT_FOUND and new["error_message"]
+    # GroupMetadataManager.describeGroups (v6+): GROUP_ID_NOT_FOUND with its message, state still Dead
+    assert new["error_code"] == GROUP_ID_NOT_FOUND and new["error_message"] and new["group_state"] == "Dead"
 
 
 def test_describe_keeps_request_order_and_describes_the_empty_id_like_any_group(h: Harness) -> None:
@@ -164,3 +176,50 @@ def test_deleted_group_is_recreated_fresh_by_a_new_join(h: Harness) -> None:
     r = h.join(version=3)
     h.settle(r)
     assert r["generation_id"] == 1 and h.heartbeat("old", 1).error == 25
+
+
+def test_delete_answers_in_request_order_and_writes_one_batch(h: Harness) -> None:
+    # distinct ids arrive from the door (server/apis/delete_groups.py deduplicates, as KafkaApis)
+    h.commit({("t", 0): 1})
+    h.commit({("t", 0): 1}, group="b")
+    assert _delete(h, "x", "g", "b") == [("x", GROUP_ID_NOT_FOUND), ("g", NONE), ("b", NONE)]
+    assert h.log.batches[-1] == [
+        OffsetTombstone("g", "t", 0),
+        GroupTombstone("g"),
+        OffsetTombstone("b", "t", 0),
+        GroupTombstone("b"),
+    ]
+
+
+def test_delete_after_a_commit_in_flight_tombstones_that_commit_too(h: Harness) -> None:
+    # GroupMetadataManager/OffsetMetadataManager see a commit once written (timeline state): the
+    # DeleteGroups right behind it deletes it, and nothing comes back on replay.
+    h.commit({("t", 0): 1})
+    h.log.hold = True
+    h.commit({("t", 1): 2})
+    h.delete_groups("g")
+    h.log.release()
+    assert h.log.records[-3:] == [
+        OffsetTombstone("g", "t", 0),
+        OffsetTombstone("g", "t", 1),
+        GroupTombstone("g"),
+    ]
+    assert h.fetch(None)["topics"] == [] and h.mgr.group("g") is None
+
+
+def test_a_delete_whose_write_fails_changes_nothing(h: Harness) -> None:
+    # All or nothing, as CoordinatorRuntime reverts its timeline snapshot when the append fails:
+    # the retry finds the groups (not GROUP_ID_NOT_FOUND) and their offsets are still there.
+    h.commit({("t", 0): 1})
+    h.commit({("t", 0): 1}, group="other")
+    h.log.fail_with = OSError("disk full")
+    failed = _delete(h, "g", "other", "missing")
+    assert [error for _, error in failed[:2]] != [NONE, NONE]
+    assert h.state("g") is GroupState.EMPTY and h.state("other") is GroupState.EMPTY
+    assert h.fetch({"t": [0]})["topics"][0]["partitions"][0]["committed_offset"] == 1
+    h.log.fail_with = None
+    assert _delete(h, "g", "other", "missing") == [
+        ("g", NONE),
+        ("other", NONE),
+        ("missing", GROUP_ID_NOT_FOUND),
+    ]

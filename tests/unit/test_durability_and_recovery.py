@@ -138,7 +138,7 @@ def test_recovery_applies_tombstones(h: Harness) -> None:
     ids = h.stable_group(1)
     h.commit({("t", 0): 1}, member_id=ids[0], generation=h.generation())
     h.leave(ids[0])
-    h.call("delete_groups", {"groups_names": ["g"]}, 2)
+    h.delete_groups("g")
     assert isinstance(h.log.records[-1], GroupTombstone) and isinstance(h.log.records[-2], OffsetTombstone)
     r = _replay(h)
     assert r.mgr.group("g") is None and r.mgr.committed_offsets("g") == {}
@@ -222,13 +222,13 @@ def test_dead_group_is_gone_so_requests_see_a_missing_group(h: Harness) -> None:
     ids = h.stable_group(1)
     gen = h.generation()
     h.leave(ids[0])
-    h.call("delete_groups", {"groups_names": ["g"]}, 2)
+    h.delete_groups("g")
     assert h.heartbeat(ids[0], gen).error == UNKNOWN_MEMBER_ID
     assert h.sync(ids[0], gen).error == UNKNOWN_MEMBER_ID
     assert h.leave(ids[0])["members"][0]["error_code"] == UNKNOWN_MEMBER_ID
     assert h.fetch({"t": [0]})["topics"][0]["partitions"][0]["committed_offset"] == -1
-    described = h.call("describe_groups", {"groups": ["g"]}, 5)["groups"][0]
-    assert described["group_state"] == "Dead"
+    (described,) = h.mgr.describe_groups(["g"])
+    assert described.state == "Dead" and described.error == 69  # GROUP_ID_NOT_FOUND; v0-5 show NONE
 
 
 def test_active_error_enum_has_every_group_error_code_with_kafkas_value() -> None:

@@ -365,3 +365,17 @@ def test_join_while_loading_answers_load_in_progress() -> None:
 def test_join_after_shutdown_answers_coordinator_not_available(h: Harness) -> None:
     h.mgr.shutdown()
     assert h.join().error == COORDINATOR_NOT_AVAILABLE
+
+
+def test_protocol_type_is_checked_in_a_memberless_group_that_is_not_empty(h: Harness) -> None:
+    # ClassicGroup.supportsProtocols waives the type only in state Empty. A rebalance held by a
+    # pending member whose only member leaves waits in PreparingRebalance with no members.
+    (a,) = h.stable_group(1)
+    assert h.join(version=4, client_id="b").error == MEMBER_ID_REQUIRED  # pending: holds the join phase
+    parked = h.join(a)  # the leader rejoins: a rebalance
+    assert not parked.done and h.leave(a).error == 0 and parked.error == UNKNOWN_MEMBER_ID
+    group = h.mgr.group("g")
+    assert group is not None and h.state() is GroupState.PREPARING_REBALANCE and not group.members
+    assert h.join(version=4, protocol_type="connect").error == INCONSISTENT_GROUP_PROTOCOL
+    # any protocol name is fine (no member to disagree), but still the group's type
+    assert h.join(version=4, protocols=(("sticky", b""),)).error == MEMBER_ID_REQUIRED

@@ -6,6 +6,7 @@ import pytest
 
 from coordinator.groups import GroupState, OffsetCommitRecord, OffsetTombstone
 from tests.unit.conftest import Harness
+from tests.unit.fakes import Reply
 
 NONE = 0
 OFFSET_METADATA_TOO_LARGE = 12
@@ -220,14 +221,8 @@ def test_fetch_require_stable_is_answered_after_a_failed_commit_too(h: Harness) 
 
 
 # -- OffsetDelete --------------------------------------------------------------------------------
-def _offset_delete(h: Harness, topics: dict[str, list[int]], group: str = "g"):  # type: ignore[no-untyped-def]
-    req = {
-        "group_id": group,
-        "topics": [
-            {"name": t, "partitions": [{"partition_index": p} for p in ps]} for t, ps in topics.items()
-        ],
-    }
-    return h.call("offset_delete", req, 0)
+def _offset_delete(h: Harness, topics: dict[str, list[int]], group: str = "g") -> Reply:
+    return h.offset_delete(topics, group=group)
 
 
 def test_offset_delete_in_empty_group_deletes_and_writes_tombstones(h: Harness) -> None:
@@ -265,3 +260,24 @@ def test_offset_delete_in_non_empty_non_consumer_group_is_non_empty_group(h: Har
 
 def test_offset_delete_for_missing_group_is_group_id_not_found(h: Harness) -> None:
     assert _offset_delete(h, {"t": [0]}, group="missing").error == GROUP_ID_NOT_FOUND
+
+
+def test_metadata_limit_counts_utf16_code_units_as_java_string_length(h: Harness) -> None:
+    # OffsetMetadataManager: metadata.length() > offset.metadata.max.bytes (4096 by default)
+    wide = "\N{GRINNING FACE}"  # outside the BMP: one str character, two UTF-16 units, four UTF-8 bytes
+    assert _errors(h.commit({("t", 0): 1}, metadata=wide * 2048)) == [NONE]
+    assert _errors(h.commit({("t", 0): 1}, metadata=wide * 2048 + "x")) == [OFFSET_METADATA_TOO_LARGE]
+    assert _errors(h.commit({("t", 0): 1}, metadata="\u00e9" * 4096)) == [NONE]  # BMP: one unit each
+
+
+def test_offset_delete_after_a_commit_in_flight_deletes_that_commit_too(h: Harness) -> None:
+    # Java's coordinator applies a commit when it is written, so the OffsetDelete behind it sees it
+    # (OffsetMetadataManager.deleteOffsets over the timeline state, not only the committed one).
+    h.log.hold = True
+    commit = h.commit({("t", 0): 1})
+    deleted = _offset_delete(h, {"t": [0]})
+    h.log.release()
+    assert commit.done and _errors(commit) == [NONE]
+    assert deleted.error == NONE and _errors(deleted) == [NONE]
+    assert h.log.of_type(OffsetTombstone) == [OffsetTombstone("g", "t", 0)]
+    assert _offset(h, "t", 0) == -1

@@ -77,13 +77,9 @@ class Live:
                 )
         elif kind == "delete_offset":
             _, group, topic, partition = step
-            req = {
-                "group_id": group,
-                "topics": [{"name": topic, "partitions": [{"partition_index": partition}]}],
-            }
-            h.call("offset_delete", req, 0)
+            h.offset_delete({topic: [partition]}, group=group)
         elif kind == "delete_group":
-            h.call("delete_groups", {"groups_names": [step[1]]}, 2)
+            h.delete_groups(step[1])
         elif kind == "pause":
             h.advance(step[1])
         elif kind == "create_topic":

@@ -239,3 +239,14 @@ def test_leave_answers_a_parked_join_with_unknown_member(h: Harness) -> None:
 def test_leave_with_empty_group_id_is_invalid(h: Harness) -> None:
     r = h.leave("m", group="")
     assert r.error == INVALID_GROUP_ID and r["members"] == []
+
+
+def test_sync_v5_without_protocol_type_or_name_is_inconsistent_before_any_other_check() -> None:
+    # KafkaApis.handleSyncGroupRequest checks areMandatoryProtocolTypeAndNamePresent before the
+    # coordinator: before loading, group id, group and member checks.
+    loading = Harness(loaded=False)
+    assert loading.sync("m", 1, version=5, protocol_type=None).error == INCONSISTENT_GROUP_PROTOCOL
+    h = Harness()
+    assert h.sync("nobody", 9, group="", version=5, protocol_name=None).error == INCONSISTENT_GROUP_PROTOCOL
+    assert h.sync("nobody", 9, version=5, protocol_type=None).error == INCONSISTENT_GROUP_PROTOCOL
+    assert h.sync("nobody", 9, version=4, protocol_type=None).error == UNKNOWN_MEMBER_ID  # v4: no such check

@@ -289,3 +289,17 @@ def test_delete_topics_writes_tombstones_for_every_group(h: Harness) -> None:
 def test_consumer_subscription_decoding_feeds_offset_delete(h: Harness) -> None:
     h.stable_group(1, protocols=(("range", subscription("a", "b", version=3)),))
     assert h.mgr.group("g").subscribed_topics == frozenset({"a", "b"})
+
+
+def test_an_expiry_pass_whose_write_fails_keeps_the_group_and_the_next_pass_deletes_it() -> None:
+    # CoordinatorRuntime reverts its timeline when a write fails (GroupMetadataManager's
+    # cleanupGroupMetadata runs as a write operation): the group is not dropped without its tombstone.
+    h = Harness(offsets_retention_ms=DAY)
+    h.commit({("t", 0): 1})
+    h.log.fail_with = OSError("disk full")
+    h.advance(DAY + 600_000)
+    assert h.state() is GroupState.EMPTY and h.mgr.committed_offsets("g")
+    h.log.fail_with = None
+    h.mgr.expire_offsets()
+    assert h.mgr.group("g") is None and h.mgr.committed_offsets("g") == {}
+    assert h.log.records[-2:] == [OffsetTombstone("g", "t", 0), GroupTombstone("g")]

@@ -2,15 +2,15 @@
 
 As Kafka's KafkaApis.handleDeleteOffsetsRequest: topics and partitions this broker does not know are
 answered UNKNOWN_TOPIC_OR_PARTITION here, before the group is consulted; the group logic
-(coordinator.groups.GroupManager) gets the rest (possibly none) and owns the semantics. Merging is
-OffsetDeleteResponse.Builder.merge: a group-level error replaces the whole answer.
+(coordinator.groups.GroupManager) gets the rest (possibly none) as typed (topic, partitions) pairs
+and owns the semantics. Merging is OffsetDeleteResponse.Builder.merge: a group-level error replaces
+the whole answer.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from coordinator.groups.config import RequestMeta
+from coordinator.groups.errors import ErrorCode
 from coordinator.server.apis.unknown_partitions import merge_topics, split_unknown
 from coordinator.server.context import Request, Respond, ServerContext
 
@@ -19,14 +19,16 @@ __all__ = ["handle"]
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     known, unknown = split_unknown(ctx, req["topics"])
-    if not unknown:
-        ctx.manager.offset_delete(req, meta, respond)
-        return
+    typed = [(str(t["name"]), [int(p["partition_index"]) for p in t["partitions"]]) for t in known]
 
-    def merged(response: dict[str, Any]) -> None:
-        if response["error_code"]:
-            respond(response)
-        else:
-            respond({**response, "topics": merge_topics(unknown, response["topics"])})
+    def answer(error: ErrorCode, results: list[tuple[str, list[tuple[int, ErrorCode]]]]) -> None:
+        if error:
+            respond({"error_code": int(error), "topics": []})
+            return
+        topics = [
+            {"name": name, "partitions": [{"partition_index": p, "error_code": int(e)} for p, e in parts]}
+            for name, parts in results
+        ]
+        respond({"error_code": 0, "topics": merge_topics(topics, unknown) if unknown else topics})
 
-    ctx.manager.offset_delete({**req, "topics": known}, meta, merged)
+    ctx.manager.offset_delete(str(req.get("group_id") or ""), typed, answer)
