@@ -34,7 +34,8 @@ class StorageRecordLog:
 
     def __init__(self) -> None:
         self._log: Any = None
-        # A histogram with `observe(seconds)` (coordinator.metrics) when metrics are on.
+        # A histogram with `observe(seconds)` and `sampled()` (coordinator.metrics.SampledHistogram)
+        # when metrics are on: only the appends it picks are timed.
         self.append_seconds: Any = None
 
     def attach(self, log_: Any) -> None:
@@ -49,7 +50,7 @@ class StorageRecordLog:
         except storage.StorageError as exc:  # closed or failed log: report, never raise into the caller
             on_done(exc)
             return
-        if (histogram := self.append_seconds) is None:
+        if (histogram := self.append_seconds) is None or not histogram.sampled():
             future.add_done_callback(lambda f: on_done(_outcome(f)))
             return
         started = time.perf_counter()

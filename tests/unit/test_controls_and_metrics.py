@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
 from coordinator.groups.controls import TestControlError
 from coordinator.groups.state import GroupState
-from coordinator.metrics import GroupEvents, Histogram, rebalance_reason_label
+from coordinator.metrics import (
+    APPEND_SAMPLE_EVERY,
+    STORAGE_BUCKETS,
+    GroupEvents,
+    Histogram,
+    SampledHistogram,
+    rebalance_reason_label,
+)
 from tests.unit.conftest import Harness
 
 REBALANCE_IN_PROGRESS = 27
@@ -82,3 +92,35 @@ def test_histogram_buckets_are_le_and_cumulative() -> None:
         hist.observe(value)
     assert hist.cumulative() == [("1.0", 2.0), ("2.0", 3.0), ("+Inf", 4.0)]
     assert hist.total == 6.0
+
+
+async def test_coordinator_log_appends_are_timed_by_sample(tmp_path: Path) -> None:
+    """The append-latency histogram times the first APPEND_SAMPLE_EVERY appends, then one in that
+    many; every append is still acknowledged once durable."""
+    import storage
+    from coordinator.groups.records import OffsetCommitRecord
+    from coordinator.persistence.record_log import StorageRecordLog
+
+    histogram = SampledHistogram(STORAGE_BUCKETS, APPEND_SAMPLE_EVERY)
+    record_log = StorageRecordLog()
+    record_log.append_seconds = histogram
+    log = await storage.Log.open(tmp_path, storage.LogConfig(fsync_policy="never"))
+    record_log.attach(log)
+    appends = 3 * APPEND_SAMPLE_EVERY + 5
+    outcomes: list[BaseException | None] = []
+    done = asyncio.get_running_loop().create_future()
+    for i in range(appends):
+        record = OffsetCommitRecord("g", "t", 0, i, -1, "", 0, -1)
+
+        def on_done(error: BaseException | None) -> None:
+            outcomes.append(error)
+            if len(outcomes) == appends:
+                done.set_result(None)
+
+        record_log.append([record], on_done)
+    await asyncio.wait_for(done, 10)
+    await log.close()
+    assert outcomes == [None] * appends
+    # 1..16 timed, then 32 and 48
+    assert histogram.count() == APPEND_SAMPLE_EVERY + 2
+    assert histogram.seen == appends
