@@ -55,11 +55,24 @@ JOIN_V, SYNC_V, HEARTBEAT_V, LEAVE_V, COMMIT_V = 5, 3, 3, 3, 3  # librdkafka's /
 # -- processes ----------------------------------------------------------------------------------------
 
 
-def start_kcoord(data_dir: Path, http_port: int | None = None) -> KcoordServer:
+def start_kcoord(data_dir: Path, http_port: int | None = None, fsync: str = "always") -> KcoordServer:
     # INFO: the "listening on" line is INFO; transitions are one line each
     http = ("--http-listen", f"127.0.0.1:{http_port}") if http_port else ()
-    server = KcoordServer(data_dir, "--fsync", "always", "--log-level", "INFO", *http)
+    server = KcoordServer(data_dir, "--fsync", fsync, "--log-level", "INFO", *http)
     server.start(60)
+    if http_port:  # the HTTP endpoint starts just after the Kafka listener: wait for it too
+        import socket
+
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", http_port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    server.stop()
+                    raise
+                time.sleep(0.02)
     return server
 
 

@@ -8,11 +8,12 @@ Issue 11 asks that heartbeats/s and commits/s with `/metrics` on and scraped eve
 run twice), and two servers started side by side differ by +-5 % for no reason but the process (see
 `--control`, an A/A run with the endpoint off on both), more than the effect measured. So each round
 starts a fresh pair, forms the same groups on both (100 groups x 10 members for heartbeats, OffsetCommit
-of one partition for 100 groups with fsync=always) and loads `off` then `on`, or `on` then `off`
-(alternating, so a trend within the run cancels), for `--slice` seconds each after a 0.5 s warm-up.
-Only one server is loaded at a time; the scraper keeps scraping `on` all along. The report gives, per
-load, the median over rounds of on/off for requests/s and for server CPU per request, the medians of
-each side, and the server CPU one scrape costs (measured on the idle `on` server after the loads).
+of one partition for 100 groups, with fsync=always unless `--fsync never`) and loads `off` then `on`,
+or `on` then `off` (alternating, so a trend within the run cancels), for `--slice` seconds each after
+a 0.5 s warm-up. Only one server is loaded at a time; the scraper keeps scraping `on` all along. The
+report gives, per load, the median over rounds of on/off for requests/s and for server CPU per
+request, the medians of each side, and the server CPU one scrape costs (measured on the idle `on`
+server after the loads).
 """
 
 from __future__ import annotations
@@ -147,8 +148,8 @@ async def one_round(args: argparse.Namespace, tmp: Path, round_: int, results: d
     # --control: both servers without the endpoint, to show the method's own noise (an A/A test)
     on_port = None if args.control else http_port
     servers = {
-        "off": start_kcoord(tmp / f"off-{round_}"),
-        "on": start_kcoord(tmp / f"on-{round_}", on_port),
+        "off": start_kcoord(tmp / f"off-{round_}", fsync=args.fsync),
+        "on": start_kcoord(tmp / f"on-{round_}", on_port, fsync=args.fsync),
     }
     stop = asyncio.Event()
     cpus = sorted(os.sched_getaffinity(0))
@@ -201,7 +202,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                   flush=True)  # fmt: skip
             await one_round(args, Path(tmp), round_, raw)
     results: dict[str, Any] = {
-        "commit": git_commit(), "rounds": args.rounds, "slice_s": args.slice, "control": args.control,
+        "commit": git_commit(), "fsync": args.fsync, "rounds": args.rounds, "slice_s": args.slice,
+        "control": args.control,
         "pinned": raw.get("pinned", "not pinned"),
         "heartbeats": summarise(raw["heartbeats"]),
         "commits": summarise(raw["commits"]),
@@ -224,7 +226,7 @@ def report(r: dict[str, Any]) -> None:
           f"{r.get('pinned', 'not pinned')}")  # fmt: skip
     for name, label in (
         ("heartbeats", "heartbeats (100 groups x 10)"),
-        ("commits", "OffsetCommit (1 partition, fsync=always)"),
+        ("commits", f"OffsetCommit (1 partition, fsync={r['fsync']})"),
     ):
         s = r[name]
         low, high = s["throughput_ratio_range"]
@@ -251,6 +253,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rounds", type=int, default=10, help="rounds, each with a fresh pair of servers (default 10)"
     )
     parser.add_argument("--slice", type=float, default=2.0, help="seconds measured per server per round")
+    parser.add_argument(
+        "--fsync",
+        choices=("always", "never"),
+        default="always",
+        help="the servers' --fsync (default always, as bench.coordinator); `never` takes the writer "
+        "thread's batching, which differs from process to process, out of the commit figures",
+    )
     parser.add_argument("--no-pin", dest="pin", action="store_false", help="leave CPU placement to the OS")
     parser.add_argument("--control", action="store_true", help="A/A: the endpoint off on both servers")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
