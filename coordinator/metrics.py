@@ -147,9 +147,9 @@ class RequestStats:
         if code:
             self.errors[(api_key, code)] = self.errors.get((api_key, code), 0) + 1
         elif api_key == OFFSET_COMMIT:  # OffsetCommit reports errors per partition only
-            for topic in body.get("topics") or ():
-                for partition in topic.get("partitions") or ():
-                    if code := partition.get("error_code"):
+            for topic in body["topics"]:
+                for partition in topic["partitions"]:
+                    if code := partition["error_code"]:
                         self.errors[(api_key, code)] = self.errors.get((api_key, code), 0) + 1
 
     def count(self, api_key: int) -> int:

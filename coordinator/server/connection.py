@@ -58,7 +58,7 @@ class _Slot:
         conn = self.conn
         if conn._closed:
             return
-        if (stats := conn._ctx.stats) is not None and (
+        if (stats := conn._stats) is not None and (
             self.received or body.get("error_code") or self.api_key == OFFSET_COMMIT
         ):  # nothing to record for an untimed success: skip the call (the hot path is heartbeats)
             stats.answered(self.api_key, self.api_version, self.received, body)
@@ -83,6 +83,7 @@ class Connection(asyncio.Protocol):
     def __init__(self, ctx: ServerContext, connections: set[Connection]) -> None:
         self._ctx = ctx
         self._handlers = ctx.handlers or HANDLERS  # the same dict object: test controls swap entries
+        self._stats = ctx.stats  # one attribute load per request fewer than through the context
         self._connections = connections
         self._splitter = FrameSplitter(ctx.config.socket_request_max_bytes)
         self._slots: collections.deque[_Slot] = collections.deque()
@@ -202,7 +203,7 @@ class Connection(asyncio.Protocol):
 
     def _new_slot(self, api_key: int, api_version: int, correlation_id: int) -> Respond:
         slot = _Slot(self, api_key, api_version, correlation_id)
-        if (stats := self._ctx.stats) is not None:  # RequestStats.received, inlined: every request pays it
+        if (stats := self._stats) is not None:  # RequestStats.received, inlined: every request pays it
             row = stats.counts[api_key]
             count = row[api_version] = row[api_version] + 1
             if count <= LATENCY_SAMPLE_EVERY or not count % LATENCY_SAMPLE_EVERY or api_key in ALWAYS_TIMED:
