@@ -6,16 +6,25 @@ block, so an id is never handed out twice, and the unused rest of the old block 
 the same with one record in the coordinator log (storage record type 5) that holds the end of the
 newest block; replay restores it, and the next allocation after a restart starts a new block.
 
-Record: key = INT16 version (0); value = INT16 version (0) + INT64 block end (exclusive).
+Record: ProducerIdsKey / ProducerIdsValue (`protocol/messages/records.py`, the log's table of record
+types): key = INT16 version 0 and no fields; value = INT16 version 0 + INT64 block end (exclusive).
 """
 
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+from protocol.errors import DecodeError
+from protocol.messages.records import (
+    PRODUCER_IDS_KEY,
+    PRODUCER_IDS_RECORD_TYPE,
+    PRODUCER_IDS_VALUE,
+    decode_exact,
+    encode_versioned,
+)
 
 __all__ = [
     "BLOCK_SIZE",
@@ -29,11 +38,8 @@ __all__ = [
 
 log = logging.getLogger("kcoord.producer_ids")
 
-PRODUCER_IDS_RECORD_TYPE = 5
 BLOCK_SIZE = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 _VERSION = 0
-_KEY = struct.Struct(">h")
-_VALUE = struct.Struct(">hq")
 
 Allocated = Callable[[int | None, BaseException | None], None]  # (producer id, error)
 OnDone = Callable[[BaseException | None], None]
@@ -51,20 +57,18 @@ class BlockLog(Protocol):
 
 
 def encode_block_key() -> bytes:
-    return _KEY.pack(_VERSION)
+    return encode_versioned(PRODUCER_IDS_KEY, _VERSION, {})
 
 
 def encode_block_value(record: ProducerIdBlock) -> bytes:
-    return _VALUE.pack(_VERSION, record.block_end)
+    return encode_versioned(PRODUCER_IDS_VALUE, _VERSION, {"block_end": record.block_end})
 
 
 def decode_block_value(value: bytes) -> ProducerIdBlock:
-    if len(value) != _VALUE.size:
-        raise ValueError(f"bad producer id block value ({len(value)} bytes)")
-    version, block_end = _VALUE.unpack(value)
-    if version != _VERSION:
-        raise ValueError(f"unknown producer id block version {version}")
-    return ProducerIdBlock(block_end)
+    try:
+        return ProducerIdBlock(decode_exact(PRODUCER_IDS_VALUE, value)["block_end"])
+    except DecodeError as exc:
+        raise ValueError(f"bad producer id block value ({len(value)} bytes): {exc}") from None
 
 
 class ProducerIds:

@@ -26,6 +26,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from protocol.messages.records import OFFSET_COMMIT_RECORD_TYPE
 from storage import framing
 
 Ints = npt.NDArray[np.int64]
@@ -71,7 +72,7 @@ ARROW_SCHEMA = pa.schema(
     ]
 )
 
-OFFSET_COMMIT_TYPE = 0  # coordinator/persistence.py's storage record type for offset commits
+OFFSET_COMMIT_TYPE = OFFSET_COMMIT_RECORD_TYPE  # protocol.messages.records.RECORD_TYPES
 _KEY_FIXED = 10  # i16 version + i16 group length + i16 topic length + i32 partition
 _VALUE_FIXED = 24  # i16 version + i64 offset + i32 epoch + i16 metadata length + i64 timestamp
 _VALUE_VERSION = 3  # the only value version decode_offset_commit_fast reads too

@@ -23,8 +23,9 @@ from protocol.messages import records as schemas
 from storage import framing, recovery, snapshot
 from storage.files import decode_segment_header, list_segments, list_snapshots
 
-OFFSET_COMMIT_TYPE = 0  # coordinator/persistence.py's storage record types
-GROUP_METADATA_TYPE = 1
+# the coordinator log's record types (protocol.messages.records.RECORD_TYPES, the one table)
+OFFSET_COMMIT_TYPE = schemas.OFFSET_COMMIT_RECORD_TYPE
+GROUP_METADATA_TYPE = schemas.GROUP_METADATA_RECORD_TYPE
 TOPIC_TYPE = schemas.TOPIC_RECORD_TYPE
 
 

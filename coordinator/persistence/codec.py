@@ -1,6 +1,7 @@
 """The record codec: domain records <-> storage records (key and value bytes), and their rendering.
 
-Storage record types (the log's user owns 0-0x7F):
+The storage record types, their key and value schemas and the versions written are one table,
+`protocol.messages.records.RECORD_TYPES` (the log's user owns types 0-0x7F):
 * 0 OffsetCommit: key = OffsetCommitKey v1, value = OffsetCommitValue v3 (v1 when the commit carried
   an explicit expire timestamp), as Kafka writes them to `__consumer_offsets`;
 * 1 GroupMetadata: key = GroupMetadataKey v2, value = GroupMetadataValue v3;
@@ -43,8 +44,8 @@ from protocol.messages.records import decode_key, decode_offset_commit_fast, dec
 
 __all__ = ["GROUP_METADATA_TYPE", "OFFSET_COMMIT_TYPE", "AnyRecord", "from_storage", "render", "to_storage"]
 
-OFFSET_COMMIT_TYPE = 0
-GROUP_METADATA_TYPE = 1
+OFFSET_COMMIT_TYPE = schemas.OFFSET_COMMIT_RECORD_TYPE
+GROUP_METADATA_TYPE = schemas.GROUP_METADATA_RECORD_TYPE
 AnyRecord = LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock
 
 

@@ -6,8 +6,13 @@ type: 0 and 1 are an offset commit (identical layouts; Kafka writes 1), 2 is cla
 3+ are KIP-848 / share-group records we do not read. Value v4 is the flexible form of v3.
 TopicKey / TopicValue are kcoord's own topic-registry record (storage record type 4, not a Kafka
 record), kept here so every reader of the coordinator log decodes it with the same schema.
+ProducerIdsKey / ProducerIdsValue are kcoord's producer-id block record (storage record type 5).
 Writers: Kafka writes OffsetCommitValue v3 (v1 when the commit carried an explicit retention) and
 GroupMetadataValue v3.
+
+`RECORD_TYPES` is the one table of the coordinator log's record types: storage record type -> name,
+key and value schemas and the versions written. Every writer and reader of the log (the
+coordinator's record codec, `kcoord storage dump`, the Spark pipeline) takes its numbers from it.
 """
 
 import struct
@@ -95,6 +100,12 @@ TOPIC_VALUE = Schema(
 TOPIC_VERSION = 0
 TOPIC_CONFIGS_VERSION = 1
 
+# kcoord's producer-id block record (storage record type 5): ids below block_end may have been
+# handed out (coordinator/producer_ids.py). The key has no fields: there is one such record.
+PRODUCER_IDS_RECORD_TYPE = 5
+PRODUCER_IDS_KEY = Schema("ProducerIdsKey", versions=range(0, 1), fields=())
+PRODUCER_IDS_VALUE = Schema("ProducerIdsValue", versions=range(0, 1), fields=(Field("block_end", INT64),))
+
 OFFSET_COMMIT_KEY_VERSION = 1  # what Kafka writes
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -106,6 +117,34 @@ VALUE_SCHEMAS: dict[str, Schema] = {
     OFFSET_COMMIT_KEY.name: OFFSET_COMMIT_VALUE,
     GROUP_METADATA_KEY.name: GROUP_METADATA_VALUE,
 }
+
+OFFSET_COMMIT_RECORD_TYPE = 0
+GROUP_METADATA_RECORD_TYPE = 1
+
+
+class RecordType(NamedTuple):
+    """One kind of record in the coordinator log."""
+
+    type: int  # the storage record type (storage.Record.type; 0-0x7F belong to the coordinator)
+    name: str
+    key: Schema
+    value: Schema  # a None value is a tombstone
+    key_version: int  # the versions written (readers take every version of the schemas)
+    value_version: int
+
+
+RECORD_TYPES: dict[int, RecordType] = {
+    r.type: r
+    for r in (
+        RecordType(OFFSET_COMMIT_RECORD_TYPE, "offset_commit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE,
+                   OFFSET_COMMIT_KEY_VERSION, OFFSET_COMMIT_VALUE_VERSION),
+        RecordType(GROUP_METADATA_RECORD_TYPE, "group_metadata", GROUP_METADATA_KEY, GROUP_METADATA_VALUE,
+                   GROUP_METADATA_KEY_VERSION, GROUP_METADATA_VALUE_VERSION),
+        # 2 and 3 are unused; Kafka's own key versions 3+ (KIP-848) are not stored under 0 or 1.
+        RecordType(TOPIC_RECORD_TYPE, "topic", TOPIC_KEY, TOPIC_VALUE, TOPIC_VERSION, TOPIC_VERSION),
+        RecordType(PRODUCER_IDS_RECORD_TYPE, "producer_ids", PRODUCER_IDS_KEY, PRODUCER_IDS_VALUE, 0, 0),
+    )
+}  # fmt: skip
 
 _VERSION = struct.Struct(">h")
 

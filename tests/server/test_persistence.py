@@ -16,9 +16,10 @@ from coordinator.groups.records import (
     OffsetTombstone,
 )
 from coordinator.persistence import from_storage, render, to_storage
+from coordinator.producer_ids import ProducerIdBlock
 from coordinator.topics import TopicRecord, TopicTombstone
 from protocol.messages import records as schemas
-from protocol.messages.records import decode_key, decode_value, encode_versioned
+from protocol.messages.records import RECORD_TYPES, decode_exact, decode_key, decode_value, encode_versioned
 
 names = st.text(min_size=0, max_size=40)
 int32 = st.integers(-(2**31), 2**31 - 1)
@@ -53,12 +54,33 @@ def test_every_domain_record_round_trips() -> None:
         GroupMetadataRecord("empty", "", 0, None, None, -1),
         GroupTombstone("g"),
         TopicRecord("t", uuid.uuid4(), 6),
+        TopicRecord("c", uuid.uuid4(), 2, (("retention.ms", "1000"),)),
         TopicTombstone("t"),
+        ProducerIdBlock(3000),
     ]
     for record in records:
         stored = to_storage(record)
         assert from_storage(stored) == record
         assert render(stored)
+        # the one table of record types describes every record written: its schemas decode the
+        # key and value exactly, and the key is written at the table's version
+        kind = RECORD_TYPES[stored.type]
+        assert decode_exact(kind.key, stored.key) is not None
+        assert int.from_bytes(stored.key[:2], "big") == kind.key_version
+        if stored.value is not None:
+            assert decode_exact(kind.value, stored.value) is not None
+
+
+def test_the_table_of_record_types_keeps_the_bytes_already_on_disk() -> None:
+    """Producer-id blocks were written by struct before they had schemas: same bytes."""
+    stored = to_storage(ProducerIdBlock(1000))
+    assert (stored.type, stored.key, stored.value) == (
+        5,
+        b"\x00\x00",
+        b"\x00\x00" + (1000).to_bytes(8, "big"),
+    )
+    assert sorted(RECORD_TYPES) == [0, 1, 4, 5]
+    assert len({kind.name for kind in RECORD_TYPES.values()}) == len(RECORD_TYPES)
 
 
 def test_explicit_retention_commits_are_written_as_value_v1_like_kafka() -> None:
