@@ -28,7 +28,7 @@ from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.join import JoinHandler, JoinRequest
 from coordinator.groups.member import Request, Respond
-from coordinator.groups.membership import MembershipHandler
+from coordinator.groups.membership import LeaveEntry, MembershipHandler
 from coordinator.groups.offset_api import OffsetDeleteRespond, OffsetDeleteTopics, OffsetHandler
 from coordinator.groups.ports import RecordLog
 from coordinator.groups.rebalance import Rebalancer
@@ -153,13 +153,18 @@ class GroupManager:
         """SyncGroup (14) v0-5. In CompletingRebalance parked until the leader's assignment is durable."""
         self._sync.handle(req, meta, respond)
 
-    def heartbeat(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """Heartbeat (12) v0-4. Always answered synchronously."""
-        self._membership.heartbeat(req, meta, respond)
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode:
+        """Heartbeat (12), typed at the door (server/apis/heartbeat.py): the error, at once."""
+        return self._membership.heartbeat(group_id, generation_id, member_id, group_instance_id)
 
-    def leave_group(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """LeaveGroup (13) v0-5. Always answered synchronously."""
-        self._membership.leave_group(req, meta, respond)
+    def leave_group(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[LeaveEntry]]:
+        """LeaveGroup (13), typed at the door (server/apis/leave_group.py): the group error and one
+        (member id, instance id, error) per member, at once."""
+        return self._membership.leave_group(group_id, members)
 
     # -- offsets ----------------------------------------------------------------------------------
     def offset_commit(self, req: Request, meta: RequestMeta, respond: Respond) -> None:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from coordinator.groups.config import RequestMeta
+from collections.abc import Sequence
+
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
-from coordinator.groups.member import Respond
 from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.responses import leave_response
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 
-__all__ = ["MembershipHandler"]
+__all__ = ["LeaveEntry", "MembershipHandler"]
 
 _HEARTBEAT_BY_STATE = {
     GroupState.EMPTY: ErrorCode.UNKNOWN_MEMBER_ID,
@@ -32,31 +31,28 @@ class MembershipHandler:
         self.rb = rebalancer
 
     # -- Heartbeat --------------------------------------------------------------------------------
-    def heartbeat(self, req: dict[str, object], meta: RequestMeta, respond: Respond) -> None:
-        respond({"error_code": int(self._heartbeat(req))})  # responses.heartbeat_response, inlined
-
-    def _heartbeat(self, req: dict[str, object]) -> ErrorCode:
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode:
+        """Typed at the door (server/apis/heartbeat.py); always answered at once."""
         # The hottest path of a coordinator (every member, every few seconds): Enum members are read
         # from module constants, since each `ErrorCode.X` / `GroupState.X` lookup costs ~90 ns.
         error = self.rt.phase_error()
         if error is not None:
             # Kafka: old clients do not know LOAD_IN_PROGRESS on Heartbeat
             return _NONE if error is _LOAD_IN_PROGRESS else error
-        group_id = req.get("group_id")
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
-        group = self.rt.groups.get(str(group_id))
+        group = self.rt.groups.get(group_id)
         if group is None:
             return _UNKNOWN_MEMBER_ID  # not NOT_AVAILABLE: the client must rejoin (KAFKA-8386)
         state = group.state
         if state is _DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        member_id = str(req.get("member_id") or "")
-        iid = req.get("group_instance_id")
-        error = group.validate_member(member_id, None if iid is None else str(iid))
+        error = group.validate_member(member_id, group_instance_id)
         if error is not None:
             return error
-        if req.get("generation_id") != group.generation_id:
+        if generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
         result = _HEARTBEAT_BY_STATE[state]
         if result is not _UNKNOWN_MEMBER_ID:
@@ -64,29 +60,23 @@ class MembershipHandler:
         return result
 
     # -- LeaveGroup -------------------------------------------------------------------------------
-    def leave_group(self, req: dict[str, object], meta: RequestMeta, respond: Respond) -> None:
-        version = meta.api_version
-        requested = _leaving_members(req, version)
+    def leave_group(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[LeaveEntry]]:
+        """Typed at the door (server/apis/leave_group.py, which reads v0-2's single MemberId as a
+        one-entry batch and builds the version's response); always answered at once. Returns the
+        group-level error and a (member id, instance id, error) entry per requested member."""
         error = self.rt.phase_error()
-        group_id = str(req.get("group_id") or "")
         if error is None and not group_id:
             error = ErrorCode.INVALID_GROUP_ID
         if error is not None:
-            respond(leave_response(version, error))
-            return
+            return error, []
         group = self.rt.group(group_id)
         if group is None:
-            respond(
-                leave_response(
-                    version, ErrorCode.NONE, [(m, iid, ErrorCode.UNKNOWN_MEMBER_ID) for m, iid in requested]
-                )
-            )
-            return
+            return ErrorCode.NONE, [(m, iid, ErrorCode.UNKNOWN_MEMBER_ID) for m, iid in members]
         if group.state is GroupState.DEAD:
-            respond(leave_response(version, ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            return
-        results = [(m, iid, self._leave_one(group, m, iid)) for m, iid in requested]
-        respond(leave_response(version, ErrorCode.NONE, results))
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        return ErrorCode.NONE, [(m, iid, self._leave_one(group, m, iid)) for m, iid in members]
 
     def _leave_one(self, group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode:
         if member_id == "":
@@ -104,18 +94,3 @@ class MembershipHandler:
             return error
         self.rb.remove_member_and_update(group, member_id, f"member {member_id} left the group")
         return ErrorCode.NONE
-
-
-def _leaving_members(req: dict[str, object], version: int) -> list[tuple[str, str | None]]:
-    """v3+ batch; v0-2 carry one MemberId, treated as a one-entry batch (as Kafka does)."""
-    if version < 3:
-        return [(str(req.get("member_id") or ""), None)]
-    members = req.get("members") or []
-    assert isinstance(members, list)
-    return [
-        (
-            str(m.get("member_id") or ""),
-            None if m.get("group_instance_id") is None else str(m["group_instance_id"]),
-        )
-        for m in members
-    ]

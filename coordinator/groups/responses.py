@@ -7,17 +7,15 @@ version. Field names are the snake_case Kafka JSON names.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from coordinator.groups.errors import ErrorCode
 
 __all__ = [
     "JoinMember",
-    "heartbeat_response",
     "join_error",
     "join_response",
-    "leave_response",
     "sync_error",
     "sync_response",
 ]
@@ -89,25 +87,3 @@ def sync_error(version: int, error: ErrorCode) -> Response:
         resp["protocol_type"] = None
         resp["protocol_name"] = None
     return resp
-
-
-def heartbeat_response(error: ErrorCode) -> Response:
-    return {"error_code": int(error)}
-
-
-def leave_response(
-    version: int, error: ErrorCode, members: Iterable[tuple[str, str | None, ErrorCode]] = ()
-) -> Response:
-    """v3+: per-member results; v0-2: the top-level error, else the first member error (Kafka's
-    LeaveGroupResponse conversion)."""
-    entries = list(members)
-    if version >= 3:
-        return {
-            "error_code": int(error),
-            "members": [
-                {"member_id": m, "group_instance_id": iid, "error_code": int(e)} for m, iid, e in entries
-            ],
-        }
-    if error == ErrorCode.NONE:
-        error = next((e for _, _, e in entries if e != ErrorCode.NONE), ErrorCode.NONE)
-    return {"error_code": int(error)}

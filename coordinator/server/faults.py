@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from coordinator.groups.config import RequestMeta
-from coordinator.groups.responses import heartbeat_response, join_error, leave_response, sync_error
+from coordinator.groups.responses import join_error, sync_error
+from coordinator.server.apis.heartbeat import heartbeat_response
+from coordinator.server.apis.leave_group import leave_response
 from coordinator.server.context import Handler, Request, Respond, ServerContext
 from protocol.errors import ErrorCode
 

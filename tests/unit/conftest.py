@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from coordinator.groups import FakeClock, FakeTimers, GroupConfig, GroupManager, GroupState, RequestMeta
+from coordinator.server.apis.heartbeat import heartbeat_response
+from coordinator.server.apis.leave_group import leave_response
 from tests.unit.fakes import MemoryRecordLog, Reply, subscription
 
 DEFAULT_PROTOCOLS = (("range", subscription("t")),)
@@ -114,24 +116,23 @@ class Harness:
     def heartbeat(
         self, member_id: str, generation: int, *, group: str = "g", version: int = 3, iid: str | None = None
     ) -> Reply:
-        req = {
-            "group_id": group,
-            "generation_id": generation,
-            "member_id": member_id,
-            "group_instance_id": iid,
-        }
-        return self.call("heartbeat", req, version)
+        """Heartbeat as the server edge calls it (typed fields); the reply is its response."""
+        reply = Reply()
+        reply(heartbeat_response(self.mgr.heartbeat(group, generation, member_id, iid)))
+        return reply
 
     def leave(self, *members: str | tuple[str, str | None], group: str = "g", version: int = 3) -> Reply:
+        """LeaveGroup as the server edge calls it (v0-2: one member); the reply is the version's response."""
         if version < 3:
             (only,) = members
-            return self.call("leave_group", {"group_id": group, "member_id": only}, version)
-        entries = [m if isinstance(m, tuple) else (m, None) for m in members]
-        req = {
-            "group_id": group,
-            "members": [{"member_id": m, "group_instance_id": i, "reason": None} for m, i in entries],
-        }
-        return self.call("leave_group", req, version)
+            assert isinstance(only, str)
+            entries: list[tuple[str, str | None]] = [(only, None)]
+        else:
+            entries = [m if isinstance(m, tuple) else (m, None) for m in members]
+        reply = Reply()
+        error, results = self.mgr.leave_group(group, entries)
+        reply(leave_response(version, error, results))
+        return reply
 
     def delete_groups(self, *group_ids: str) -> Reply:
         """DeleteGroups as the server edge calls it (distinct ids); the reply is its response."""

@@ -1,16 +1,44 @@
 """LeaveGroup (13), v0-5. v3: batched members (KIP-345); v4: flexible; v5: reason.
 
-Thin: the group logic (coordinator.groups.GroupManager) owns the semantics and calls `respond`
-(possibly later, once the records it depends on are durable).
+Typed at the door: v0-2 carry one MemberId, read here as a one-entry batch (as Kafka's
+LeaveGroupRequest does); the group logic answers the group error and one result per member at once,
+and this module shapes them for the version.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from coordinator.groups.config import RequestMeta
+from coordinator.groups.errors import ErrorCode
 from coordinator.server.context import Request, Respond, ServerContext
 
-__all__ = ["handle"]
+__all__ = ["handle", "leave_response"]
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-    ctx.manager.leave_group(req, meta, respond)
+    version = meta.api_version
+    if version < 3:
+        members: list[tuple[str, str | None]] = [(req["member_id"], None)]
+    else:
+        members = [(m["member_id"], m["group_instance_id"]) for m in req["members"]]
+    error, results = ctx.manager.leave_group(req["group_id"], members)
+    respond(leave_response(version, error, results))
+
+
+def leave_response(
+    version: int, error: ErrorCode, members: Iterable[tuple[str, str | None, ErrorCode]] = ()
+) -> dict[str, object]:
+    """v3+: per-member results; v0-2: the top-level error, else the first member error (Kafka's
+    LeaveGroupResponse conversion for old versions)."""
+    entries = list(members)
+    if version >= 3:
+        return {
+            "error_code": int(error),
+            "members": [
+                {"member_id": m, "group_instance_id": iid, "error_code": int(e)} for m, iid, e in entries
+            ],
+        }
+    if error == ErrorCode.NONE:
+        error = next((e for _, _, e in entries if e != ErrorCode.NONE), ErrorCode.NONE)
+    return {"error_code": int(error)}
