@@ -23,7 +23,8 @@ log = logging.getLogger("coordinator.groups")
 
 @dataclass(frozen=True, slots=True)
 class JoinRequest:
-    """The fields of a JoinGroup request the logic uses, normalised across versions."""
+    """A JoinGroup request, typed at the door (server/apis/join_group.py): defaults filled in and
+    v0's missing rebalance timeout resolved there. `meta` and `respond` answer it, now or parked."""
 
     group_id: str
     member_id: str
@@ -35,26 +36,6 @@ class JoinRequest:
     reason: str | None
     meta: RequestMeta
     respond: Respond
-
-    @classmethod
-    def parse(cls, req: dict[str, object], meta: RequestMeta, respond: Respond) -> JoinRequest:
-        session = _int(req.get("session_timeout_ms"), 0)
-        rebalance = _int(req.get("rebalance_timeout_ms"), -1)
-        protocols = req.get("protocols") or []
-        assert isinstance(protocols, list)
-        return cls(
-            group_id=str(req.get("group_id") or ""),
-            member_id=str(req.get("member_id") or ""),
-            group_instance_id=_opt_str(req.get("group_instance_id")),
-            session_timeout_ms=session,
-            # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout.
-            rebalance_timeout_ms=session if meta.api_version == 0 else rebalance,
-            protocol_type=str(req.get("protocol_type") or ""),
-            protocols=tuple((str(p["name"]), bytes(p["metadata"] or b"")) for p in protocols),
-            reason=_opt_str(req.get("reason")),
-            meta=meta,
-            respond=respond,
-        )
 
     @property
     def version(self) -> int:
@@ -69,14 +50,6 @@ class JoinRequest:
 
     def fail(self, error: ErrorCode, member_id: str = "") -> None:
         self.respond(join_error(self.version, error, member_id))
-
-
-def _int(value: object, default: int) -> int:
-    return value if isinstance(value, int) else default
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
 
 
 class JoinHandler:

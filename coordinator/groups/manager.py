@@ -41,7 +41,7 @@ from coordinator.groups.records import (
 )
 from coordinator.groups.retention import Retention
 from coordinator.groups.runtime import Phase, Runtime, TransitionObserver
-from coordinator.groups.sync import SyncHandler
+from coordinator.groups.sync import SyncHandler, SyncRequest
 from coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
 
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "RequestMeta", "Respond"]
@@ -144,14 +144,15 @@ class GroupManager:
         self._retention.expire_offsets()
 
     # -- group membership APIs --------------------------------------------------------------------
-    def join_group(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """JoinGroup (11) v0-9. Answered at once (errors, MEMBER_ID_REQUIRED, unchanged follower) or
-        when the join phase completes."""
-        self._join.handle(JoinRequest.parse(req, meta, respond))
+    def join_group(self, request: JoinRequest) -> None:
+        """JoinGroup (11), typed at the door (server/apis/join_group.py). Answered at once (errors,
+        MEMBER_ID_REQUIRED, unchanged follower) or when the join phase completes."""
+        self._join.handle(request)
 
-    def sync_group(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """SyncGroup (14) v0-5. In CompletingRebalance parked until the leader's assignment is durable."""
-        self._sync.handle(req, meta, respond)
+    def sync_group(self, request: SyncRequest) -> None:
+        """SyncGroup (14), typed at the door (server/apis/sync_group.py). In CompletingRebalance
+        parked until the leader's assignment is durable."""
+        self._sync.handle(request)
 
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None

@@ -7,19 +7,35 @@ group become Stable and every parked SyncGroup get its assignment.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
-from coordinator.groups.member import Member, Parked, Respond
+from coordinator.groups.member import Member, Parked
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.responses import sync_error, sync_response
 from coordinator.groups.runtime import Runtime
 from coordinator.groups.state import GroupState
 
-__all__ = ["SyncHandler"]
+__all__ = ["SyncHandler", "SyncRequest"]
 
 log = logging.getLogger("coordinator.groups")
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    """A SyncGroup request, typed at the door (server/apis/sync_group.py, which also answers v5+
+    requests without a protocol type or name, as KafkaApis does before the coordinator sees them).
+    `protocol` is (type, name) for v5+, whose values must match the group's; None below v5."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol: tuple[str, str] | None
+    assignments: Mapping[str, bytes]  # the leader's; empty for followers
+    parked: Parked  # answers it, now or once the assignment is durable
 
 
 class SyncHandler:
@@ -27,54 +43,52 @@ class SyncHandler:
         self.rt = rt
         self.rb = rebalancer
 
-    def handle(self, req: dict[str, object], meta: RequestMeta, respond: Respond) -> None:
-        version = meta.api_version
-        group_id = str(req.get("group_id") or "")
-        member_id = str(req.get("member_id") or "")
-        group = self.rt.group(group_id)
-        error = self._check(group, group_id, req, meta)
+    def handle(self, request: SyncRequest) -> None:
+        parked = request.parked
+        version = parked.api_version
+        member_id = request.member_id
+        group = self.rt.group(request.group_id)
+        error = self._check(group, request)
         if error is not None or group is None:
-            respond(sync_error(version, error or ErrorCode.UNKNOWN_MEMBER_ID))
+            parked.respond(sync_error(version, error or ErrorCode.UNKNOWN_MEMBER_ID))
             return
         member = group.members[member_id]
         if group.state is GroupState.PREPARING_REBALANCE:
-            respond(sync_error(version, ErrorCode.REBALANCE_IN_PROGRESS))
+            parked.respond(sync_error(version, ErrorCode.REBALANCE_IN_PROGRESS))
         elif group.state is GroupState.COMPLETING_REBALANCE:
-            self._park(group, member, Parked(respond, version))
+            self._park(group, member, parked)
             if member_id == group.leader_id:
-                self._store_assignment(group, _assignments(req, group))
+                self._store_assignment(group, _assignments(request.assignments, group))
         else:  # Stable: return the member's current assignment
             self.rb.remove_pending_sync(group, member_id)
             self.rb.schedule_session(group, member_id, member.session_timeout_ms)
-            respond(sync_response(version, group.protocol_type, group.protocol_name, member.assignment))
+            parked.respond(
+                sync_response(version, group.protocol_type, group.protocol_name, member.assignment)
+            )
 
-    def _check(
-        self, group: Group | None, group_id: str, req: dict[str, object], meta: RequestMeta
-    ) -> ErrorCode | None:
+    def _check(self, group: Group | None, request: SyncRequest) -> ErrorCode | None:
         """Common checks (loading -> REBALANCE_IN_PROGRESS, as Kafka does for old clients), then
         member, generation and (v5+) protocol checks, in Kafka's order."""
-        if meta.api_version >= 5 and (req.get("protocol_type") is None or req.get("protocol_name") is None):
-            # KafkaApis.handleSyncGroupRequest (areMandatoryProtocolTypeAndNamePresent) answers this
-            # before the coordinator sees the request: before loading, group and member checks.
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         error = self.rt.phase_error()
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             return ErrorCode.REBALANCE_IN_PROGRESS
         if error is not None:
             return error
-        if not group_id:
+        if not request.group_id:
             return ErrorCode.INVALID_GROUP_ID
         if group is None or group.state is GroupState.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        iid = req.get("group_instance_id")
-        error = group.validate_member(str(req.get("member_id") or ""), None if iid is None else str(iid))
+        error = group.validate_member(request.member_id, request.group_instance_id)
         if error is not None:
             return error
-        if req.get("generation_id") != group.generation_id:
+        if request.generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
-        return _protocol_error(group, req, meta.api_version)
+        # SyncGroup v5+: ProtocolType and ProtocolName must match the group's
+        if request.protocol is not None and request.protocol != (group.protocol_type, group.protocol_name):
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        return None
 
     def _park(self, group: Group, member: Member, parked: Parked) -> None:
         displaced, member.awaiting_sync = member.awaiting_sync, parked
@@ -104,21 +118,6 @@ class SyncHandler:
         self.rt.write([group.to_record(assignments)], on_done, apply=False)  # live group: a snapshot
 
 
-def _assignments(req: dict[str, object], group: Group) -> dict[str, bytes]:
+def _assignments(given: Mapping[str, bytes], group: Group) -> dict[str, bytes]:
     """The leader's assignment; members it left out get empty bytes, unknown ids are ignored."""
-    given: dict[str, bytes] = {}
-    entries = req.get("assignments") or []
-    assert isinstance(entries, list)
-    for entry in entries:
-        given[str(entry["member_id"])] = bytes(entry["assignment"] or b"")
     return {member_id: given.get(member_id, b"") for member_id in group.members}
-
-
-def _protocol_error(group: Group, req: dict[str, object], version: int) -> ErrorCode | None:
-    """SyncGroup v5+: ProtocolType and ProtocolName are mandatory and must match the group's."""
-    if version < 5:
-        return None
-    protocol_type, protocol_name = req.get("protocol_type"), req.get("protocol_name")
-    if protocol_type != group.protocol_type or protocol_name != group.protocol_name:
-        return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-    return None

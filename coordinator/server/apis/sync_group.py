@@ -1,17 +1,42 @@
-"""SyncGroup (14), v0-5. v1: throttle_time_ms; v3: group_instance_id; v4: flexible; v5:
-protocol_type/protocol_name.
+"""SyncGroup (14), v0-5. v1: throttle_time_ms; v3: group_instance_id; v4: flexible; v5: protocol_type
+and protocol_name in request and response.
 
-Thin: the group logic (coordinator.groups.GroupManager) owns the semantics and calls `respond`
-(possibly later, once the records it depends on are durable).
+Typed at the door. A v5+ request without a protocol type or name is answered
+INCONSISTENT_GROUP_PROTOCOL here, before loading, group and member checks, as Kafka's
+KafkaApis.handleSyncGroupRequest (areMandatoryProtocolTypeAndNamePresent) does before the
+coordinator sees it. The group logic answers through the parked response, at once or once the
+leader's assignment is durable.
 """
 
 from __future__ import annotations
 
 from coordinator.groups.config import RequestMeta
+from coordinator.groups.errors import ErrorCode
+from coordinator.groups.member import Parked
+from coordinator.groups.responses import sync_error
+from coordinator.groups.sync import SyncRequest
 from coordinator.server.context import Request, Respond, ServerContext
 
 __all__ = ["handle"]
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-    ctx.manager.sync_group(req, meta, respond)
+    version = meta.api_version
+    protocol: tuple[str, str] | None = None
+    if version >= 5:
+        protocol_type, protocol_name = req["protocol_type"], req["protocol_name"]
+        if protocol_type is None or protocol_name is None:
+            respond(sync_error(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        protocol = (protocol_type, protocol_name)
+    request = SyncRequest(
+        group_id=req["group_id"],
+        generation_id=req["generation_id"],
+        member_id=req["member_id"],
+        group_instance_id=req["group_instance_id"],
+        protocol=protocol,
+        # the last entry for a member id wins, as in Kafka's map of the leader's assignments
+        assignments={entry["member_id"]: entry["assignment"] for entry in req["assignments"]},
+        parked=Parked(respond, version),
+    )
+    ctx.manager.sync_group(request)
