@@ -29,7 +29,13 @@ from coordinator.groups.group import Group
 from coordinator.groups.join import JoinHandler, JoinRequest
 from coordinator.groups.member import Request, Respond
 from coordinator.groups.membership import LeaveEntry, MembershipHandler
-from coordinator.groups.offset_api import OffsetDeleteRespond, OffsetDeleteTopics, OffsetHandler
+from coordinator.groups.offset_api import (
+    CommitRequest,
+    CommitRespond,
+    OffsetDeleteRespond,
+    OffsetDeleteTopics,
+    OffsetHandler,
+)
 from coordinator.groups.ports import RecordLog
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import (
@@ -168,9 +174,10 @@ class GroupManager:
         return self._membership.leave_group(group_id, members)
 
     # -- offsets ----------------------------------------------------------------------------------
-    def offset_commit(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """OffsetCommit (8) v0-9. Answered once the commit records are durable."""
-        self._offsets.commit(req, meta, respond)
+    def offset_commit(self, request: CommitRequest, respond: CommitRespond) -> None:
+        """OffsetCommit (8), typed at the door (server/apis/offset_commit.py, which answers unknown
+        topics and partitions itself). Answered once the commit records are durable."""
+        self._offsets.commit(request, respond)
 
     def offset_fetch(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
         """OffsetFetch (9) v0-9. Always answered synchronously."""

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from coordinator.groups import FakeClock, FakeTimers, GroupConfig, GroupManager, GroupState, RequestMeta
-from coordinator.server.apis import join_group, sync_group
+from coordinator.server.apis import join_group, offset_commit, sync_group
 from coordinator.server.apis.heartbeat import heartbeat_response
 from coordinator.server.apis.leave_group import leave_response
 from tests.unit.fakes import MemoryRecordLog, Reply, subscription
@@ -17,7 +17,18 @@ from tests.unit.fakes import MemoryRecordLog, Reply, subscription
 DEFAULT_PROTOCOLS = (("range", subscription("t")),)
 
 
-_TYPED_AT_THE_DOOR: dict[str, Any] = {"join_group": join_group.handle, "sync_group": sync_group.handle}
+_TYPED_AT_THE_DOOR: dict[str, Any] = {
+    "join_group": join_group.handle,
+    "sync_group": sync_group.handle,
+    "offset_commit": offset_commit.handle,
+}
+
+
+class _EveryPartitionKnown:
+    """The topic registry as the group logic's unit tests need it: every partition exists."""
+
+    def has_partition(self, topic: str, partition: int) -> bool:
+        return True
 
 
 class Harness:
@@ -41,7 +52,7 @@ class Harness:
         meta = RequestMeta(version, client_id, "/127.0.0.1")
         door = _TYPED_AT_THE_DOOR.get(api)
         if door is not None:  # typed by its server/apis module, as a request off the wire is
-            door(SimpleNamespace(manager=self.mgr), req, meta, reply)
+            door(SimpleNamespace(manager=self.mgr, topics=_EveryPartitionKnown()), req, meta, reply)
         else:
             getattr(self.mgr, api)(req, meta, reply)
         return reply
