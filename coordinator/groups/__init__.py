@@ -12,7 +12,7 @@ from coordinator.groups.admin import (
     MemberDescription,
 )
 from coordinator.groups.clock import Clock, FakeClock
-from coordinator.groups.config import GroupConfig, RequestMeta
+from coordinator.groups.config import GroupConfig
 from coordinator.groups.manager import GroupManager, GroupSummary
 from coordinator.groups.records import (
     GroupMetadataRecord,
@@ -46,5 +46,4 @@ __all__ = [
     "MemberRecord",
     "OffsetCommitRecord",
     "OffsetTombstone",
-    "RequestMeta",
 ]

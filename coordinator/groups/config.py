@@ -1,10 +1,10 @@
-"""Configuration of the group logic and the per-request metadata it needs."""
+"""Configuration of the group logic."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "OFFSET_METADATA_MAX_BYTES", "GroupConfig", "RequestMeta"]
+__all__ = ["NEW_MEMBER_JOIN_TIMEOUT_MS", "OFFSET_METADATA_MAX_BYTES", "GroupConfig"]
 
 # Kafka's internal constant (GroupCoordinator / GroupMetadataManager): a new member's heartbeat
 # deadline while its first JoinGroup is parked.
@@ -24,16 +24,3 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000  # offsets.retention.minutes = 10080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
-
-
-@dataclass(frozen=True, slots=True)
-class RequestMeta:
-    """What the group logic needs from the request header and the connection.
-
-    `client_host` is stored and shown as given (Kafka shows `/1.2.3.4`; the server decides the
-    format).
-    """
-
-    api_version: int
-    client_id: str
-    client_host: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from coordinator.groups.config import NEW_MEMBER_JOIN_TIMEOUT_MS, RequestMeta
+from coordinator.groups.config import NEW_MEMBER_JOIN_TIMEOUT_MS
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.member import Member, Parked, Protocols, Respond
@@ -24,7 +24,7 @@ log = logging.getLogger("coordinator.groups")
 @dataclass(frozen=True, slots=True)
 class JoinRequest:
     """A JoinGroup request, typed at the door (server/apis/join_group.py): defaults filled in and
-    v0's missing rebalance timeout resolved there. `meta` and `respond` answer it, now or parked."""
+    v0's missing rebalance timeout resolved there. `respond` answers it, now or parked."""
 
     group_id: str
     member_id: str
@@ -34,15 +34,13 @@ class JoinRequest:
     protocol_type: str
     protocols: Protocols
     reason: str | None
-    meta: RequestMeta
+    version: int  # the request's api version: its answer (now or parked) is shaped for it
+    client_id: str
+    client_host: str
     respond: Respond
 
-    @property
-    def version(self) -> int:
-        return self.meta.api_version
-
     def parked(self) -> Parked:
-        return Parked(self.respond, self.meta.api_version)
+        return Parked(self.respond, self.version)
 
     def because(self, text: str) -> str:
         """A rebalance reason, with the client's own (JoinGroup v8+) when it gave one."""
@@ -133,7 +131,7 @@ class JoinHandler:
             else:
                 self.add_member_and_rebalance(group, r, new_id)
             return
-        new_id = self.rt.new_member_id(r.meta.client_id)
+        new_id = self.rt.new_member_id(r.client_id)
         if r.version >= 4:
             # KIP-394: hand out the id and wait for the member to come back with it.
             self.rb.add_pending_member(group, new_id, r.session_timeout_ms)
@@ -145,8 +143,8 @@ class JoinHandler:
         member = Member(
             member_id=member_id,
             group_instance_id=r.group_instance_id,
-            client_id=r.meta.client_id,
-            client_host=r.meta.client_host,
+            client_id=r.client_id,
+            client_host=r.client_host,
             session_timeout_ms=r.session_timeout_ms,
             rebalance_timeout_ms=r.rebalance_timeout_ms,
             protocol_type=r.protocol_type,

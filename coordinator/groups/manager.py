@@ -1,10 +1,10 @@
 """GroupManager: the one owner of every classic consumer group and its committed offsets.
 
-The server calls one method per API with the decoded request dict (protocol shape: Kafka JSON
-field names in snake_case), a `RequestMeta`, and a `respond` callback. `respond(response)` is
-called exactly once, synchronously or later (a parked JoinGroup / SyncGroup), and only after the
-records the answer depends on are durable. Response dicts carry only fields the request's version
-has (the codec fills the rest with defaults).
+The server (coordinator/server/apis/) calls one method per API with typed values: version
+branching, defaults and the wire dicts stay at that door. Answers come back through a callback,
+exactly once, synchronously or later (a parked JoinGroup / SyncGroup, a commit once durable), and
+only after the records the answer depends on are durable. JoinGroup and SyncGroup still answer with
+response dicts shaped for the request's version (`responses.py`); the rest answer typed values.
 
 Everything runs on one loop/thread: request methods, timer callbacks and `on_done` callbacks of the
 `RecordLog` must not run concurrently (no locks inside).
@@ -22,16 +22,18 @@ from dataclasses import dataclass
 
 from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond, GroupDescription, GroupListing
 from coordinator.groups.clock import Clock
-from coordinator.groups.config import GroupConfig, RequestMeta
+from coordinator.groups.config import GroupConfig
 from coordinator.groups.controls import GroupControls
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.join import JoinHandler, JoinRequest
-from coordinator.groups.member import Request, Respond
+from coordinator.groups.member import Respond
 from coordinator.groups.membership import LeaveEntry, MembershipHandler
 from coordinator.groups.offset_api import (
     CommitRequest,
     CommitRespond,
+    FetchGroup,
+    FetchRespond,
     OffsetDeleteRespond,
     OffsetDeleteTopics,
     OffsetHandler,
@@ -50,7 +52,7 @@ from coordinator.groups.runtime import Phase, Runtime, TransitionObserver
 from coordinator.groups.sync import SyncHandler, SyncRequest
 from coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
 
-__all__ = ["GroupConfig", "GroupManager", "GroupSummary", "RequestMeta", "Respond"]
+__all__ = ["GroupConfig", "GroupManager", "GroupSummary", "Respond"]
 
 log = logging.getLogger("coordinator.groups")
 
@@ -179,9 +181,10 @@ class GroupManager:
         topics and partitions itself). Answered once the commit records are durable."""
         self._offsets.commit(request, respond)
 
-    def offset_fetch(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        """OffsetFetch (9) v0-9. Always answered synchronously."""
-        self._offsets.fetch(req, meta, respond)
+    def offset_fetch(self, groups: Sequence[FetchGroup], require_stable: bool, respond: FetchRespond) -> None:
+        """OffsetFetch (9), typed at the door (server/apis/offset_fetch.py). Answered at once, or
+        with `require_stable` once the groups have no commit in flight."""
+        self._offsets.fetch(groups, require_stable, respond)
 
     def offset_delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
         """OffsetDelete (47): typed at the door (server/apis/offset_delete.py), which answers unknown

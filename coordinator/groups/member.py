@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-__all__ = ["Member", "Parked", "Protocols", "Request", "Respond"]
+__all__ = ["Member", "Parked", "Protocols", "Respond"]
 
-Request = dict[str, Any]
-"""A request body as the protocol decodes it (the APIs not yet typed at the door)."""
 Respond = Callable[[dict[str, object]], None]
 Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's order of preference
 

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
-from coordinator.groups.member import Request, Respond
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
 from coordinator.groups.runtime import Runtime
@@ -24,6 +21,10 @@ __all__ = [
     "CommitErrors",
     "CommitRequest",
     "CommitRespond",
+    "FetchGroup",
+    "FetchRespond",
+    "FetchResult",
+    "FetchTopics",
     "OffsetDeleteRespond",
     "OffsetDeleteTopics",
     "OffsetHandler",
@@ -51,6 +52,13 @@ class CommitRequest:
     unknown_group_error: ErrorCode  # for generation >= 0 to a missing group: v9+ GROUP_ID_NOT_FOUND
     topics: Sequence[tuple[str, Sequence[PartitionCommit]]]
 
+
+FetchTopics = Sequence[tuple[str, Sequence[int]]]
+FetchGroup = tuple[str, FetchTopics | None]
+"""One group of an OffsetFetch request: (group id, (topic, partitions) pairs or None for all)."""
+FetchResult = tuple[str, ErrorCode, list[tuple[str, list[tuple[int, OffsetCommitRecord | None]]]]]
+"""One group's answer: (group id, group error, per topic (partition, committed offset or None))."""
+FetchRespond = Callable[[list[FetchResult]], None]
 
 CommitErrors = dict[tuple[str, int], ErrorCode]
 CommitRespond = Callable[[ErrorCode, CommitErrors], None]
@@ -145,75 +153,37 @@ class OffsetHandler:
         return error
 
     # -- OffsetFetch ------------------------------------------------------------------------------
-    def fetch(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        if meta.api_version >= 7 and req.get("require_stable"):
+    def fetch(self, groups: Sequence[FetchGroup], require_stable: bool, respond: FetchRespond) -> None:
+        """Typed at the door (server/apis/offset_fetch.py, which shapes the version's response):
+        one result per group, in request order."""
+        if require_stable:
             # Java's GroupCoordinatorService.fetchOffsets runs a require_stable fetch as a write
             # operation: it is answered once every write before it is durable, so it never returns
             # an offset older than a commit in flight. (Scala answered UNSTABLE_OFFSET_COMMIT.)
-            groups = [str(g.get("group_id") or "") for g in req.get("groups") or []]
-            if meta.api_version < 8:
-                groups = [str(req.get("group_id") or "")]
-            self.rt.offsets.when_settled(groups, lambda: self._fetch(req, meta, respond))
+            self.rt.offsets.when_settled(
+                [group_id for group_id, _ in groups], lambda: respond([self._fetch_group(*g) for g in groups])
+            )
             return
-        self._fetch(req, meta, respond)
+        respond([self._fetch_group(*g) for g in groups])
 
-    def _fetch(self, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        version = meta.api_version
-        if version >= 8:
-            groups = [
-                self._fetch_group(g.get("group_id") or "", g.get("topics"), version)
-                for g in req.get("groups") or []
-            ]
-            for g in groups:  # a group-level error carries no topics (Kafka's OffsetFetchResponseGroup)
-                if g["error_code"]:
-                    g["topics"] = []
-            respond({"groups": groups})
-            return
-        entry = self._fetch_group(str(req.get("group_id") or ""), req.get("topics"), version)
-        error, topics = entry["error_code"], entry["topics"]
-        if version < 2:
-            # v0-1 have no top-level error: Kafka copies the group error into every partition.
-            if error:
-                for t in topics:
-                    for p in t["partitions"]:
-                        p["error_code"] = error
-            respond({"topics": topics})
-            return
-        respond({"topics": [] if error else topics, "error_code": error})
-
-    def _fetch_group(self, group_id: str, topics: list[Request] | None, version: int) -> dict[str, Any]:
+    def _fetch_group(self, group_id: str, topics: FetchTopics | None) -> FetchResult:
         """One group's offsets; `topics` None = all. Never UNSTABLE_OFFSET_COMMIT: that is for
         pending transactional commits, and there are no transactions (compat.md)."""
         # "" is accepted, as Kafka does (GroupCoordinatorService.fetchOffsets: only null is invalid).
         error = self.rt.phase_error()
         if error is not None:
-            out = [
-                {
-                    "name": t["name"],
-                    "partitions": [
-                        _fetch_partition(version, i, None) for i in t.get("partition_indexes") or []
-                    ],
-                }
-                for t in topics or []
-            ]
-            return {"group_id": group_id, "topics": out, "error_code": int(error)}
+            return group_id, error, [(name, [(i, None) for i in parts]) for name, parts in topics or ()]
         committed = self.rt.offsets.of_group(group_id)
         if topics is None:
             by_topic: dict[str, list[int]] = {}
             for t, p in committed:
                 by_topic.setdefault(t, []).append(p)
-            topics = [{"name": t, "partition_indexes": sorted(ps)} for t, ps in sorted(by_topic.items())]
-        out = [
-            {
-                "name": t["name"],
-                "partitions": [
-                    _fetch_partition(version, i, committed.get((t["name"], i)))
-                    for i in t.get("partition_indexes") or []
-                ],
-            }
-            for t in topics
-        ]
-        return {"group_id": group_id, "topics": out, "error_code": 0}
+            topics = [(t, sorted(ps)) for t, ps in sorted(by_topic.items())]
+        return (
+            group_id,
+            _NONE,
+            [(name, [(i, committed.get((name, i))) for i in parts]) for name, parts in topics],
+        )
 
     # -- OffsetDelete -----------------------------------------------------------------------------
     def delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
@@ -279,15 +249,3 @@ def _java_length(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
-
-
-def _fetch_partition(version: int, index: int, record: OffsetCommitRecord | None) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "partition_index": index,
-        "committed_offset": -1 if record is None else record.offset,
-        "metadata": "" if record is None else record.metadata,
-        "error_code": 0,
-    }
-    if version >= 5:
-        entry["committed_leader_epoch"] = -1 if record is None else record.leader_epoch
-    return entry

@@ -56,7 +56,7 @@ class StaticMembership:
         )
         group.update_member(member, r.protocols, r.session_timeout_ms, r.rebalance_timeout_ms)
         # Kafka refreshes only protocols and timeouts; we also take the new client id/host (compat.md).
-        member.client_id, member.client_host = r.meta.client_id, r.meta.client_host
+        member.client_id, member.client_host = r.client_id, r.client_host
         parked = r.parked()
         group.park_join(member, parked)
         if group.state is GroupState.STABLE:

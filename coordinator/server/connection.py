@@ -18,10 +18,9 @@ import struct
 import time
 from typing import cast
 
-from coordinator.groups.config import RequestMeta
 from coordinator.metrics import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY, OFFSET_COMMIT
 from coordinator.server.apis import HANDLERS, api_versions, produce
-from coordinator.server.context import Respond, ServerContext
+from coordinator.server.context import RequestMeta, Respond, ServerContext
 from protocol.errors import DecodeError, UnsupportedVersion
 from protocol.frames import FrameSplitter, FrameTooLarge, decode_request, encode_response
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from coordinator.config import Config, HostPort
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.manager import GroupManager
 from coordinator.producer_ids import ProducerIds
 from coordinator.topics import TopicRegistry
@@ -18,11 +17,25 @@ from coordinator.topics.data import TopicData
 if TYPE_CHECKING:
     from coordinator.metrics import RequestStats
 
-__all__ = ["DelayedResponses", "Handler", "Request", "Respond", "ServerContext"]
+__all__ = ["DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
 
 # Decoded request bodies: Kafka JSON field names -> values whose types the schema fixes.
 Request = dict[str, Any]
 Respond = Callable[[dict[str, object]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMeta:
+    """What handlers need from the request header and the connection (one per connection and
+    client id, cached by the connection).
+
+    `client_host` is stored and shown as given (Kafka shows `/1.2.3.4`; the server decides the
+    format).
+    """
+
+    api_version: int
+    client_id: str
+    client_host: str
 
 
 class DelayedResponses:

@@ -15,11 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.responses import join_error, sync_error
 from coordinator.server.apis.heartbeat import heartbeat_response
 from coordinator.server.apis.leave_group import leave_response
-from coordinator.server.context import Handler, Request, Respond, ServerContext
+from coordinator.server.context import Handler, Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
 __all__ = ["ERROR_APIS", "Fault", "Faults", "request_groups"]

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from coordinator.groups import FakeClock, FakeTimers, GroupConfig, GroupManager, GroupState, RequestMeta
-from coordinator.server.apis import join_group, offset_commit, sync_group
+from coordinator.groups import FakeClock, FakeTimers, GroupConfig, GroupManager, GroupState
+from coordinator.server.apis import join_group, offset_commit, offset_fetch, sync_group
 from coordinator.server.apis.heartbeat import heartbeat_response
 from coordinator.server.apis.leave_group import leave_response
+from coordinator.server.context import RequestMeta
 from tests.unit.fakes import MemoryRecordLog, Reply, subscription
 
 DEFAULT_PROTOCOLS = (("range", subscription("t")),)
@@ -21,6 +22,7 @@ _TYPED_AT_THE_DOOR: dict[str, Any] = {
     "join_group": join_group.handle,
     "sync_group": sync_group.handle,
     "offset_commit": offset_commit.handle,
+    "offset_fetch": offset_fetch.handle,
 }
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from coordinator.groups.config import RequestMeta
 from coordinator.server.apis.topic_checks import Failure, check_assignments
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
 __all__ = ["handle"]

@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from coordinator.groups.config import RequestMeta
 from coordinator.server.apis.topic_checks import Failure, check_assignments, check_replication
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.topics import validate_topic_name
 from coordinator.topics.configs import InvalidConfig, describe_topic, validate_topic_configs
 from protocol.errors import ErrorCode

@@ -7,9 +7,8 @@ answers (group id, error) pairs once the tombstones are durable; this module bui
 
 from __future__ import annotations
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import ErrorCode
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 

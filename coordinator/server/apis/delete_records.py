@@ -13,8 +13,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.groups.config import RequestMeta
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
 __all__ = ["handle"]

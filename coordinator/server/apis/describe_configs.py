@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.config import RequestMeta
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.topics import validate_topic_name
 from coordinator.topics.configs import (
     TOPIC_CONFIGS,

@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.groups import GROUP_AUTHORIZED_OPERATIONS, GroupDescription
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import ErrorCode
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 

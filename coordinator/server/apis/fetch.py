@@ -22,8 +22,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from coordinator.groups.config import RequestMeta
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from partition_log import PartitionLog
 from protocol.errors import ErrorCode
 from storage.faults import StorageFault

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.config import RequestMeta
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
 __all__ = ["handle"]

@@ -7,8 +7,7 @@ lacks), so no version branching is needed here.
 
 from __future__ import annotations
 
-from coordinator.groups.config import RequestMeta
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle", "heartbeat_response"]
 

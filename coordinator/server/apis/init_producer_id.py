@@ -10,8 +10,7 @@ A failed block write answers COORDINATOR_NOT_AVAILABLE, which producers retry.
 
 from __future__ import annotations
 
-from coordinator.groups.config import RequestMeta
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
 __all__ = ["handle"]

@@ -8,9 +8,8 @@ v0 has no rebalance timeout, for which Kafka uses the session timeout. The group
 
 from __future__ import annotations
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.join import JoinRequest
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle", "join_request"]
 
@@ -30,6 +29,8 @@ def join_request(req: Request, meta: RequestMeta, respond: Respond) -> JoinReque
         protocol_type=req["protocol_type"],
         protocols=tuple((p["name"], p["metadata"]) for p in req["protocols"]),
         reason=req["reason"],
-        meta=meta,
+        version=meta.api_version,
+        client_id=meta.client_id,
+        client_host=meta.client_host,
         respond=respond,
     )

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import ErrorCode
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle", "leave_response"]
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.groups import GROUP_TYPE_CLASSIC
-from coordinator.groups.config import RequestMeta
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.config import RequestMeta
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from partition_log import PartitionLog
 from protocol.errors import ErrorCode
 from storage.faults import StorageFault

@@ -13,8 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from coordinator.groups.config import RequestMeta
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.topics import TopicRecord, validate_topic_name
 from protocol.errors import ErrorCode
 

@@ -9,11 +9,10 @@ are merged into one response.
 
 from __future__ import annotations
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.offset_api import CommitErrors, CommitRequest, PartitionCommit
 from coordinator.server.apis.unknown_partitions import Topics, merge_topics, split_unknown
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["commit_request", "handle"]
 

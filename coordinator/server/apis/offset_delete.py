@@ -9,10 +9,9 @@ the whole answer.
 
 from __future__ import annotations
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import ErrorCode
 from coordinator.server.apis.unknown_partitions import merge_topics, split_unknown
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 

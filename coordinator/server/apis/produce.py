@@ -24,8 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 import storage
-from coordinator.groups.config import RequestMeta
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from partition_log import AppendError, AppendResult, DuplicateAppend
 from protocol.errors import ErrorCode
 

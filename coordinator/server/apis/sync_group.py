@@ -10,12 +10,11 @@ leader's assignment is durable.
 
 from __future__ import annotations
 
-from coordinator.groups.config import RequestMeta
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.member import Parked
 from coordinator.groups.responses import sync_error
 from coordinator.groups.sync import SyncRequest
-from coordinator.server.context import Request, Respond, ServerContext
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 
