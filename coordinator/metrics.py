@@ -146,11 +146,12 @@ class RequestStats:
         code = body.get("error_code")
         if code:
             self.errors[(api_key, code)] = self.errors.get((api_key, code), 0) + 1
-        elif api_key == OFFSET_COMMIT:  # OffsetCommit reports errors per partition only
-            for topic in body["topics"]:
-                for partition in topic["partitions"]:
-                    if code := partition["error_code"]:
-                        self.errors[(api_key, code)] = self.errors.get((api_key, code), 0) + 1
+
+    def partition_errors(self, api_key: int, code: int, count: int) -> None:
+        """Errors an API answers per partition only (OffsetCommit): counted by its server module,
+        which knows them without walking the response, and only when there are any."""
+        if code and count:
+            self.errors[(api_key, code)] = self.errors.get((api_key, code), 0) + count
 
     def count(self, api_key: int) -> int:
         return sum(self.counts[api_key])

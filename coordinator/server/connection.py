@@ -18,7 +18,7 @@ import struct
 import time
 from typing import cast
 
-from coordinator.metrics import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY, OFFSET_COMMIT
+from coordinator.metrics import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY
 from coordinator.server.apis import HANDLERS, api_versions, produce
 from coordinator.server.context import RequestMeta, Respond, ServerContext
 from protocol.errors import DecodeError, UnsupportedVersion
@@ -58,8 +58,8 @@ class _Slot:
         if conn._closed:
             return
         if (stats := conn._stats) is not None and (
-            self.received or body.get("error_code") or self.api_key == OFFSET_COMMIT
-        ):  # nothing to record for an untimed success: skip the call (the hot path is heartbeats)
+            self.received or body.get("error_code")
+        ):  # nothing to record for an untimed success: skip the call (the hot path)
             stats.answered(self.api_key, self.api_version, self.received, body)
         try:
             self.frame = encode_response(self.api_key, self.api_version, self.correlation_id, body)

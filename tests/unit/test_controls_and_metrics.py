@@ -124,3 +124,45 @@ async def test_coordinator_log_appends_are_timed_by_sample(tmp_path: Path) -> No
     # 1..16 timed, then 32 and 48
     assert histogram.count() == APPEND_SAMPLE_EVERY + 2
     assert histogram.seen == appends
+
+
+def test_offset_commit_partition_errors_are_counted_by_code_once_each(h: Harness) -> None:
+    """OffsetCommit has no top-level error: its server module counts partition errors (unknown
+    topics and partitions, metadata too large) for the metrics; a clean commit counts nothing."""
+    from types import SimpleNamespace
+
+    from coordinator.metrics import RequestStats
+    from coordinator.server.apis import offset_commit
+    from coordinator.server.context import RequestMeta
+    from tests.unit.fakes import Reply
+
+    class Topics:
+        def has_partition(self, topic: str, partition: int) -> bool:
+            return topic == "t" and partition < 2
+
+    stats = RequestStats()
+    ctx = SimpleNamespace(manager=h.mgr, topics=Topics(), stats=stats)
+
+    def commit(partitions: list[tuple[str, int, str]]) -> Reply:
+        topics: dict[str, list[dict[str, object]]] = {}
+        for name, index, metadata in partitions:
+            partition = {"partition_index": index, "committed_offset": 1, "committed_leader_epoch": -1,
+                         "commit_timestamp": -1, "committed_metadata": metadata}  # fmt: skip
+            topics.setdefault(name, []).append(partition)
+        req = {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "",
+               "group_instance_id": None, "retention_time_ms": -1,
+               "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]}  # fmt: skip
+        reply = Reply()
+        offset_commit.handle(ctx, req, RequestMeta(8, "c", "/127.0.0.1"), reply)  # type: ignore[arg-type]
+        return reply
+
+    assert commit([("t", 0, "m"), ("t", 1, "m")]).done
+    assert stats.errors == {}
+    too_large = "x" * 5000
+    reply = commit([("t", 0, "m"), ("t", 1, too_large), ("t", 7, "m"), ("other", 0, "m"), ("other", 1, "m")])
+    codes = {
+        (t["name"], p["partition_index"]): p["error_code"] for t in reply["topics"] for p in t["partitions"]
+    }
+    assert codes == {("t", 0): 0, ("t", 1): 12, ("t", 7): 3, ("other", 0): 3, ("other", 1): 3}
+    # 3 UNKNOWN_TOPIC_OR_PARTITION, 12 OFFSET_METADATA_TOO_LARGE
+    assert stats.errors == {(8, 3): 3, (8, 12): 1}
