@@ -13,7 +13,7 @@ from collections import Counter
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.member import Member, Parked, Protocols
 from coordinator.groups.records import GroupMetadataRecord, MemberRecord
-from coordinator.groups.responses import JoinMember, Response, join_response
+from coordinator.groups.responses import JoinAnswer, JoinMember
 from coordinator.groups.state import VALID_PREVIOUS, GroupState, IllegalStateTransition
 from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 
@@ -226,19 +226,17 @@ class Group:
 
     def join_response(
         self,
-        version: int,
         member_id: str,
         *,
         with_members: bool,
         leader: str | None = None,
         skip_assignment: bool = False,
-    ) -> Response:
+    ) -> JoinAnswer:
         """A successful JoinGroup answer for `member_id` in the current generation.
 
         `leader` overrides the current leader id (static replacement answers the previous one).
         """
-        return join_response(
-            version,
+        return JoinAnswer(
             generation_id=self.generation_id,
             protocol_type=self.protocol_type,
             protocol_name=self.protocol_name,

@@ -47,7 +47,7 @@ class JoinRequest:
         return f"{text} (client reason: {self.reason})" if self.reason else text
 
     def fail(self, error: ErrorCode, member_id: str = "") -> None:
-        self.respond(join_error(self.version, error, member_id))
+        self.respond(join_error(error, member_id))
 
 
 class JoinHandler:
@@ -195,12 +195,10 @@ class JoinHandler:
         group.park_join(member, r.parked())
         if displaced is not None:
             # Kafka drops the older parked response; we answer it so its connection is not stuck.
-            displaced.respond(
-                join_error(displaced.api_version, ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)
-            )
+            displaced.respond(join_error(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
         self.rb.maybe_prepare_rebalance(
             group, r.because(f"member {member.member_id} rejoined in {group.state.value}")
         )
 
     def _answer_current(self, group: Group, member: Member, r: JoinRequest, *, with_members: bool) -> None:
-        r.respond(group.join_response(r.version, member.member_id, with_members=with_members))
+        r.respond(group.join_response(member.member_id, with_members=with_members))

@@ -3,8 +3,8 @@
 The server (coordinator/server/apis/) calls one method per API with typed values: version
 branching, defaults and the wire dicts stay at that door. Answers come back through a callback,
 exactly once, synchronously or later (a parked JoinGroup / SyncGroup, a commit once durable), and
-only after the records the answer depends on are durable. JoinGroup and SyncGroup still answer with
-response dicts shaped for the request's version (`responses.py`); the rest answer typed values.
+only after the records the answer depends on are durable. Every answer is a typed value (JoinGroup
+and SyncGroup: `responses.JoinAnswer` / `SyncAnswer`); the server shapes it for the version.
 
 Everything runs on one loop/thread: request methods, timer callbacks and `on_done` callbacks of the
 `RecordLog` must not run concurrently (no locks inside).

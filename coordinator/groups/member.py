@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["Member", "Parked", "Protocols", "Respond"]
 
-Respond = Callable[[dict[str, object]], None]
+Respond = Callable[[Any], None]
+"""Answers a JoinGroup with a `responses.JoinAnswer`, a SyncGroup with a `responses.SyncAnswer`, now
+or parked; the server shapes the answer for the request's version."""
 Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's order of preference
 
 

@@ -78,10 +78,10 @@ class Rebalancer:
             return None
         parked_join = group.take_join(member)
         if parked_join is not None:
-            parked_join.respond(join_error(parked_join.api_version, ErrorCode.UNKNOWN_MEMBER_ID))
+            parked_join.respond(join_error(ErrorCode.UNKNOWN_MEMBER_ID))
         parked_sync, member.awaiting_sync = member.awaiting_sync, None
         if parked_sync is not None:  # every request gets one answer (compat.md)
-            parked_sync.respond(sync_error(parked_sync.api_version, ErrorCode.UNKNOWN_MEMBER_ID))
+            parked_sync.respond(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove_member(member_id)
         self.rt.timers.cancel(session_key(group.group_id, member_id))
         return member
@@ -181,9 +181,7 @@ class Rebalancer:
             parked = group.take_join(member)
             if parked is not None:
                 is_leader = member.member_id == group.leader_id
-                parked.respond(
-                    group.join_response(parked.api_version, member.member_id, with_members=is_leader)
-                )
+                parked.respond(group.join_response(member.member_id, with_members=is_leader))
             self.schedule_session(group, member.member_id, member.session_timeout_ms)
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
@@ -236,13 +234,9 @@ class Rebalancer:
             if parked is None:
                 continue
             if error is None:
-                parked.respond(
-                    sync_response(
-                        parked.api_version, group.protocol_type, group.protocol_name, member.assignment
-                    )
-                )
+                parked.respond(sync_response(group.protocol_type, group.protocol_name, member.assignment))
             else:
-                parked.respond(sync_error(parked.api_version, error))
+                parked.respond(sync_error(error))
             self.schedule_session(group, member.member_id, member.session_timeout_ms)
 
     # -- teardown ---------------------------------------------------------------------------------
@@ -260,10 +254,10 @@ class Rebalancer:
         for member in group.members.values():
             parked_join = group.take_join(member)
             if parked_join is not None:
-                parked_join.respond(join_error(parked_join.api_version, error, member.member_id))
+                parked_join.respond(join_error(error, member.member_id))
             parked_sync, member.awaiting_sync = member.awaiting_sync, None
             if parked_sync is not None:
-                parked_sync.respond(sync_error(parked_sync.api_version, error))
+                parked_sync.respond(sync_error(error))
 
     def restore_dropped(self, dropped: Iterable[tuple[Group, int | None]]) -> None:
         """Undo `drop_group` of Empty groups whose tombstones failed to write (Kafka's runtime

@@ -1,8 +1,7 @@
-"""Response dicts shaped for the request's version.
+"""The typed answers of JoinGroup and SyncGroup, now or once parked.
 
-A response carries only the fields its version has (the codec fills defaults for absent keys and
-rejects non-default values for fields a version cannot carry), so every builder here takes the
-version. Field names are the snake_case Kafka JSON names.
+The group logic answers with these; `coordinator/server/apis/join_group.py` and `sync_group.py`
+shape them for the request's version (the wire's business, not the group logic's).
 """
 
 from __future__ import annotations
@@ -12,15 +11,7 @@ from dataclasses import dataclass
 
 from coordinator.groups.errors import ErrorCode
 
-__all__ = [
-    "JoinMember",
-    "join_error",
-    "join_response",
-    "sync_error",
-    "sync_response",
-]
-
-Response = dict[str, object]
+__all__ = ["JoinAnswer", "JoinMember", "SyncAnswer", "join_error", "sync_error", "sync_response"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,60 +21,39 @@ class JoinMember:
     metadata: bytes
 
 
-def join_response(
-    version: int,
-    *,
-    error: ErrorCode = ErrorCode.NONE,
-    generation_id: int = -1,
-    protocol_type: str | None = None,
-    protocol_name: str | None = None,
-    leader: str = "",
-    member_id: str = "",
-    members: Sequence[JoinMember] = (),
-    skip_assignment: bool = False,
-) -> Response:
-    """JoinGroup response. ProtocolName is non-nullable before v7 (Kafka sends "" there)."""
-    resp: Response = {
-        "error_code": int(error),
-        "generation_id": generation_id,
-        "protocol_name": protocol_name if version >= 7 else (protocol_name or ""),
-        "leader": leader,
-        "member_id": member_id,
-        "members": [_join_member(version, m) for m in members],
-    }
-    if version >= 7:
-        resp["protocol_type"] = protocol_type
-    if version >= 9:
-        resp["skip_assignment"] = skip_assignment
-    return resp
+@dataclass(frozen=True, slots=True)
+class JoinAnswer:
+    """A JoinGroup answer. `members` only for the leader; `skip_assignment` only for a static
+    leader replaced by a v9+ request (KIP-814)."""
+
+    error: ErrorCode = ErrorCode.NONE
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    members: Sequence[JoinMember] = ()
+    skip_assignment: bool = False
 
 
-def _join_member(version: int, m: JoinMember) -> dict[str, object]:
-    entry: dict[str, object] = {"member_id": m.member_id, "metadata": m.metadata}
-    if version >= 5:
-        entry["group_instance_id"] = m.group_instance_id
-    return entry
+@dataclass(frozen=True, slots=True)
+class SyncAnswer:
+    """A SyncGroup answer: on error no protocol and an empty assignment (never null)."""
+
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
 
 
-def join_error(version: int, error: ErrorCode, member_id: str = "") -> Response:
+def join_error(error: ErrorCode, member_id: str = "") -> JoinAnswer:
     """Kafka's JoinGroupResult(memberId, error): generation -1, no protocol, leader ""."""
-    return join_response(version, error=error, member_id=member_id)
+    return JoinAnswer(error=error, member_id=member_id)
 
 
-def sync_response(
-    version: int, protocol_type: str | None, protocol_name: str | None, assignment: bytes
-) -> Response:
-    resp: Response = {"error_code": int(ErrorCode.NONE), "assignment": assignment}
-    if version >= 5:
-        resp["protocol_type"] = protocol_type
-        resp["protocol_name"] = protocol_name
-    return resp
+def sync_response(protocol_type: str | None, protocol_name: str | None, assignment: bytes) -> SyncAnswer:
+    return SyncAnswer(ErrorCode.NONE, protocol_type, protocol_name, assignment)
 
 
-def sync_error(version: int, error: ErrorCode) -> Response:
-    """Error: ProtocolType/ProtocolName null (v5+), assignment empty bytes (never null)."""
-    resp: Response = {"error_code": int(error), "assignment": b""}
-    if version >= 5:
-        resp["protocol_type"] = None
-        resp["protocol_name"] = None
-    return resp
+def sync_error(error: ErrorCode) -> SyncAnswer:
+    return SyncAnswer(error)

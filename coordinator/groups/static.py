@@ -72,10 +72,10 @@ class StaticMembership:
         old = group.members[old_id]
         parked_join = group.take_join(old)
         if parked_join is not None:
-            parked_join.respond(join_error(parked_join.api_version, ErrorCode.FENCED_INSTANCE_ID, old_id))
+            parked_join.respond(join_error(ErrorCode.FENCED_INSTANCE_ID, old_id))
         parked_sync, old.awaiting_sync = old.awaiting_sync, None
         if parked_sync is not None:
-            parked_sync.respond(sync_error(parked_sync.api_version, ErrorCode.FENCED_INSTANCE_ID))
+            parked_sync.respond(sync_error(ErrorCode.FENCED_INSTANCE_ID))
         self.rt.timers.cancel(session_key(group.group_id, old_id))
         member = group.replace_static_member(old_id, new_id)
         self.rb.schedule_session(group, new_id, member.session_timeout_ms)
@@ -115,7 +115,7 @@ class StaticMembership:
                 and group.generation_id == generation
             ):
                 self._revert(group, member, old_id, saved)
-            parked.respond(join_error(parked.api_version, APPEND_FAILED))
+            parked.respond(join_error(APPEND_FAILED))
 
         self.rt.write([group.to_record()], on_done, apply=False)  # live group: a snapshot
 
@@ -127,7 +127,6 @@ class StaticMembership:
         skip = version >= 9 and is_leader
         parked.respond(
             group.join_response(
-                version,
                 member.member_id,
                 with_members=skip,
                 # v5-8: the leader id from before the replacement, so a rejoining leader does not

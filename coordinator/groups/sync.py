@@ -45,16 +45,15 @@ class SyncHandler:
 
     def handle(self, request: SyncRequest) -> None:
         parked = request.parked
-        version = parked.api_version
         member_id = request.member_id
         group = self.rt.group(request.group_id)
         error = self._check(group, request)
         if error is not None or group is None:
-            parked.respond(sync_error(version, error or ErrorCode.UNKNOWN_MEMBER_ID))
+            parked.respond(sync_error(error or ErrorCode.UNKNOWN_MEMBER_ID))
             return
         member = group.members[member_id]
         if group.state is GroupState.PREPARING_REBALANCE:
-            parked.respond(sync_error(version, ErrorCode.REBALANCE_IN_PROGRESS))
+            parked.respond(sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
         elif group.state is GroupState.COMPLETING_REBALANCE:
             self._park(group, member, parked)
             if member_id == group.leader_id:
@@ -62,9 +61,7 @@ class SyncHandler:
         else:  # Stable: return the member's current assignment
             self.rb.remove_pending_sync(group, member_id)
             self.rb.schedule_session(group, member_id, member.session_timeout_ms)
-            parked.respond(
-                sync_response(version, group.protocol_type, group.protocol_name, member.assignment)
-            )
+            parked.respond(sync_response(group.protocol_type, group.protocol_name, member.assignment))
 
     def _check(self, group: Group | None, request: SyncRequest) -> ErrorCode | None:
         """Common checks (loading -> REBALANCE_IN_PROGRESS, as Kafka does for old clients), then
@@ -94,7 +91,7 @@ class SyncHandler:
         displaced, member.awaiting_sync = member.awaiting_sync, parked
         if displaced is not None:
             # Kafka overwrites the older callback; we answer it so its connection is not stuck.
-            displaced.respond(sync_error(displaced.api_version, ErrorCode.REBALANCE_IN_PROGRESS))
+            displaced.respond(sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
         self.rb.remove_pending_sync(group, member.member_id)
 
     def _store_assignment(self, group: Group, assignments: dict[str, bytes]) -> None:

@@ -17,7 +17,9 @@ from typing import Any
 
 from coordinator.groups.responses import join_error, sync_error
 from coordinator.server.apis.heartbeat import heartbeat_response
+from coordinator.server.apis.join_group import join_body
 from coordinator.server.apis.leave_group import leave_response
+from coordinator.server.apis.sync_group import sync_body
 from coordinator.server.context import Handler, Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
@@ -73,10 +75,12 @@ ERROR_APIS: dict[int, ErrorBody] = {
     8: _offset_commit,
     9: _offset_fetch,
     10: _find_coordinator,
-    11: lambda version, req, code: join_error(version, ErrorCode(code), str(req.get("member_id") or "")),
+    11: lambda version, req, code: join_body(
+        version, join_error(ErrorCode(code), str(req.get("member_id") or ""))
+    ),
     12: lambda version, req, code: heartbeat_response(ErrorCode(code)),
     13: lambda version, req, code: leave_response(version, ErrorCode(code)),
-    14: lambda version, req, code: sync_error(version, ErrorCode(code)),
+    14: lambda version, req, code: sync_body(version, sync_error(ErrorCode(code))),
     15: _describe,
     16: lambda version, req, code: {"error_code": code, "groups": []},
     42: _delete,

@@ -8,17 +8,25 @@ v0 has no rebalance timeout, for which Kafka uses the session timeout. The group
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from coordinator.groups.join import JoinRequest
+from coordinator.groups.responses import JoinAnswer, JoinMember
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
-__all__ = ["handle", "join_request"]
+__all__ = ["handle", "join_body", "join_request"]
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-    ctx.manager.join_group(join_request(req, meta, respond))
+    version = meta.api_version
+
+    def answer(join: JoinAnswer) -> None:
+        respond(join_body(version, join))
+
+    ctx.manager.join_group(join_request(req, meta, answer))
 
 
-def join_request(req: Request, meta: RequestMeta, respond: Respond) -> JoinRequest:
+def join_request(req: Request, meta: RequestMeta, respond: Callable[[JoinAnswer], None]) -> JoinRequest:
     session = req["session_timeout_ms"]
     return JoinRequest(
         group_id=req["group_id"],
@@ -34,3 +42,28 @@ def join_request(req: Request, meta: RequestMeta, respond: Respond) -> JoinReque
         client_host=meta.client_host,
         respond=respond,
     )
+
+
+def join_body(version: int, answer: JoinAnswer) -> dict[str, object]:
+    """The response for the request's version: ProtocolName is non-nullable before v7 (Kafka sends
+    "" there); ProtocolType from v7, SkipAssignment from v9, member instance ids from v5."""
+    body: dict[str, object] = {
+        "error_code": int(answer.error),
+        "generation_id": answer.generation_id,
+        "protocol_name": answer.protocol_name if version >= 7 else (answer.protocol_name or ""),
+        "leader": answer.leader,
+        "member_id": answer.member_id,
+        "members": [_member(version, m) for m in answer.members],
+    }
+    if version >= 7:
+        body["protocol_type"] = answer.protocol_type
+    if version >= 9:
+        body["skip_assignment"] = answer.skip_assignment
+    return body
+
+
+def _member(version: int, m: JoinMember) -> dict[str, object]:
+    entry: dict[str, object] = {"member_id": m.member_id, "metadata": m.metadata}
+    if version >= 5:
+        entry["group_instance_id"] = m.group_instance_id
+    return entry

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.member import Parked
-from coordinator.groups.responses import sync_error
+from coordinator.groups.responses import SyncAnswer, sync_error
 from coordinator.groups.sync import SyncRequest
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
-__all__ = ["handle"]
+__all__ = ["handle", "sync_body"]
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -25,7 +25,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     if version >= 5:
         protocol_type, protocol_name = req["protocol_type"], req["protocol_name"]
         if protocol_type is None or protocol_name is None:
-            respond(sync_error(version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            respond(sync_body(version, sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)))
             return
         protocol = (protocol_type, protocol_name)
     request = SyncRequest(
@@ -36,6 +36,16 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         protocol=protocol,
         # the last entry for a member id wins, as in Kafka's map of the leader's assignments
         assignments={entry["member_id"]: entry["assignment"] for entry in req["assignments"]},
-        parked=Parked(respond, version),
+        parked=Parked(lambda answer: respond(sync_body(version, answer)), version),
     )
     ctx.manager.sync_group(request)
+
+
+def sync_body(version: int, answer: SyncAnswer) -> dict[str, object]:
+    """The response for the request's version: ProtocolType and ProtocolName from v5 (null on error);
+    the assignment is empty bytes on error, never null."""
+    body: dict[str, object] = {"error_code": int(answer.error), "assignment": answer.assignment}
+    if version >= 5:
+        body["protocol_type"] = answer.protocol_type
+        body["protocol_name"] = answer.protocol_name
+    return body
