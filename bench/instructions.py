@@ -55,7 +55,9 @@ class CallgrindServer(KcoordServer):
     """`kcoord serve` under callgrind; `zero` the counters, then read `instructions` since."""
 
     def __init__(self, data_dir: Path, out_dir: Path, *extra: str) -> None:
-        super().__init__(data_dir, *extra)
+        # A fixed hash seed: dict and set layouts (and so the instructions of every lookup) no longer
+        # differ from one server process to the next.
+        super().__init__(data_dir, *extra, env={"PYTHONHASHSEED": "0"})
         self.out_dir = out_dir
 
     def argv(self) -> list[str]:
