@@ -10,7 +10,7 @@ from coordinator.groups.group import Group
 from coordinator.groups.offset_api import OffsetHandler
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import GroupTombstone, LogRecord
-from coordinator.groups.runtime import Runtime
+from coordinator.groups.runtime import Runtime, Undo, Write
 from coordinator.groups.state import GroupState
 
 __all__ = [
@@ -109,33 +109,36 @@ class AdminHandler:
         return error or ErrorCode.NONE, listed
 
     # -- DeleteGroups -----------------------------------------------------------------------------
-    def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> None:
+    def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> Write | None:
         """Delete each group (distinct ids: the server deduplicates them, as KafkaApis does); one
-        (group id, error) per id, in order, once the tombstones are durable."""
+        (group id, error) per id, in order, once the tombstones are durable. All or nothing: if
+        the write fails the runtime restores every group it deleted (Kafka's runtime reverts its
+        timeline), so a retry finds them, and each gets the append error."""
         results: list[tuple[str, ErrorCode]] = []
-        records: list[LogRecord] = []
-        dropped: list[tuple[Group, int | None]] = []  # and since when Empty (offset expiry counts from it)
+        records: list[LogRecord] = []  # per group its offsets' tombstones, then its own
+        offsets: list[LogRecord] = []  # applied once durable; the groups' now
+        undo: list[Undo] = []
         for group_id in group_ids:
-            results.append((group_id, self._delete_one(group_id, records, dropped)))
+            error = self._delete_error(group_id)
+            if error is None:
+                tombstones = self.rt.offsets.tombstones_for_group(group_id)
+                offsets.extend(tombstones)
+                records.extend(tombstones)
+                records.append(self.delete_now(group_id, undo))
+            results.append((group_id, error or ErrorCode.NONE))
         if not records:
             respond(results)
-            return
+            return None
 
-        def on_done(error: BaseException | None) -> None:
+        def done(error: BaseException | None) -> None:
             if error is None:
                 respond(results)
-                return
-            # All or nothing, as Kafka's runtime reverts its timeline when the write fails: the
-            # groups come back as they were (their offsets were never removed: tombstones are
-            # applied only once durable), so a retry finds them.
-            self.rb.restore_dropped(dropped)
-            respond([(g, APPEND_FAILED if e is ErrorCode.NONE else e) for g, e in results])
+            else:
+                respond([(g, APPEND_FAILED if e is ErrorCode.NONE else e) for g, e in results])
 
-        self.rt.write(records, on_done)
+        return Write(records, done, durable=offsets, undo=undo)
 
-    def _delete_one(
-        self, group_id: str, records: list[LogRecord], dropped: list[tuple[Group, int | None]]
-    ) -> ErrorCode:
+    def _delete_error(self, group_id: str) -> ErrorCode | None:
         error = self.rt.phase_error()
         if error is not None:
             return error
@@ -144,18 +147,16 @@ class AdminHandler:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.state is not GroupState.EMPTY:
             return ErrorCode.NON_EMPTY_GROUP
-        records.extend(self.delete_group_records(group))
-        dropped.append((group, group.state_timestamp_ms))
-        self.rb.drop_group(group)
-        return ErrorCode.NONE
+        return None
 
-    def delete_group_records(self, group: Group) -> list[LogRecord]:
-        """Tombstones for every offset, and always the group's own, as Kafka's Java coordinator
-        writes it (GroupMetadataManager.createGroupTombstoneRecords): a simple (generation 0) group
-        written by an earlier version, or by another coordinator, stays deleted across a restart."""
-        records: list[LogRecord] = list(self.rt.offsets.tombstones_for_group(group.group_id))
-        records.append(GroupTombstone(group.group_id))
-        return records
+    def delete_now(self, group_id: str, undo: list[Undo]) -> GroupTombstone:
+        """The group's tombstone, applied now (Runtime.apply_live; `undo` restores the group if
+        the write fails). Written for every group, generation 0 too, as Kafka's Java coordinator
+        does (GroupMetadataManager.createGroupTombstoneRecords): a simple group written by an
+        earlier version, or by another coordinator, stays deleted across a restart."""
+        tombstone = GroupTombstone(group_id)
+        self.rt.apply_live(tombstone, undo)
+        return tombstone
 
 
 def _describe_group(group: Group) -> GroupDescription:

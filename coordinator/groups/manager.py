@@ -93,30 +93,31 @@ class GroupManager:
         self._sync = SyncHandler(self._rt, self._rb)
         self._offsets = OffsetHandler(self._rt, self._rb)
         self._admin = AdminHandler(self._rt, self._rb, self._offsets)
-        self._retention = Retention(self._rt, self._rb)
+        self._retention = Retention(self._rt)
         self.controls = GroupControls(self._rt, self._rb)
         """Test controls (force a rebalance, expire a member, change settings): the server exposes
         them only with --enable-test-controls."""
 
     # -- lifecycle --------------------------------------------------------------------------------
     def apply(self, record: LogRecord) -> None:
-        """Replay one record (storage recovery, in log order, before `on_loaded`).
-
-        Live offset commits and tombstones are applied through here too, once durable, by
-        `Runtime.write` (the one place the group logic appends). Group snapshots are only ever
-        applied by recovery (live group changes are transitions)."""
+        """Replay one record: storage recovery (in log order, before `on_loaded`) and the live
+        write path alike (`Runtime.run`: offset records once durable, a group tombstone when it
+        is written). Group snapshots are only ever applied by recovery: a live group already is
+        what its snapshot says (see runtime.py)."""
         rt = self._rt
         match record:
             case OffsetCommitRecord():
+                # Offsets without a group make a simple group, created by on_loaded at the end of
+                # recovery (and live by the commit itself), so replay order does not matter.
                 rt.offsets.put(record)
-                if record.group_id not in rt.groups:  # offsets without a group: a simple group
-                    rt.groups[record.group_id] = Group(record.group_id, None)
             case OffsetTombstone():
                 rt.offsets.delete(record.group_id, record.topic, record.partition)
             case GroupMetadataRecord():
                 rt.groups[record.group_id] = Group.from_record(record)
             case GroupTombstone():
-                rt.groups.pop(record.group_id, None)
+                group = rt.groups.get(record.group_id)
+                if group is not None:
+                    self._rb.drop_group(group)  # Any -> Dead, timers and parked requests answered
 
     def on_loaded(self) -> None:
         """Recovery finished: re-arm session timers from now, schedule offset expiry, serve requests."""
@@ -179,7 +180,9 @@ class GroupManager:
     def offset_commit(self, request: CommitRequest, respond: CommitRespond) -> None:
         """OffsetCommit (8), typed at the door (server/apis/offset_commit.py, which answers unknown
         topics and partitions itself). Answered once the commit records are durable."""
-        self._offsets.commit(request, respond)
+        write = self._offsets.commit(request, respond)
+        if write is not None:
+            self._rt.run(write)
 
     def offset_fetch(self, groups: Sequence[FetchGroup], require_stable: bool, respond: FetchRespond) -> None:
         """OffsetFetch (9), typed at the door (server/apis/offset_fetch.py). Answered at once, or
@@ -189,7 +192,9 @@ class GroupManager:
     def offset_delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
         """OffsetDelete (47): typed at the door (server/apis/offset_delete.py), which answers unknown
         topics and partitions itself. Answered once the tombstones are durable."""
-        self._offsets.delete(group_id, topics, respond)
+        write = self._offsets.delete(group_id, topics, respond)
+        if write is not None:
+            self._rt.run(write)
 
     # -- admin ------------------------------------------------------------------------------------
     def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
@@ -207,7 +212,9 @@ class GroupManager:
     def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> None:
         """DeleteGroups (42): distinct group ids (typed at the door, server/apis/delete_groups.py);
         answered once the tombstones are durable."""
-        self._admin.delete_groups(group_ids, respond)
+        write = self._admin.delete_groups(group_ids, respond)
+        if write is not None:
+            self._rt.run(write)
 
     # -- introspection ----------------------------------------------------------------------------
     def groups(self) -> list[GroupSummary]:

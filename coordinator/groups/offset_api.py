@@ -13,7 +13,7 @@ from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
-from coordinator.groups.runtime import Runtime
+from coordinator.groups.runtime import Runtime, Undo, Write
 from coordinator.groups.state import GroupState
 from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
 
@@ -82,18 +82,18 @@ class OffsetHandler:
         self.rb = rebalancer
 
     # -- OffsetCommit -----------------------------------------------------------------------------
-    def commit(self, request: CommitRequest, respond: CommitRespond) -> None:
-        """Answered once the commit records are durable (or at once with an error)."""
-        topics = request.topics
-        error = self._validate_commit(request)
+    def commit(self, request: CommitRequest, respond: CommitRespond) -> Write | None:
+        """Answered at once with an error (None returned), or the write whose durability answers it."""
+        created: list[Undo] = []
+        error = self._validate_commit(request, created)
         if error is not None:
             respond(error, {})
-            return
+            return None
         now = self.rt.now_ms()
         group_id, max_metadata = request.group_id, self.rt.config.offset_metadata_max_bytes
         expire = -1 if request.retention_ms == -1 else now + request.retention_ms
         records, errors = [], {}
-        for name, parts in topics:
+        for name, parts in request.topics:
             for partition, offset, leader_epoch, metadata, commit_ts in parts:
                 # Java's length is at most twice Python's: short metadata needs no count
                 if 2 * len(metadata) > max_metadata and _java_length(metadata) > max_metadata:
@@ -105,22 +105,19 @@ class OffsetHandler:
                         now if commit_ts == -1 else commit_ts, expire,
                     )
                 )  # fmt: skip
-        if not records:
+        if not records:  # nothing to write: the simple group stays, as in Kafka's runtime
             respond(_NONE, errors)
-            return
-        self.rt.offsets.begin_pending(records)
+            return None
 
-        def on_done(exc: BaseException | None) -> None:  # applied already if durable (Runtime.write)
-            offsets = self.rt.offsets
-            offsets.end_pending(records)
+        def done(exc: BaseException | None) -> None:
             # Every append failure is a storage fault: NOT_COORDINATOR, as Kafka (errors.py).
             respond(_NONE if exc is None else APPEND_FAILED, errors)
-            offsets.settled(group_id)  # one request commits for one group
 
-        self.rt.write(records, on_done)
+        return Write(records, done, undo=created, commits_of=group_id)
 
-    def _validate_commit(self, request: CommitRequest) -> ErrorCode | None:
-        """Kafka's validateOffsetCommit; creates a simple (offset-only) group for generation < 0."""
+    def _validate_commit(self, request: CommitRequest, created: list[Undo]) -> ErrorCode | None:
+        """Kafka's validateOffsetCommit; creates a simple (offset-only) group for generation < 0
+        (and journals in `created` how to forget it again if the commit is not written)."""
         error = self.rt.phase_error()
         if error is not None:
             return error
@@ -131,6 +128,14 @@ class OffsetHandler:
             if request.generation_id >= 0:
                 return request.unknown_group_error
             group = self.rt.get_or_create_group(request.group_id)
+            created.append(self.rt.forget_if_bare(group))
+        elif (
+            request.generation_id < 0
+            and group.protocol_type is None
+            and not group.members
+            and not self.rt.offsets.of_group(request.group_id)
+        ):
+            created.append(self.rt.forget_if_bare(group))  # made by a commit still in flight
         return self._validate_against(group, request)
 
     def _validate_against(self, group: Group, request: CommitRequest) -> ErrorCode | None:
@@ -186,7 +191,7 @@ class OffsetHandler:
         )
 
     # -- OffsetDelete -----------------------------------------------------------------------------
-    def delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
+    def delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> Write | None:
         """OffsetDelete of partitions the server knows (unknown ones never get here): a group error
         and no topics, or per partition NONE / GROUP_SUBSCRIBED_TO_TOPIC, once the tombstones are
         durable (OffsetMetadataManager.deleteOffsets)."""
@@ -194,7 +199,7 @@ class OffsetHandler:
         error = self._delete_error(group_id, group)
         if error is not None or group is None:
             respond(error or ErrorCode.GROUP_ID_NOT_FOUND, [])
-            return
+            return None
         subscribed = {
             name for name, _ in topics if group.state is not GroupState.EMPTY and group.is_subscribed_to(name)
         }
@@ -218,15 +223,15 @@ class OffsetHandler:
         ]
         if not tombstones:
             respond(ErrorCode.NONE, results)
-            return
+            return None
 
-        def on_done(exc: BaseException | None) -> None:
+        def done(exc: BaseException | None) -> None:
             if exc is None:
                 respond(ErrorCode.NONE, results)
             else:
                 respond(APPEND_FAILED, [])
 
-        self.rt.write(tombstones, on_done)
+        return Write(tombstones, done)
 
     def _delete_error(self, group_id: str, group: Group | None) -> ErrorCode | None:
         """OffsetDelete group checks: missing -> GROUP_ID_NOT_FOUND; a non-empty group may only

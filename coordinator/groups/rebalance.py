@@ -8,7 +8,6 @@ the group object and re-check that it is still current, so a late timer is a no-
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from functools import partial
 
 from coordinator.groups.errors import ErrorCode
@@ -16,7 +15,7 @@ from coordinator.groups.group import Group
 from coordinator.groups.member import Member
 from coordinator.groups.records import LogRecord
 from coordinator.groups.responses import join_error, sync_error, sync_response
-from coordinator.groups.runtime import Runtime
+from coordinator.groups.runtime import Runtime, Write
 from coordinator.groups.state import CAN_REBALANCE, GroupState
 from coordinator.groups.timers import join_key, pending_key, session_key, sync_key
 
@@ -198,7 +197,7 @@ class Rebalancer:
             if error is not None:
                 log.warning("group_id=%s failed to persist group metadata: %r", group.group_id, error)
 
-        self.rt.write(records, on_done, apply=False)  # a snapshot of the live group
+        self.rt.run(Write(records, on_done, durable=()))  # a snapshot of the live group
 
     # -- sync barrier -----------------------------------------------------------------------------
     def remove_pending_sync(self, group: Group, member_id: str) -> None:
@@ -259,18 +258,9 @@ class Rebalancer:
             if parked_sync is not None:
                 parked_sync.respond(sync_error(error))
 
-    def restore_dropped(self, dropped: Iterable[tuple[Group, int | None]]) -> None:
-        """Undo `drop_group` of Empty groups whose tombstones failed to write (Kafka's runtime
-        reverts its timeline state when an append fails): each comes back Empty since when it was,
-        unless a new group took its id meanwhile. Their offsets were never removed (tombstones are
-        applied only once durable)."""
-        for group, since_ms in dropped:
-            if self.rt.groups.get(group.group_id) is None:
-                group.revert_to(GroupState.EMPTY, since_ms)
-                self.rt.groups[group.group_id] = group
-
     def drop_group(self, group: Group) -> None:
-        """Any -> Dead: cancel its timers and forget it (the caller writes the tombstones)."""
+        """Any -> Dead: cancel its timers, answer its parked requests and forget it; the replay of a
+        group tombstone (GroupManager.apply), live or in recovery."""
         self.cancel_group_timers(group)
         self.fail_parked(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         self.rt.transition(group, GroupState.DEAD)

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from coordinator.groups.group import Group
-from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
-from coordinator.groups.runtime import Runtime
+from coordinator.groups.runtime import Runtime, Undo, Write
 from coordinator.groups.state import GroupState
 from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
 from coordinator.groups.timers import EXPIRE_OFFSETS_KEY
@@ -48,9 +47,8 @@ def expiration_base(group: Group | None) -> BaseTimestamp | None:
 
 
 class Retention:
-    def __init__(self, rt: Runtime, rebalancer: Rebalancer) -> None:
+    def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self.rb = rebalancer
 
     def schedule(self) -> None:
         self.rt.timers.schedule(
@@ -58,23 +56,26 @@ class Retention:
         )
 
     def expire_offsets(self) -> None:
-        """One retention pass: tombstones for expired offsets, then drop Empty groups left without offsets."""
+        """One retention pass: tombstones for expired offsets, then drop Empty groups left without
+        offsets. One write: if it fails, the runtime puts the dropped groups back (Kafka's runtime
+        reverts the whole expiry write) and they stay until a pass succeeds."""
         self.schedule()
         now = self.rt.now_ms()
-        records: list[LogRecord] = []
-        dropped: list[tuple[Group, int | None]] = []
+        expired: list[LogRecord] = []  # applied once durable
+        groups: list[LogRecord] = []  # applied now
+        undo: list[Undo] = []
         for group_id in set(self.rt.groups) | set(self.rt.offsets.group_ids()):
             group = self.rt.groups.get(group_id)
-            expired = self._expired(group_id, group, now)
-            records.extend(expired)
-            if group is not None and self._is_deletable(group, len(expired)):
+            tombstones = self._expired(group_id, group, now)
+            expired.extend(tombstones)
+            if group is not None and self._is_deletable(group, len(tombstones)):
                 log.info("group_id=%s is Empty without offsets: deleting it", group_id)
-                records.append(GroupTombstone(group_id))  # always, as Kafka's Java coordinator
-                dropped.append((group, group.state_timestamp_ms))
-                self.rb.drop_group(group)
-        if records:
-            log.info("offset expiry: %d records", len(records))
-            self._append(records, dropped)
+                tombstone = GroupTombstone(group_id)  # always, as Kafka's Java coordinator
+                self.rt.apply_live(tombstone, undo)
+                groups.append(tombstone)
+        if expired or groups:
+            log.info("offset expiry: %d records", len(expired) + len(groups))
+            self.rt.run(Write([*expired, *groups], self._log_failure, durable=expired, undo=undo))
 
     def _expired(self, group_id: str, group: Group | None, now: int) -> list[OffsetTombstone]:
         base = expiration_base(group)
@@ -104,16 +105,12 @@ class Retention:
         """DeleteTopics deletes the committed offsets of the topics in every group."""
         records: list[LogRecord] = list(self.rt.offsets.tombstones_for_topics(topic_names))
         if records:
-            self._append(records, ())
+            self.rt.run(Write(records, self._log_failure))
 
-    def _append(self, records: list[LogRecord], dropped: Sequence[tuple[Group, int | None]]) -> None:
-        def on_done(exc: BaseException | None) -> None:  # applied by Runtime.write if durable
-            if exc is not None:
-                log.warning("failed to write %d tombstones: %r", len(records), exc)
-                # Kafka's runtime reverts the whole expiry write: the groups stay until a pass succeeds.
-                self.rb.restore_dropped(dropped)
-
-        self.rt.write(records, on_done)
+    @staticmethod
+    def _log_failure(error: BaseException | None) -> None:
+        if error is not None:
+            log.warning("failed to write offset tombstones: %r", error)
 
 
 def _is_expired(record: OffsetCommitRecord, base: BaseTimestamp, now: int, retention_ms: int) -> bool:

@@ -1,10 +1,29 @@
-"""What every part of the group logic shares: injected ports, the groups, the offsets, the phase."""
+"""What every part of the group logic shares: injected ports, the groups, the offsets, the phase,
+and the one write path (`Runtime.run`).
+
+Kafka's group coordinator runtime (CoordinatorRuntime) has every handler return a
+CoordinatorResult: the records to append and the response. The runtime appends them, replays them
+into the in-memory state, answers once they are durable, and reverts the state if the append fails.
+Here a handler builds a `Write` and hands it to `Runtime.run`, which does the same:
+
+* offset records (commits, offset tombstones) are applied once durable, through `apply`, the
+  replay path recovery uses: a fetch never sees an offset the log could lose (Kafka reads its
+  committed offsets at the last committed log offset);
+* a group tombstone is applied when it is written (`apply_live`, again through `apply`), so the
+  requests after it see the group gone, as with Kafka's timeline state; if the append fails the
+  runtime puts the group back exactly as it was;
+* a classic group's snapshot (GroupMetadataRecord) describes the live group, which already is what
+  the record says: Kafka writes it with `replayRecords` false (GroupMetadataManager, classic join
+  completion and the leader's SyncGroup) and a failed append goes to the handler's own failure
+  path (reset the assignment, rebalance), as Kafka's `appendFuture` callbacks do.
+"""
 
 from __future__ import annotations
 
 import enum
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from coordinator.groups.clock import Clock
@@ -13,11 +32,13 @@ from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.offsets import OffsetStore
 from coordinator.groups.ports import OnDone, RecordLog
-from coordinator.groups.records import LogRecord
+from coordinator.groups.records import GroupTombstone, LogRecord
 from coordinator.groups.state import GroupState
 from coordinator.groups.timers import KeyedTimers
 
-__all__ = ["Phase", "Runtime", "TransitionObserver"]
+__all__ = ["Phase", "Runtime", "TransitionObserver", "Undo", "Write"]
+
+Undo = Callable[[], None]
 
 
 class TransitionObserver(Protocol):
@@ -39,6 +60,24 @@ _PHASE_ERRORS: dict[Phase, ErrorCode | None] = {
     Phase.ACTIVE: None,
     Phase.SHUT_DOWN: ErrorCode.COORDINATOR_NOT_AVAILABLE,
 }
+
+
+@dataclass(slots=True)
+class Write:
+    """A handler's result when its answer depends on records (Kafka's CoordinatorResult).
+
+    `records` are appended as one batch. Once durable, `durable` (default: all of them) are
+    applied through the replay path, then `done(None)`; if the append fails, `undo` (what
+    `Runtime.apply_live` journalled for this write) restores the state before the request, then
+    `done(error)`. `commits_of` names the group whose OffsetCommit this is: its partitions are
+    in flight until the append settles (offset expiry leaves them alone, require_stable fetches
+    wait). Not frozen: a commit builds one per request and a frozen dataclass costs ~0.5 us."""
+
+    records: Sequence[LogRecord]
+    done: OnDone
+    durable: Sequence[LogRecord] | None = None
+    undo: list[Undo] = field(default_factory=list)
+    commits_of: str | None = None
 
 
 def _no_apply(record: LogRecord) -> None:
@@ -71,33 +110,78 @@ class Runtime:
         self.apply: Callable[[LogRecord], None] = _no_apply
         """The replay path (GroupManager.apply), the one recovery uses; set by the manager."""
 
-    def write(self, records: Sequence[LogRecord], on_done: OnDone, *, apply: bool = True) -> None:
-        """The one place the group logic appends to the log (no handler calls it itself).
-
-        Once the batch is durable its records are applied through `apply`, the same path recovery
-        replays, and then `on_done(None)`; if the write failed nothing is applied and
-        `on_done(error)` undoes what the caller changed before writing. `apply=False` is for group
-        snapshots (GroupMetadataRecord): the live group already is what the record says, as Kafka's
-        runtime applies a record when it is written (CoordinatorRuntime, timeline state)."""
-        if not apply:
-            self.log.append(records, on_done)
-            return
+    def run(self, write: Write) -> None:
+        """The one place the group logic appends to the log (no handler calls it itself); see
+        the module docstring. `done` runs exactly once, after the state is applied or restored."""
+        records = write.records
+        commits_of = write.commits_of
+        offsets = self.offsets
+        if commits_of is not None:
+            offsets.begin_pending(records)  # type: ignore[arg-type]  # a commit's records
         replay = self.apply
 
         def written(error: BaseException | None) -> None:
+            if commits_of is not None:
+                offsets.end_pending(records)  # type: ignore[arg-type]
             if error is None:
-                for record in records:
+                for record in records if write.durable is None else write.durable:
                     replay(record)
-            on_done(error)
+            else:
+                for undo in reversed(write.undo):
+                    undo()
+            write.done(error)
+            if commits_of is not None:
+                offsets.settled(commits_of)
 
         self.log.append(records, written)
+
+    def apply_live(self, record: GroupTombstone, undo: list[Undo]) -> None:
+        """Apply a group tombstone when it is written, through the replay path, and journal in
+        `undo` how to restore the group should the append fail (its state and since when: offset
+        expiry counts from it; its offsets were never removed, tombstones are applied once
+        durable). A group that took the id meanwhile is left alone."""
+        group = self.groups.get(record.group_id)
+        if group is not None:
+            state, since_ms = group.state, group.state_timestamp_ms
+
+            def restore() -> None:
+                if record.group_id not in self.groups:
+                    group.revert_to(state, since_ms)
+                    self.groups[record.group_id] = group
+
+            undo.append(restore)
+        self.apply(record)
+
+    def is_bare(self, group: Group) -> bool:
+        """A simple group with nothing in it: no member, no generation, no offset, none in flight.
+        Kafka keeps such a group in memory only (no record), until its cleanup pass."""
+        return (
+            group.generation_id == 0
+            and group.state is GroupState.EMPTY
+            and group.protocol_type is None
+            and not group.members
+            and not group.pending_members
+            and not self.offsets.has_offsets(group.group_id)
+        )
+
+    def forget_if_bare(self, group: Group) -> Undo:
+        """An undo for a bare group a commit made or found (a simple group): forget it if it is
+        still bare once the commit failed, so a failed commit leaves no group behind, as Kafka's
+        runtime reverts the group's creation with the write (OffsetMetadataManager.commitOffset
+        creates it in the timeline state). Commits to it still in flight keep it."""
+
+        def forget() -> None:
+            if self.groups.get(group.group_id) is group and self.is_bare(group):
+                del self.groups[group.group_id]
+
+        return forget
 
     def transition(self, group: Group, new: GroupState, reason: str = "") -> None:
         """`group.transition_to(new)` at the clock's now, then tell the observer (if any)."""
         now = self.clock.now_ms()
         previous = group.state
         group.transition_to(new, now, reason)
-        if self.observer is not None:
+        if self.observer is not None and self._phase is not Phase.LOADING:  # replay: not live
             self.observer.on_transition(group, previous, reason, now)
 
     def now_ms(self) -> int:

@@ -16,7 +16,7 @@ from coordinator.groups.group import Group
 from coordinator.groups.member import Member, Parked, Protocols
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.responses import join_error, sync_error
-from coordinator.groups.runtime import Runtime
+from coordinator.groups.runtime import Runtime, Write
 from coordinator.groups.state import GroupState
 from coordinator.groups.timers import session_key
 
@@ -117,7 +117,7 @@ class StaticMembership:
                 self._revert(group, member, old_id, saved)
             parked.respond(join_error(APPEND_FAILED))
 
-        self.rt.write([group.to_record()], on_done, apply=False)  # live group: a snapshot
+        self.rt.run(Write([group.to_record()], on_done, durable=()))  # live group: a snapshot
 
     def _answer_replaced(
         self, group: Group, member: Member, parked: Parked, previous_leader: str | None

@@ -15,7 +15,7 @@ from coordinator.groups.group import Group
 from coordinator.groups.member import Member, Parked
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.responses import sync_error, sync_response
-from coordinator.groups.runtime import Runtime
+from coordinator.groups.runtime import Runtime, Write
 from coordinator.groups.state import GroupState
 
 __all__ = ["SyncHandler", "SyncRequest"]
@@ -112,7 +112,7 @@ class SyncHandler:
             self.rb.set_and_propagate_assignment(group, assignments)
             self.rt.transition(group, GroupState.STABLE)
 
-        self.rt.write([group.to_record(assignments)], on_done, apply=False)  # live group: a snapshot
+        self.rt.run(Write([group.to_record(assignments)], on_done, durable=()))  # live group: a snapshot
 
 
 def _assignments(given: Mapping[str, bytes], group: Group) -> dict[str, bytes]:

@@ -196,6 +196,26 @@ def test_delete_groups_after_a_commit_in_flight_deletes_it_and_the_group_stays_d
         assert fetched["topics"] == []
 
 
+@pytest.mark.server_args("--fsync", "always", "--group-initial-rebalance-delay-ms", "200")
+def test_a_group_joined_while_its_deletion_is_in_flight_survives_the_deletion(server: KcoordServer) -> None:
+    # Kafka's runtime applies the group tombstone when it is written (timeline state), so the
+    # JoinGroup right behind a DeleteGroups makes a new group, which the tombstone's durability
+    # must not remove (kcoord used to replay the tombstone once durable, dropping the new group
+    # and leaving its JoinGroup unanswered).
+    with connect(server.address) as sock:
+        assert create_topic(sock, "t", 1)["error_code"] == 0
+        assert _commit(sock, "g") == ErrorCode.NONE
+        deleted, joined = _pipelined(
+            sock, (DELETE_GROUPS, 2, {"groups_names": ["g"]}), (JOIN_GROUP, 3, _join_body("g"))
+        )
+        assert deleted["results"] == [{"group_id": "g", "error_code": ErrorCode.NONE}]
+        assert joined["error_code"] == ErrorCode.NONE and joined["generation_id"] == 1
+        assert joined["leader"] == joined["member_id"]
+        assert _describe(sock, "g")["group_state"] == "CompletingRebalance"
+        fetched = call(sock, OFFSET_FETCH, 7, {"group_id": "g", "topics": None, "require_stable": False})
+        assert fetched["topics"] == []
+
+
 @pytest.mark.server_args("--fsync", "always")
 def test_offset_delete_after_a_commit_in_flight_deletes_it(server: KcoordServer) -> None:
     with connect(server.address) as sock:

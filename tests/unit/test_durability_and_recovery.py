@@ -37,6 +37,45 @@ def test_failed_offset_commit_is_not_coordinator_and_not_applied(h: Harness) -> 
     assert h.mgr.committed_offsets("g") == {}
 
 
+def test_a_simple_group_made_by_a_failed_commit_is_forgotten(h: Harness) -> None:
+    # Kafka creates the simple group in its timeline state and reverts it with the failed write
+    # (OffsetMetadataManager.commitOffset, CoordinatorRuntime): nothing of the request remains.
+    h.log.fail_with = OSError("disk")
+    h.commit({("t", 0): 5}, group="simple")
+    assert h.mgr.group("simple") is None
+    assert h.mgr.list_groups((), ())[1] == []
+
+
+def test_a_simple_group_stays_while_another_commit_to_it_is_in_flight(h: Harness) -> None:
+    h.log.hold = True
+    first = h.commit({("t", 0): 5}, group="simple")
+    second = h.commit({("t", 1): 6}, group="simple")
+    h.log.release(OSError("disk"))  # both fail: the group goes with the last one
+    assert first.done and second.done and h.mgr.group("simple") is None
+    h.log.hold = True
+    first = h.commit({("t", 0): 5}, group="simple")
+    h.log.hold = False
+    second = h.commit({("t", 1): 6}, group="simple")  # durable at once, while the first is held
+    h.log.release(OSError("disk"))
+    assert h.mgr.group("simple") is not None and h.mgr.committed_offsets("simple") == {
+        ("t", 1): h.log.records[-1]
+    }
+
+
+def test_a_group_tombstone_is_applied_when_written_and_never_again(h: Harness) -> None:
+    # Kafka applies a group tombstone when it is written: a JoinGroup right behind the
+    # DeleteGroups makes a new group, which the tombstone becoming durable leaves alone.
+    h.commit({("t", 0): 1})
+    h.log.hold = True
+    deleted = h.delete_groups("g")
+    assert h.mgr.group("g") is None  # gone for the requests that follow at once
+    join = h.join(version=3)
+    h.log.release()
+    assert deleted.done and h.state() is not None
+    h.settle(join)
+    assert join.error == 0 and h.state() is GroupState.COMPLETING_REBALANCE
+
+
 def test_sync_responses_wait_for_the_assignment_record(h: Harness) -> None:
     ids = h.stable_group(2)
     [h.join(m) for m in ids]
