@@ -1,7 +1,7 @@
 """OffsetCommit (8) v0-9, OffsetFetch (9) v0-9, OffsetDelete (47) v0 (Kafka's OffsetMetadataManager).
 
 A commit's response is sent only after its records are durable; offsets become visible to fetches
-at the same moment (`Runtime.write` applies them once durable, through the same path as recovery).
+at the same moment (`Runtime.run` applies them once durable, through the same path as recovery).
 """
 
 from __future__ import annotations
@@ -84,8 +84,7 @@ class OffsetHandler:
     # -- OffsetCommit -----------------------------------------------------------------------------
     def commit(self, request: CommitRequest, respond: CommitRespond) -> Write | None:
         """Answered at once with an error (None returned), or the write whose durability answers it."""
-        created: list[Undo] = []
-        error = self._validate_commit(request, created)
+        error, created = self._validate_commit(request)
         if error is not None:
             respond(error, {})
             return None
@@ -115,28 +114,29 @@ class OffsetHandler:
 
         return Write(records, done, undo=created, commits_of=group_id)
 
-    def _validate_commit(self, request: CommitRequest, created: list[Undo]) -> ErrorCode | None:
+    def _validate_commit(self, request: CommitRequest) -> tuple[ErrorCode | None, tuple[Undo, ...]]:
         """Kafka's validateOffsetCommit; creates a simple (offset-only) group for generation < 0
-        (and journals in `created` how to forget it again if the commit is not written)."""
+        (with how to forget it again if the commit is not written)."""
         error = self.rt.phase_error()
         if error is not None:
-            return error
+            return error, ()
         # "" is a group id like any other here: Kafka accepts it for backwards compatibility
         # (GroupCoordinatorService.commitOffsets refuses only a null one, which the schema forbids).
         group = self.rt.group(request.group_id)
+        created: tuple[Undo, ...] = ()
         if group is None:
             if request.generation_id >= 0:
-                return request.unknown_group_error
+                return request.unknown_group_error, ()
             group = self.rt.get_or_create_group(request.group_id)
-            created.append(self.rt.forget_if_bare(group))
+            created = (self.rt.forget_if_bare(group),)
         elif (
             request.generation_id < 0
             and group.protocol_type is None
             and not group.members
             and not self.rt.offsets.of_group(request.group_id)
         ):
-            created.append(self.rt.forget_if_bare(group))  # made by a commit still in flight
-        return self._validate_against(group, request)
+            created = (self.rt.forget_if_bare(group),)  # made by a commit still in flight
+        return self._validate_against(group, request), created
 
     def _validate_against(self, group: Group, request: CommitRequest) -> ErrorCode | None:
         generation = request.generation_id

@@ -20,9 +20,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class OffsetCommitRecord:
-    """Key (group, topic, partition) -> OffsetCommitValue.
+    """Key (group, topic, partition) -> OffsetCommitValue. Never mutated once made (it is shared by
+    the offset store, fetch answers and the log), but not `frozen`: a frozen dataclass sets each
+    field through object.__setattr__, 640 ns against 120 ns for the eight fields, once per committed
+    partition and per replayed commit. `unsafe_hash` keeps it hashable like the other records.
 
     `leader_epoch` -1 = none; `metadata` never None (null is stored as "");
     `expire_timestamp_ms` -1 = none (only OffsetCommit v2-4 with an explicit retention sets it:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from coordinator.groups.clock import Clock
@@ -76,7 +76,7 @@ class Write:
     records: Sequence[LogRecord]
     done: OnDone
     durable: Sequence[LogRecord] | None = None
-    undo: list[Undo] = field(default_factory=list)
+    undo: Sequence[Undo] = ()
     commits_of: str | None = None
 
 
