@@ -257,10 +257,17 @@ def _null_or(var: str, target: str, nullable: bool, name: str) -> list[str]:
 def _read_value(gen: _Generator, kind: Any, target: str, nullable: bool, name: str) -> list[str]:
     """Lines that read one value of `kind` at d[p:] into `target` and advance p."""
     if isinstance(kind, Schema):
-        if nullable:
-            # Kafka writes a nullable struct with an INT8 presence marker; no API we serve has one.
-            raise NotImplementedError(f"nullable struct field {name!r} is not supported")
-        return [f"{target}, p = _p{gen.struct(kind)}(d, p, end)"]
+        parse = f"{target}, p = _p{gen.struct(kind)}(d, p, end)"
+        if not nullable:
+            return [parse]
+        # Kafka writes a nullable struct after an INT8 presence marker: -1 null, 1 present.
+        return [
+            "if p >= end: raise _Bad('truncated struct marker')",
+            f"if d[p] >= 128: {target} = None; p += 1",
+            "else:",
+            "    p += 1",
+            f"    {parse}",
+        ]
     if _is_fixed(kind):
         unpack = gen.const(struct.Struct(">" + kind.fmt).unpack_from)
         return [f"{target}, = {unpack}(d, p); p += {struct.calcsize('>' + kind.fmt)}"]
@@ -316,7 +323,10 @@ def _write_null(gen: _Generator, var: str, out: str, nullable: bool, name: str, 
 def _write_value(gen: _Generator, kind: Any, var: str, out: str, nullable: bool, name: str) -> list[str]:
     """Lines that append the encoding of `var` (of `kind`) to bytearray `out`."""
     if isinstance(kind, Schema):
-        return [f"_b{gen.struct(kind)}({out}, {var})"]
+        build = f"_b{gen.struct(kind)}({out}, {var})"
+        if not nullable:
+            return [build]
+        return [f"if {var} is None: {out} += b'\\xff'", "else:", f"    {out} += b'\\x01'", f"    {build}"]
     if _is_fixed(kind):
         return [f"{out} += {gen.const(struct.Struct('>' + kind.fmt).pack)}({var})"]
     if kind is UUID:

@@ -225,7 +225,15 @@ def test_api_versions_error_body_is_read_as_v0(requested_version: int) -> None:
     assert [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys] == [(18, 0, 4)]
 
 
+# kafka-python 3.0.12 has no classes for the consumer protocol of KIP-848; those two APIs are checked
+# against frames librdkafka sends instead (tests/protocol/test_golden_frames.py).
+NOT_IN_KAFKA_PYTHON = frozenset({68, 69})  # ConsumerGroupHeartbeat, ConsumerGroupDescribe
+
+
 def test_every_api_is_cross_checked_at_some_version() -> None:
     checked = {(case.values[0].api_key, case.values[0].name.endswith("Request")) for case in CASES}
-    expected = {(k, True) for k in REQUEST_SCHEMAS} | {(k, False) for k in RESPONSE_SCHEMAS}
+    served = (set(REQUEST_SCHEMAS) | set(RESPONSE_SCHEMAS)) - NOT_IN_KAFKA_PYTHON
+    expected = {(k, True) for k in served & set(REQUEST_SCHEMAS)} | {
+        (k, False) for k in served & set(RESPONSE_SCHEMAS)
+    }
     assert checked == expected
