@@ -65,8 +65,10 @@ class App:
         loop = asyncio.get_running_loop()
         self._timers = AsyncioTimers(loop)
         record_log = StorageRecordLog()
-        manager = GroupManager(self.config.group_config(), SystemClock(), self._timers, record_log)
         topics = TopicRegistry(record_log)
+        manager = GroupManager(
+            self.config.group_config(), SystemClock(), self._timers, record_log, topics=topics
+        )
         producer_ids = ProducerIds(record_log)
         replayer = Replayer(manager, topics, producer_ids)
         started = time.monotonic()

@@ -33,4 +33,6 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     44: (0, 1),  # IncrementalAlterConfigs
     47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster
+    68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848)
+    69: (0, 1),  # ConsumerGroupDescribe (KIP-848)
 }

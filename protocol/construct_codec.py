@@ -204,6 +204,40 @@ class KafkaArray(construct.Subconstruct):  # type: ignore[misc]
         return f"{name}(obj, io, this)"
 
 
+class NullableStruct(construct.Subconstruct):  # type: ignore[misc]
+    """A nullable struct field: an INT8 marker (-1 null, 1 present), then the struct if present."""
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        marker = construct.Int8sb._parsereport(stream, context, path)
+        return None if marker < 0 else self.subcon._parsereport(stream, context, path)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        construct.Int8sb._build(-1 if obj is None else 1, stream, context, path)
+        return obj if obj is None else self.subcon._build(obj, stream, context, path)
+
+    def _emitparse(self, code: Any) -> str:
+        name = f"parse_nullable_struct_{code.allocateId()}"
+        code.append(f"""
+            def {name}(io, this):
+                marker = {construct.Int8sb._compileparse(code)}
+                return None if marker < 0 else {self.subcon._compileparse(code)}
+        """)
+        return f"{name}(io, this)"
+
+    def _emitbuild(self, code: Any) -> str:
+        name = f"build_nullable_struct_{code.allocateId()}"
+        code.append(f"""
+            def {name}(value, io, this):
+                obj = -1 if value is None else 1
+                {construct.Int8sb._compilebuild(code)}
+                if value is None:
+                    return value
+                obj = value
+                return {self.subcon._compilebuild(code)}
+        """)
+        return f"{name}(obj, io, this)"
+
+
 class TaggedFields(construct.Construct):  # type: ignore[misc]
     """The tagged-field section: parses to {tag: value} of known tags; builds from {tag: encoded}."""
 
@@ -240,7 +274,9 @@ class TaggedFields(construct.Construct):  # type: ignore[misc]
 # -- deriving a construct per schema and version --------------------------------------------------
 def _kind(kind: Any, version: int, compact: bool, nullable: bool) -> Any:
     if isinstance(kind, Schema):
-        return _struct(kind, version, compact)
+        return (
+            NullableStruct(_struct(kind, version, compact)) if nullable else _struct(kind, version, compact)
+        )
     if isinstance(kind, Array):
         return KafkaArray(_kind(kind.item, version, compact, False), compact, nullable)
     if kind in _FIXED:

@@ -24,3 +24,9 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000  # offsets.retention.minutes = 10080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = OFFSET_METADATA_MAX_BYTES
+    # -- the consumer protocol (KIP-848), Kafka's group.consumer.* settings and defaults
+    # (GroupCoordinatorConfig); coordinator/config.py checks their bounds at start.
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_session_timeout_ms: int = 45_000
+    consumer_max_size: int | None = None  # None = unbounded (Kafka: Integer.MAX_VALUE)
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default

@@ -75,7 +75,7 @@ class GroupControls:
         for name, value in changes.items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise TestControlError(400, f"{name} must be a non-negative integer, got {value!r}")
-        config = dataclasses.replace(self.rt.config, **changes)
+        config = dataclasses.replace(self.rt.config, **changes)  # type: ignore[arg-type]  # ints only
         if config.group_min_session_timeout_ms > config.group_max_session_timeout_ms:
             raise TestControlError(400, "group_min_session_timeout_ms exceeds group_max_session_timeout_ms")
         self.rt.config = config

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond, GroupDescription, GroupListing
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig
+from coordinator.groups.consumer.records import apply as apply_consumer_record
+from coordinator.groups.consumer.service import ConsumerGroupService, NoTopics
+from coordinator.groups.consumer.topics import TopicView
 from coordinator.groups.controls import GroupControls
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
@@ -83,8 +86,10 @@ class GroupManager:
         log: RecordLog,
         *,
         new_uuid: Callable[[], str] | None = None,
+        topics: TopicView | None = None,
     ) -> None:
-        """`new_uuid` makes member ids deterministic in tests (default: str(uuid.uuid4()))."""
+        """`new_uuid` makes member ids deterministic in tests (default: str(uuid.uuid4()));
+        `topics` is what consumer-protocol groups subscribe to (default: no topics)."""
         self._rt = Runtime(config, clock, timers, log, new_uuid)
         self._rt.apply = self.apply
         self._rb = Rebalancer(self._rt)
@@ -94,6 +99,8 @@ class GroupManager:
         self._offsets = OffsetHandler(self._rt, self._rb)
         self._admin = AdminHandler(self._rt, self._rb, self._offsets)
         self._retention = Retention(self._rt)
+        self.consumer = ConsumerGroupService(self._rt, topics if topics is not None else NoTopics())
+        """The consumer protocol (KIP-848): ConsumerGroupHeartbeat and ConsumerGroupDescribe."""
         self.controls = GroupControls(self._rt, self._rb)
         """Test controls (force a rebalance, expire a member, change settings): the server exposes
         them only with --enable-test-controls."""
@@ -118,13 +125,15 @@ class GroupManager:
                 group = rt.groups.get(record.group_id)
                 if group is not None:
                     self._rb.drop_group(group)  # Any -> Dead, timers and parked requests answered
+            case _:
+                apply_consumer_record(rt.consumer_groups, record)
 
     def on_loaded(self) -> None:
         """Recovery finished: re-arm session timers from now, schedule offset expiry, serve requests."""
         rt = self._rt
         rt.phase = Phase.ACTIVE
         for group_id in rt.offsets.group_ids():
-            if group_id not in rt.groups:
+            if group_id not in rt.groups and group_id not in rt.consumer_groups:
                 rt.groups[group_id] = Group(group_id, None)
         max_size = rt.config.group_max_size
         for group in list(rt.groups.values()):
@@ -132,6 +141,7 @@ class GroupManager:
                 self._rb.schedule_session(group, member.member_id, member.session_timeout_ms)
             if max_size is not None and len(group.members) > max_size:
                 self._rb.prepare_rebalance(group, "freshly-loaded group is over capacity")
+        self.consumer.on_loaded()
         self._retention.schedule()
         log.info("groups loaded: groups=%d offsets=%d", len(rt.groups), rt.offsets.count())
 
@@ -143,6 +153,7 @@ class GroupManager:
         for group in self._rt.groups.values():
             self._rb.cancel_group_timers(group)
             self._rb.fail_parked(group, ErrorCode.NOT_COORDINATOR)
+        self.consumer.shutdown()
 
     def delete_topics(self, topic_names: Iterable[str]) -> None:
         """DeleteTopics: write tombstones for every committed offset of these topics (all groups)."""
@@ -184,10 +195,17 @@ class GroupManager:
         if write is not None:
             self._rt.run(write)
 
-    def offset_fetch(self, groups: Sequence[FetchGroup], require_stable: bool, respond: FetchRespond) -> None:
+    def offset_fetch(
+        self,
+        groups: Sequence[FetchGroup],
+        require_stable: bool,
+        respond: FetchRespond,
+        members: Sequence[tuple[str | None, int]] | None = None,
+    ) -> None:
         """OffsetFetch (9), typed at the door (server/apis/offset_fetch.py). Answered at once, or
-        with `require_stable` once the groups have no commit in flight."""
-        self._offsets.fetch(groups, require_stable, respond)
+        with `require_stable` once the groups have no commit in flight. `members`: v9's member id
+        and epoch per group (checked for consumer-protocol groups)."""
+        self._offsets.fetch(groups, require_stable, respond, members)
 
     def offset_delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
         """OffsetDelete (47): typed at the door (server/apis/offset_delete.py), which answers unknown

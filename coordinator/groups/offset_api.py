@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from coordinator.groups.consumer.model import ConsumerGroup
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.rebalance import Rebalancer
@@ -51,6 +52,7 @@ class CommitRequest:
     retention_ms: int  # -1 = the broker's retention; only v2-4 carry an explicit one (KIP-211)
     unknown_group_error: ErrorCode  # for generation >= 0 to a missing group: v9+ GROUP_ID_NOT_FOUND
     topics: Sequence[tuple[str, Sequence[PartitionCommit]]]
+    api_version: int = 9  # consumer-protocol members must commit with v9+ (KIP-848)
 
 
 FetchTopics = Sequence[tuple[str, Sequence[int]]]
@@ -122,6 +124,9 @@ class OffsetHandler:
             return error, ()
         # "" is a group id like any other here: Kafka accepts it for backwards compatibility
         # (GroupCoordinatorService.commitOffsets refuses only a null one, which the schema forbids).
+        consumer_group = self.rt.consumer_groups.get(request.group_id)
+        if consumer_group is not None:
+            return _validate_consumer_commit(consumer_group, request), ()
         group = self.rt.group(request.group_id)
         created: tuple[Undo, ...] = ()
         if group is None:
@@ -158,9 +163,27 @@ class OffsetHandler:
         return error
 
     # -- OffsetFetch ------------------------------------------------------------------------------
-    def fetch(self, groups: Sequence[FetchGroup], require_stable: bool, respond: FetchRespond) -> None:
+    def fetch(
+        self,
+        groups: Sequence[FetchGroup],
+        require_stable: bool,
+        respond: FetchRespond,
+        members: Sequence[tuple[str | None, int]] | None = None,
+    ) -> None:
         """Typed at the door (server/apis/offset_fetch.py, which shapes the version's response):
-        one result per group, in request order."""
+        one result per group, in request order. `members` (v9+): the member id and epoch each
+        group's fetch comes with, checked for consumer-protocol groups."""
+        if members is not None:
+            checked = list(zip(groups, members, strict=True))
+
+            def answer_checked() -> None:
+                respond([self._fetch_group(g, topics, m) for (g, topics), m in checked])
+
+            if require_stable:
+                self.rt.offsets.when_settled([g for g, _ in groups], answer_checked)
+            else:
+                answer_checked()
+            return
         if require_stable:
             # Java's GroupCoordinatorService.fetchOffsets runs a require_stable fetch as a write
             # operation: it is answered once every write before it is durable, so it never returns
@@ -171,13 +194,20 @@ class OffsetHandler:
             return
         respond([self._fetch_group(*g) for g in groups])
 
-    def _fetch_group(self, group_id: str, topics: FetchTopics | None) -> FetchResult:
+    def _fetch_group(
+        self, group_id: str, topics: FetchTopics | None, member: tuple[str | None, int] | None = None
+    ) -> FetchResult:
         """One group's offsets; `topics` None = all. Never UNSTABLE_OFFSET_COMMIT: that is for
         pending transactional commits, and there are no transactions (compat.md)."""
         # "" is accepted, as Kafka does (GroupCoordinatorService.fetchOffsets: only null is invalid).
         error = self.rt.phase_error()
         if error is not None:
             return group_id, error, [(name, [(i, None) for i in parts]) for name, parts in topics or ()]
+        consumer_group = self.rt.consumer_groups.get(group_id)
+        if consumer_group is not None and member is not None:
+            error = _validate_consumer_fetch(consumer_group, *member)
+            if error is not None:
+                return group_id, error, []
         committed = self.rt.offsets.of_group(group_id)
         if topics is None:
             by_topic: dict[str, list[int]] = {}
@@ -254,3 +284,34 @@ def _java_length(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def _validate_consumer_commit(group: ConsumerGroup, request: CommitRequest) -> ErrorCode | None:
+    """Kafka's ConsumerGroup.validateOffsetCommit: epoch -1 commits only to an empty group; a
+    consumer-protocol member must use v9+ (UNSUPPORTED_VERSION) and its current member epoch
+    (STALE_MEMBER_EPOCH); a commit is no heartbeat here."""
+    if request.generation_id < 0 and not group.members:
+        return None
+    member = group.members.get(request.member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if request.api_version < 9:
+        return ErrorCode.UNSUPPORTED_VERSION
+    if request.generation_id != member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return None
+
+
+def _validate_consumer_fetch(
+    group: ConsumerGroup, member_id: str | None, member_epoch: int
+) -> ErrorCode | None:
+    """Kafka's ConsumerGroup.validateOffsetFetch: no member id and epoch -1 (admin tools) may fetch;
+    otherwise the member must exist with that epoch."""
+    if member_id is None and member_epoch < 0:
+        return None
+    member = group.members.get(member_id or "")
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if member_epoch != member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return None

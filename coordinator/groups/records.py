@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coordinator.groups.consumer.records import ConsumerRecord
+
 __all__ = [
     "GroupMetadataRecord",
     "GroupTombstone",
@@ -90,4 +92,5 @@ class GroupTombstone:
     group_id: str
 
 
-LogRecord = OffsetCommitRecord | OffsetTombstone | GroupMetadataRecord | GroupTombstone
+# A consumer-protocol group's records (KIP-848) are defined with that group (consumer/records.py).
+LogRecord = OffsetCommitRecord | OffsetTombstone | GroupMetadataRecord | GroupTombstone | ConsumerRecord

@@ -28,6 +28,7 @@ from typing import Protocol
 
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig
+from coordinator.groups.consumer.model import ConsumerGroup
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.offsets import OffsetStore
@@ -102,6 +103,8 @@ class Runtime:
         self.timers = timers
         self.log = log
         self.groups: dict[str, Group] = {}
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        """Consumer-protocol groups (KIP-848); a group id names a classic or a consumer group, never both."""
         self.offsets = OffsetStore()
         self._phase = Phase.LOADING
         self._phase_error: ErrorCode | None = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS

@@ -16,6 +16,13 @@ import struct
 from typing import Any
 
 import storage
+from coordinator.groups.consumer.records import (
+    ConsumerGroupEpoch,
+    ConsumerMemberAssignment,
+    ConsumerMemberSubscription,
+    ConsumerTargetEpoch,
+    ConsumerTargetMember,
+)
 from coordinator.groups.records import (
     GroupMetadataRecord,
     GroupTombstone,
@@ -23,6 +30,12 @@ from coordinator.groups.records import (
     MemberRecord,
     OffsetCommitRecord,
     OffsetTombstone,
+)
+from coordinator.persistence.consumer_codec import (
+    CONSUMER_RECORD_TYPES,
+    consumer_from_storage,
+    consumer_to_storage,
+    render_consumer,
 )
 from coordinator.producer_ids import (
     PRODUCER_IDS_RECORD_TYPE,
@@ -145,6 +158,14 @@ def to_storage(record: AnyRecord) -> storage.Record:
             return storage.Record(TOPIC_RECORD_TYPE, encode_topic_key(record.name), None)
         case ProducerIdBlock():
             return storage.Record(PRODUCER_IDS_RECORD_TYPE, encode_block_key(), encode_block_value(record))
+        case (
+            ConsumerGroupEpoch()
+            | ConsumerTargetEpoch()
+            | ConsumerTargetMember()
+            | ConsumerMemberSubscription()
+            | ConsumerMemberAssignment()
+        ):
+            return consumer_to_storage(record)
     raise TypeError(f"not a domain record: {record!r}")
 
 
@@ -214,6 +235,8 @@ def from_storage(record: storage.Record) -> AnyRecord | None:
         return TopicTombstone(name) if record.value is None else decode_topic_value(name, record.value)
     if record.type == PRODUCER_IDS_RECORD_TYPE and record.value is not None:
         return decode_block_value(record.value)
+    if record.type in CONSUMER_RECORD_TYPES:
+        return consumer_from_storage(record)
     if record.type not in (OFFSET_COMMIT_TYPE, GROUP_METADATA_TYPE):
         return None
     if record.type == OFFSET_COMMIT_TYPE:
@@ -270,4 +293,4 @@ def _render_domain(domain: AnyRecord) -> str:
             return f"topic name={domain.name} tombstone"
         case ProducerIdBlock():
             return f"producer_ids block_end={domain.block_end}"
-    raise TypeError(domain)
+    return render_consumer(domain)

@@ -61,6 +61,9 @@ class TopicRegistry:
         self._topics: dict[str, TopicRecord] = {}
         self._by_id: dict[uuid.UUID, str] = {}
         self._pending: set[str] = set()
+        self.version = 0
+        """Counts applied changes: consumer groups re-check their subscribed topics when it moved
+        (coordinator.groups.consumer.topics.TopicView)."""
 
     # -- reads ------------------------------------------------------------------------------
     def get(self, name: str) -> TopicRecord | None:
@@ -68,6 +71,16 @@ class TopicRegistry:
 
     def name_for_id(self, topic_id: uuid.UUID) -> str | None:
         return self._by_id.get(topic_id)
+
+    name_of = name_for_id
+
+    def describe(self, name: str) -> tuple[uuid.UUID, int] | None:
+        """(topic id, partition count), or None: what a consumer group's assignor needs."""
+        topic = self._topics.get(name)
+        return None if topic is None else (topic.topic_id, topic.num_partitions)
+
+    def names(self) -> Iterable[str]:
+        return self._topics.keys()
 
     def all(self) -> list[TopicRecord]:
         return [self._topics[name] for name in sorted(self._topics)]
@@ -82,6 +95,7 @@ class TopicRegistry:
 
     # -- replay / apply ------------------------------------------------------------------------
     def apply(self, record: TopicChange) -> None:
+        self.version += 1
         if isinstance(record, TopicRecord):
             old = self._topics.get(record.name)
             if old is not None and old.topic_id != record.topic_id:

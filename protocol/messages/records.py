@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from protocol.errors import DecodeError
+from protocol.messages import consumer_group_records as cg
 from protocol.schema import Field, Schema, array, codec_for
 from protocol.types import BYTES, INT32, INT64, NULLABLE_STRING, STRING, UUID
 
@@ -120,6 +121,11 @@ VALUE_SCHEMAS: dict[str, Schema] = {
 
 OFFSET_COMMIT_RECORD_TYPE = 0
 GROUP_METADATA_RECORD_TYPE = 1
+CONSUMER_GROUP_METADATA_RECORD_TYPE = 0x40 + 3
+CONSUMER_GROUP_MEMBER_METADATA_RECORD_TYPE = 0x40 + 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_RECORD_TYPE = 0x40 + 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_RECORD_TYPE = 0x40 + 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE = 0x40 + 8
 
 
 class RecordType(NamedTuple):
@@ -143,6 +149,23 @@ RECORD_TYPES: dict[int, RecordType] = {
         # 2 and 3 are unused; Kafka's own key versions 3+ (KIP-848) are not stored under 0 or 1.
         RecordType(TOPIC_RECORD_TYPE, "topic", TOPIC_KEY, TOPIC_VALUE, TOPIC_VERSION, TOPIC_VERSION),
         RecordType(PRODUCER_IDS_RECORD_TYPE, "producer_ids", PRODUCER_IDS_KEY, PRODUCER_IDS_VALUE, 0, 0),
+        # The consumer protocol's records (KIP-848): 0x40 + Kafka's key type (consumer_group_records.py).
+        RecordType(CONSUMER_GROUP_METADATA_RECORD_TYPE, "consumer_group_metadata",
+                   cg.CONSUMER_GROUP_METADATA_KEY, cg.CONSUMER_GROUP_METADATA_VALUE, 3, 0),
+        RecordType(CONSUMER_GROUP_MEMBER_METADATA_RECORD_TYPE, "consumer_group_member_metadata",
+                   cg.CONSUMER_GROUP_MEMBER_METADATA_KEY, cg.CONSUMER_GROUP_MEMBER_METADATA_VALUE, 5, 0),
+        RecordType(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_RECORD_TYPE,
+                   "consumer_group_target_assignment_metadata",
+                   cg.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+                   cg.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, 6, 0),
+        RecordType(CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_RECORD_TYPE,
+                   "consumer_group_target_assignment_member",
+                   cg.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+                   cg.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE, 7, 0),
+        RecordType(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE,
+                   "consumer_group_current_member_assignment",
+                   cg.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+                   cg.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, 8, 0),
     )
 }  # fmt: skip
 

@@ -133,6 +133,23 @@ class ConsumerGroup:
         """Who owns each partition now, as the owner's epoch (assigned or pending revocation):
         a partition is given to a new owner only once it is absent here (Kafka's currentPartitionEpoch)."""
         self.subscribed_topics: dict[str, int] = {}  # topic name -> number of subscribed members
+        self.checked_topics_version = -1
+        """The topic view's version when the subscribed topics' metadata was last checked against
+        `metadata_hash` (not durable: after a restart the first heartbeat checks again)."""
+
+    def copy(self) -> ConsumerGroup:
+        """A copy to restore should a write fail (members are immutable values: shallow copies)."""
+        other = ConsumerGroup(self.group_id)
+        other.group_epoch = self.group_epoch
+        other.metadata_hash = self.metadata_hash
+        other.assignment_epoch = self.assignment_epoch
+        other.members = dict(self.members)
+        other.static_members = dict(self.static_members)
+        other.target = dict(self.target)
+        other.partition_epochs = dict(self.partition_epochs)
+        other.subscribed_topics = dict(self.subscribed_topics)
+        other.checked_topics_version = self.checked_topics_version
+        return other
 
     # -- reads ------------------------------------------------------------------------------------
     @property

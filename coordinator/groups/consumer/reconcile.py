@@ -90,9 +90,7 @@ def _compute(
             member,
             state=MemberState.UNREVOKED_PARTITIONS,
             member_epoch=epoch,
-            previous_member_epoch=member.member_epoch
-            if epoch != member.member_epoch
-            else member.previous_member_epoch,
+            previous_member_epoch=member.member_epoch,  # Builder.updateMemberEpoch: always the old one
             assigned=assigned,
             pending_revocation=revoking,
         )
@@ -102,9 +100,7 @@ def _compute(
         member,
         state=MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE,
         member_epoch=target_epoch,
-        previous_member_epoch=member.member_epoch
-        if target_epoch != member.member_epoch
-        else member.previous_member_epoch,
+        previous_member_epoch=member.member_epoch,
         assigned=assigned,
         pending_revocation={},
     )

@@ -12,7 +12,7 @@ for its target epoch and its group epoch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from coordinator.groups.consumer.model import Assignment, ConsumerGroup, ConsumerMember
 
@@ -101,26 +101,24 @@ def apply(groups: dict[str, ConsumerGroup], record: ConsumerRecord) -> None:
             return
     if group is None:
         group = groups[record.group_id] = ConsumerGroup(record.group_id)
+    _put(group, record)
+
+
+def _put(group: ConsumerGroup, record: ConsumerRecord) -> None:
     match record:
-        case ConsumerGroupEpoch():
-            assert record.epoch is not None
-            group.group_epoch = record.epoch
+        case ConsumerGroupEpoch(epoch=int(epoch)):
+            group.group_epoch = epoch
             group.metadata_hash = record.metadata_hash
-        case ConsumerTargetEpoch():
-            assert record.epoch is not None
-            group.assignment_epoch = record.epoch
-        case ConsumerTargetMember():
-            assert record.partitions is not None
-            group.target[record.member_id] = record.partitions
-        case ConsumerMemberSubscription():
-            assert record.member is not None
+        case ConsumerTargetEpoch(epoch=int(epoch)):
+            group.assignment_epoch = epoch
+        case ConsumerTargetMember(partitions=partitions) if partitions is not None:
+            group.target[record.member_id] = partitions
+        case ConsumerMemberSubscription(member=ConsumerMember() as new):
             old = group.members.get(record.member_id) or ConsumerMember(record.member_id)
-            new = record.member
             group.put_member(_with_subscription(old, new))
-        case ConsumerMemberAssignment():
-            assert record.member is not None
+        case ConsumerMemberAssignment(member=ConsumerMember() as new):
             old = group.members.get(record.member_id) or ConsumerMember(record.member_id)
-            group.put_member(_with_assignment(old, record.member))
+            group.put_member(_with_assignment(old, new))
 
 
 def _remove(group: ConsumerGroup, record: ConsumerRecord) -> None:
@@ -140,8 +138,6 @@ def _remove(group: ConsumerGroup, record: ConsumerRecord) -> None:
 
 
 def _with_subscription(member: ConsumerMember, source: ConsumerMember) -> ConsumerMember:
-    from dataclasses import replace
-
     return replace(
         member,
         instance_id=source.instance_id,
@@ -156,8 +152,6 @@ def _with_subscription(member: ConsumerMember, source: ConsumerMember) -> Consum
 
 
 def _with_assignment(member: ConsumerMember, source: ConsumerMember) -> ConsumerMember:
-    from dataclasses import replace
-
     return replace(
         member,
         member_epoch=source.member_epoch,

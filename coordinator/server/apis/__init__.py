@@ -10,6 +10,8 @@ from __future__ import annotations
 from coordinator.server.apis import (
     alter_configs,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
@@ -62,6 +64,8 @@ HANDLERS: dict[int, Handler] = {
     44: alter_configs.handle_incremental,
     47: offset_delete.handle,
     60: describe_cluster.handle,
+    68: consumer_group_heartbeat.handle,
+    69: consumer_group_describe.handle,
 }
 
 

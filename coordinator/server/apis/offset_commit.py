@@ -85,6 +85,7 @@ def commit_request(req: Request, version: int, topics: Topics) -> CommitRequest:
         # is GROUP_ID_NOT_FOUND from v9 (KIP-848), ILLEGAL_GENERATION before
         _GROUP_ID_NOT_FOUND if version >= 9 else _ILLEGAL_GENERATION,
         parts,
+        version,
     )
 
 

@@ -20,15 +20,18 @@ __all__ = ["handle"]
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
+    members: list[tuple[str | None, int]] | None = None
     if version >= 8:
         groups: list[FetchGroup] = [(g["group_id"], _topics(g["topics"])) for g in req["groups"]]
+        if version >= 9:  # KIP-848: checked against consumer-protocol groups
+            members = [(g["member_id"], g["member_epoch"]) for g in req["groups"]]
     else:
         groups = [(req["group_id"], _topics(req["topics"]))]
 
     def answer(results: list[FetchResult]) -> None:
         respond(_response(version, results))
 
-    ctx.manager.offset_fetch(groups, version >= 7 and req["require_stable"], answer)
+    ctx.manager.offset_fetch(groups, version >= 7 and req["require_stable"], answer, members)
 
 
 def _topics(topics: list[dict[str, Any]] | None) -> FetchTopics | None:

@@ -1,0 +1,72 @@
+"""What a consumer group needs to know of topics, and how a member's subscription resolves to them.
+
+The port `TopicView` lives here, with the package that consumes it; the server wires it to the topic
+registry (coordinator/topics). A member subscribes by names, by a regular expression, or both
+(KIP-848); Kafka matches a `SubscribedTopicRegex` against whole topic names with RE2 syntax
+(com.google.re2j), so kcoord uses RE2 too, never Python's `re`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Protocol
+
+import re2
+
+__all__ = ["TopicView", "compile_regex", "metadata_hash", "subscribed_names"]
+
+
+class TopicView(Protocol):
+    """The topics that exist now."""
+
+    @property
+    def version(self) -> int:
+        """Changes whenever a topic is created, deleted or grows: cached resolutions are stale."""
+        ...
+
+    def describe(self, name: str) -> tuple[uuid.UUID, int] | None:
+        """(topic id, partition count) of an existing topic, else None."""
+        ...
+
+    def name_of(self, topic_id: uuid.UUID) -> str | None: ...
+
+    def names(self) -> Iterable[str]: ...
+
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False  # an invalid expression is the client's error, answered, not logged
+
+
+@lru_cache(maxsize=1024)
+def compile_regex(pattern: str) -> re2._Regexp | None:
+    """The compiled expression, or None if RE2 refuses it (INVALID_REGULAR_EXPRESSION)."""
+    try:
+        return re2.compile(pattern, _OPTIONS)
+    except re2.error:
+        return None
+
+
+def subscribed_names(names: Iterable[str], regex: str | None, topics: TopicView) -> set[str]:
+    """The topic names a subscription covers: its names, plus every existing topic whose whole name
+    the expression matches (Kafka's ConsumerGroup subscribedTopicNames with resolved regexes)."""
+    out = set(names)
+    if regex:
+        compiled = compile_regex(regex)
+        if compiled is not None:
+            out.update(name for name in topics.names() if compiled.fullmatch(name) is not None)
+    return out
+
+
+def metadata_hash(names: Iterable[str], topics: TopicView) -> int:
+    """A 63-bit hash of the subscribed topics that exist: their names, ids and partition counts.
+    A change of it bumps the group epoch, as Kafka 4.1's ConsumerGroupMetadataValue.MetadataHash
+    does (a topic created, deleted or grown). Not Kafka's Murmur3 value: only equality matters."""
+    digest = hashlib.blake2b(digest_size=8)
+    for name in sorted(names):
+        described = topics.describe(name)
+        if described is not None:
+            digest.update(f"{name}\0{described[0]}\0{described[1]}\0".encode())
+    return int.from_bytes(digest.digest(), "big") >> 1

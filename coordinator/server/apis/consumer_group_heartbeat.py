@@ -1,0 +1,59 @@
+"""ConsumerGroupHeartbeat (68), v0-1, flexible (KIP-848). v1: SubscribedTopicRegex, and the client
+generates its member id (KIP-1082).
+
+Typed at the door: the group logic takes a `HeartbeatRequest` (None for each field the member left
+unchanged, as on the wire) and answers a `HeartbeatAnswer` now or once its records are durable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.groups.consumer.heartbeat import HeartbeatAnswer, HeartbeatRequest
+from coordinator.groups.consumer.model import Assignment
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+
+__all__ = ["handle", "response_assignment"]
+
+
+def response_assignment(assignment: Assignment) -> dict[str, Any]:
+    return {
+        "topic_partitions": [
+            {"topic_id": topic_id, "partitions": sorted(partitions)}
+            for topic_id, partitions in sorted(assignment.items(), key=lambda item: str(item[0]))
+        ]
+    }
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    names = req["subscribed_topic_names"]
+    owned = req["topic_partitions"]
+    request = HeartbeatRequest(
+        group_id=req["group_id"],
+        member_id=req["member_id"],
+        member_epoch=req["member_epoch"],
+        instance_id=req["instance_id"],
+        rack_id=req["rack_id"],
+        rebalance_timeout_ms=req["rebalance_timeout_ms"],
+        subscribed_topic_names=None if names is None else tuple(names),
+        subscribed_topic_regex=req["subscribed_topic_regex"],
+        server_assignor=req["server_assignor"],
+        owned=None if owned is None else [(tp["topic_id"], tp["partitions"]) for tp in owned],
+        client_id=meta.client_id,
+        client_host=meta.client_host,
+        version=meta.api_version,
+    )
+
+    def answer(a: HeartbeatAnswer) -> None:
+        respond(
+            {
+                "error_code": int(a.error),
+                "error_message": a.message,
+                "member_id": a.member_id,
+                "member_epoch": a.member_epoch,
+                "heartbeat_interval_ms": a.heartbeat_interval_ms,
+                "assignment": None if a.assignment is None else response_assignment(a.assignment),
+            }
+        )
+
+    ctx.manager.consumer.heartbeat(request, answer)
