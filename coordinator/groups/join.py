@@ -92,9 +92,8 @@ class JoinHandler:
 
     def _accepted(self, group: Group, r: JoinRequest) -> Group | None:
         if not self._can_accept(group, r.member_id):
-            # Kafka's ClassicGroup.remove forgets the member, pending (KIP-394) or current, and the
-            # join phase is re-checked at once (GroupMetadataManager.classicGroupJoin...): a pending
-            # member it waited for is no longer awaited.
+            # Kafka's ClassicGroup.remove forgets the member, pending (KIP-394) or current; unlike
+            # Kafka we also re-check the join phase at once, so nobody waits for it (compat.md).
             r.fail(ErrorCode.GROUP_MAX_SIZE_REACHED)
             if r.member_id in group.members:
                 self.rb.remove_member_and_update(group, r.member_id, "group is over capacity")

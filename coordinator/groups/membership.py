@@ -76,6 +76,7 @@ class MembershipHandler:
             return ErrorCode.NONE, [(m, iid, ErrorCode.UNKNOWN_MEMBER_ID) for m, iid in members]
         if group.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        # One reaction per removal, as Scala; Java reacts once per batch (compat.md).
         return ErrorCode.NONE, [(m, iid, self._leave_one(group, m, iid)) for m, iid in members]
 
     def _leave_one(self, group: Group, member_id: str, group_instance_id: str | None) -> ErrorCode:

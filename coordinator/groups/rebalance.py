@@ -148,6 +148,7 @@ class Rebalancer:
 
     def maybe_complete_join(self, group: Group) -> None:
         """Complete early once every known member rejoined, except during the initial delay."""
+        # Also on a session or pending expiry, as Scala; Java completes those at once (compat.md).
         if group.state is PREPARING and group.previous_state is not EMPTY and group.has_all_members_joined():
             self.complete_join(group)
 

@@ -60,6 +60,7 @@ class SyncHandler:
                 self._store_assignment(group, _assignments(request.assignments, group))
         else:  # Stable: return the member's current assignment
             self.rb.remove_pending_sync(group, member_id)
+            # Scala re-arms the session here, Java does not; a SyncGroup proves liveness (compat.md).
             self.rb.schedule_session(group, member_id, member.session_timeout_ms)
             parked.respond(sync_response(group.protocol_type, group.protocol_name, member.assignment))
 
