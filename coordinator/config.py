@@ -49,6 +49,15 @@ class Config:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
     group_max_size: int | None = None  # Kafka: Integer.MAX_VALUE = unbounded
+    # The consumer protocol (KIP-848): Kafka's group.consumer.* settings, defaults and bounds.
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_min_heartbeat_interval_ms: int = 5000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
+    group_consumer_max_size: int | None = None  # Kafka: Integer.MAX_VALUE = unbounded
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
     auto_create_topics: bool = True  # auto.create.topics.enable
@@ -75,6 +84,10 @@ class Config:
             group_min_session_timeout_ms=self.group_min_session_timeout_ms,
             group_max_session_timeout_ms=self.group_max_session_timeout_ms,
             group_max_size=self.group_max_size,
+            consumer_heartbeat_interval_ms=self.group_consumer_heartbeat_interval_ms,
+            consumer_session_timeout_ms=self.group_consumer_session_timeout_ms,
+            consumer_max_size=self.group_consumer_max_size,
+            consumer_assignors=self.group_consumer_assignors,
             offsets_retention_ms=self.offsets_retention_minutes * 60_000,
             offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
         )
@@ -124,6 +137,38 @@ def parse_log_format(text: str) -> str:
     return format_
 
 
+ASSIGNORS = ("uniform", "range")  # coordinator.groups.consumer.assignors.ASSIGNORS, Kafka's names
+
+
+def parse_assignors(text: str) -> tuple[str, ...]:
+    """group.consumer.assignors: a comma-separated list of uniform and range (Kafka's short names)."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in ASSIGNORS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list of {', '.join(ASSIGNORS)}, got {text!r}"
+        )
+    return names
+
+
+def check_consumer_bounds(config: Config) -> None:
+    """GroupCoordinatorConfig's checks of the consumer protocol's timing settings."""
+    for what in ("heartbeat_interval", "session_timeout"):
+        value = getattr(config, f"group_consumer_{what}_ms")
+        low = getattr(config, f"group_consumer_min_{what}_ms")
+        high = getattr(config, f"group_consumer_max_{what}_ms")
+        flag = f"--group-consumer-{what.replace('_', '-')}-ms"
+        if not low <= value <= high:
+            raise SystemExit(
+                f"kcoord: {flag}={value} must be within [{low}, {high}] (its min and max settings)"
+            )
+    if config.group_consumer_heartbeat_interval_ms >= config.group_consumer_session_timeout_ms:
+        raise SystemExit(
+            "kcoord: --group-consumer-heartbeat-interval-ms must be less than "
+            "--group-consumer-session-timeout-ms"
+        )
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -148,6 +193,18 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--group-min-session-timeout-ms", _non_negative_int, "default 6000"),
     ("--group-max-session-timeout-ms", _non_negative_int, "default 1800000"),
     ("--group-max-size", _positive_int, "default unbounded"),
+    ("--group-consumer-heartbeat-interval-ms", _positive_int, "consumer protocol, default 5000"),
+    ("--group-consumer-min-heartbeat-interval-ms", _positive_int, "default 5000"),
+    ("--group-consumer-max-heartbeat-interval-ms", _positive_int, "default 15000"),
+    ("--group-consumer-session-timeout-ms", _positive_int, "consumer protocol, default 45000"),
+    ("--group-consumer-min-session-timeout-ms", _positive_int, "default 45000"),
+    ("--group-consumer-max-session-timeout-ms", _positive_int, "default 60000"),
+    ("--group-consumer-max-size", _positive_int, "members of a consumer-protocol group, default unbounded"),
+    (
+        "--group-consumer-assignors",
+        parse_assignors,
+        "server assignors, the first the default; default uniform,range",
+    ),
     ("--offsets-retention-minutes", _positive_int, "default 10080 (7 days)"),
     ("--offsets-retention-check-interval-ms", _positive_int, "default 600000"),
     ("--auto-create-topics", _parse_bool, "auto.create.topics.enable, default true"),
@@ -169,6 +226,7 @@ _METAVARS: dict[object, str] = {
     parse_fsync: "always|interval[:MS]|never",
     parse_log_level: "LEVEL",
     parse_log_format: "text|json",
+    parse_assignors: "NAME[,NAME]",
 }
 
 
@@ -212,6 +270,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = N
         if value is not None:
             values[name] = value
     config = dataclasses.replace(Config(), **values)  # type: ignore[arg-type]
+    check_consumer_bounds(config)
     if config.enable_test_controls and config.http_listen is None:
         raise SystemExit("kcoord: --enable-test-controls needs --http-listen (the controls are HTTP calls)")
     return config

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from coordinator.groups.consumer.model import ConsumerGroupState
+from coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerTargetEpoch
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.offset_api import OffsetHandler
@@ -16,6 +18,7 @@ from coordinator.groups.state import GroupState
 __all__ = [
     "GROUP_AUTHORIZED_OPERATIONS",
     "GROUP_TYPE_CLASSIC",
+    "GROUP_TYPE_CONSUMER",
     "AdminHandler",
     "DeleteGroupsRespond",
     "GroupDescription",
@@ -27,17 +30,19 @@ DeleteGroupsRespond = Callable[[list[tuple[str, ErrorCode]]], None]
 """DeleteGroups' answer: (group id, error) per requested id, in order."""
 
 GROUP_TYPE_CLASSIC = "classic"
+GROUP_TYPE_CONSUMER = "consumer"  # the consumer protocol's groups (KIP-848)
 # AclOperation bits a group supports (READ=3, DELETE=6, DESCRIBE=8); we have no ACLs.
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 @dataclass(frozen=True, slots=True)
 class GroupListing:
-    """One ListGroups entry (every group here is a classic group)."""
+    """One ListGroups entry: a classic or a consumer-protocol group."""
 
     group_id: str
     protocol_type: str
-    state: GroupState
+    state: GroupState | ConsumerGroupState
+    group_type: str = GROUP_TYPE_CLASSIC
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,14 @@ class AdminHandler:
                 if group.state is GroupState.DEAD or (states and group.state.value.lower() not in states):
                     continue
                 listed.append(GroupListing(group.group_id, group.protocol_type or "", group.state))
+        if not types or GROUP_TYPE_CONSUMER in types:
+            for consumer_group in self.rt.consumer_groups.values():
+                state = consumer_group.state
+                if not states or state.value.lower() in states:
+                    # Kafka lists a consumer group with protocol type "consumer" (ConsumerGroup.protocolType)
+                    listed.append(
+                        GroupListing(consumer_group.group_id, "consumer", state, GROUP_TYPE_CONSUMER)
+                    )
         # While loading Kafka answers COORDINATOR_LOAD_IN_PROGRESS and still lists the loaded groups.
         return error or ErrorCode.NONE, listed
 
@@ -124,7 +137,10 @@ class AdminHandler:
                 tombstones = self.rt.offsets.tombstones_for_group(group_id)
                 offsets.extend(tombstones)
                 records.extend(tombstones)
-                records.append(self.delete_now(group_id, undo))
+                if group_id in self.rt.consumer_groups:
+                    records.extend(self._delete_consumer_group(group_id, undo))
+                else:
+                    records.append(self.delete_now(group_id, undo))
             results.append((group_id, error or ErrorCode.NONE))
         if not records:
             respond(results)
@@ -142,6 +158,9 @@ class AdminHandler:
         error = self.rt.phase_error()
         if error is not None:
             return error
+        consumer_group = self.rt.consumer_groups.get(group_id)
+        if consumer_group is not None:  # ConsumerGroup.validateDeleteGroup: Empty only
+            return None if consumer_group.state is ConsumerGroupState.EMPTY else ErrorCode.NON_EMPTY_GROUP
         group = self.rt.group(group_id)  # "" is a group id here (Kafka refuses only null)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
@@ -157,6 +176,23 @@ class AdminHandler:
         tombstone = GroupTombstone(group_id)
         self.rt.apply_live(tombstone, undo)
         return tombstone
+
+    def _delete_consumer_group(self, group_id: str, undo: list[Undo]) -> list[LogRecord]:
+        """An empty consumer group's tombstones (Kafka's ConsumerGroup.createGroupTombstoneRecords:
+        the target's epoch, then the group epoch), applied now; `undo` puts the group back if the
+        write fails, unless another group took the id meanwhile."""
+        groups = self.rt.consumer_groups
+        group = groups[group_id]
+        records: list[LogRecord] = [ConsumerTargetEpoch(group_id, None), ConsumerGroupEpoch(group_id, None)]
+
+        def restore() -> None:
+            if group_id not in groups and group_id not in self.rt.groups:
+                groups[group_id] = group
+
+        undo.append(restore)
+        for record in records:
+            self.rt.apply(record)
+        return records
 
 
 def _describe_group(group: Group) -> GroupDescription:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups import GROUP_TYPE_CLASSIC
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
@@ -26,6 +25,6 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         if version >= 4:
             entry["group_state"] = group.state.value
         if version >= 5:
-            entry["group_type"] = GROUP_TYPE_CLASSIC
+            entry["group_type"] = group.group_type
         groups.append(entry)
     respond({"error_code": int(error), "groups": groups})

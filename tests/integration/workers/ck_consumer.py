@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -62,24 +63,31 @@ def main() -> None:
         "client.id": opts.client_id,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
-        "session.timeout.ms": opts.session_timeout_ms,
-        "heartbeat.interval.ms": opts.heartbeat_interval_ms,
         "max.poll.interval.ms": opts.max_poll_interval_ms,
         "topic.metadata.refresh.interval.ms": opts.metadata_max_age_ms,
-        "partition.assignment.strategy": opts.assignor,
         "reconnect.backoff.ms": 50,
         "reconnect.backoff.max.ms": 500,
         "retry.backoff.ms": 100,
         "retry.backoff.max.ms": 500,
     }
+    if opts.group_protocol == "consumer":
+        # KIP-848: the coordinator assigns and sets the session and heartbeat timing; librdkafka
+        # refuses the classic protocol's settings for them.
+        conf["group.protocol"] = "consumer"
+        if opts.remote_assignor is not None:
+            conf["group.remote.assignor"] = opts.remote_assignor
+    else:
+        conf["session.timeout.ms"] = opts.session_timeout_ms
+        conf["heartbeat.interval.ms"] = opts.heartbeat_interval_ms
+        conf["partition.assignment.strategy"] = opts.assignor
     if opts.group_instance_id is not None:
         conf["group.instance.id"] = opts.group_instance_id
     consumer = Consumer(conf)
     consumer.subscribe(
         opts.topics,
-        on_assign=lambda _c, tps: emit("assigned", partitions=partitions_json(tps)),
-        on_revoke=lambda _c, tps: emit("revoked", partitions=partitions_json(tps)),
-        on_lost=lambda _c, tps: emit("lost", partitions=partitions_json(tps)),
+        on_assign=lambda _c, tps: emit("assigned", partitions=partitions_json(tps), t=time.monotonic()),
+        on_revoke=lambda _c, tps: emit("revoked", partitions=partitions_json(tps), t=time.monotonic()),
+        on_lost=lambda _c, tps: emit("lost", partitions=partitions_json(tps), t=time.monotonic()),
     )
     WorkerLoop().run(
         poll=(lambda: consume(consumer)) if opts.consume else (lambda: consumer.poll(0.1)),

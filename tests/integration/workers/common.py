@@ -5,7 +5,7 @@ It reports on stdout, one JSON object per line:
 
     {"event": "started"}
     {"event": "assignment", "partitions": [[topic, partition], ...]}   # whenever it changes
-    {"event": "assigned" | "revoked" | "lost", "partitions": [...]}    # rebalance callbacks
+    {"event": "assigned" | "revoked" | "lost", "partitions": [...], "t": monotonic}  # callbacks
     {"event": "done", "id": N, ...}  /  {"event": "failed", "id": N, "error": "..."}  # command results
     {"event": "closed"}
 
@@ -66,6 +66,9 @@ class Options:
     metadata_max_age_ms: int = 1000
     group_instance_id: str | None = None
     consume: bool = False  # report every record read and commit after each poll
+    # "consumer": KIP-848's protocol (confluent-kafka only); the server assigns, with `remote_assignor`
+    group_protocol: str = "classic"
+    remote_assignor: str | None = None
 
     @classmethod
     def from_argv(cls) -> Options:
