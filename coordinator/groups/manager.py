@@ -167,6 +167,17 @@ class GroupManager:
     def join_group(self, request: JoinRequest) -> None:
         """JoinGroup (11), typed at the door (server/apis/join_group.py). Answered at once (errors,
         MEMBER_ID_REQUIRED, unchanged follower) or when the join phase completes."""
+        # Kafka's classicGroupJoin: an empty consumer group becomes a classic group; a non-empty one
+        # would take the classic member in (online migration), which is not served yet: refused
+        # as a group of another protocol (docs/compat.md).
+        rt = self._rt
+        if (
+            request.group_id in rt.consumer_groups
+            and rt.phase_error() is None
+            and not self.consumer.release_for_classic(request.group_id)
+        ):
+            request.fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id)
+            return
         self._join.handle(request)
 
     def sync_group(self, request: SyncRequest) -> None:

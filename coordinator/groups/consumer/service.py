@@ -25,7 +25,7 @@ from coordinator.groups.consumer.heartbeat import (
     validate,
 )
 from coordinator.groups.consumer.model import ConsumerGroup, ConsumerMember, MemberState
-from coordinator.groups.consumer.records import ConsumerRecord
+from coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerRecord, ConsumerTargetEpoch
 from coordinator.groups.consumer.topics import TopicView
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from coordinator.groups.records import GroupTombstone, LogRecord
@@ -195,6 +195,24 @@ class ConsumerGroupService:
                 log.error("group_id=%s member_id=%s fencing not written: %s", group_id, member_id, exc)
 
         self._write(group_id, fence_records(group, member_id, self.topics), done, [])
+
+    def release_for_classic(self, group_id: str) -> bool:
+        """Delete an empty consumer group so a classic group can take its id (Kafka's
+        maybeDeleteEmptyConsumerGroup: its tombstones, applied now); False if it has members."""
+        group = self.rt.consumer_groups[group_id]
+        if group.members:
+            return False
+        records: list[ConsumerRecord] = [
+            ConsumerTargetEpoch(group_id, None),
+            ConsumerGroupEpoch(group_id, None),
+        ]
+
+        def done(exc: BaseException | None) -> None:
+            if exc is not None:
+                log.error("group_id=%s consumer group deletion not written: %s", group_id, exc)
+
+        self._write(group_id, records, done, [])
+        return True
 
     # -- timers -----------------------------------------------------------------------------------
     def _schedule_session(self, group_id: str, member_id: str) -> None:
