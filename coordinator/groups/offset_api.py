@@ -266,11 +266,10 @@ class OffsetHandler:
     def _delete_error(self, group_id: str, group: Group | None) -> ErrorCode | None:
         """OffsetDelete group checks: missing -> GROUP_ID_NOT_FOUND; a non-empty group may only
         delete offsets if it is a consumer group (per topic, below) -> else NON_EMPTY_GROUP."""
-        error = self.rt.phase_error()
+        # GroupCoordinatorService.deleteOffsets refuses "" before its runtime's loading check.
+        error = self.rt.service_error(group_id) or self.rt.phase_error()
         if error is not None:
             return error
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:

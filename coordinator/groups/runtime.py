@@ -220,3 +220,13 @@ class Runtime:
         """Kafka's common checks: loading -> COORDINATOR_LOAD_IN_PROGRESS, inactive -> NOT_AVAILABLE.
         Resolved when the phase changes: every request asks, and Enum lookups cost ~90 ns each."""
         return self._phase_error
+
+    def service_error(self, group_id: str) -> ErrorCode | None:
+        """What Kafka's GroupCoordinatorService refuses itself, before a request reaches its runtime,
+        for the APIs that refuse "" (joinGroup, syncGroup, heartbeat, leaveGroup, deleteOffsets):
+        not active -> COORDINATOR_NOT_AVAILABLE, then "" -> INVALID_GROUP_ID. Those APIs ask this
+        first and `phase_error` (the runtime's loading check, CoordinatorRuntime's
+        withActiveContextOrThrow) after it, so "" is INVALID_GROUP_ID even while loading."""
+        if self._phase is Phase.SHUT_DOWN:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return None if group_id else ErrorCode.INVALID_GROUP_ID

@@ -262,6 +262,16 @@ def test_offset_delete_for_missing_group_is_group_id_not_found(h: Harness) -> No
     assert _offset_delete(h, {"t": [0]}, group="missing").error == GROUP_ID_NOT_FOUND
 
 
+def test_offset_delete_refuses_an_empty_group_id_before_loading_and_after_inactive() -> None:
+    # GroupCoordinatorService.deleteOffsets: not active, then "" (isGroupIdNotEmpty), then the runtime
+    h = Harness(loaded=False)
+    assert _offset_delete(h, {"t": [0]}, group="").error == INVALID_GROUP_ID
+    assert _offset_delete(h, {"t": [0]}).error == COORDINATOR_LOAD_IN_PROGRESS
+    h.mgr.on_loaded()
+    h.mgr.shutdown()
+    assert _offset_delete(h, {"t": [0]}, group="").error == COORDINATOR_NOT_AVAILABLE
+
+
 def test_metadata_limit_counts_utf16_code_units_as_java_string_length(h: Harness) -> None:
     # OffsetMetadataManager: metadata.length() > offset.metadata.max.bytes (4096 by default)
     wide = "\N{GRINNING FACE}"  # outside the BMP: one str character, two UTF-16 units, four UTF-8 bytes
