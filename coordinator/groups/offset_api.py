@@ -187,7 +187,9 @@ class OffsetHandler:
         if require_stable:
             # Java's GroupCoordinatorService.fetchOffsets runs a require_stable fetch as a write
             # operation: it is answered once every write before it is durable, so it never returns
-            # an offset older than a commit in flight. (Scala answered UNSTABLE_OFFSET_COMMIT.)
+            # an offset that a commit, OffsetDelete, DeleteGroups or expiry in flight is about to
+            # change; here it waits for those of its groups (compat.md). (Scala answered
+            # UNSTABLE_OFFSET_COMMIT.)
             self.rt.offsets.when_settled(
                 [group_id for group_id, _ in groups], lambda: respond([self._fetch_group(*g) for g in groups])
             )
