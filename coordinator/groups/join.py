@@ -72,14 +72,16 @@ class JoinHandler:
 
     def _checked_group(self, r: JoinRequest) -> Group | None:
         """Kafka's entry checks, in order; answers and returns None when one fails."""
-        error = self.rt.phase_error()
-        if error is None and not r.group_id:
-            error = ErrorCode.INVALID_GROUP_ID
+        error = self.rt.service_error(r.group_id)
         cfg = self.rt.config
         if error is None and not (
             cfg.group_min_session_timeout_ms <= r.session_timeout_ms <= cfg.group_max_session_timeout_ms
         ):
             error = ErrorCode.INVALID_SESSION_TIMEOUT
+        if error is None:
+            # Loading comes last: GroupCoordinatorService.joinGroup checks the group id and the
+            # session timeout before it hands the request to its runtime, which refuses it then.
+            error = self.rt.phase_error()
         if error is not None:
             r.fail(error, r.member_id)
             return None

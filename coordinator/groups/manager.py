@@ -214,8 +214,9 @@ class GroupManager:
         members: Sequence[tuple[str | None, int]] | None = None,
     ) -> None:
         """OffsetFetch (9), typed at the door (server/apis/offset_fetch.py). Answered at once, or
-        with `require_stable` once the groups have no commit in flight. `members`: v9's member id
-        and epoch per group (checked for consumer-protocol groups)."""
+        with `require_stable` once the writes of the groups' offsets in flight before it (commits,
+        tombstones) have settled. `members`: v9's member id and epoch per group (checked for
+        consumer-protocol groups)."""
         self._offsets.fetch(groups, require_stable, respond, members)
 
     def offset_delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:

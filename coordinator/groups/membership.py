@@ -37,12 +37,8 @@ class MembershipHandler:
         """Typed at the door (server/apis/heartbeat.py); always answered at once."""
         # The hottest path of a coordinator (every member, every few seconds): Enum members are read
         # from module constants, since each `ErrorCode.X` / `GroupState.X` lookup costs ~90 ns.
-        error = self.rt.phase_error()
-        if error is not None:
-            # Kafka: old clients do not know LOAD_IN_PROGRESS on Heartbeat
-            return _NONE if error is _LOAD_IN_PROGRESS else error
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
+        if self.rt.phase_error() is not None or not group_id:
+            return self._heartbeat_entry_error(group_id)
         group = self.rt.groups.get(group_id)
         if group is None:
             return _UNKNOWN_MEMBER_ID  # not NOT_AVAILABLE: the client must rejoin (KAFKA-8386)
@@ -59,6 +55,12 @@ class MembershipHandler:
             self.rb.schedule_session(group, member_id, group.members[member_id].session_timeout_ms)
         return result
 
+    def _heartbeat_entry_error(self, group_id: str) -> ErrorCode:
+        """GroupCoordinatorService.heartbeat refuses an inactive service and "" itself, before its
+        runtime's loading check; loading answers NONE (old clients do not know LOAD_IN_PROGRESS)."""
+        error = self.rt.service_error(group_id) or self.rt.phase_error()
+        return _NONE if error is None or error is _LOAD_IN_PROGRESS else error
+
     # -- LeaveGroup -------------------------------------------------------------------------------
     def leave_group(
         self, group_id: str, members: Sequence[tuple[str, str | None]]
@@ -66,9 +68,8 @@ class MembershipHandler:
         """Typed at the door (server/apis/leave_group.py, which reads v0-2's single MemberId as a
         one-entry batch and builds the version's response); always answered at once. Returns the
         group-level error and a (member id, instance id, error) entry per requested member."""
-        error = self.rt.phase_error()
-        if error is None and not group_id:
-            error = ErrorCode.INVALID_GROUP_ID
+        # GroupCoordinatorService.leaveGroup refuses "" before its runtime's loading check.
+        error = self.rt.service_error(group_id) or self.rt.phase_error()
         if error is not None:
             return error, []
         group = self.rt.group(group_id)

@@ -187,7 +187,9 @@ class OffsetHandler:
         if require_stable:
             # Java's GroupCoordinatorService.fetchOffsets runs a require_stable fetch as a write
             # operation: it is answered once every write before it is durable, so it never returns
-            # an offset older than a commit in flight. (Scala answered UNSTABLE_OFFSET_COMMIT.)
+            # an offset that a commit, OffsetDelete, DeleteGroups or expiry in flight is about to
+            # change; here it waits for those of its groups (compat.md). (Scala answered
+            # UNSTABLE_OFFSET_COMMIT.)
             self.rt.offsets.when_settled(
                 [group_id for group_id, _ in groups], lambda: respond([self._fetch_group(*g) for g in groups])
             )
@@ -266,11 +268,10 @@ class OffsetHandler:
     def _delete_error(self, group_id: str, group: Group | None) -> ErrorCode | None:
         """OffsetDelete group checks: missing -> GROUP_ID_NOT_FOUND; a non-empty group may only
         delete offsets if it is a consumer group (per topic, below) -> else NON_EMPTY_GROUP."""
-        error = self.rt.phase_error()
+        # GroupCoordinatorService.deleteOffsets refuses "" before its runtime's loading check.
+        error = self.rt.service_error(group_id) or self.rt.phase_error()
         if error is not None:
             return error
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:

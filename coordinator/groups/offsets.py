@@ -3,7 +3,9 @@
 Offsets are materialised only once their record is durable (`put` / `delete` run from the log's
 `on_done`, and from recovery): a fetch never returns an offset the log could lose. While a commit
 is in flight its partitions are *pending*, and offset expiry leaves them alone (Kafka: "never expire
-a partition with a pending commit").
+a partition with a pending commit"). Every write of a group's offsets in flight (commits, and the
+tombstones of OffsetDelete, DeleteGroups, expiry and DeleteTopics) is tracked too: a require_stable
+fetch waits for them (`when_settled`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ class OffsetStore:
     def __init__(self) -> None:
         self._offsets: dict[str, dict[TopicPartition, OffsetCommitRecord]] = {}
         self._pending: dict[str, Counter[TopicPartition]] = {}
-        self._waiters: dict[str, list[Callable[[], None]]] = {}  # require_stable fetches (when_settled)
+        self._next_write = 0
+        self._latest_write: dict[str, int] = {}  # group id -> its latest offset write in flight
+        self._waiters: dict[int, list[Callable[[], None]]] = {}  # write id -> require_stable fetches
 
     # -- materialised offsets ---------------------------------------------------------------------
     def put(self, record: OffsetCommitRecord) -> None:
@@ -96,19 +100,36 @@ class OffsetStore:
     def has_pending(self, group_id: str) -> bool:
         return bool(self._pending.get(group_id))
 
+    # -- offset writes in flight (require_stable fetches wait for them) -----------------------------
+    def begin_write(self, group_ids: Iterable[str]) -> int:
+        """An append that writes offsets of `group_ids` (commits or tombstones) is in flight: its id."""
+        write_id = self._next_write
+        self._next_write = write_id + 1
+        latest = self._latest_write
+        for group_id in group_ids:
+            latest[group_id] = write_id
+        return write_id
+
+    def end_write(self, write_id: int, group_ids: Iterable[str]) -> None:
+        """That append settled (applied or failed): wake the fetches that wait for it."""
+        latest = self._latest_write
+        for group_id in group_ids:
+            if latest.get(group_id) == write_id:
+                del latest[group_id]
+        if self._waiters:
+            for callback in self._waiters.pop(write_id, ()):
+                callback()
+
     def when_settled(self, group_ids: Sequence[str], callback: Callable[[], None]) -> None:
-        """Call `callback` once none of `group_ids` has a commit in flight (at once if none has)."""
-        waiting = [g for g in group_ids if self._pending.get(g)]
-        if not waiting:
+        """Call `callback` once every write of these groups' offsets now in flight has settled (at
+        once if none is), not waiting for later ones. Appends settle in append order (RecordLog's
+        contract), so that is when the latest of them settles."""
+        latest = self._latest_write
+        last = max((latest[g] for g in group_ids if g in latest), default=None)
+        if last is None:
             callback()
             return
-        self._waiters.setdefault(waiting[0], []).append(lambda: self.when_settled(waiting[1:], callback))
-
-    def settled(self, group_id: str) -> None:
-        """A commit of `group_id` finished (applied or failed): wake who waits for it to settle."""
-        if self._waiters and not self._pending.get(group_id):
-            for callback in self._waiters.pop(group_id, ()):
-                callback()
+        self._waiters.setdefault(last, []).append(callback)
 
     def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
         pending = self._pending.get(group_id)

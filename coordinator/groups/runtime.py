@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -33,7 +33,7 @@ from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.offsets import OffsetStore
 from coordinator.groups.ports import OnDone, RecordLog
-from coordinator.groups.records import GroupTombstone, LogRecord
+from coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
 from coordinator.groups.state import GroupState
 from coordinator.groups.timers import KeyedTimers
 
@@ -71,8 +71,10 @@ class Write:
     applied through the replay path, then `done(None)`; if the append fails, `undo` (what
     `Runtime.apply_live` journalled for this write) restores the state before the request, then
     `done(error)`. `commits_of` names the group whose OffsetCommit this is: its partitions are
-    in flight until the append settles (offset expiry leaves them alone, require_stable fetches
-    wait). Not frozen: a commit builds one per request and a frozen dataclass costs ~0.5 us."""
+    in flight until the append settles (offset expiry leaves them alone). Require_stable fetches
+    wait for every write of a group's offsets, commits and tombstones alike (`Runtime.run` finds
+    the groups in the records). Not frozen: a commit builds one per request and a frozen
+    dataclass costs ~0.5 us."""
 
     records: Sequence[LogRecord]
     done: OnDone
@@ -115,12 +117,20 @@ class Runtime:
 
     def run(self, write: Write) -> None:
         """The one place the group logic appends to the log (no handler calls it itself); see
-        the module docstring. `done` runs exactly once, after the state is applied or restored."""
+        the module docstring. `done` runs exactly once, after the state is applied or restored.
+        A write of offsets (a commit, or tombstones) is in flight for its groups until then:
+        require_stable fetches wait for it (OffsetStore.when_settled)."""
         records = write.records
         commits_of = write.commits_of
         offsets = self.offsets
         if commits_of is not None:
             offsets.begin_pending(records)  # type: ignore[arg-type]  # a commit's records
+            touched: Collection[str] = (commits_of,)
+        else:
+            touched = {
+                r.group_id for r in records if type(r) is OffsetTombstone or type(r) is OffsetCommitRecord
+            }
+        write_id = offsets.begin_write(touched) if touched else -1
         replay = self.apply
 
         def written(error: BaseException | None) -> None:
@@ -133,8 +143,8 @@ class Runtime:
                 for undo in reversed(write.undo):
                     undo()
             write.done(error)
-            if commits_of is not None:
-                offsets.settled(commits_of)
+            if touched:
+                offsets.end_write(write_id, touched)
 
         self.log.append(records, written)
 
@@ -220,3 +230,13 @@ class Runtime:
         """Kafka's common checks: loading -> COORDINATOR_LOAD_IN_PROGRESS, inactive -> NOT_AVAILABLE.
         Resolved when the phase changes: every request asks, and Enum lookups cost ~90 ns each."""
         return self._phase_error
+
+    def service_error(self, group_id: str) -> ErrorCode | None:
+        """What Kafka's GroupCoordinatorService refuses itself, before a request reaches its runtime,
+        for the APIs that refuse "" (joinGroup, syncGroup, heartbeat, leaveGroup, deleteOffsets):
+        not active -> COORDINATOR_NOT_AVAILABLE, then "" -> INVALID_GROUP_ID. Those APIs ask this
+        first and `phase_error` (the runtime's loading check, CoordinatorRuntime's
+        withActiveContextOrThrow) after it, so "" is INVALID_GROUP_ID even while loading."""
+        if self._phase is Phase.SHUT_DOWN:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return None if group_id else ErrorCode.INVALID_GROUP_ID

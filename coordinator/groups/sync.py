@@ -67,13 +67,12 @@ class SyncHandler:
     def _check(self, group: Group | None, request: SyncRequest) -> ErrorCode | None:
         """Common checks (loading -> REBALANCE_IN_PROGRESS, as Kafka does for old clients), then
         member, generation and (v5+) protocol checks, in Kafka's order."""
-        error = self.rt.phase_error()
+        # GroupCoordinatorService.syncGroup refuses "" before its runtime's loading check.
+        error = self.rt.service_error(request.group_id) or self.rt.phase_error()
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             return ErrorCode.REBALANCE_IN_PROGRESS
         if error is not None:
             return error
-        if not request.group_id:
-            return ErrorCode.INVALID_GROUP_ID
         if group is None or group.state is GroupState.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.state is GroupState.DEAD:

@@ -250,6 +250,37 @@ def test_offset_fetch_require_stable_sees_the_commit_in_flight_before_it(
         assert group["error_code"] == 0 and group["topics"][0]["partitions"][0]["committed_offset"] == 7
 
 
+@pytest.mark.server_args("--fsync", "always")
+@pytest.mark.parametrize("version", [7, 8])
+def test_offset_fetch_require_stable_sees_the_deletions_in_flight_before_it(
+    server: KcoordServer, version: int
+) -> None:
+    # Java's GroupCoordinatorService.fetchOffsets: require_stable runs as a write operation, answered
+    # after every earlier write is durable: the tombstones of an OffsetDelete or DeleteGroups too.
+    topics = [{"name": "t", "partition_indexes": [0]}]
+    if version < 8:
+        fetch = {"group_id": "g", "topics": topics, "require_stable": True}
+    else:
+        fetch = {"groups": [{"group_id": "g", "topics": topics}], "require_stable": True}
+
+    def committed(answer: dict[str, Any]) -> int:
+        group = answer if version < 8 else answer["groups"][0]
+        assert group["error_code"] == 0
+        return int(group["topics"][0]["partitions"][0]["committed_offset"])
+
+    offset_delete = {"group_id": "g", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]}
+    with connect(server.address) as sock:
+        assert create_topic(sock, "t", 1)["error_code"] == 0
+        assert _commit(sock, "g") == ErrorCode.NONE  # offset 42, durable
+        deleted, fetched = _pipelined(sock, (OFFSET_DELETE, 0, offset_delete), (OFFSET_FETCH, version, fetch))
+        assert deleted["error_code"] == 0 and committed(fetched) == -1
+        assert _commit(sock, "g") == ErrorCode.NONE
+        deleted, fetched = _pipelined(
+            sock, (DELETE_GROUPS, 2, {"groups_names": ["g"]}), (OFFSET_FETCH, version, fetch)
+        )
+        assert deleted["results"] == [{"group_id": "g", "error_code": 0}] and committed(fetched) == -1
+
+
 @pytest.mark.server_args("--group-max-size", "2")
 def test_a_pending_member_refused_for_max_size_no_longer_holds_the_join_phase(server: KcoordServer) -> None:
     # ClassicGroup.remove forgets pending members too; the join phase is re-checked at once

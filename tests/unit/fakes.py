@@ -48,6 +48,12 @@ class MemoryRecordLog:
         for batch, on_done in held:
             self._finish(batch, on_done, error)
 
+    def release_first(self, count: int = 1) -> None:
+        """Complete the oldest `count` held appends, in order, as durable; the rest stay held."""
+        held, self._held = self._held[:count], self._held[count:]
+        for batch, on_done in held:
+            self._finish(batch, on_done, None)
+
     def of_type(self, kind: type) -> list[Any]:
         return [r for r in self.records if isinstance(r, kind)]
 

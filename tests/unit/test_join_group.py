@@ -367,6 +367,19 @@ def test_join_after_shutdown_answers_coordinator_not_available(h: Harness) -> No
     assert h.join().error == COORDINATOR_NOT_AVAILABLE
 
 
+def test_join_while_loading_checks_group_id_and_session_timeout_first() -> None:
+    # GroupCoordinatorService.joinGroup: not active, "", the session-timeout bounds, and only then
+    # the runtime, which refuses a loading partition (CoordinatorRuntime.withActiveContextOrThrow).
+    h = Harness(loaded=False)
+    assert h.join(group="").error == INVALID_GROUP_ID
+    assert h.join(session=5999).error == INVALID_SESSION_TIMEOUT
+    assert h.join(group="", session=5999).error == INVALID_GROUP_ID
+    assert h.join().error == COORDINATOR_LOAD_IN_PROGRESS
+    h.mgr.on_loaded()
+    h.mgr.shutdown()
+    assert h.join(group="", session=5999).error == COORDINATOR_NOT_AVAILABLE  # inactive comes first
+
+
 def test_protocol_type_is_checked_in_a_memberless_group_that_is_not_empty(h: Harness) -> None:
     # ClassicGroup.supportsProtocols waives the type only in state Empty. A rebalance held by a
     # pending member whose only member leaves waits in PreparingRebalance with no members.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.groups import GroupState, OffsetCommitRecord, OffsetTombstone
+from coordinator.groups.offsets import OffsetStore
 from tests.unit.conftest import Harness
 from tests.unit.fakes import Reply
 
@@ -220,6 +221,88 @@ def test_fetch_require_stable_is_answered_after_a_failed_commit_too(h: Harness) 
     assert stable.done and stable["topics"][0]["partitions"][0]["committed_offset"] == 1
 
 
+def _stable_offset(reply: Reply) -> int:
+    assert reply.done and reply["error_code"] == NONE
+    return int(reply["topics"][0]["partitions"][0]["committed_offset"])
+
+
+def test_fetch_require_stable_waits_for_an_offset_delete_in_flight(h: Harness) -> None:
+    # GroupCoordinatorService.fetchOffsets (a write operation) is answered after every earlier
+    # write is durable, OffsetMetadataManager.deleteOffsets' tombstones included.
+    h.commit({("t", 0): 1})
+    h.log.hold = True
+    deleted = _offset_delete(h, {"t": [0]})
+    stable = h.fetch({"t": [0]}, require_stable=True)
+    assert not deleted.done and not stable.done
+    assert _offset(h) == 1  # a plain fetch answers from durable state at once
+    h.log.release()
+    assert deleted.done and _stable_offset(stable) == -1
+
+
+def test_fetch_require_stable_waits_for_a_delete_groups_in_flight(h: Harness) -> None:
+    h.commit({("t", 0): 1})
+    h.log.hold = True
+    deleted = h.delete_groups("g")
+    stable = h.fetch(None, version=8, require_stable=True)
+    assert not deleted.done and not stable.done
+    h.log.release()
+    assert deleted.done and stable.done and stable["groups"][0]["topics"] == []
+
+
+def test_fetch_require_stable_waits_for_an_offset_expiry_in_flight() -> None:
+    h = Harness(offsets_retention_ms=1_000, offsets_retention_check_interval_ms=5_000)
+    h.commit({("t", 0): 1})
+    h.log.hold = True
+    h.advance(5_000)  # the retention pass writes the offset's tombstone (and the group's)
+    assert h.log.held == 1
+    stable = h.fetch({"t": [0]}, require_stable=True)
+    assert not stable.done
+    h.log.release()
+    assert _stable_offset(stable) == -1
+
+
+def test_fetch_require_stable_answers_from_the_state_a_failed_tombstone_left(h: Harness) -> None:
+    h.commit({("t", 0): 1})
+    h.log.hold = True
+    _offset_delete(h, {"t": [0]})
+    stable = h.fetch({"t": [0]}, require_stable=True)
+    h.log.release(OSError("disk"))
+    assert _stable_offset(stable) == 1
+
+
+def test_fetch_require_stable_does_not_wait_for_writes_after_it(h: Harness) -> None:
+    # A write operation waits only for the writes before it, so commits that keep coming behind a
+    # require_stable fetch do not hold it back.
+    h.log.hold = True
+    h.commit({("t", 0): 1})
+    stable = h.fetch({"t": [0]}, require_stable=True)
+    later = h.commit({("t", 0): 2})
+    h.log.release_first()
+    assert _stable_offset(stable) == 1 and not later.done
+    h.log.release()
+    assert later.done and _offset(h) == 2
+
+
+def test_offset_store_when_settled_waits_for_the_latest_earlier_write_of_its_groups() -> None:
+    store, woken = OffsetStore(), []
+    a1 = store.begin_write(["a"])
+    both = store.begin_write(["a", "b"])
+    c = store.begin_write(["c"])
+    store.when_settled(["b", "x"], lambda: woken.append("b"))
+    store.when_settled(["c"], lambda: woken.append("c"))
+    store.when_settled(["x"], lambda: woken.append("x"))  # nothing in flight: at once
+    later = store.begin_write(["b"])  # after the fetch: not waited for
+    store.end_write(a1, ["a"])
+    assert woken == ["x"]
+    store.end_write(both, ["a", "b"])
+    assert woken == ["x", "b"]
+    store.end_write(c, ["c"])
+    store.end_write(later, ["b"])
+    assert woken == ["x", "b", "c"]
+    store.when_settled(["a", "b", "c"], lambda: woken.append("none"))
+    assert woken[-1] == "none"
+
+
 # -- OffsetDelete --------------------------------------------------------------------------------
 def _offset_delete(h: Harness, topics: dict[str, list[int]], group: str = "g") -> Reply:
     return h.offset_delete(topics, group=group)
@@ -260,6 +343,16 @@ def test_offset_delete_in_non_empty_non_consumer_group_is_non_empty_group(h: Har
 
 def test_offset_delete_for_missing_group_is_group_id_not_found(h: Harness) -> None:
     assert _offset_delete(h, {"t": [0]}, group="missing").error == GROUP_ID_NOT_FOUND
+
+
+def test_offset_delete_refuses_an_empty_group_id_before_loading_and_after_inactive() -> None:
+    # GroupCoordinatorService.deleteOffsets: not active, then "" (isGroupIdNotEmpty), then the runtime
+    h = Harness(loaded=False)
+    assert _offset_delete(h, {"t": [0]}, group="").error == INVALID_GROUP_ID
+    assert _offset_delete(h, {"t": [0]}).error == COORDINATOR_LOAD_IN_PROGRESS
+    h.mgr.on_loaded()
+    h.mgr.shutdown()
+    assert _offset_delete(h, {"t": [0]}, group="").error == COORDINATOR_NOT_AVAILABLE
 
 
 def test_metadata_limit_counts_utf16_code_units_as_java_string_length(h: Harness) -> None:

@@ -12,6 +12,7 @@ INVALID_GROUP_ID = 24
 UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
 FENCED_INSTANCE_ID = 82
+COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 
 
@@ -94,6 +95,24 @@ def test_sync_with_empty_group_id_is_invalid(h: Harness) -> None:
 def test_sync_while_loading_is_rebalance_in_progress() -> None:
     h = Harness(loaded=False)
     assert h.sync("m", 1).error == REBALANCE_IN_PROGRESS
+
+
+def test_empty_group_id_is_invalid_while_loading_and_not_available_after_shutdown() -> None:
+    # GroupCoordinatorService.syncGroup/heartbeat/leaveGroup: not active -> COORDINATOR_NOT_AVAILABLE,
+    # then "" -> INVALID_GROUP_ID, both before the runtime's loading check.
+    h = Harness(loaded=False)
+    assert h.sync("m", 1, group="").error == INVALID_GROUP_ID
+    assert h.heartbeat("m", 1, group="").error == INVALID_GROUP_ID
+    r = h.leave("m", group="")
+    assert r.error == INVALID_GROUP_ID and r["members"] == []
+    assert h.sync("m", 1).error == REBALANCE_IN_PROGRESS  # a named group: loading
+    assert h.heartbeat("m", 1).error == NONE
+    assert h.leave("m").error == COORDINATOR_LOAD_IN_PROGRESS
+    h.mgr.on_loaded()
+    h.mgr.shutdown()
+    assert h.sync("m", 1, group="").error == COORDINATOR_NOT_AVAILABLE
+    assert h.heartbeat("m", 1, group="").error == COORDINATOR_NOT_AVAILABLE
+    assert h.leave("m", group="").error == COORDINATOR_NOT_AVAILABLE
 
 
 # -- Heartbeat -----------------------------------------------------------------------------------
