@@ -30,3 +30,4 @@ class GroupConfig:
     consumer_session_timeout_ms: int = 45_000
     consumer_max_size: int | None = None  # None = unbounded (Kafka: Integer.MAX_VALUE)
     consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+    consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond, GroupDescription, GroupListing
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig
+from coordinator.groups.consumer.classic_api import ClassicMembersApi
 from coordinator.groups.consumer.records import apply as apply_consumer_record
 from coordinator.groups.consumer.service import ConsumerGroupService, NoTopics
 from coordinator.groups.consumer.topics import TopicView
@@ -99,8 +100,9 @@ class GroupManager:
         self._offsets = OffsetHandler(self._rt, self._rb)
         self._admin = AdminHandler(self._rt, self._rb, self._offsets)
         self._retention = Retention(self._rt)
-        self.consumer = ConsumerGroupService(self._rt, topics if topics is not None else NoTopics())
+        self.consumer = ConsumerGroupService(self._rt, topics if topics is not None else NoTopics(), self._rb)
         """The consumer protocol (KIP-848): ConsumerGroupHeartbeat and ConsumerGroupDescribe."""
+        self._classic_members = ClassicMembersApi(self.consumer)
         self.controls = GroupControls(self._rt, self._rb)
         """Test controls (force a rebalance, expire a member, change settings): the server exposes
         them only with --enable-test-controls."""
@@ -167,35 +169,50 @@ class GroupManager:
     def join_group(self, request: JoinRequest) -> None:
         """JoinGroup (11), typed at the door (server/apis/join_group.py). Answered at once (errors,
         MEMBER_ID_REQUIRED, unchanged follower) or when the join phase completes."""
-        # Kafka's classicGroupJoin: an empty consumer group becomes a classic group; a non-empty one
-        # would take the classic member in (online migration), which is not served yet: refused
-        # as a group of another protocol (docs/compat.md).
+        # Kafka's classicGroupJoin: a non-empty consumer group takes the classic member in (online
+        # migration, consumer/classic_api.py); an empty one becomes a classic group.
         rt = self._rt
-        if (
-            request.group_id in rt.consumer_groups
-            and rt.phase_error() is None
-            and not self.consumer.release_for_classic(request.group_id)
-        ):
-            request.fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id)
-            return
+        consumer_group = rt.consumer_groups.get(request.group_id)
+        if consumer_group is not None and rt.phase_error() is None:
+            if consumer_group.members:
+                cfg = rt.config
+                if (
+                    not cfg.group_min_session_timeout_ms
+                    <= request.session_timeout_ms
+                    <= cfg.group_max_session_timeout_ms
+                ):
+                    request.fail(ErrorCode.INVALID_SESSION_TIMEOUT, request.member_id)
+                    return
+                self._classic_members.join(request)
+                return
+            self.consumer.release_for_classic(request.group_id)
         self._join.handle(request)
 
     def sync_group(self, request: SyncRequest) -> None:
         """SyncGroup (14), typed at the door (server/apis/sync_group.py). In CompletingRebalance
         parked until the leader's assignment is durable."""
+        if request.group_id in self._rt.consumer_groups and self._rt.phase_error() is None:
+            self._classic_members.sync(request)  # a classic member of a consumer group
+            return
         self._sync.handle(request)
 
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> ErrorCode:
         """Heartbeat (12), typed at the door (server/apis/heartbeat.py): the error, at once."""
-        return self._membership.heartbeat(group_id, generation_id, member_id, group_instance_id)
+        error = self._membership.heartbeat(group_id, generation_id, member_id, group_instance_id)
+        if error is ErrorCode.UNKNOWN_MEMBER_ID and group_id in self._rt.consumer_groups:
+            # a classic member of a consumer group (looked up only off the classic fast path)
+            return self._classic_members.heartbeat(group_id, generation_id, member_id, group_instance_id)
+        return error
 
     def leave_group(
         self, group_id: str, members: Sequence[tuple[str, str | None]]
     ) -> tuple[ErrorCode, list[LeaveEntry]]:
         """LeaveGroup (13), typed at the door (server/apis/leave_group.py): the group error and one
         (member id, instance id, error) per member, at once."""
+        if group_id in self._rt.consumer_groups and self._rt.phase_error() is None:
+            return ErrorCode.NONE, self._classic_members.leave(group_id, members)
         return self._membership.leave_group(group_id, members)
 
     # -- offsets ----------------------------------------------------------------------------------

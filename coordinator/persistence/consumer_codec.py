@@ -9,7 +9,13 @@ from collections.abc import Iterable
 from typing import Any
 
 import storage
-from coordinator.groups.consumer.model import Assignment, ConsumerMember, MemberState, assignment_of
+from coordinator.groups.consumer.model import (
+    Assignment,
+    ClassicMemberMetadata,
+    ConsumerMember,
+    MemberState,
+    assignment_of,
+)
 from coordinator.groups.consumer.records import (
     ConsumerGroupEpoch,
     ConsumerMemberAssignment,
@@ -91,6 +97,12 @@ def _subscription(m: ConsumerMember) -> dict[str, Any]:
         "subscribed_topic_regex": m.subscribed_topic_regex,
         "rebalance_timeout_ms": m.rebalance_timeout_ms,
         "server_assignor": m.server_assignor,
+        "classic_member_metadata": None
+        if m.classic is None
+        else {
+            "session_timeout_ms": m.classic.session_timeout_ms,
+            "supported_protocols": [{"name": n, "metadata": md} for n, md in m.classic.supported_protocols],
+        },
     }
 
 
@@ -135,6 +147,7 @@ def consumer_from_storage(record: storage.Record) -> ConsumerRecord:
             subscribed_topic_regex=value["subscribed_topic_regex"],
             server_assignor=value["server_assignor"],
             rebalance_timeout_ms=value["rebalance_timeout_ms"],
+            classic=_classic(value["classic_member_metadata"]),
         )
         return ConsumerMemberSubscription(group_id, member_id, member)
     state = value["state"]
@@ -147,6 +160,13 @@ def consumer_from_storage(record: storage.Record) -> ConsumerRecord:
         pending_revocation=_assignment(value["partitions_pending_revocation"]),
     )
     return ConsumerMemberAssignment(group_id, member_id, member)
+
+
+def _classic(value: dict[str, Any] | None) -> ClassicMemberMetadata | None:
+    if value is None:
+        return None
+    protocols = tuple((p["name"], bytes(p["metadata"])) for p in value["supported_protocols"])
+    return ClassicMemberMetadata(value["session_timeout_ms"], protocols)
 
 
 def render_consumer(record: ConsumerRecord) -> str:

@@ -8,11 +8,11 @@ member's target), 8 ConsumerGroupCurrentMemberAssignment (a member's epochs and 
 are version 0, flexible. kcoord stores them under storage record type 0x40 + Kafka's key type
 (`records.RECORD_TYPES`): its own types 4 and 5 were taken before these arrived.
 Kafka 4.1 replaced ConsumerGroupPartitionMetadata (type 4) by ConsumerGroupMetadataValue's tagged
-MetadataHash, which is what kcoord writes. ClassicMemberMetadata (online migration) is not written.
+MetadataHash, which is what kcoord writes.
 """
 
 from protocol.schema import Field, Schema, array
-from protocol.types import INT8, INT32, INT64, NULLABLE_STRING, STRING, UUID
+from protocol.types import BYTES, INT8, INT32, INT64, NULLABLE_STRING, STRING, UUID
 
 __all__ = [
     "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY",
@@ -50,6 +50,12 @@ CONSUMER_GROUP_METADATA_VALUE = _value(
 CONSUMER_GROUP_MEMBER_METADATA_KEY = _key(
     "ConsumerGroupMemberMetadataKey", 5, Field("group_id", STRING), Field("member_id", STRING)
 )
+CLASSIC_PROTOCOL = Schema("ClassicProtocol", fields=(Field("name", STRING), Field("metadata", BYTES)))
+CLASSIC_MEMBER_METADATA = Schema(
+    "ClassicMemberMetadata",
+    fields=(Field("session_timeout_ms", INT32), Field("supported_protocols", array(CLASSIC_PROTOCOL))),
+)
+
 CONSUMER_GROUP_MEMBER_METADATA_VALUE = _value(
     "ConsumerGroupMemberMetadataValue",
     Field("instance_id", NULLABLE_STRING),
@@ -60,6 +66,8 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = _value(
     Field("subscribed_topic_regex", NULLABLE_STRING),
     Field("rebalance_timeout_ms", INT32, default=-1),
     Field("server_assignor", NULLABLE_STRING),
+    # Online migration: a member speaking the classic protocol (absent, i.e. null, otherwise).
+    Field("classic_member_metadata", CLASSIC_MEMBER_METADATA, default=None, tag=0, tagged_since=0),
 )
 
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = _key(

@@ -52,6 +52,9 @@ __all__ = [
     "group_subscribed_names",
     "plan_heartbeat",
     "plan_leave",
+    "remove_member_records",
+    "subscribed_names_of",
+    "update_member",
 ]
 
 # KIP-1082: from v1 the client generates its member id (ConsumerGroupHeartbeatRequest
@@ -174,6 +177,38 @@ def plan_heartbeat(
     records: list[ConsumerRecord] = []
     member, replaced = _current_member(group, request, member_id, records)
     updated = _with_request(member, request)
+    reconciled = update_member(
+        group, member, updated, replaced, request.owned, topics, default_assignor, records
+    )
+    full = request.member_epoch == 0 or (
+        request.rebalance_timeout_ms != -1
+        and request.subscribed_topic_names is not None
+        and request.owned is not None
+    )
+    changed = reconciled.assigned != member.assigned
+    answer = HeartbeatAnswer(
+        ErrorCode.NONE,
+        None,
+        member_id,
+        reconciled.member_epoch,
+        heartbeat_interval_ms,
+        reconciled.assigned if full or changed else None,
+    )
+    return HeartbeatPlan(records, answer, reconciled, replaced)
+
+
+def update_member(
+    group: ConsumerGroup,
+    member: ConsumerMember,
+    updated: ConsumerMember,
+    replaced: str | None,
+    owned: Owned,
+    topics: TopicView,
+    default_assignor: str,
+    records: list[ConsumerRecord],
+) -> ConsumerMember:
+    """Steps 2-4 of a heartbeat, shared with a classic member's JoinGroup (online migration):
+    the subscription record and epoch bump, the target, one reconciliation step. The member after."""
     bump = _subscription_changed(group.group_id, member, updated, records)
     group_epoch = group.group_epoch
     if bump or group.checked_topics_version != topics.version:
@@ -190,31 +225,15 @@ def plan_heartbeat(
     else:
         target = group.target_of(updated.member_id)
         target_epoch = group.assignment_epoch
-    reconciled = updated
-    if not updated.is_reconciled_to(target_epoch):
-        try:
-            reconciled = next_assignment(
-                updated, target_epoch, target, group.current_partition_epoch, request.owned
-            )
-        except FencedMemberEpoch as exc:
-            raise Refused(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
-        if reconciled.current_assignment() != updated.current_assignment():
-            records.append(ConsumerMemberAssignment(group.group_id, member_id, reconciled))
-    full = request.member_epoch == 0 or (
-        request.rebalance_timeout_ms != -1
-        and request.subscribed_topic_names is not None
-        and request.owned is not None
-    )
-    changed = reconciled.assigned != member.assigned
-    answer = HeartbeatAnswer(
-        ErrorCode.NONE,
-        None,
-        member_id,
-        reconciled.member_epoch,
-        heartbeat_interval_ms,
-        reconciled.assigned if full or changed else None,
-    )
-    return HeartbeatPlan(records, answer, reconciled, replaced)
+    if updated.is_reconciled_to(target_epoch):
+        return updated
+    try:
+        reconciled = next_assignment(updated, target_epoch, target, group.current_partition_epoch, owned)
+    except FencedMemberEpoch as exc:
+        raise Refused(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
+    if reconciled.current_assignment() != updated.current_assignment():
+        records.append(ConsumerMemberAssignment(group.group_id, updated.member_id, reconciled))
+    return reconciled
 
 
 def _current_member(
@@ -268,7 +287,7 @@ def _static_member(
             assigned=existing.assigned,
             pending_revocation=existing.pending_revocation,
         )
-        _remove_member_records(group.group_id, existing.member_id, records)
+        remove_member_records(group.group_id, existing.member_id, records)
         records.append(ConsumerMemberSubscription(group.group_id, member_id, new))
         records.append(
             ConsumerTargetMember(group.group_id, member_id, dict(group.target_of(existing.member_id)))
@@ -364,9 +383,14 @@ def group_subscribed_names(
         members.pop(removed, None)
     if updated is not None:
         members[updated.member_id] = updated
+    return subscribed_names_of(members.values(), topics)
+
+
+def subscribed_names_of(members: Iterable[ConsumerMember], topics: TopicView) -> set[str]:
+    """Every topic these members subscribe to, by name or expression."""
     names: set[str] = set()
     regexes: set[str] = set()
-    for m in members.values():
+    for m in members:
         names.update(m.subscribed_topic_names)
         if m.subscribed_topic_regex:
             regexes.add(m.subscribed_topic_regex)
@@ -467,7 +491,7 @@ def plan_leave(group: ConsumerGroup | None, request: HeartbeatRequest, topics: T
     return HeartbeatPlan(fence_records(group, member.member_id, topics), answer, None)
 
 
-def _remove_member_records(group_id: str, member_id: str, records: list[ConsumerRecord]) -> None:
+def remove_member_records(group_id: str, member_id: str, records: list[ConsumerRecord]) -> None:
     """Kafka's removeMember: tombstones of the current assignment, the target, the subscription."""
     records.append(ConsumerMemberAssignment(group_id, member_id, None))
     records.append(ConsumerTargetMember(group_id, member_id, None))
@@ -478,7 +502,7 @@ def fence_records(group: ConsumerGroup, member_id: str, topics: TopicView) -> li
     """Kafka's consumerGroupFenceMember: remove the member and bump the group epoch (the target is
     recomputed at the next heartbeat of any member)."""
     records: list[ConsumerRecord] = []
-    _remove_member_records(group.group_id, member_id, records)
+    remove_member_records(group.group_id, member_id, records)
     names = group_subscribed_names(group, topics, removed=member_id)
     records.append(ConsumerGroupEpoch(group.group_id, group.group_epoch + 1, metadata_hash(names, topics)))
     return records

@@ -18,6 +18,7 @@ __all__ = [
     "LEAVE_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
     "Assignment",
+    "ClassicMemberMetadata",
     "ConsumerGroup",
     "ConsumerGroupState",
     "ConsumerMember",
@@ -69,6 +70,16 @@ class ConsumerGroupState(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member that speaks the classic protocol inside a consumer group (online migration)
+    brought with its JoinGroup: its session timeout and its (name, metadata) protocols, in its
+    order of preference (Kafka's ConsumerGroupMemberMetadataValue.ClassicMemberMetadata)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
     """One member (Kafka's ConsumerGroupMember): its subscription (the member-metadata record) and
     its current assignment (the current-assignment record)."""
@@ -82,6 +93,8 @@ class ConsumerMember:
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
     rebalance_timeout_ms: int = -1
+    classic: ClassicMemberMetadata | None = None
+    """Set for a member that joined with JoinGroup (the classic protocol) during online migration."""
     # -- the current assignment
     member_epoch: int = 0
     previous_member_epoch: int = 0
@@ -103,6 +116,7 @@ class ConsumerMember:
             self.subscribed_topic_regex,
             self.server_assignor,
             self.rebalance_timeout_ms,
+            self.classic,
         )
 
     def current_assignment(self) -> tuple[object, ...]:

@@ -148,6 +148,7 @@ def _with_subscription(member: ConsumerMember, source: ConsumerMember) -> Consum
         subscribed_topic_regex=source.subscribed_topic_regex,
         server_assignor=source.server_assignor,
         rebalance_timeout_ms=source.rebalance_timeout_ms,
+        classic=source.classic,
     )
 
 

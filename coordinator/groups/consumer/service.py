@@ -24,10 +24,18 @@ from coordinator.groups.consumer.heartbeat import (
     plan_leave,
     validate,
 )
+from coordinator.groups.consumer.migration import (
+    MigrationPolicy,
+    can_downgrade,
+    can_upgrade,
+    downgrade,
+    upgrade_records,
+)
 from coordinator.groups.consumer.model import ConsumerGroup, ConsumerMember, MemberState
 from coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerRecord, ConsumerTargetEpoch
 from coordinator.groups.consumer.topics import TopicView
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
+from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.records import GroupTombstone, LogRecord
 from coordinator.groups.runtime import Runtime, Undo, Write
 from coordinator.groups.state import GroupState
@@ -62,9 +70,14 @@ class NoTopics:
 
 
 class ConsumerGroupService:
-    def __init__(self, rt: Runtime, topics: TopicView) -> None:
+    def __init__(self, rt: Runtime, topics: TopicView, rebalancer: Rebalancer) -> None:
         self.rt = rt
         self.topics = topics
+        self.rb = rebalancer
+        self.join_timeouts: set[str] = set()
+        """Keys of classic members' join timeouts now scheduled (Kafka schedules them if absent)."""
+        """The classic groups' rebalance logic: an upgrade answers their parked requests, a
+        downgrade hands them a group to rebalance."""
 
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------------
     def heartbeat(self, request: HeartbeatRequest, respond: HeartbeatRespond) -> None:
@@ -81,6 +94,10 @@ class ConsumerGroupService:
             group = self.rt.consumer_groups.get(request.group_id)
             if request.member_epoch < 0:
                 plan = plan_leave(group, request, self.topics)
+                if plan.member is None and group is not None and self._downgrades(group, request.member_id):
+                    self._cancel_timers(request.group_id, request.member_id)
+                    self._downgrade(group, request.member_id, self._answer_when_durable(plan.answer, respond))
+                    return
             else:
                 group = self._group_for_join(request, undo, prefix)
                 plan = plan_heartbeat(
@@ -100,31 +117,59 @@ class ConsumerGroupService:
         if not plan.records:
             respond(plan.answer)
             return
-        answer = plan.answer
+        self._write(
+            request.group_id, plan.records, self._answer_when_durable(plan.answer, respond), undo, prefix
+        )
 
+    @staticmethod
+    def _answer_when_durable(
+        answer: HeartbeatAnswer, respond: HeartbeatRespond
+    ) -> Callable[[BaseException | None], None]:
         def done(exc: BaseException | None) -> None:
             respond(answer if exc is None else HeartbeatAnswer(APPEND_FAILED, "The write failed."))
 
-        self._write(request.group_id, plan.records, done, undo, prefix)
+        return done
 
     def _group_for_join(
         self, request: HeartbeatRequest, undo: list[Undo], prefix: list[LogRecord]
     ) -> ConsumerGroup:
         """Kafka's getOrMaybeCreateConsumerGroup: the consumer group, a new one, or one in place of
         an empty classic group (whose tombstone is written with the heartbeat's records; its
-        offsets stay). A classic group with members is not converted: online migration between
-        the protocols is not served yet."""
+        offsets stay), or the upgrade of a classic group with members (migration.py)."""
         group_id = request.group_id
         group = self.rt.consumer_groups.get(group_id)
         if group is not None:
             return group
         classic = self.rt.groups.get(group_id)
         if classic is not None and request.member_epoch == 0:
-            if classic.state is not GroupState.EMPTY:
+            config = self.rt.config
+            upgrade = classic.state is not GroupState.EMPTY
+            if upgrade and not (
+                MigrationPolicy(config.consumer_migration_policy).upgrades
+                and can_upgrade(classic, config.consumer_max_size)
+            ):
                 raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            records = upgrade_records(classic, self.topics) if upgrade else []
+            if upgrade:
+                # Kafka's convertToConsumerGroup: parked requests learn of the new rebalance.
+                self.rb.fail_parked(classic, ErrorCode.REBALANCE_IN_PROGRESS)
             tombstone = GroupTombstone(group_id)
             self.rt.apply_live(tombstone, undo)
             prefix.append(tombstone)
+            if upgrade:
+                log.info(
+                    "group_id=%s upgraded from classic to consumer at epoch %d",
+                    group_id,
+                    classic.generation_id,
+                )
+                for record in records:
+                    self.rt.apply(record)
+                undo.append(lambda: self._forget(group_id))
+                prefix.extend(records)
+                upgraded = self.rt.consumer_groups[group_id]
+                for member in upgraded.members.values():
+                    self._schedule_session(group_id, member.member_id, member)
+                return upgraded
         elif request.member_epoch != 0:
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         return ConsumerGroup(group_id)
@@ -194,7 +239,52 @@ class ConsumerGroupService:
             if exc is not None:
                 log.error("group_id=%s member_id=%s fencing not written: %s", group_id, member_id, exc)
 
+        if self._downgrades(group, member_id):
+            self._downgrade(group, member_id, done)
+            return
         self._write(group_id, fence_records(group, member_id, self.topics), done, [])
+
+    # -- online downgrade -------------------------------------------------------------------------
+    def _downgrades(self, group: ConsumerGroup, leaving: str) -> bool:
+        config = self.rt.config
+        return MigrationPolicy(config.consumer_migration_policy).downgrades and can_downgrade(
+            group, leaving, config.group_max_size
+        )
+
+    def _downgrade(
+        self, group: ConsumerGroup, leaving: str, done: Callable[[BaseException | None], None]
+    ) -> None:
+        """The last consumer-protocol member left: the classic members go on as a classic group
+        (Kafka's convertToClassicGroup: the group is put in place directly, then rebalanced)."""
+        group_id = group.group_id
+        tombstones, classic = downgrade(group, leaving, self.topics, self.rt.now_ms())
+        log.info(
+            "group_id=%s downgraded from consumer to classic at generation %d",
+            group_id,
+            classic.generation_id,
+        )
+        for member_id in group.members:
+            self._cancel_timers(group_id, member_id)
+        saved = group.copy()
+
+        def restore() -> None:
+            if self.rt.groups.get(group_id) is classic:
+                self.rb.cancel_group_timers(classic)
+                del self.rt.groups[group_id]
+            if group_id not in self.rt.groups:
+                self.rt.consumer_groups[group_id] = saved
+
+        for record in tombstones:
+            self.rt.apply(record)
+        self.rt.groups[group_id] = classic
+        for member in classic.members.values():
+            self.rb.schedule_session(classic, member.member_id, member.session_timeout_ms)
+        written: list[LogRecord] = [*tombstones, classic.to_record()]
+        self.rb.prepare_rebalance(classic, "downgrade of the group from the consumer to the classic protocol")
+        self.rt.run(Write(written, done, durable=(), undo=[restore]))
+
+    def _forget(self, group_id: str) -> None:
+        self.rt.consumer_groups.pop(group_id, None)
 
     def release_for_classic(self, group_id: str) -> bool:
         """Delete an empty consumer group so a classic group can take its id (Kafka's
@@ -215,10 +305,12 @@ class ConsumerGroupService:
         return True
 
     # -- timers -----------------------------------------------------------------------------------
-    def _schedule_session(self, group_id: str, member_id: str) -> None:
+    def _schedule_session(self, group_id: str, member_id: str, member: ConsumerMember | None = None) -> None:
+        """A classic member's own session timeout, else group.consumer.session.timeout.ms."""
+        classic = member.classic if member is not None else None
         self.rt.timers.schedule(
             session_key(group_id, member_id),
-            self.rt.config.consumer_session_timeout_ms,
+            classic.session_timeout_ms if classic is not None else self.rt.config.consumer_session_timeout_ms,
             lambda: self.fence(group_id, member_id, "the member session expired"),
         )
 
@@ -233,8 +325,17 @@ class ConsumerGroupService:
         )
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.rt.timers.cancel(session_key(group_id, member_id))
-        self.rt.timers.cancel(rebalance_timeout_key(group_id, member_id))
+        """Kafka's cancelTimers: session, rebalance, and a classic member's join and sync timeouts."""
+        timers = self.rt.timers
+        join_key = f"consumer-join:{group_id}:{member_id}"  # classic_api.join_timeout_key
+        self.join_timeouts.discard(join_key)
+        for key in (
+            session_key(group_id, member_id),
+            rebalance_timeout_key(group_id, member_id),
+            join_key,
+            f"consumer-sync:{group_id}:{member_id}",  # classic_api.sync_timeout_key
+        ):
+            timers.cancel(key)
 
     def _member(self, group_id: str, member_id: str) -> ConsumerMember | None:
         group = self.rt.consumer_groups.get(group_id)
@@ -246,8 +347,8 @@ class ConsumerGroupService:
         timeout of every member still asked to revoke (Kafka re-arms timers on load)."""
         for group_id, group in self.rt.consumer_groups.items():
             for member in group.members.values():
-                self._schedule_session(group_id, member.member_id)
-                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_session(group_id, member.member_id, member)
+                if member.state is MemberState.UNREVOKED_PARTITIONS and member.classic is None:
                     self._schedule_rebalance_timeout(group_id, member)
 
     def shutdown(self) -> None:
