@@ -29,8 +29,8 @@ def join(
 ) -> JoinAnswer:
     answers: list[JoinAnswer] = []
     protocols = (("range", subscription("t1", owned=owned)),)
-    request = JoinRequest("g", member_id, None, 10_000, 30_000, "consumer", protocols, None, version, "classic",
-                          "/127.0.0.1", answers.append)  # fmt: skip
+    request = JoinRequest("g", member_id, None, 10_000, 30_000, "consumer", protocols, None, version,
+                          "classic", "/127.0.0.1", answers.append)  # fmt: skip
     c.mgr.join_group(request)
     assert answers, "the join was parked"
     return answers[0]
@@ -124,8 +124,9 @@ def classic_group(c: Cluster, members: int = 2) -> list[str]:
     parked: list[list[JoinAnswer]] = []
     for member_id in ids:
         box: list[JoinAnswer] = []
-        request = JoinRequest("g", member_id, None, 10_000, 30_000, "consumer",
-                              (("range", subscription("t1")),), None, 5, "classic", "/127.0.0.1", box.append)  # fmt: skip
+        protocols = (("range", subscription("t1")),)
+        request = JoinRequest("g", member_id, None, 10_000, 30_000, "consumer", protocols, None, 5,
+                              "classic", "/127.0.0.1", box.append)  # fmt: skip
         c.mgr.join_group(request)
         parked.append(box)
     for _ in range(40):  # the initial rebalance delay (KIP-134), extended by each new member
