@@ -296,10 +296,11 @@ def _validate_consumer_commit(group: ConsumerGroup, request: CommitRequest) -> E
     member = group.members.get(request.member_id)
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if request.api_version < 9:
+    classic = member.classic is not None  # a classic member (online migration) commits as before
+    if request.api_version < 9 and not classic:
         return ErrorCode.UNSUPPORTED_VERSION
     if request.generation_id != member.member_epoch:
-        return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.ILLEGAL_GENERATION if classic else ErrorCode.STALE_MEMBER_EPOCH
     return None
 
 
@@ -314,5 +315,5 @@ def _validate_consumer_fetch(
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if member_epoch != member.member_epoch:
-        return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
     return None

@@ -171,3 +171,46 @@ def describe_epochs(server: KcoordServer, group: str) -> tuple[int, int, dict[st
     assert described["error_code"] == 0, described
     members = {m["member_id"]: m["member_epoch"] for m in described["members"]}
     return described["group_epoch"], described["assignment_epoch"], members
+
+
+# -- online migration: classic and consumer-protocol members in one group -----------------------------
+def test_a_mixed_group_upgrades_and_downgrades_with_every_partition_owned_once(
+    workers: Workers, topic: str, topic_partitions: frozenset[Partition]
+) -> None:
+    group = unique("gmix")
+    classic = [
+        workers.spawn("kafka-python", group, [topic]),
+        workers.spawn("confluent-kafka", group, [topic]),
+    ]
+    wait_for_split(classic, topic_partitions)
+
+    # A consumer-protocol member joins the classic group: the group becomes a consumer group.
+    modern = spawn(workers, group, [topic])
+    members = [*classic, modern]
+    wait_for_split(members, topic_partitions)
+    assert group_type(workers.server, group) == "consumer"
+    assert len(classic_member_ids(workers.server, group)) == 2
+    second = spawn(workers, group, [topic])
+    members.append(second)
+    wait_for_split(members, topic_partitions)
+
+    # The consumer-protocol members leave: the last one out turns the group back into a classic one.
+    for m in (modern, second):
+        m.close()
+    wait_for_split(classic, topic_partitions)
+    assert group_type(workers.server, group) == "classic"
+    assert ownership_violations([*classic, modern, second]) == []
+
+
+def group_type(server: KcoordServer, group: str) -> str:
+    with connect(server.address) as sock:
+        listed = call(sock, 16, 5, {"states_filter": [], "types_filter": []})["groups"]
+    (entry,) = [g for g in listed if g["group_id"] == group]
+    return str(entry["group_type"])
+
+
+def classic_member_ids(server: KcoordServer, group: str) -> list[str]:
+    """The members ConsumerGroupDescribe v1 reports as classic (MemberType 0)."""
+    with connect(server.address) as sock:
+        response = call(sock, 69, 1, {"group_ids": [group], "include_authorized_operations": False})
+    return [m["member_id"] for m in response["groups"][0]["members"] if m["member_type"] == 0]

@@ -14,7 +14,8 @@ __all__ = ["ConsumerGroupDescription", "ConsumerMemberDescription", "NamedAssign
 NamedAssignment = tuple[tuple[object, str, tuple[int, ...]], ...]
 """(topic id, topic name, partitions) per topic that still exists, sorted by name."""
 
-MEMBER_TYPE_CONSUMER = 1  # KIP-1099: ConsumerGroupDescribe v1's MemberType (0 classic, 1 consumer)
+MEMBER_TYPE_CLASSIC = 0  # KIP-1099: ConsumerGroupDescribe v1's MemberType
+MEMBER_TYPE_CONSUMER = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ def describe_group(
             subscribed_topic_regex=m.subscribed_topic_regex,
             assignment=_named(m.assigned, topics),
             target_assignment=_named(group.target_of(m.member_id), topics),
+            member_type=MEMBER_TYPE_CLASSIC if m.classic is not None else MEMBER_TYPE_CONSUMER,
         )
         for m in group.members.values()
     )

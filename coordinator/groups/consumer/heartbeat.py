@@ -18,6 +18,7 @@ A heartbeat, in Kafka's order:
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -40,7 +41,7 @@ from coordinator.groups.consumer.records import (
     ConsumerTargetEpoch,
     ConsumerTargetMember,
 )
-from coordinator.groups.consumer.topics import TopicView, compile_regex, metadata_hash, subscribed_names
+from coordinator.groups.consumer.topics import TopicView, metadata_hash, regex_error, subscribed_names
 from coordinator.groups.errors import ErrorCode
 
 __all__ = [
@@ -109,17 +110,28 @@ class HeartbeatPlan:
     replaced: str | None = None  # the static member this one replaced
 
 
+def _blank(value: str | None) -> bool:
+    """Java's `value.trim().isEmpty()` for a non-null value: nothing above U+0020 in it."""
+    return value is not None and all(c <= " " for c in value)
+
+
 def validate(request: HeartbeatRequest, assignors: Sequence[str]) -> None:
-    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+    """Kafka's GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid (4.x): the
+    member id first (v1+, or a heartbeat or leave), then the group, instance and rack ids (blank
+    counts as empty), what each epoch requires, the assignor. A regex is compiled only when a
+    member's subscription changes to it (`_subscription_changed`)."""
     bad = ErrorCode.INVALID_REQUEST
-    if not request.group_id:
-        raise Refused(bad, "GroupId can't be empty.")
-    if request.instance_id == "":
-        raise Refused(bad, "InstanceId can't be empty.")
-    if request.rack_id == "":
-        raise Refused(bad, "RackId can't be empty.")
-    if request.version >= CLIENT_MEMBER_ID_SINCE and not request.member_id:
+    epoch = request.member_epoch
+    if (
+        request.version >= CLIENT_MEMBER_ID_SINCE or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH
+    ) and _blank(request.member_id):
         raise Refused(bad, "MemberId can't be empty.")
+    if _blank(request.group_id):
+        raise Refused(bad, "GroupId can't be empty.")
+    if _blank(request.instance_id):
+        raise Refused(bad, "InstanceId can't be empty.")
+    if _blank(request.rack_id):
+        raise Refused(bad, "RackId can't be empty.")
     _validate_for_epoch(request)
     if request.server_assignor is not None and request.server_assignor not in assignors:
         raise Refused(
@@ -127,21 +139,11 @@ def validate(request: HeartbeatRequest, assignors: Sequence[str]) -> None:
             f"ServerAssignor {request.server_assignor} is not supported. "
             f"Supported assignors: {', '.join(assignors)}.",
         )
-    regex = request.subscribed_topic_regex
-    if regex and compile_regex(regex) is None:
-        raise Refused(
-            ErrorCode.INVALID_REGULAR_EXPRESSION,
-            f"SubscribedTopicRegex `{regex}` is not a valid regular expression.",
-        )
 
 
 def _validate_for_epoch(request: HeartbeatRequest) -> None:
-    bad = ErrorCode.INVALID_REQUEST
-    epoch = request.member_epoch
-    if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
-        if not request.member_id:
-            raise Refused(bad, "MemberId can't be empty.")
-    elif epoch == 0:
+    bad, epoch = ErrorCode.INVALID_REQUEST, request.member_epoch
+    if epoch == 0:
         if request.rebalance_timeout_ms == -1:
             raise Refused(bad, "RebalanceTimeoutMs must be provided in first request.")
         if request.owned is None or len(request.owned) != 0:
@@ -149,11 +151,9 @@ def _validate_for_epoch(request: HeartbeatRequest) -> None:
         if not request.subscribed_topic_names and not request.subscribed_topic_regex:
             raise Refused(bad, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        if not request.member_id:
-            raise Refused(bad, "MemberId can't be empty.")
         if request.instance_id is None:
             raise Refused(bad, "InstanceId can't be null.")
-    else:
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         raise Refused(bad, "MemberEpoch is invalid.")
 
 
@@ -168,7 +168,7 @@ def plan_heartbeat(
     heartbeat_interval_ms: int,
 ) -> HeartbeatPlan:
     """A heartbeat with epoch >= 0 (join, rejoin or heartbeat); `group` may be new and empty."""
-    member_id = request.member_id or str(uuid.uuid4())  # v0: the coordinator names the member
+    member_id = request.member_id or _kafka_uuid()  # v0: the coordinator names the member
     if max_size is not None and len(group.members) >= max_size and member_id not in group.members:
         raise Refused(
             ErrorCode.GROUP_MAX_SIZE_REACHED,
@@ -195,6 +195,11 @@ def plan_heartbeat(
         reconciled.assigned if full or changed else None,
     )
     return HeartbeatPlan(records, answer, reconciled, replaced)
+
+
+def _kafka_uuid() -> str:
+    """A random id as Kafka's Uuid.toString writes it: 16 bytes in URL-safe base64, unpadded."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 def update_member(
@@ -365,6 +370,13 @@ def _subscription_changed(
     group always has a record written."""
     if updated.subscription() == member.subscription() and member.member_epoch != 0:
         return False
+    regex = updated.subscribed_topic_regex
+    if regex is not None and regex != member.subscribed_topic_regex and (problem := regex_error(regex)):
+        # Utils.throwIfRegularExpressionIsInvalid, when the member subscribes to a new expression
+        raise Refused(
+            ErrorCode.INVALID_REGULAR_EXPRESSION,
+            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {problem}.",
+        )
     records.append(ConsumerMemberSubscription(group_id, updated.member_id, updated))
     return (
         member.member_epoch == 0

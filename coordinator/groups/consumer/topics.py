@@ -16,7 +16,7 @@ from typing import Protocol
 
 import re2
 
-__all__ = ["TopicView", "compile_regex", "metadata_hash", "subscribed_names"]
+__all__ = ["TopicView", "compile_regex", "metadata_hash", "regex_error", "subscribed_names"]
 
 
 class TopicView(Protocol):
@@ -41,12 +41,22 @@ _OPTIONS.log_errors = False  # an invalid expression is the client's error, answ
 
 
 @lru_cache(maxsize=1024)
+def _compiled(pattern: str) -> tuple[re2._Regexp | None, str | None]:
+    try:
+        return re2.compile(pattern, _OPTIONS), None
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else "invalid"
+        return None, reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+
+
 def compile_regex(pattern: str) -> re2._Regexp | None:
     """The compiled expression, or None if RE2 refuses it (INVALID_REGULAR_EXPRESSION)."""
-    try:
-        return re2.compile(pattern, _OPTIONS)
-    except re2.error:
-        return None
+    return _compiled(pattern)[0]
+
+
+def regex_error(pattern: str) -> str | None:
+    """Why RE2 refuses `pattern` (its description), or None if it compiles."""
+    return _compiled(pattern)[1]
 
 
 def subscribed_names(names: Iterable[str], regex: str | None, topics: TopicView) -> set[str]:

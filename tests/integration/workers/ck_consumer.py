@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -85,9 +84,9 @@ def main() -> None:
     consumer = Consumer(conf)
     consumer.subscribe(
         opts.topics,
-        on_assign=lambda _c, tps: emit("assigned", partitions=partitions_json(tps), t=time.monotonic()),
-        on_revoke=lambda _c, tps: emit("revoked", partitions=partitions_json(tps), t=time.monotonic()),
-        on_lost=lambda _c, tps: emit("lost", partitions=partitions_json(tps), t=time.monotonic()),
+        on_assign=lambda _c, tps: emit("assigned", partitions=partitions_json(tps)),
+        on_revoke=lambda _c, tps: emit("revoked", partitions=partitions_json(tps)),
+        on_lost=lambda _c, tps: emit("lost", partitions=partitions_json(tps)),
     )
     WorkerLoop().run(
         poll=(lambda: consume(consumer)) if opts.consume else (lambda: consumer.poll(0.1)),

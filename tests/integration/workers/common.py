@@ -5,7 +5,9 @@ It reports on stdout, one JSON object per line:
 
     {"event": "started"}
     {"event": "assignment", "partitions": [[topic, partition], ...]}   # whenever it changes
-    {"event": "assigned" | "revoked" | "lost", "partitions": [...], "t": monotonic}  # callbacks
+    {"event": "assigned" | "revoked" | "lost", "partitions": [...]}    # rebalance callbacks
+
+Every event also carries "t", the monotonic clock when it was emitted.
     {"event": "done", "id": N, ...}  /  {"event": "failed", "id": N, "error": "..."}  # command results
     {"event": "closed"}
 
@@ -32,6 +34,7 @@ import json
 import queue
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +45,8 @@ _out_lock = threading.Lock()
 
 
 def emit(event: str, **fields: Any) -> None:
-    line = json.dumps({"event": event, **fields})
+    """One JSON line; `t` is the system-wide monotonic clock, comparable across the workers."""
+    line = json.dumps({"event": event, "t": time.monotonic(), **fields})
     with _out_lock:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
