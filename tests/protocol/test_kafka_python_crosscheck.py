@@ -225,8 +225,10 @@ def test_api_versions_error_body_is_read_as_v0(requested_version: int) -> None:
     assert [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys] == [(18, 0, 4)]
 
 
-# kafka-python 3.0.12 has no classes for the consumer protocol of KIP-848; those two APIs are checked
-# against frames librdkafka sends instead (tests/protocol/test_golden_frames.py).
+# kafka-python 3.0.12 has no classes for the consumer protocol of KIP-848; the requests of those two
+# APIs are checked against frames librdkafka sends instead (tests/protocol/test_golden_frames.py:
+# ConsumerGroupHeartbeat v1 joining, owning, steady and leaving, ConsumerGroupDescribe v0), and
+# librdkafka reads our heartbeat responses in tests/integration/test_consumer_protocol.py.
 NOT_IN_KAFKA_PYTHON = frozenset({68, 69})  # ConsumerGroupHeartbeat, ConsumerGroupDescribe
 
 

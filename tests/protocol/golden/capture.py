@@ -10,9 +10,14 @@ Starts `kcoord serve` advertising a recording proxy as its address, so every req
 - `data`: each client's producer (idempotent where the client does it by default) and a consumer that
   fetches, lists offsets and commits -> `<client>-data-<api_key>-v<version>.bin`;
 - `admin`: each client's admin API as frameworks call it at startup (list topics, create topics with
-  configs, describe/alter configs, describe cluster, delete records) -> `<client>-admin-...`.
+  configs, describe/alter configs, describe cluster, delete records) -> `<client>-admin-...`;
+- `consumer`: a confluent-kafka consumer with `group.protocol=consumer` (KIP-848) joins, heartbeats
+  past one heartbeat interval, is described by the AdminClient, commits and leaves
+  -> `<client>-consumer-...`.
 
-The first frame of every (api_key, api_version) a client sends in a scenario is kept.
+The first frame of every (api_key, api_version) a client sends in a scenario is kept. Heartbeats of
+the consumer protocol, which differ by stage rather than by version, keep the first of each stage
+instead: `<client>-consumer-<stage>-68-v<version>.bin` (see `heartbeat_stage`).
 """
 
 from __future__ import annotations
@@ -76,6 +81,28 @@ def run_confluent(bootstrap: str, topic: str) -> None:
         consumer.poll(0.2)
     consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
     consumer.committed([TopicPartition(topic, 0)], timeout=10)
+    consumer.close()
+
+
+def run_confluent_consumer_protocol(bootstrap: str, topic: str) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "golden"})
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "golden-ck", "client.id": "golden",
+         "group.protocol": "consumer"}
+    )  # fmt: skip
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.2)
+    steady = time.monotonic() + 7  # past one heartbeat interval (5 s by default)
+    while time.monotonic() < steady:
+        consumer.poll(0.2)
+    admin.describe_consumer_groups(["golden-ck"])["golden-ck"].result(30)
+    consumer.commit(offsets=[TopicPartition(topic, 0, 5)], asynchronous=False)
     consumer.close()
 
 
@@ -214,6 +241,7 @@ def run_kafka_python_admin(bootstrap: str, topic: str) -> None:
 SCENARIOS = {
     ("librdkafka", "group"): lambda b: run_confluent(b, "golden-topic"),
     ("aiokafka", "group"): lambda b: asyncio.run(run_aiokafka(b, "golden-topic")),
+    ("librdkafka", "consumer"): lambda b: run_confluent_consumer_protocol(b, "golden-topic"),
     ("librdkafka", "data"): lambda b: run_confluent_data(b, "golden-data"),
     ("aiokafka", "data"): lambda b: asyncio.run(run_aiokafka_data(b, "golden-data")),
     ("kafka-python", "data"): lambda b: run_kafka_python_data(b, "golden-data"),
@@ -231,6 +259,22 @@ def _has_trailing_bytes(frame: bytes) -> bool:
         header.request_api_key, header.request_api_version, header.correlation_id, body, header.client_id
     )
     return len(again) - 4 < len(frame)
+
+
+CONSUMER_GROUP_HEARTBEAT = 68
+
+
+def heartbeat_stage(frame: bytes) -> str:
+    """join (epoch 0), owned (reports the partitions it owns), steady (every field unchanged: null),
+    or leave (epoch -1)."""
+    from protocol.frames import decode_request
+
+    _, body = decode_request(frame)
+    if body["member_epoch"] == 0:
+        return "join"
+    if body["member_epoch"] < 0:
+        return "leave"
+    return "steady" if body["topic_partitions"] is None else "owned"
 
 
 def capture(client: str, scenario: str) -> None:
@@ -262,13 +306,14 @@ def capture(client: str, scenario: str) -> None:
     finally:
         server.terminate()
         server.wait(10)
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[str, int, int]] = set()
     prefix = client if scenario == "group" else f"{client}-{scenario}"
     for frame in proxy.frames:
         api_key, api_version = struct.unpack(">hh", frame[:4])
-        if (api_key, api_version) not in seen:
-            seen.add((api_key, api_version))
-            (HERE / f"{prefix}-{api_key}-v{api_version}.bin").write_bytes(frame)
+        stage = f"{heartbeat_stage(frame)}-" if api_key == CONSUMER_GROUP_HEARTBEAT else ""
+        if (stage, api_key, api_version) not in seen:
+            seen.add((stage, api_key, api_version))
+            (HERE / f"{prefix}-{stage}{api_key}-v{api_version}.bin").write_bytes(frame)
         if _has_trailing_bytes(frame):  # also kept: the first such frame of each api and version
             path = HERE / f"{prefix}-trailing-{api_key}-v{api_version}.bin"
             if not path.exists():
