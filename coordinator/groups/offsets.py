@@ -79,26 +79,46 @@ class OffsetStore:
         return sum(len(o) for o in self._offsets.values())
 
     # -- in-flight commits ------------------------------------------------------------------------
-    def begin_pending(self, records: Iterable[OffsetCommitRecord]) -> None:
-        for r in records:
-            pending = self._pending.get(r.group_id)
-            if pending is None:  # not setdefault(Counter()): that builds a Counter per commit
-                pending = self._pending[r.group_id] = Counter()
-            pending[(r.topic, r.partition)] += 1
-
-    def end_pending(self, records: Iterable[OffsetCommitRecord]) -> None:
-        for r in records:
-            pending = self._pending.get(r.group_id)
-            if pending is None:
-                continue
-            pending[(r.topic, r.partition)] -= 1
-            if pending[(r.topic, r.partition)] <= 0:
-                del pending[(r.topic, r.partition)]
-            if not pending:
-                del self._pending[r.group_id]
-
     def has_pending(self, group_id: str) -> bool:
         return bool(self._pending.get(group_id))
+
+    # -- a commit in flight: its partitions pending and its write tracked, in one step (hot path) ----
+    def begin_commit(self, group_id: str, records: Iterable[OffsetCommitRecord]) -> int:
+        """Mark a commit's partitions pending and track its write (all its records are of
+        `group_id`): its write id. One call per commit, not two: this is the commit hot path."""
+        pending = self._pending.get(group_id)
+        if pending is None:  # not setdefault(Counter()): that builds a Counter per commit
+            pending = self._pending[group_id] = Counter()
+        for r in records:
+            pending[(r.topic, r.partition)] += 1
+        write_id = self._next_write
+        self._next_write = write_id + 1
+        self._latest_write[group_id] = write_id
+        return write_id
+
+    def end_commit(self, group_id: str, records: Iterable[OffsetCommitRecord]) -> None:
+        """The commit's partitions are no longer pending ."""
+        pending = self._pending.get(group_id)
+        if pending is None:
+            return
+        for r in records:
+            key = (r.topic, r.partition)
+            left = pending[key] - 1
+            if left > 0:
+                pending[key] = left
+            else:
+                del pending[key]
+        if not pending:
+            del self._pending[group_id]
+
+    def end_commit_write(self, group_id: str, write_id: int) -> None:
+        """`end_write` for one group: wake the fetches that wait for this write."""
+        latest = self._latest_write
+        if latest.get(group_id) == write_id:
+            del latest[group_id]
+        if self._waiters:
+            for callback in self._waiters.pop(write_id, ()):
+                callback()
 
     # -- offset writes in flight (require_stable fetches wait for them) -----------------------------
     def begin_write(self, group_ids: Iterable[str]) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -123,19 +123,14 @@ class Runtime:
         records = write.records
         commits_of = write.commits_of
         offsets = self.offsets
-        if commits_of is not None:
-            offsets.begin_pending(records)  # type: ignore[arg-type]  # a commit's records
-            touched: Collection[str] = (commits_of,)
-        else:
-            touched = {
-                r.group_id for r in records if type(r) is OffsetTombstone or type(r) is OffsetCommitRecord
-            }
-        write_id = offsets.begin_write(touched) if touched else -1
         replay = self.apply
+        if commits_of is not None:
+            self._run_commit(write, commits_of)
+            return
+        touched = {r.group_id for r in records if type(r) is OffsetTombstone or type(r) is OffsetCommitRecord}
+        write_id = offsets.begin_write(touched) if touched else -1
 
         def written(error: BaseException | None) -> None:
-            if commits_of is not None:
-                offsets.end_pending(records)  # type: ignore[arg-type]
             if error is None:
                 for record in records if write.durable is None else write.durable:
                     replay(record)
@@ -145,6 +140,26 @@ class Runtime:
             write.done(error)
             if touched:
                 offsets.end_write(write_id, touched)
+
+        self.log.append(records, written)
+
+    def _run_commit(self, write: Write, group_id: str) -> None:
+        """`run` for an OffsetCommit (the hot path: one group, every record an offset commit)."""
+        records = write.records
+        offsets = self.offsets
+        replay = self.apply
+        write_id = offsets.begin_commit(group_id, records)  # type: ignore[arg-type]
+
+        def written(error: BaseException | None) -> None:
+            offsets.end_commit(group_id, records)  # type: ignore[arg-type]
+            if error is None:
+                for record in records if write.durable is None else write.durable:
+                    replay(record)
+            else:
+                for undo in reversed(write.undo):
+                    undo()
+            write.done(error)
+            offsets.end_commit_write(group_id, write_id)
 
         self.log.append(records, written)
 
