@@ -59,6 +59,7 @@ from coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "Respond"]
 
 log = logging.getLogger("coordinator.groups")
+_UNKNOWN_MEMBER_ID = ErrorCode.UNKNOWN_MEMBER_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,8 +202,9 @@ class GroupManager:
     ) -> ErrorCode:
         """Heartbeat (12), typed at the door (server/apis/heartbeat.py): the error, at once."""
         error = self._membership.heartbeat(group_id, generation_id, member_id, group_instance_id)
-        if error is ErrorCode.UNKNOWN_MEMBER_ID and group_id in self._rt.consumer_groups:
-            # a classic member of a consumer group (looked up only off the classic fast path)
+        if error is _UNKNOWN_MEMBER_ID and group_id in self._rt.consumer_groups:
+            # a classic member of a consumer group (looked up only off the classic fast path; a
+            # module constant, since each `ErrorCode.X` lookup costs ~90 ns on the hottest request)
             return self._classic_members.heartbeat(group_id, generation_id, member_id, group_instance_id)
         return error
 
