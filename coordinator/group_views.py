@@ -119,6 +119,8 @@ def _consumer_member(manager: GroupManager, group: ConsumerGroup, m: ConsumerMem
         "rack_id": m.rack_id,
         "client_id": m.client_id,
         "client_host": m.client_host,
+        # a member that joined with JoinGroup during online migration is "classic" (KIP-1099's MemberType)
+        "member_type": GROUP_TYPE_CLASSIC if m.classic is not None else GROUP_TYPE_CONSUMER,
         "member_epoch": m.member_epoch,
         "previous_member_epoch": m.previous_member_epoch,
         # Kafka's MemberState names (stable, unrevoked_partitions, unreleased_partitions)

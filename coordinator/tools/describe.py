@@ -51,6 +51,9 @@ class Member:
     """A consumer-protocol member's epoch (None in a classic group)."""
     target_assignment: list[TopicPartition] = field(default_factory=list)
     """A consumer-protocol member's target assignment (empty in a classic group)."""
+    upgraded: bool | None = None
+    """In a consumer group: True for a consumer-protocol member, False for a classic one (online
+    migration; ConsumerGroupDescribe v1's MemberType), None when not reported."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +64,7 @@ class Member:
             "assignment": by_topic(self.assignment),
             "member_epoch": self.member_epoch,
             "target_assignment": None if self.member_epoch is None else by_topic(self.target_assignment),
+            "upgraded": self.upgraded,
         }
 
 
@@ -130,6 +134,7 @@ def _consumer_member(raw: dict[str, Any]) -> Member:
         assignment=_partitions(raw["assignment"]),
         member_epoch=raw["member_epoch"],
         target_assignment=_partitions(raw["target_assignment"]),
+        upgraded=None if raw["member_type"] < 0 else raw["member_type"] == 1,  # v0: -1, unknown
     )
 
 

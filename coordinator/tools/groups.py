@@ -228,8 +228,11 @@ def _print_offsets(rows: list[dict[str, Any]]) -> None:
 
 def _print_members(group: Group, verbose: bool) -> None:
     """ConsumerGroupCommand.printMembers; --verbose adds each member's epoch and assignment and the
-    target it reconciles to (the group's target assignment epoch), "-" where a classic group has none."""
+    target it reconciles to (the group's target assignment epoch), "-" where a classic group has none,
+    and UPGRADED while a consumer group has members of both protocols (online migration)."""
     with_instance = any(m.group_instance_id for m in group.members)
+    upgraded = {m.upgraded for m in group.members}
+    migrating = verbose and True in upgraded and False in upgraded
     headers = [
         "GROUP",
         "CONSUMER-ID",
@@ -238,6 +241,7 @@ def _print_members(group: Group, verbose: bool) -> None:
         "CLIENT-ID",
         "#PARTITIONS",
         *(["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"] if verbose else []),
+        *(["UPGRADED"] if migrating else []),
     ]
     rows = []
     for m in group.members:
@@ -252,6 +256,8 @@ def _print_members(group: Group, verbose: bool) -> None:
                 group.assignment_epoch if m.member_epoch is not None else None,
                 _assignment_string(m.target_assignment) or MISSING,
             ]
+        if migrating:
+            row.append(None if m.upgraded is None else str(m.upgraded).lower())  # Java's Boolean
         rows.append(row)
     _print_table(headers, rows)
 

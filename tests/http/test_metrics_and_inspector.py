@@ -239,6 +239,7 @@ def test_consumer_protocol_groups_in_the_inspector_the_metrics_and_the_controls(
         1, "unrevoked_partitions", "kcoord-test", "/127.0.0.1"
     )  # fmt: skip
     assert m1["instance_id"] is None and m1["subscribed_topic_names"] == [topic]
+    assert m1["member_type"] == "consumer"
     kept, revoking = m1["assignment"][topic], m1["pending_revocation"][topic]
     assert len(kept) == 3 and sorted(kept + revoking) == list(range(6))
     assert m1["target_assignment"] == {topic: kept}

@@ -434,6 +434,7 @@ def test_consumer_protocol_groups_are_listed_and_described_with_consumer_group_d
     assert (m["client_id"], m["member_epoch"], m["assignment"], m["target_assignment"]) == (
         "m-kip", epoch, everything, everything
     )  # fmt: skip
+    assert m["upgraded"] is True  # ConsumerGroupDescribe v1: a consumer-protocol member
     description = admin(server).describe_consumer_groups([kip])[kip].result(timeout=15)
     assert [x.member_id for x in description.members] == [m["member_id"]]
     assert state_name(description.state.name) == "STABLE"
