@@ -111,8 +111,8 @@ class App:
             return
         assert self.ctx is not None and self._data is not None
         ctx, data, metrics, log_ = self.ctx, self._data, self.metrics, self._log
-        metrics.groups = ctx.manager.all_groups
-        metrics.lags = lambda group: group_lags(ctx.manager, data, group, TopicData.now_ms())
+        metrics.groups = ctx.manager.groups
+        metrics.lags = lambda group_id: group_lags(ctx.manager, data, group_id, TopicData.now_ms())
         metrics.connections = lambda: len(self.connections)
         metrics.log_bytes = lambda: (
             sum(segment.size for segment in log_.segments),

@@ -19,7 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.process_collector import ProcessCollector
 
 from coordinator.config import HostPort
-from coordinator.group_views import group_detail, group_summary
+from coordinator.group_views import all_groups, find_group, group_detail, group_summary
 from coordinator.groups.controls import TestControlError
 from coordinator.metrics import API_NAMES, KcoordCollector, MetricsSource
 from coordinator.server.context import ServerContext
@@ -121,12 +121,12 @@ class HttpEndpoint:
         return web.json_response({"status": "ready", "listening": str(ctx.advertised)})
 
     async def _groups(self, request: web.Request) -> web.Response:
-        groups = sorted(self._obs.ctx.manager.all_groups(), key=lambda g: g.group_id)
-        return web.json_response({"groups": [group_summary(g) for g in groups]})
+        manager = self._obs.ctx.manager
+        return web.json_response({"groups": [group_summary(manager, g) for g in all_groups(manager)]})
 
     async def _group(self, request: web.Request) -> web.Response:
         ctx = self._obs.ctx
-        group = ctx.manager.group(request.match_info["group_id"])
+        group = find_group(ctx.manager, request.match_info["group_id"])
         if group is None:
             return _error(404, f"no group {request.match_info['group_id']}")
         return web.json_response(group_detail(ctx.manager, ctx.data, group, TopicData.now_ms()))

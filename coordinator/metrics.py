@@ -3,8 +3,9 @@
 The request path only bumps plain ints and lists (`RequestStats`, `GroupEvents`, `Histogram`): no
 prometheus_client object, no lock, no label lookup per request. `KcoordCollector` turns those counts and
 the live state (groups, offsets, partition logs, connections) into metric families when /metrics is
-scraped. Per-group series are capped at `metrics_max_groups` groups, largest total lag first (see the
-README's metrics table).
+scraped. Groups of both kinds are counted, classic and consumer-protocol (KIP-848), from
+`GroupManager.groups()`; per-group series are capped at `metrics_max_groups` groups of either kind,
+largest total lag first (see the README's metrics table).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 import storage
+from coordinator.groups.admin import GROUP_TYPE_CLASSIC, GROUP_TYPE_CONSUMER
+from coordinator.groups.consumer.model import ConsumerGroupState
 from coordinator.groups.group import Group
+from coordinator.groups.manager import GroupSummary
 from coordinator.groups.state import GroupState
 from partition_log import PartitionLog
 
@@ -51,9 +55,9 @@ API_NAMES: dict[int, str] = {
     10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
     15: "DescribeGroups", 16: "ListGroups", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
     21: "DeleteRecords", 22: "InitProducerId", 37: "CreatePartitions", 42: "DeleteGroups",
-    47: "OffsetDelete",
+    47: "OffsetDelete", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
 }  # fmt: skip
-JOIN_GROUP, HEARTBEAT, SYNC_GROUP, OFFSET_COMMIT = 11, 12, 14, 8
+JOIN_GROUP, HEARTBEAT, SYNC_GROUP, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 11, 12, 14, 8, 68
 MAX_API_KEYS, MAX_VERSIONS = 128, 32  # every key and version the protocol table can serve
 LATENCY_SAMPLE_EVERY = 16
 APPEND_SAMPLE_EVERY = 16
@@ -257,7 +261,16 @@ def _batch_timestamp(log: PartitionLog, offset: int) -> int:
     return -1
 
 
-LagSource = Callable[[Group], dict[tuple[str, int], tuple[int, Lag | None]]]
+GroupLags = dict[tuple[str, int], tuple[int, Lag | None]]
+LagSource = Callable[[str], GroupLags]
+"""A group id -> (topic, partition) -> (committed offset, lag or None)."""
+
+# Every state of each kind of group has a `kcoord_groups` series, 0 when no group is in it (Dead
+# groups are gone from memory): a dashboard sees the series before the first group arrives.
+GROUP_STATES: dict[str, tuple[str, ...]] = {
+    GROUP_TYPE_CLASSIC: tuple(s.value for s in GroupState if s is not GroupState.DEAD),
+    GROUP_TYPE_CONSUMER: tuple(s.value for s in ConsumerGroupState if s is not ConsumerGroupState.DEAD),
+}
 
 
 class KcoordCollector(Collector):
@@ -274,18 +287,25 @@ class KcoordCollector(Collector):
         yield from self._rebalance_metrics(src.events)
         yield from self._server_metrics(src)
 
-    def _group_metrics(self, groups: list[Group], lags: LagSource) -> Iterator[Any]:
-        by_state = GaugeMetricFamily("kcoord_groups", "Groups by state", labels=["state"])
-        counts = {state.value: 0 for state in GroupState if state is not GroupState.DEAD}
+    def _group_metrics(self, groups: list[GroupSummary], lags: LagSource) -> Iterator[Any]:
+        # Kafka's group coordinator metrics count groups by state per protocol (classic-group-count,
+        # consumer-group-count); here one family with a `type` label.
+        by_state = GaugeMetricFamily(
+            "kcoord_groups", "Groups by type (classic, consumer) and state", labels=["type", "state"]
+        )
+        counts = {(kind, state): 0 for kind, states in GROUP_STATES.items() for state in states}
         for group in groups:
-            counts[group.state.value] = counts.get(group.state.value, 0) + 1
-        for state, count in counts.items():
-            by_state.add_metric([state], count)
+            key = (group.group_type, group.state)
+            counts[key] = counts.get(key, 0) + 1
+        for (kind, state), count in counts.items():
+            by_state.add_metric([kind, state], count)
         yield by_state
         yield GaugeMetricFamily(
-            "kcoord_members", "Members of all groups", value=sum(len(g.members) for g in groups)
+            "kcoord_members", "Members of all groups", value=sum(g.members for g in groups)
         )
-        ranked = sorted(((g, lags(g)) for g in groups), key=lambda gl: (-_total_lag(gl[1]), gl[0].group_id))
+        ranked = sorted(
+            ((g, lags(g.group_id)) for g in groups), key=lambda gl: (-_total_lag(gl[1]), gl[0].group_id)
+        )
         shown, omitted = ranked[: self._max_groups], len(ranked) - min(len(ranked), self._max_groups)
         yield from _per_group(shown)
         yield GaugeMetricFamily(
@@ -315,7 +335,11 @@ class KcoordCollector(Collector):
         for (api_key, code), count in sorted(list(stats.errors.items())):
             errors.add_metric([API_NAMES.get(api_key, str(api_key)), _error_name(code)], count)
         yield errors
-        yield CounterMetricFamily("kcoord_heartbeats", "Heartbeats received", value=stats.count(HEARTBEAT))
+        yield CounterMetricFamily(
+            "kcoord_heartbeats",
+            "Heartbeat and ConsumerGroupHeartbeat requests received",
+            value=stats.count(HEARTBEAT) + stats.count(CONSUMER_GROUP_HEARTBEAT),
+        )
         yield CounterMetricFamily(
             "kcoord_offset_commits",
             "OffsetCommit requests received",
@@ -370,22 +394,30 @@ class MetricsSource:
         self.events = GroupEvents()
         self.append_seconds = SampledHistogram(STORAGE_BUCKETS, APPEND_SAMPLE_EVERY)
         self.fsync_seconds = Histogram(STORAGE_BUCKETS)
-        self.groups: Callable[[], list[Group]] = list
-        self.lags: LagSource = lambda group: {}
+        self.groups: Callable[[], list[GroupSummary]] = list
+        self.lags: LagSource = lambda group_id: {}
         self.connections: Callable[[], int] = lambda: 0
         self.log_bytes: Callable[[], tuple[int, int]] = lambda: (0, 0)
         self.compactions: Callable[[], int] = lambda: 0
 
 
-def _total_lag(lags: dict[tuple[str, int], tuple[int, Lag | None]]) -> int:
+def _total_lag(lags: GroupLags) -> int:
     return sum(lag.offsets for _, lag in lags.values() if lag is not None)
 
 
-def _per_group(
-    shown: Iterable[tuple[Group, dict[tuple[str, int], tuple[int, Lag | None]]]],
-) -> Iterator[Any]:
+def _per_group(shown: Iterable[tuple[GroupSummary, GroupLags]]) -> Iterator[Any]:
     members = GaugeMetricFamily("kcoord_group_members", "Members of a group", labels=["group"])
-    generation = GaugeMetricFamily("kcoord_group_generation", "Generation of a group", labels=["group"])
+    generation = GaugeMetricFamily(
+        "kcoord_group_generation", "Generation of a classic group", labels=["group"]
+    )
+    epoch = GaugeMetricFamily(
+        "kcoord_group_epoch", "Group epoch of a consumer-protocol group (KIP-848)", labels=["group"]
+    )
+    assignment_epoch = GaugeMetricFamily(
+        "kcoord_group_assignment_epoch",
+        "Target assignment epoch of a consumer-protocol group (KIP-848)",
+        labels=["group"],
+    )
     state = GaugeMetricFamily(
         "kcoord_group_state", "1 for the group's current state", labels=["group", "state"]
     )
@@ -404,16 +436,20 @@ def _per_group(
     )
     for group, lags in shown:
         gid = group.group_id
-        members.add_metric([gid], len(group.members))
-        generation.add_metric([gid], group.generation_id)
-        state.add_metric([gid, group.state.value], 1)
+        members.add_metric([gid], group.members)
+        if group.assignment_epoch is None:
+            generation.add_metric([gid], group.generation_id)
+        else:  # a consumer group's generation_id is its group epoch
+            epoch.add_metric([gid], group.generation_id)
+            assignment_epoch.add_metric([gid], group.assignment_epoch)
+        state.add_metric([gid, group.state], 1)
         for (topic, partition), (offset, lag) in sorted(lags.items()):
             labels = [gid, topic, str(partition)]
             committed.add_metric(labels, offset)
             if lag is not None:
                 lag_offsets.add_metric(labels, lag.offsets)
                 lag_seconds.add_metric(labels, lag.seconds)
-    yield from (members, generation, state, committed, lag_offsets, lag_seconds)
+    yield from (members, generation, epoch, assignment_epoch, state, committed, lag_offsets, lag_seconds)
 
 
 def _error_name(code: int) -> str:

@@ -4,6 +4,11 @@ Each control runs the same transition the protocol would run (the Rebalancer's o
 group goes through exactly the states a real trigger would drive it through; nothing here shadows the
 state machine with a flag. Runtime changes of settings replace the frozen `GroupConfig` that every
 handler reads per request.
+
+Consumer-protocol groups (KIP-848): expiring a member fences it as its session timer would
+(ConsumerGroupService.fence). There is no rebalance to force: the coordinator computes assignments
+itself whenever the group epoch moves, and nothing a client could do bumps it without changing the
+group (a new subscription, a topic change), so that control answers 409 for them.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import dataclasses
 import logging
 
 from coordinator.groups.config import GroupConfig
+from coordinator.groups.consumer.service import ConsumerGroupService
 from coordinator.groups.group import Group
 from coordinator.groups.rebalance import Rebalancer
 from coordinator.groups.runtime import Runtime
@@ -43,14 +49,23 @@ class TestControlError(Exception):
 class GroupControls:
     __test__ = False
 
-    def __init__(self, rt: Runtime, rebalancer: Rebalancer) -> None:
+    def __init__(
+        self, rt: Runtime, rebalancer: Rebalancer, consumer: ConsumerGroupService | None = None
+    ) -> None:
         self.rt = rt
         self.rb = rebalancer
+        self.consumer = consumer
 
     def force_rebalance(self, group_id: str) -> None:
         """Stable or CompletingRebalance -> PreparingRebalance, as a leader rejoin would (Kafka's
         prepareRebalance). Members learn it from their next Heartbeat (REBALANCE_IN_PROGRESS) and
         rejoin; a group already in PreparingRebalance is left as it is."""
+        if self._consumer_group(group_id):
+            raise TestControlError(
+                409,
+                f"group {group_id} is a consumer-protocol group (KIP-848): the coordinator assigns "
+                "its partitions itself, there is no rebalance to force",
+            )
         group = self._group(group_id)
         if group.state is GroupState.PREPARING_REBALANCE:
             return
@@ -60,7 +75,11 @@ class GroupControls:
         self.rb.prepare_rebalance(group, FORCED_REASON)
 
     def expire_member(self, group_id: str, member_id: str) -> None:
-        """What the member's session timer does when it fires (Kafka's onExpireHeartbeat), now."""
+        """What the member's session timer does when it fires (Kafka's onExpireHeartbeat, or for a
+        consumer-protocol group its session timeout's fencing), now."""
+        if self._consumer_group(group_id):
+            self._fence(group_id, member_id)
+            return
         group = self._group(group_id)
         if member_id not in group.members:
             raise TestControlError(404, f"group {group_id} has no member {member_id}")
@@ -81,6 +100,18 @@ class GroupControls:
         self.rt.config = config
         log.info("test control: group settings now %s", {name: getattr(config, name) for name in changes})
         return config
+
+    def _consumer_group(self, group_id: str) -> bool:
+        return self.consumer is not None and group_id in self.rt.consumer_groups
+
+    def _fence(self, group_id: str, member_id: str) -> None:
+        assert self.consumer is not None
+        if self.rt.phase_error() is not None:
+            raise TestControlError(503, f"the coordinator is {self.rt.phase.value}")
+        if member_id not in self.rt.consumer_groups[group_id].members:
+            raise TestControlError(404, f"group {group_id} has no member {member_id}")
+        log.info("group_id=%s member_id=%s test control: expiring the session now", group_id, member_id)
+        self.consumer.fence(group_id, member_id, EXPIRED_REASON)
 
     def _group(self, group_id: str) -> Group:
         if self.rt.phase_error() is not None:

@@ -20,10 +20,18 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from coordinator.groups.admin import AdminHandler, DeleteGroupsRespond, GroupDescription, GroupListing
+from coordinator.groups.admin import (
+    GROUP_TYPE_CLASSIC,
+    GROUP_TYPE_CONSUMER,
+    AdminHandler,
+    DeleteGroupsRespond,
+    GroupDescription,
+    GroupListing,
+)
 from coordinator.groups.clock import Clock
 from coordinator.groups.config import GroupConfig
 from coordinator.groups.consumer.classic_api import ClassicMembersApi
+from coordinator.groups.consumer.model import ConsumerGroup
 from coordinator.groups.consumer.records import apply as apply_consumer_record
 from coordinator.groups.consumer.service import ConsumerGroupService, NoTopics
 from coordinator.groups.consumer.topics import TopicView
@@ -64,7 +72,11 @@ _UNKNOWN_MEMBER_ID = ErrorCode.UNKNOWN_MEMBER_ID
 
 @dataclass(frozen=True, slots=True)
 class GroupSummary:
-    """A read-only view of one group, for metrics and admin tooling."""
+    """A read-only view of one group, classic or consumer (KIP-848), for metrics and admin tooling.
+
+    A consumer group's `generation_id` is its group epoch, `protocol_name` the server assignor it
+    uses (as ConsumerGroupDescribe's AssignorName), `protocol_type` "consumer" (as ListGroups
+    reports it) and `leader_id` None: the coordinator assigns."""
 
     group_id: str
     state: str
@@ -75,6 +87,9 @@ class GroupSummary:
     members: int
     pending_members: int
     committed_offsets: int
+    group_type: str = GROUP_TYPE_CLASSIC
+    assignment_epoch: int | None = None
+    """A consumer group's target assignment epoch; None for a classic group."""
 
 
 class GroupManager:
@@ -104,7 +119,7 @@ class GroupManager:
         self.consumer = ConsumerGroupService(self._rt, topics if topics is not None else NoTopics(), self._rb)
         """The consumer protocol (KIP-848): ConsumerGroupHeartbeat and ConsumerGroupDescribe."""
         self._classic_members = ClassicMembersApi(self.consumer)
-        self.controls = GroupControls(self._rt, self._rb)
+        self.controls = GroupControls(self._rt, self._rb, self.consumer)
         """Test controls (force a rebalance, expire a member, change settings): the server exposes
         them only with --enable-test-controls."""
 
@@ -267,9 +282,9 @@ class GroupManager:
 
     # -- introspection ----------------------------------------------------------------------------
     def groups(self) -> list[GroupSummary]:
-        """A snapshot of every group (metrics, admin, tests)."""
+        """A snapshot of every group, classic then consumer (metrics, admin, tests)."""
         rt = self._rt
-        return [
+        classic = [
             GroupSummary(
                 group_id=g.group_id,
                 state=g.state.value,
@@ -283,6 +298,7 @@ class GroupManager:
             )
             for g in rt.groups.values()
         ]
+        return classic + [self._consumer_summary(g) for g in rt.consumer_groups.values()]
 
     def observe_transitions(self, observer: TransitionObserver | None) -> None:
         """Tell `observer` about every state transition from now on (metrics)."""
@@ -294,7 +310,8 @@ class GroupManager:
         return self._rt.config
 
     def all_groups(self) -> list[Group]:
-        """The live Group objects (read them, never mutate them): metrics and the HTTP inspector."""
+        """The live classic Group objects (read them, never mutate them): the HTTP inspector and
+        tests; consumer-protocol groups are `all_consumer_groups()`."""
         return list(self._rt.groups.values())
 
     def group(self, group_id: str) -> Group | None:
@@ -304,3 +321,32 @@ class GroupManager:
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetCommitRecord]:
         """The durable committed offsets of one group, keyed by (topic, partition)."""
         return dict(self._rt.offsets.of_group(group_id))
+
+    # -- consumer-protocol groups, read-only (KIP-848) --------------------------------------------
+    def all_consumer_groups(self) -> list[ConsumerGroup]:
+        """The live consumer-protocol groups (read them, never mutate them): metrics and the HTTP
+        inspector. `all_groups()` holds the classic ones; an id names one kind or the other."""
+        return list(self._rt.consumer_groups.values())
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The live consumer-protocol group (read it, never mutate it)."""
+        return self._rt.consumer_groups.get(group_id)
+
+    def consumer_assignor(self, group: ConsumerGroup) -> str:
+        """The server assignor the group uses, as ConsumerGroupDescribe names it."""
+        return group.preferred_assignor(self._rt.config.consumer_assignors[0])
+
+    def _consumer_summary(self, group: ConsumerGroup) -> GroupSummary:
+        return GroupSummary(
+            group_id=group.group_id,
+            state=group.state.value,
+            generation_id=group.group_epoch,
+            protocol_type=GROUP_TYPE_CONSUMER,  # ListGroups' protocol type of a consumer group
+            protocol_name=self.consumer_assignor(group),
+            leader_id=None,
+            members=len(group.members),
+            pending_members=0,
+            committed_offsets=len(self._rt.offsets.of_group(group.group_id)),
+            group_type=GROUP_TYPE_CONSUMER,
+            assignment_epoch=group.assignment_epoch,
+        )

@@ -9,7 +9,12 @@ checkOffsetsRange, printOffsetsToReset). Differences (docs/compat.md): tables ar
 content; `--output json` prints one JSON document; every error is one line on stderr with a
 non-zero exit (Kafka prints "Error: ..." and exits 0 for some of them).
 
-APIs used: ApiVersions, Metadata, FindCoordinator, ListGroups, DescribeGroups, OffsetFetch,
+Consumer-protocol groups (KIP-848) are described with ConsumerGroupDescribe, classic ones with
+DescribeGroups, as Kafka's AdminClient does (coordinator/tools/describe.py); offsets and lag are the
+same for both.
+
+APIs used: ApiVersions, Metadata, FindCoordinator, ListGroups, ConsumerGroupDescribe, DescribeGroups,
+OffsetFetch,
 ListOffsets (log start/end and by timestamp, at each partition's leader), OffsetCommit (the
 admin-style commit with generation -1 and no member id that Kafka's alterConsumerGroupOffsets sends),
 DeleteGroups, OffsetDelete.
@@ -21,13 +26,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NoReturn
 
+from coordinator.tools.describe import CLASSIC, CONSUMER, Group, Member, by_topic, describe_group
 from coordinator.tools.kafka_client import (
     COORDINATOR_RETRIABLE,
-    Broker,
     Cluster,
     Connection,
     Metadata,
@@ -36,103 +40,27 @@ from coordinator.tools.kafka_client import (
     error_text,
     parse_bootstrap,
 )
-from protocol.consumer_protocol import decode_assignment
-from protocol.errors import DecodeError, ErrorCode
+from protocol.errors import ErrorCode
 
 __all__ = ["main"]
 
 PROG = "kcoord groups"
 MISSING = "-"  # ConsumerGroupCommand.MISSING_COLUMN_VALUE
 LATEST, EARLIEST = -1, -2  # ListOffsets special timestamps
-OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, LIST_GROUPS = 8, 9, 15, 16
+OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS = 8, 9, 16
 DELETE_GROUPS, OFFSET_DELETE = 42, 47
 INACTIVE_STATES = ("Empty", "Dead")  # ConsumerGroupCommand.resetOffsets resets only these
 REBALANCING_STATES = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 
 
-# -- what the broker says about a group ----------------------------------------------------------------
-
-
-@dataclass
-class Member:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    host: str
-    assignment: list[TopicPartition]
-
-    def to_json(self) -> dict[str, Any]:
-        topics: dict[str, list[int]] = {}
-        for topic, partition in self.assignment:
-            topics.setdefault(topic, []).append(partition)
-        return {
-            "member_id": self.member_id,
-            "group_instance_id": self.group_instance_id,
-            "client_id": self.client_id,
-            "host": self.host,
-            "assignment": topics,
-        }
-
-
-@dataclass
-class Group:
-    group: str
-    state: str
-    protocol_type: str
-    protocol: str
-    coordinator: Broker
-    members: list[Member] = field(default_factory=list)
-
-
-def _retry_group_error(response: dict[str, Any]) -> bool:
-    return any(g["error_code"] in COORDINATOR_RETRIABLE for g in response["groups"])
-
-
-def describe_group(cluster: Cluster, group: str) -> Group:
-    """DescribeGroups at the coordinator. An unknown group is state "Dead" (classic coordinators)."""
-
-    def call(conn: Connection) -> dict[str, Any]:
-        body = {"groups": [group], "include_authorized_operations": False}
-        return conn.request(DESCRIBE_GROUPS, body)
-
-    response = cluster.with_coordinator(group, call, _retry_group_error)
-    described = response["groups"][0]
-    error = described["error_code"]
-    if error == ErrorCode.GROUP_ID_NOT_FOUND:  # newer coordinators answer this instead of Dead
-        described = {**described, "group_state": "Dead", "members": []}
-    elif error != ErrorCode.NONE:
-        raise ToolError(f"cannot describe group '{group}': {error_text(error)}")
-    return Group(
-        group=group,
-        state=described["group_state"],
-        protocol_type=described["protocol_type"],
-        protocol=described["protocol_data"],
-        coordinator=cluster.coordinator(group),
-        members=[_member(m, described["protocol_type"]) for m in described["members"]],
-    )
-
-
-def _member(raw: dict[str, Any], protocol_type: str) -> Member:
-    assignment: list[TopicPartition] = []
-    if protocol_type == "consumer" and raw["member_assignment"]:
-        try:
-            decoded = decode_assignment(raw["member_assignment"])[1]
-        except DecodeError:
-            decoded = {"assigned_partitions": []}  # not a ConsumerProtocol assignment: show none
-        for entry in decoded["assigned_partitions"]:
-            assignment.extend((entry["topic"], p) for p in entry["partitions"])
-    return Member(
-        member_id=raw["member_id"],
-        group_instance_id=raw["group_instance_id"],
-        client_id=raw["client_id"],
-        host=raw["client_host"],
-        assignment=sorted(assignment),
-    )
+# -- what the broker says about groups ------------------------------------------------------------------
 
 
 def list_groups(cluster: Cluster) -> list[dict[str, str]]:
     """ListGroups at every broker (each lists the groups it coordinates); consumer groups only:
-    protocol type "consumer" or "" (Kafka's AdminClient.listConsumerGroups filter)."""
+    protocol type "consumer" or "" (Kafka's AdminClient.listConsumerGroups filter), of both types:
+    classic and consumer-protocol (KIP-848; ListGroups v5's group type, "classic" from older
+    brokers, which have no other)."""
     found: dict[str, dict[str, str]] = {}
     for broker in cluster.brokers():
         conn = cluster.connection(broker)
@@ -143,6 +71,7 @@ def list_groups(cluster: Cluster) -> list[dict[str, str]]:
             if g["protocol_type"] in ("consumer", ""):
                 found[g["group_id"]] = {
                     "group": g["group_id"],
+                    "type": (g["group_type"] or CLASSIC).lower(),
                     "protocol_type": g["protocol_type"],
                     "state": g["group_state"] or "",
                 }
@@ -240,7 +169,7 @@ def describe(cluster: Cluster, args: argparse.Namespace) -> int:
         if args.members:
             _print_members(group, args.verbose)
         elif args.state is not None:
-            _print_state(group)
+            _print_state(group, args.verbose)
         if args.offsets or not (args.members or args.state is not None):
             _print_offsets(rows)
     if args.output == "json":
@@ -251,9 +180,12 @@ def describe(cluster: Cluster, args: argparse.Namespace) -> int:
 def _group_json(group: Group, rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "group": group.group,
+        "type": group.group_type,
         "state": group.state,
         "protocol_type": group.protocol_type,
         "assignment_strategy": group.protocol,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
         "coordinator": {
             "id": group.coordinator.node_id,
             "host": group.coordinator.host,
@@ -295,7 +227,12 @@ def _print_offsets(rows: list[dict[str, Any]]) -> None:
 
 
 def _print_members(group: Group, verbose: bool) -> None:
+    """ConsumerGroupCommand.printMembers; --verbose adds each member's epoch and assignment and the
+    target it reconciles to (the group's target assignment epoch), "-" where a classic group has none,
+    and UPGRADED while a consumer group has members of both protocols (online migration)."""
     with_instance = any(m.group_instance_id for m in group.members)
+    upgraded = {m.upgraded for m in group.members}
+    migrating = verbose and True in upgraded and False in upgraded
     headers = [
         "GROUP",
         "CONSUMER-ID",
@@ -303,7 +240,8 @@ def _print_members(group: Group, verbose: bool) -> None:
         "HOST",
         "CLIENT-ID",
         "#PARTITIONS",
-        *(["ASSIGNMENT"] if verbose else []),
+        *(["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"] if verbose else []),
+        *(["UPGRADED"] if migrating else []),
     ]
     rows = []
     for m in group.members:
@@ -312,29 +250,37 @@ def _print_members(group: Group, verbose: bool) -> None:
             row.append(m.group_instance_id or "")
         row += [m.host, m.client_id, len(m.assignment)]
         if verbose:
-            row.append(_assignment_string(m.assignment) or MISSING)
+            row += [
+                m.member_epoch,
+                _assignment_string(m.assignment) or MISSING,
+                group.assignment_epoch if m.member_epoch is not None else None,
+                _assignment_string(m.target_assignment) or MISSING,
+            ]
+        if migrating:
+            row.append(None if m.upgraded is None else str(m.upgraded).lower())  # Java's Boolean
         rows.append(row)
     _print_table(headers, rows)
 
 
 def _assignment_string(assignment: list[TopicPartition]) -> str:
     """`topic:0,1;other:2` (ConsumerGroupCommand.getAssignmentString)."""
-    topics: dict[str, list[int]] = {}
-    for topic, partition in assignment:
-        topics.setdefault(topic, []).append(partition)
-    return ";".join(f"{t}:{','.join(map(str, sorted(ps)))}" for t, ps in sorted(topics.items()))
+    return ";".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic(assignment).items())
 
 
-def _print_state(group: Group) -> None:
+def _print_state(group: Group, verbose: bool) -> None:
+    """ConsumerGroupCommand.printStates; --verbose adds GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH
+    ("-" for a classic group)."""
     c = group.coordinator
+    epochs = ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"] if verbose else []
     _print_table(
-        ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"],
+        ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", *epochs, "#MEMBERS"],
         [
             [
                 group.group,
                 f"{c.host}:{c.port}  ({c.node_id})",
                 group.protocol or MISSING,
                 group.state,
+                *([group.group_epoch, group.assignment_epoch] if verbose else []),
                 len(group.members),
             ]
         ],
@@ -345,14 +291,24 @@ def _print_state(group: Group) -> None:
 
 
 def list_command(cluster: Cluster, args: argparse.Namespace) -> int:
+    """ConsumerGroupCommand.listGroups: ids one a line; with --type and/or --state a GROUP [TYPE]
+    [STATE] table, filtered by the values given (case-insensitive)."""
     groups = list_groups(cluster)
     if args.state:  # `--list --state Stable,Empty` filters (case-insensitive, as GroupState.parse)
         wanted = {s.strip().lower() for s in args.state.split(",")}
         groups = [g for g in groups if g["state"].lower() in wanted]
+    if args.type:  # `--list --type consumer` (GroupType.parse)
+        types = {t.strip().lower() for t in args.type.split(",")}
+        groups = [g for g in groups if g["type"] in types]
     if args.output == "json":
         _print_json(groups)
-    elif args.state is not None:
-        _print_table(["GROUP", "STATE"], [[g["group"], g["state"]] for g in groups])
+    elif args.state is not None or args.type is not None:
+        columns = [
+            "group",
+            *(["type"] if args.type is not None else []),
+            *(["state"] if args.state is not None else []),
+        ]
+        _print_table([c.upper() for c in columns], [[g[c] for c in columns] for g in groups])
     else:
         for g in groups:  # plain ids, one a line, as kafka-consumer-groups.sh --list
             print(g["group"])
@@ -689,7 +645,18 @@ def _parser() -> argparse.ArgumentParser:
         metavar="STATES",
         help="--describe: the group state; --list: a STATE column, optionally only STATES (a,b)",
     )
-    p.add_argument("--verbose", action="store_true", help="--describe --members: each member's partitions")
+    p.add_argument(
+        "--type",
+        nargs="?",
+        const="",
+        metavar="TYPES",
+        help="--list: a TYPE column (classic, consumer), optionally only TYPES (a,b)",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="--describe --members: epochs, current and target assignments; --state: the epochs",
+    )
     p.add_argument(
         "--topic",
         action="append",
@@ -764,8 +731,18 @@ def _validate(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
             )
         if bool(args.topic) == args.all_topics:
             p.error("One of the reset scopes should be defined: --all-topics, --topic.")
+    _validate_type(p, args)
     if args.timeout <= 0:
         p.error("--timeout must be positive")
+
+
+def _validate_type(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--type: only with --list, only Kafka's consumer group types (consumerGroupTypesFromString)."""
+    if args.type is not None and not args.list:
+        p.error("Option --type is only valid with --list")
+    unknown = {t.strip().lower() for t in (args.type or "").split(",") if t.strip()} - {CLASSIC, CONSUMER}
+    if unknown:
+        p.error(f"Invalid types list '{args.type}'. Valid types are: {CLASSIC}, {CONSUMER}")
 
 
 def _group_names(cluster: Cluster, args: argparse.Namespace) -> list[str]:

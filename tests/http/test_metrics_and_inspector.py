@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient
 from tests.http.conftest import Http, sample
 from tests.integration.conftest import Producers, Workers, unique, wait_for_split, wait_until
 from tests.kcoord_process import KcoordServer
+from tests.server.wire import call
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -47,7 +48,7 @@ def test_metrics_count_a_rebalance_commits_and_a_crash(
     wait_until(lambda: _stable(http, group, 1), 30, "the crashed member's removal")
 
     m = http.metrics()
-    assert sample(m, "kcoord_groups", state="Stable") == 1
+    assert sample(m, "kcoord_groups", type="classic", state="Stable") == 1
     assert sample(m, "kcoord_group_members", group=group) == 1
     assert sample(m, "kcoord_group_state", group=group, state="Stable") == 1
     assert sample(m, "kcoord_group_generation", group=group) == two["generation_id"] + 1  # the crash
@@ -92,6 +93,11 @@ def test_group_view_agrees_with_describe_groups_and_offset_fetch(
     admin = AdminClient({"bootstrap.servers": server.bootstrap})
     described = admin.describe_consumer_groups([group])[group].result(timeout=30)
     assert view["state"] == "Stable" == described.state.name.title()
+    assert view["type"] == "classic"  # classic groups keep their shape, with their type
+    [listed] = [g for g in http.get("/v1/groups")["groups"] if g["group_id"] == group]
+    assert listed["type"] == "classic"
+    assert set(listed) == {"group_id", "type", "state", "protocol_type", "protocol", "generation_id",
+                           "leader", "members"}  # fmt: skip
     assert view["protocol"] == described.partition_assignor
     assert view["leader"] in {m["member_id"] for m in view["members"]}
     theirs = {
@@ -164,3 +170,101 @@ def test_kcoord_groups_describe_shows_the_lag_the_metrics_show(
     }
     assert len(cli) == 6 and cli == metrics
     assert sum(cli.values()) == 50 - sum(range(6))
+
+
+# -- consumer-protocol groups (KIP-848), made by real ConsumerGroupHeartbeats over a socket ----------------
+CONSUMER_GROUP_HEARTBEAT, OFFSET_COMMIT = 68, 8
+
+
+def consumer_heartbeat(
+    sock: Any, group: str, member_id: str, epoch: int, topics: list[str] | None, owned: Any
+) -> dict[str, Any]:
+    """ConsumerGroupHeartbeat v1; `owned`: the assignment the member reports owning (a response's)."""
+    body = {
+        "group_id": group,
+        "member_id": member_id,
+        "member_epoch": epoch,
+        "rebalance_timeout_ms": 30_000 if epoch == 0 else -1,
+        "subscribed_topic_names": topics,
+        "topic_partitions": owned,
+    }
+    response = call(sock, CONSUMER_GROUP_HEARTBEAT, 1, body)
+    assert response["error_code"] == 0, response
+    return response
+
+
+def consumer_commit(
+    sock: Any, group: str, member_id: str, epoch: int, topic: str, offsets: dict[int, int]
+) -> None:
+    """OffsetCommit v9 from a consumer-protocol member (its member epoch in place of a generation)."""
+    partitions = [
+        {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1, "committed_metadata": ""}
+        for p, o in offsets.items()
+    ]
+    body = {"group_id": group, "generation_id_or_member_epoch": epoch, "member_id": member_id,
+            "group_instance_id": None, "topics": [{"name": topic, "partitions": partitions}]}  # fmt: skip
+    response = call(sock, OFFSET_COMMIT, 9, body)
+    assert all(p["error_code"] == 0 for t in response["topics"] for p in t["partitions"]), response
+
+
+def test_consumer_protocol_groups_in_the_inspector_the_metrics_and_the_controls(
+    server: KcoordServer, http: Http, producers: Producers, topic: str
+) -> None:
+    from tests.server.wire import connect
+
+    acks = producers.spawn("confluent-kafka", topic, 30).wait_finished(60)
+    end = {p: max(o for pp, o, _, _ in acks if pp == p) + 1 for p, _, _, _ in acks}
+    group = unique("kip848")
+    sock = connect(server.address)
+    first = consumer_heartbeat(sock, group, "m1", 0, [topic], [])
+    assert first["member_epoch"] == 1
+    owned = first["assignment"]["topic_partitions"]
+    assert [sorted(t["partitions"]) for t in owned] == [list(range(6))]
+    committed = {p: min(p, end.get(p, 0)) for p in range(6)}
+    consumer_commit(sock, group, "m1", 1, topic, committed)
+    # A second member: epoch 2, its partitions to come once m1 revokes them (m1 learns it next).
+    assert consumer_heartbeat(sock, group, "m2", 0, [topic], [])["member_epoch"] == 2
+    consumer_heartbeat(sock, group, "m1", 1, None, owned)  # m1 is asked to revoke half, stays at epoch 1
+
+    [listed] = [g for g in http.get("/v1/groups")["groups"] if g["group_id"] == group]
+    assert listed == {
+        "group_id": group, "type": "consumer", "state": "Reconciling", "protocol_type": "consumer",
+        "group_epoch": 2, "assignment_epoch": 2, "assignor": "uniform", "members": 2,
+    }  # fmt: skip
+    view = http.group(group)
+    assert view is not None and view["type"] == "consumer" and view["state"] == "Reconciling"
+    members = {m["member_id"]: m for m in view["members"]}
+    m1, m2 = members["m1"], members["m2"]
+    assert (m1["member_epoch"], m1["state"], m1["client_id"], m1["client_host"]) == (
+        1, "unrevoked_partitions", "kcoord-test", "/127.0.0.1"
+    )  # fmt: skip
+    assert m1["instance_id"] is None and m1["subscribed_topic_names"] == [topic]
+    assert m1["member_type"] == "consumer"
+    kept, revoking = m1["assignment"][topic], m1["pending_revocation"][topic]
+    assert len(kept) == 3 and sorted(kept + revoking) == list(range(6))
+    assert m1["target_assignment"] == {topic: kept}
+    assert (m2["member_epoch"], m2["state"], m2["assignment"]) == (2, "unreleased_partitions", {})
+    assert m2["target_assignment"] == {topic: revoking}
+    offsets = {o["partition"]: o for o in view["offsets"]}
+    for p, offset in committed.items():
+        assert offsets[p]["committed_offset"] == offset
+        assert offsets[p]["log_end_offset"] == end.get(p, 0)
+        assert offsets[p]["lag"] == end.get(p, 0) - offset
+
+    m = http.metrics()
+    assert sample(m, "kcoord_groups", type="consumer", state="Reconciling") == 1
+    assert sample(m, "kcoord_group_state", group=group, state="Reconciling") == 1
+    assert sample(m, "kcoord_group_members", group=group) == 2
+    assert sample(m, "kcoord_group_epoch", group=group) == 2
+    assert sample(m, "kcoord_group_assignment_epoch", group=group) == 2
+    for p, offset in committed.items():
+        labels = {"group": group, "topic": topic, "partition": str(p)}
+        assert sample(m, "kcoord_group_lag_offsets", **labels) == end.get(p, 0) - offset
+    assert sample(m, "kcoord_requests_total", api="ConsumerGroupHeartbeat", version="1") == 3
+    assert sample(m, "kcoord_heartbeats_total") == 3
+
+    # Test controls: expiring m2 fences it as its session timeout would; no rebalance to force.
+    expired = http.post(f"/v1/test/groups/{group}/members/m2/expire")
+    assert [m["member_id"] for m in expired["members"]] == ["m1"] and expired["group_epoch"] == 3
+    status, refused = http.call("POST", f"/v1/test/groups/{group}/rebalance")
+    assert status == 409 and "consumer-protocol" in refused["error"]

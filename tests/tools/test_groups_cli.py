@@ -383,6 +383,102 @@ def _assigned(member: dict[str, Any]) -> list[Partition]:
     return [(t, p) for t, ps in member["assignment"].items() for p in ps]
 
 
+# -- consumer-protocol groups (KIP-848) ------------------------------------------------------------------
+
+
+def test_consumer_protocol_groups_are_listed_and_described_with_consumer_group_describe(
+    server: KcoordServer,
+    workers: Workers,
+    producers: Producers,
+    topic: str,
+    topic_partitions: frozenset[Partition],
+) -> None:
+    """A confluent-kafka consumer with group.protocol=consumer (ConsumerGroupHeartbeat) beside a
+    classic one: --list types them, --describe shows the consumer group's epochs, assignor and
+    members (ConsumerGroupDescribe), the classic one as before (DescribeGroups), lag for both."""
+    ends = produce(producers, topic)
+    kip, classic = unique("kip848-g"), unique("classic-g")
+    member = workers.spawn("confluent-kafka", kip, [topic], group_protocol="consumer", client_id="m-kip")
+    wait_for_split([member], topic_partitions)
+    other = workers.spawn("confluent-kafka", classic, [topic], client_id="m-classic")
+    wait_for_split([other], topic_partitions)
+    committed = {(t, p): min(p + 1, ends[t, p]) for t, p in topic_partitions if p != 5}  # p5: none
+    member.commit((t, p, o, "") for (t, p), o in committed.items())
+
+    # --list: both, with their type (ListGroups v5's group type); --type filters and shows TYPE.
+    listed = {g["group"]: g for g in groups_json(server, "--list")}
+    assert (listed[kip]["type"], listed[kip]["protocol_type"]) == ("consumer", "consumer")
+    assert listed[classic]["type"] == "classic"
+    assert {r["GROUP"]: r["TYPE"] for r in table(groups_ok(server, "--list", "--type").stdout)} == {
+        kip: "consumer",
+        classic: "classic",
+    }
+    only = table(groups_ok(server, "--list", "--type", "consumer", "--state").stdout)
+    assert only == [{"GROUP": kip, "TYPE": "consumer", "STATE": "Stable"}]
+
+    # --describe: ConsumerGroupDescribe's view of the group and its member.
+    [described] = groups_json(server, "--describe", "--group", kip)
+    epoch = described["group_epoch"]
+    assert (described["type"], described["state"], described["protocol_type"]) == (
+        "consumer",
+        "Stable",
+        "consumer",
+    )
+    assert (
+        described["assignment_strategy"] == "uniform"
+        and epoch >= 1
+        and described["assignment_epoch"] == epoch
+    )
+    [m] = described["members"]
+    everything = {topic: list(range(6))}
+    assert (m["client_id"], m["member_epoch"], m["assignment"], m["target_assignment"]) == (
+        "m-kip", epoch, everything, everything
+    )  # fmt: skip
+    assert m["upgraded"] is True  # ConsumerGroupDescribe v1: a consumer-protocol member
+    description = admin(server).describe_consumer_groups([kip])[kip].result(timeout=15)
+    assert [x.member_id for x in description.members] == [m["member_id"]]
+    assert state_name(description.state.name) == "STABLE"
+
+    # Offsets and lag, as for a classic group: every partition is the member's.
+    rows = {(r["topic"], r["partition"]): r for r in described["offsets"]}
+    assert set(rows) == set(topic_partitions)
+    for tp, row in rows.items():
+        assert row["log_end_offset"] == ends[tp] and row["current_offset"] == committed.get(tp)
+        assert row["lag"] == (ends[tp] - committed[tp] if tp in committed else None)
+        assert row["consumer_id"] == m["member_id"]
+
+    # Tables: the members with their epochs and assignments, the state with the group's epochs.
+    members_headers = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
+                       "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]  # fmt: skip
+    assignment = f"{topic}:0,1,2,3,4,5"
+    [row] = table(groups_ok(server, "--describe", "--group", kip, "--members", "--verbose").stdout)
+    assert list(row) == members_headers
+    assert (row["CLIENT-ID"], row["#PARTITIONS"], row["CURRENT-EPOCH"], row["TARGET-EPOCH"]) == (
+        "m-kip", "6", str(epoch), str(epoch)
+    )  # fmt: skip
+    assert row["CURRENT-ASSIGNMENT"] == assignment == row["TARGET-ASSIGNMENT"]
+    state_headers = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
+                     "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"]  # fmt: skip
+    state_text = groups_ok(server, "--describe", "--group", kip, "--state", "--verbose").stdout
+    [state_row] = table(state_text, state_headers)
+    assert [state_row[h] for h in state_headers[2:]] == ["uniform", "Stable", str(epoch), str(epoch), "1"]
+
+    # The classic group is still described by DescribeGroups: no epochs ("-"), its own assignor.
+    [classic_row] = table(
+        groups_ok(server, "--describe", "--group", classic, "--members", "--verbose").stdout
+    )
+    assert (classic_row["CURRENT-EPOCH"], classic_row["TARGET-EPOCH"], classic_row["TARGET-ASSIGNMENT"]) == (
+        "-", "-", "-"
+    )  # fmt: skip
+    assert classic_row["CURRENT-ASSIGNMENT"] == assignment
+    [classic_json] = groups_json(server, "--describe", "--group", classic)
+    assert (classic_json["type"], classic_json["group_epoch"]) == ("classic", None)
+
+    # A consumer group with a member is active: its offsets cannot be reset.
+    refused = groups(server, "--reset-offsets", "--group", kip, "--all-topics", "--to-earliest", "--execute")
+    assert refused.returncode == 1 and "but the current state is Stable." in refused.stderr
+
+
 # -- delete --------------------------------------------------------------------------------------------
 
 
@@ -456,6 +552,8 @@ def _closed_port() -> int:
         ),
         (("--list", "--describe"), 2, "not allowed with argument"),
         (("--list", "--timeout", "0"), 2, "--timeout must be positive"),
+        (("--describe", "--group", "g", "--type"), 2, "Option --type is only valid with --list"),
+        (("--list", "--type", "share"), 2, "Invalid types list 'share'. Valid types are: classic, consumer"),
     ],
 )
 def test_bad_usage_and_unreachable_servers_are_one_line_errors(

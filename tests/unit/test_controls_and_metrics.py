@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -166,3 +167,80 @@ def test_offset_commit_partition_errors_are_counted_by_code_once_each(h: Harness
     assert codes == {("t", 0): 0, ("t", 1): 12, ("t", 7): 3, ("other", 0): 3, ("other", 1): 3}
     # 3 UNKNOWN_TOPIC_OR_PARTITION, 12 OFFSET_METADATA_TOO_LARGE
     assert stats.errors == {(8, 3): 3, (8, 12): 1}
+
+
+# -- consumer-protocol groups (KIP-848) in the metrics and the controls ------------------------------------
+def _samples(collector: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in collector.collect()
+        for s in family.samples
+    }
+
+
+def _consumer_cluster() -> Any:
+    """A manager with topics t1 (6 partitions) and t2, a classic Stable group "classic" of one member,
+    and a consumer group "g" made by real heartbeats: m1 Stable with all of t1, then m2 joining (the
+    group Reconciling: m1 must revoke half of t1 first)."""
+    from tests.unit.test_consumer_heartbeat import Cluster
+
+    c = Cluster()
+    first = c.hb("m1", 0)
+    assert first.member_epoch == 1
+    c.hb("m2", 0)
+    return c
+
+
+def test_consumer_groups_are_summarised_beside_classic_groups() -> None:
+    c = _consumer_cluster()
+    summary = {s.group_id: s for s in c.mgr.groups()}
+    g = summary["g"]
+    assert (g.group_type, g.state, g.generation_id, g.assignment_epoch) == ("consumer", "Reconciling", 2, 2)
+    assert (g.protocol_type, g.protocol_name, g.leader_id, g.members) == ("consumer", "uniform", None, 2)
+    assert [group.group_id for group in c.mgr.all_consumer_groups()] == ["g"]
+    consumer_group = c.mgr.consumer_group("g")
+    assert consumer_group is not None and c.mgr.consumer_assignor(consumer_group) == "uniform"
+
+
+def test_metrics_count_consumer_groups_by_state_and_show_them_per_group() -> None:
+    from coordinator.metrics import KcoordCollector, Lag, MetricsSource
+
+    c = _consumer_cluster()
+    h = Harness(group_initial_rebalance_delay_ms=0)  # a classic group on its own manager
+    h.stable_group(1, group="classic")
+    source = MetricsSource()
+    source.groups = lambda: h.mgr.groups() + c.mgr.groups()
+    source.lags = lambda group_id: {("t1", 0): (3, Lag(10, 7, 1.5))} if group_id == "g" else {}
+    m = _samples(KcoordCollector(source, max_groups=10))
+    assert m[("kcoord_groups", (("state", "Reconciling"), ("type", "consumer")))] == 1
+    assert m[("kcoord_groups", (("state", "Stable"), ("type", "consumer")))] == 0
+    assert m[("kcoord_groups", (("state", "Assigning"), ("type", "consumer")))] == 0
+    assert m[("kcoord_groups", (("state", "Stable"), ("type", "classic")))] == 1
+    assert m[("kcoord_members", ())] == 3
+    assert m[("kcoord_group_members", (("group", "g"),))] == 2
+    assert m[("kcoord_group_state", (("group", "g"), ("state", "Reconciling")))] == 1
+    assert m[("kcoord_group_epoch", (("group", "g"),))] == 2
+    assert m[("kcoord_group_assignment_epoch", (("group", "g"),))] == 2
+    assert ("kcoord_group_generation", (("group", "g"),)) not in m
+    assert m[("kcoord_group_generation", (("group", "classic"),))] == 1
+    labels = (("group", "g"), ("partition", "0"), ("topic", "t1"))
+    assert m[("kcoord_group_lag_offsets", labels)] == 7
+    assert m[("kcoord_group_committed_offset", labels)] == 3
+    # The per-group limit covers both kinds: the lagging consumer group first.
+    one = _samples(KcoordCollector(source, max_groups=1))
+    assert [k for k in one if k[0] == "kcoord_group_members"] == [("kcoord_group_members", (("group", "g"),))]
+    assert one[("kcoord_metrics_groups_omitted", ())] == 1
+
+
+def test_expiring_a_consumer_member_fences_it_and_a_forced_rebalance_is_refused() -> None:
+    c = _consumer_cluster()
+    c.mgr.controls.expire_member("g", "m2")
+    group = c.group()
+    assert set(group.members) == {"m1"} and group.group_epoch == 3
+    assert c.hb("m2", 2, topics=None).error == UNKNOWN_MEMBER_ID
+    with pytest.raises(TestControlError) as unknown:
+        c.mgr.controls.expire_member("g", "m2")
+    assert unknown.value.status == 404
+    with pytest.raises(TestControlError) as refused:
+        c.mgr.controls.force_rebalance("g")
+    assert refused.value.status == 409
