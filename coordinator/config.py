@@ -58,6 +58,7 @@ class Config:
     group_consumer_max_session_timeout_ms: int = 60_000
     group_consumer_max_size: int | None = None  # Kafka: Integer.MAX_VALUE = unbounded
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+    group_consumer_migration_policy: str = "bidirectional"  # bidirectional|upgrade|downgrade|disabled
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
     auto_create_topics: bool = True  # auto.create.topics.enable
@@ -88,6 +89,7 @@ class Config:
             consumer_session_timeout_ms=self.group_consumer_session_timeout_ms,
             consumer_max_size=self.group_consumer_max_size,
             consumer_assignors=self.group_consumer_assignors,
+            consumer_migration_policy=self.group_consumer_migration_policy,
             offsets_retention_ms=self.offsets_retention_minutes * 60_000,
             offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
         )
@@ -151,6 +153,16 @@ def parse_assignors(text: str) -> tuple[str, ...]:
     return names
 
 
+def parse_migration_policy(text: str) -> str:
+    """group.consumer.migration.policy, any case (Kafka's ConsumerGroupMigrationPolicy)."""
+    policy = text.strip().lower()
+    if policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
+        raise argparse.ArgumentTypeError(
+            f"expected bidirectional, upgrade, downgrade or disabled, got {text!r}"
+        )
+    return policy
+
+
 def check_consumer_bounds(config: Config) -> None:
     """GroupCoordinatorConfig's checks of the consumer protocol's timing settings."""
     for what in ("heartbeat_interval", "session_timeout"):
@@ -205,6 +217,12 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
         parse_assignors,
         "server assignors, the first the default; default uniform,range",
     ),
+    (
+        "--group-consumer-migration-policy",
+        parse_migration_policy,
+        "online migration between the protocols: bidirectional|upgrade|downgrade|disabled; "
+        "default bidirectional",
+    ),
     ("--offsets-retention-minutes", _positive_int, "default 10080 (7 days)"),
     ("--offsets-retention-check-interval-ms", _positive_int, "default 600000"),
     ("--auto-create-topics", _parse_bool, "auto.create.topics.enable, default true"),
@@ -227,6 +245,7 @@ _METAVARS: dict[object, str] = {
     parse_log_level: "LEVEL",
     parse_log_format: "text|json",
     parse_assignors: "NAME[,NAME]",
+    parse_migration_policy: "POLICY",
 }
 
 

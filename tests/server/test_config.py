@@ -88,3 +88,44 @@ def test_fsync_flag_yields_a_policy_storage_accepts(flag: str, policy: str) -> N
     config = parse_serve_argv(["--fsync", flag], env={})
     assert config.fsync == policy
     storage.LogConfig(fsync_policy=config.fsync).fsync_interval_ms()  # raises on a policy it rejects
+
+
+def test_consumer_protocol_settings_have_kafkas_defaults_and_bounds() -> None:
+    config = parse_serve_argv([], env={})
+    group = config.group_config()
+    assert (group.consumer_session_timeout_ms, group.consumer_heartbeat_interval_ms) == (45_000, 5000)
+    assert (
+        group.consumer_assignors == ("uniform", "range")
+        and group.consumer_migration_policy == "bidirectional"
+    )
+    lowered = parse_serve_argv(
+        ["--group-consumer-min-session-timeout-ms", "1000", "--group-consumer-session-timeout-ms", "3000",
+         "--group-consumer-min-heartbeat-interval-ms", "100", "--group-consumer-heartbeat-interval-ms", "300",
+         "--group-consumer-assignors", "range,uniform", "--group-consumer-migration-policy", "Disabled"],
+        env={},
+    )  # fmt: skip
+    assert lowered.group_config().consumer_session_timeout_ms == 3000
+    assert lowered.group_config().consumer_assignors == ("range", "uniform")
+    assert lowered.group_config().consumer_migration_policy == "disabled"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--group-consumer-session-timeout-ms", "1000"], "must be within [45000, 60000]"),
+        (["--group-consumer-heartbeat-interval-ms", "20000"], "must be within [5000, 15000]"),
+        (
+            [
+                "--group-consumer-max-heartbeat-interval-ms",
+                "50000",
+                "--group-consumer-heartbeat-interval-ms",
+                "45000",
+            ],
+            "must be less than",
+        ),
+    ],
+)
+def test_consumer_protocol_settings_out_of_bounds_are_one_line_errors(argv: list[str], message: str) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_serve_argv(argv, env={})
+    assert message in str(exited.value) and "\n" not in str(exited.value)

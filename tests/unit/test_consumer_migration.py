@@ -196,3 +196,16 @@ def replay(c: Cluster) -> Any:
     for record in c.log.records:
         fresh.apply(from_storage(to_storage(record)))  # type: ignore[arg-type]
     return fresh
+
+
+def test_a_disabled_migration_policy_neither_upgrades_nor_downgrades() -> None:
+    c = Cluster(consumer_migration_policy="disabled")
+    classic_group(c)
+    assert c.hb("m9", 0).error == ErrorCode.GROUP_ID_NOT_FOUND
+    assert c.mgr.group("g") is not None and c.group() is None
+
+    mixed = Cluster(consumer_migration_policy="upgrade")  # upgrades, never downgrades
+    classic_group(mixed)
+    mixed.hb("m9", 0)
+    mixed.hb("m9", -1, topics=None)
+    assert mixed.group() is not None and mixed.mgr.group("g") is None
