@@ -238,7 +238,7 @@ class GroupManager:
         topics and partitions itself). Answered once the commit records are durable."""
         write = self._offsets.commit(request, respond)
         if write is not None:
-            self._rt.run(write)
+            self._rt.run_commit(write)
 
     def offset_fetch(
         self,

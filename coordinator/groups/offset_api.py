@@ -124,12 +124,12 @@ class OffsetHandler:
             return error, ()
         # "" is a group id like any other here: Kafka accepts it for backwards compatibility
         # (GroupCoordinatorService.commitOffsets refuses only a null one, which the schema forbids).
-        consumer_group = self.rt.consumer_groups.get(request.group_id)
-        if consumer_group is not None:
-            return _validate_consumer_commit(consumer_group, request), ()
-        group = self.rt.group(request.group_id)
+        group = self.rt.groups.get(request.group_id)
         created: tuple[Undo, ...] = ()
         if group is None:
+            consumer_group = self.rt.consumer_groups.get(request.group_id)  # off the classic path
+            if consumer_group is not None:
+                return _validate_consumer_commit(consumer_group, request), ()
             if request.generation_id >= 0:
                 return request.unknown_group_error, ()
             group = self.rt.get_or_create_group(request.group_id)

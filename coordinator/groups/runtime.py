@@ -125,7 +125,7 @@ class Runtime:
         offsets = self.offsets
         replay = self.apply
         if commits_of is not None:
-            self._run_commit(write, commits_of)
+            self.run_commit(write)
             return
         touched = {r.group_id for r in records if type(r) is OffsetTombstone or type(r) is OffsetCommitRecord}
         write_id = offsets.begin_write(touched) if touched else -1
@@ -143,14 +143,18 @@ class Runtime:
 
         self.log.append(records, written)
 
-    def _run_commit(self, write: Write, group_id: str) -> None:
-        """`run` for an OffsetCommit (the hot path: one group, every record an offset commit)."""
+    def run_commit(self, write: Write) -> None:
+        """`run` for an OffsetCommit (`commits_of` set), the hot path GroupManager calls directly:
+        one group, every record an offset commit; its pending partitions and its tracked write
+        (require_stable fetches wait for it) are set and cleared together."""
         records = write.records
+        group_id = write.commits_of
+        assert group_id is not None
         offsets = self.offsets
         replay = self.apply
         write_id = offsets.begin_commit(group_id, records)  # type: ignore[arg-type]
 
-        def written(error: BaseException | None) -> None:
+        def committed(error: BaseException | None) -> None:
             offsets.end_commit(group_id, records)  # type: ignore[arg-type]
             if error is None:
                 for record in records if write.durable is None else write.durable:
@@ -161,7 +165,7 @@ class Runtime:
             write.done(error)
             offsets.end_commit_write(group_id, write_id)
 
-        self.log.append(records, written)
+        self.log.append(records, committed)
 
     def apply_live(self, record: GroupTombstone, undo: list[Undo]) -> None:
         """Apply a group tombstone when it is written, through the replay path, and journal in
