@@ -350,10 +350,16 @@ class Member:
 
 
 async def form_group(
-    conns: Sequence[Conn], group: str, topic: str, heartbeat_interval_s: float, timeout: float
+    conns: Sequence[Conn],
+    group: str,
+    topic: str,
+    heartbeat_interval_s: float,
+    timeout: float,
+    member_type: Callable[[Conn, Formation, int, str], Member] = Member,
 ) -> tuple[Formation, list[Member], list[asyncio.Task[None]]]:
+    """`member_type` builds each member (a subclass may assign differently: bench.consumer_protocol)."""
     formation = Formation(group, len(conns), heartbeat_interval_s)
-    members = [Member(conn, formation, i, topic) for i, conn in enumerate(conns)]
+    members = [member_type(conn, formation, i, topic) for i, conn in enumerate(conns)]
     tasks = [asyncio.create_task(m.run()) for m in members]
     waiter = asyncio.create_task(formation.done.wait())
     await asyncio.wait([waiter, *tasks], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
