@@ -335,6 +335,17 @@ def _is_subset(owned: Owned, assigned: Assignment) -> bool:
 
 def _with_request(member: ConsumerMember, request: HeartbeatRequest) -> ConsumerMember:
     """Kafka's ConsumerGroupMember.Builder.maybeUpdate*: a null field keeps the member's value."""
+    if (
+        request.subscribed_topic_names is None
+        and request.subscribed_topic_regex is None
+        and request.rebalance_timeout_ms == -1
+        and request.instance_id is None
+        and request.rack_id is None
+        and request.server_assignor is None
+        and request.client_id == member.client_id
+        and request.client_host == member.client_host
+    ):
+        return member  # a steady heartbeat changes nothing: no copy (dataclasses.replace is slow)
     return replace(
         member,
         instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
@@ -368,7 +379,7 @@ def _subscription_changed(
     """Kafka's hasMemberSubscriptionChanged: a record when any of it changed; True (bump the group
     epoch) when the topics it subscribes to by name or expression did. A member that is new to the
     group always has a record written."""
-    if updated.subscription() == member.subscription() and member.member_epoch != 0:
+    if member.member_epoch != 0 and (updated is member or updated.subscription() == member.subscription()):
         return False
     regex = updated.subscribed_topic_regex
     if regex is not None and regex != member.subscribed_topic_regex and (problem := regex_error(regex)):

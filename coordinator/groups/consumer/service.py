@@ -184,14 +184,15 @@ class ConsumerGroupService:
             self._cancel_timers(group_id, request.member_id)
             return
         member_id = member.member_id
-        if member.member_epoch < 0:  # a static member left for a while: its session still runs
-            timers.cancel(rebalance_timeout_key(group_id, member_id))
-        elif member.state is MemberState.UNREVOKED_PARTITIONS:
-            old = self._member(group_id, member_id)
-            if old is None or old.current_assignment() != member.current_assignment():
-                self._schedule_rebalance_timeout(group_id, member)
-        else:
-            timers.cancel(rebalance_timeout_key(group_id, member_id))
+        old = self._member(group_id, member_id)
+        if old is not member:  # the steady heartbeat of an unchanged member touches no other timer
+            if member.member_epoch < 0:  # a static member left for a while: its session still runs
+                timers.cancel(rebalance_timeout_key(group_id, member_id))
+            elif member.state is MemberState.UNREVOKED_PARTITIONS:
+                if old is None or old.current_assignment() != member.current_assignment():
+                    self._schedule_rebalance_timeout(group_id, member)
+            else:
+                timers.cancel(rebalance_timeout_key(group_id, member_id))
         self._schedule_session(group_id, member_id)
 
     # -- writes -----------------------------------------------------------------------------------
