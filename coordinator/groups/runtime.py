@@ -123,7 +123,6 @@ class Runtime:
         records = write.records
         commits_of = write.commits_of
         offsets = self.offsets
-        replay = self.apply
         if commits_of is not None:
             self.run_commit(write)
             return
@@ -131,13 +130,7 @@ class Runtime:
         write_id = offsets.begin_write(touched) if touched else -1
 
         def written(error: BaseException | None) -> None:
-            if error is None:
-                for record in records if write.durable is None else write.durable:
-                    replay(record)
-            else:
-                for undo in reversed(write.undo):
-                    undo()
-            write.done(error)
+            self._settle(write, error)
             if touched:
                 offsets.end_write(write_id, touched)
 
@@ -151,21 +144,26 @@ class Runtime:
         group_id = write.commits_of
         assert group_id is not None
         offsets = self.offsets
-        replay = self.apply
         write_id = offsets.begin_commit(group_id, records)  # type: ignore[arg-type]
 
         def committed(error: BaseException | None) -> None:
             offsets.end_commit(group_id, records)  # type: ignore[arg-type]
-            if error is None:
-                for record in records if write.durable is None else write.durable:
-                    replay(record)
-            else:
-                for undo in reversed(write.undo):
-                    undo()
-            write.done(error)
+            self._settle(write, error)
             offsets.end_commit_write(group_id, write_id)
 
         self.log.append(records, committed)
+
+    def _settle(self, write: Write, error: BaseException | None) -> None:
+        """A write's append finished: apply what it applies once durable, or undo what it changed;
+        then answer it, exactly once."""
+        if error is None:
+            replay = self.apply
+            for record in write.records if write.durable is None else write.durable:
+                replay(record)
+        else:
+            for undo in reversed(write.undo):
+                undo()
+        write.done(error)
 
     def apply_live(self, record: GroupTombstone, undo: list[Undo]) -> None:
         """Apply a group tombstone when it is written, through the replay path, and journal in
