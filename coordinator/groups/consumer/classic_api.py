@@ -16,6 +16,7 @@ from coordinator.groups.consumer.classic_members import (
     supports_classic_protocols,
 )
 from coordinator.groups.consumer.heartbeat import Refused, remove_member_records, subscribed_names_of
+from coordinator.groups.consumer.model import MemberState
 from coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerRecord
 from coordinator.groups.consumer.service import ConsumerGroupService
 from coordinator.groups.consumer.topics import metadata_hash
@@ -116,7 +117,8 @@ class ClassicMembersApi:
         if r.protocol is not None and r.protocol != (CONSUMER_PROTOCOL_TYPE, protocol_name):
             r.parked.respond(SyncAnswer(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
-        if group.group_epoch > member.member_epoch and member.state.name != "UNREVOKED_PARTITIONS":
+        if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+            # Kafka's throwIfRebalanceInProgress: rejoin to catch up, unless it is revoking
             self._schedule_join_timeout(r.group_id, member.member_id, member.rebalance_timeout_ms)
             r.parked.respond(SyncAnswer(ErrorCode.REBALANCE_IN_PROGRESS))
             return
