@@ -46,6 +46,7 @@ __all__ = ["ConsumerGroupService", "HeartbeatRespond", "NoTopics", "rebalance_ti
 log = logging.getLogger("coordinator.groups.consumer")
 
 HeartbeatRespond = Callable[[HeartbeatAnswer], None]
+_GROUP_LEVEL = (ConsumerGroupEpoch, ConsumerTargetEpoch)  # the records without a member id
 
 
 def rebalance_timeout_key(group_id: str, member_id: str) -> str:
@@ -208,14 +209,7 @@ class ConsumerGroupService:
         tombstone, if one was applied), answer through `done` once durable; restore on failure."""
         groups = self.rt.consumer_groups
         before = groups.get(group_id)
-        saved = before.copy() if before is not None else None
-
-        def restore() -> None:
-            if saved is None:
-                groups.pop(group_id, None)
-            else:
-                groups[group_id] = saved
-
+        restore = self._undo(group_id, before, records)
         for record in records:
             self.rt.apply(record)
         group = groups.get(group_id)
@@ -223,6 +217,30 @@ class ConsumerGroupService:
             group.checked_topics_version = self.topics.version
         undo.append(restore)
         self.rt.run(Write([*prefix, *records], done, durable=(), undo=undo))
+
+    def _undo(self, group_id: str, before: ConsumerGroup | None, records: Sequence[ConsumerRecord]) -> Undo:
+        """What restores the group as it is before `records` apply: a journal of the members they
+        touch (a heartbeat: one or two), or the whole group when they make or delete it."""
+        groups = self.rt.consumer_groups
+        if before is not None and not any(type(r) is ConsumerGroupEpoch and r.epoch is None for r in records):
+            restore_members = before.journal(
+                {r.member_id for r in records if not isinstance(r, _GROUP_LEVEL)}
+            )
+
+            def restore() -> None:
+                if groups.get(group_id) is before:
+                    restore_members()
+
+            return restore
+        saved = before.copy() if before is not None else None
+
+        def put_back() -> None:
+            if saved is None:
+                groups.pop(group_id, None)
+            else:
+                groups[group_id] = saved
+
+        return put_back
 
     def fence(self, group_id: str, member_id: str, reason: str, epoch: int | None = None) -> None:
         """Remove a member whose session expired or who did not revoke in time (Kafka's
