@@ -111,8 +111,9 @@ class HeartbeatPlan:
 
 
 def _blank(value: str | None) -> bool:
-    """Java's `value.trim().isEmpty()` for a non-null value: nothing above U+0020 in it."""
-    return value is not None and all(c <= " " for c in value)
+    """Java's `value.trim().isEmpty()` for a non-null value: nothing above U+0020 in it (an id
+    that starts with a visible character is answered at once: every request asks four times)."""
+    return value is not None and (not value or (value[0] <= " " and all(c <= " " for c in value)))
 
 
 def validate(request: HeartbeatRequest, assignors: Sequence[str]) -> None:
