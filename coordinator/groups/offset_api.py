@@ -140,7 +140,7 @@ class OffsetHandler:
             request.generation_id < 0
             and group.protocol_type is None
             and not group.members
-            and not self.rt.offsets.of_group(request.group_id)
+            and not self.rt.offsets.by_group.get(request.group_id)
         ):
             created = (self.rt.forget_if_bare(group),)  # made by a commit still in flight
         return self._validate_against(group, request), created

@@ -11,7 +11,7 @@ fetch waits for them (`when_settled`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
 
@@ -23,6 +23,8 @@ TopicPartition = tuple[str, int]
 class OffsetStore:
     def __init__(self) -> None:
         self._offsets: dict[str, dict[TopicPartition, OffsetCommitRecord]] = {}
+        self.by_group: Mapping[str, dict[TopicPartition, OffsetCommitRecord]] = self._offsets
+        """Read-only view of the committed offsets by group (no call on the commit hot path)."""
         self._pending: dict[str, Counter[TopicPartition]] = {}
         self._next_write = 0
         self._latest_write: dict[str, int] = {}  # group id -> its latest offset write in flight
@@ -97,7 +99,8 @@ class OffsetStore:
         return write_id
 
     def end_commit(self, group_id: str, records: Iterable[OffsetCommitRecord]) -> None:
-        """The commit's partitions are no longer pending ."""
+        """The commit's append finished: its partitions are no longer pending (before its undo,
+        which asks whether a group it made is bare)."""
         pending = self._pending.get(group_id)
         if pending is None:
             return
@@ -112,7 +115,7 @@ class OffsetStore:
             del self._pending[group_id]
 
     def end_commit_write(self, group_id: str, write_id: int) -> None:
-        """`end_write` for one group: wake the fetches that wait for this write."""
+        """The commit is applied or undone and answered: wake the fetches that wait for its write."""
         latest = self._latest_write
         if latest.get(group_id) == write_id:
             del latest[group_id]
