@@ -66,6 +66,7 @@ from bench.coordinator import (
 )
 from bench.instructions import CONNECTIONS, WINDOW, pump
 from protocol.consumer_protocol import decode_assignment
+from protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
 from tests.kcoord_process import KcoordServer, ServerProcess
 
 CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE, METADATA, CLASSIC_HEARTBEAT = 68, 69, 3, 12
@@ -77,16 +78,6 @@ MAX_ROUNDS = 100  # heartbeat rounds to reach Stable (a join settles in about th
 MAX_HEARTBEATS_PER_MEMBER = 10_000  # classic: heartbeats until REBALANCE_IN_PROGRESS
 TOPIC = "bench-consumer-protocol"
 
-# Every optional field null (or -1): unchanged since the member's last heartbeat.
-UNCHANGED: dict[str, Any] = {
-    "instance_id": None,
-    "rack_id": None,
-    "rebalance_timeout_ms": -1,
-    "subscribed_topic_names": None,
-    "subscribed_topic_regex": None,
-    "server_assignor": None,
-    "topic_partitions": None,
-}
 
 T = TypeVar("T")
 

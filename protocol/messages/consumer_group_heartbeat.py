@@ -56,3 +56,15 @@ CONSUMER_GROUP_HEARTBEAT_RESPONSE = Schema(
         Field("assignment", HEARTBEAT_ASSIGNMENT, nullable_since=0, default=None),  # null: unchanged
     ),
 )
+
+# A heartbeat's optional fields when nothing changed since the member's last one: null (-1 for the
+# rebalance timeout). What a steady heartbeat sends, and what the coordinator reads as "unchanged".
+UNCHANGED_SINCE_LAST_HEARTBEAT: dict[str, object] = {
+    "instance_id": None,
+    "rack_id": None,
+    "rebalance_timeout_ms": -1,
+    "subscribed_topic_names": None,
+    "subscribed_topic_regex": None,
+    "server_assignor": None,
+    "topic_partitions": None,
+}

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from protocol.frames import decode_request, encode_request
+from protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.bin"))
 GROUP_APIS = {8, 9, 11, 12, 13, 14, 68, 69}
@@ -82,16 +83,6 @@ CONSUMER = "librdkafka-consumer"
 # 16 random bytes in base64, from v1 the client names itself) and the id of golden-topic.
 MEMBER_ID = "oRZ8+FBERsGeBFcmRyjw2Q"
 TOPIC_ID = uuid.UUID("032756b1-317e-4c9b-bbbe-20c5d2d5ce39")
-# A heartbeat's optional fields are null when unchanged since the member's last heartbeat.
-UNCHANGED = {
-    "instance_id": None,
-    "rack_id": None,
-    "rebalance_timeout_ms": -1,
-    "subscribed_topic_names": None,
-    "subscribed_topic_regex": None,
-    "server_assignor": None,
-    "topic_partitions": None,
-}
 HEARTBEATS = {
     # The first: epoch 0, max.poll.interval.ms as the rebalance timeout, the topic by name, an empty
     # (not null) regex, no server assignor (the coordinator's default) and nothing owned.

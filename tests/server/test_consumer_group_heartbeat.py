@@ -14,6 +14,7 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.frames import decode_response, encode_request
+from protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, create_topic, read_frame
 
@@ -21,17 +22,6 @@ API_VERSIONS, METADATA, OFFSET_COMMIT, LIST_GROUPS, DELETE_GROUPS = 18, 3, 8, 16
 HEARTBEAT, DESCRIBE = 68, 69
 HEARTBEAT_INTERVAL_MS = 5000  # group.consumer.heartbeat.interval.ms, Kafka's default
 REBALANCE_TIMEOUT_MS = 30_000
-
-# Every optional field null (or -1): unchanged since the member's last heartbeat.
-UNCHANGED: dict[str, Any] = {
-    "instance_id": None,
-    "rack_id": None,
-    "rebalance_timeout_ms": -1,
-    "subscribed_topic_names": None,
-    "subscribed_topic_regex": None,
-    "server_assignor": None,
-    "topic_partitions": None,
-}
 
 
 def _heartbeat(
