@@ -61,6 +61,15 @@ class Config:
     group_consumer_migration_policy: str = "bidirectional"  # bidirectional|upgrade|downgrade|disabled
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
+    # The transaction coordinator: Kafka's transaction.* / transactional.id.* settings and defaults.
+    transaction_max_timeout_ms: int = 900_000
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
+    transactional_id_expiration_ms: int = 604_800_000
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
+    # The finalized feature level `transaction.version` ApiVersions advertises (KIP-890): 2 lets Kafka 4
+    # clients use Transactions V2 (Produce v12, EndTxn v5: an epoch bump per transaction); 0 or 1 keep
+    # every client on the V1 flow.
+    transaction_version: int = 2
     auto_create_topics: bool = True  # auto.create.topics.enable
     num_partitions: int = 1  # num.partitions, for auto-created topics and CreateTopics with -1
     fsync: FsyncPolicy = "always"
@@ -181,6 +190,13 @@ def check_consumer_bounds(config: Config) -> None:
         )
 
 
+def parse_transaction_version(text: str) -> int:
+    """The `transaction.version` feature level (Kafka 4's TransactionVersion: 0, 1 or 2)."""
+    if text.strip() not in ("0", "1", "2"):
+        raise argparse.ArgumentTypeError(f"expected 0, 1 or 2, got {text!r}")
+    return int(text)
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -225,6 +241,19 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ),
     ("--offsets-retention-minutes", _positive_int, "default 10080 (7 days)"),
     ("--offsets-retention-check-interval-ms", _positive_int, "default 600000"),
+    ("--transaction-max-timeout-ms", _positive_int, "transaction.max.timeout.ms, default 900000"),
+    (
+        "--transaction-abort-timed-out-transaction-cleanup-interval-ms",
+        _positive_int,
+        "how often timed-out transactions are aborted, default 10000",
+    ),
+    ("--transactional-id-expiration-ms", _positive_int, "idle transactional ids expire, default 604800000"),
+    (
+        "--transaction-remove-expired-transaction-cleanup-interval-ms",
+        _positive_int,
+        "how often idle transactional ids are expired, default 3600000",
+    ),
+    ("--transaction-version", parse_transaction_version, "finalized transaction.version 0|1|2, default 2"),
     ("--auto-create-topics", _parse_bool, "auto.create.topics.enable, default true"),
     ("--num-partitions", _positive_int, "partitions of auto-created topics, default 1"),
     ("--fsync", parse_fsync, "always|interval[:<ms>]|never (unsafe), default always"),

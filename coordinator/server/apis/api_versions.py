@@ -1,5 +1,10 @@
 """ApiVersions (18), v0-4. v1: throttle_time_ms; v3: flexible body (header stays v0), client software
-name/version validated; v3+ tagged feature fields are omitted (a standalone coordinator has none).
+name/version validated; v3+ tagged feature fields: the one feature kcoord has, `transaction.version`
+(KIP-890), supported 0-2 and finalized at `--transaction-version`. As Kafka's
+ApiVersionsResponse.maybeFilterSupportedFeatureKeys, a supported range starting at 0 is omitted below v4
+(KAFKA-17492: older clients cannot read it) and, as createFinalizedFeatureKeys, a finalized level 0 is
+not listed. Kafka 4 clients use Transactions V2 only when the finalized level is at least 2
+(TransactionManager, `transaction.version`).
 
 Answered from cached frames (one encode per version for the server's lifetime; only the correlation
 id is patched in). An unsupported version gets the v0-layout UNSUPPORTED_VERSION body listing key 18's
@@ -18,6 +23,8 @@ from protocol.frames import decode_request, encode_response
 __all__ = ["API_KEY", "frame"]
 
 API_KEY = 18
+TRANSACTION_VERSION = "transaction.version"
+MAX_TRANSACTION_VERSION = 2
 _FALLBACK = -1  # cache slot of the UNSUPPORTED_VERSION answer
 _CORRELATION = struct.Struct(">i")
 # Kafka's ApiVersionsRequest.isValid: [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
@@ -61,7 +68,21 @@ def _encode(ctx: ServerContext, version: int) -> bytes:
         {"api_key": key, "min_version": low, "max_version": high}
         for key, (low, high) in sorted(ctx.served.items())
     ]
-    return encode_response(API_KEY, version, 0, {"error_code": ErrorCode.NONE, "api_keys": keys})
+    body: dict[str, object] = {"error_code": ErrorCode.NONE, "api_keys": keys}
+    if version >= 3:
+        level = ctx.config.transaction_version
+        body["supported_features"] = (
+            [{"name": TRANSACTION_VERSION, "min_version": 0, "max_version": MAX_TRANSACTION_VERSION}]
+            if version >= 4
+            else []
+        )
+        body["finalized_features_epoch"] = 0  # the features never change while the server runs
+        body["finalized_features"] = (
+            [{"name": TRANSACTION_VERSION, "max_version_level": level, "min_version_level": level}]
+            if level
+            else []
+        )
+    return encode_response(API_KEY, version, 0, body)
 
 
 def _patched(cached: bytes, correlation_id: int) -> bytes:
