@@ -13,8 +13,11 @@ log, no polling), until `min_bytes` arrive or `max_wait_ms` passes.
 
 Incremental fetch sessions (KIP-227) are declined the way Kafka declines them when its session cache
 is full: a full fetch gets session_id 0 and the client keeps sending full fetches; an incremental
-fetch for a session we never created gets FETCH_SESSION_ID_NOT_FOUND. Without transactions
-read_committed reads what read_uncommitted reads, and the last stable offset is the high watermark.
+fetch for a session we never created gets FETCH_SESSION_ID_NOT_FOUND.
+
+READ_COMMITTED (v4+) reads up to the last stable offset and lists the aborted transactions of the range
+read (Kafka's UnifiedLog.read with FetchIsolation.TXN_COMMITTED and collectAbortedTransactions, in
+partition_log); every fetch reports the partition's LSO.
 """
 
 from __future__ import annotations
@@ -52,12 +55,19 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 class _Wanted:
     """One requested partition: where its answer goes and where it reads from."""
 
-    __slots__ = ("entry", "fetch_offset", "log", "max_bytes", "version")
+    __slots__ = ("entry", "fetch_offset", "isolation_level", "log", "max_bytes", "version")
 
     def __init__(
-        self, entry: Entry, log: PartitionLog | None, fetch_offset: int, max_bytes: int, version: int
+        self,
+        entry: Entry,
+        log: PartitionLog | None,
+        fetch_offset: int,
+        max_bytes: int,
+        version: int,
+        isolation_level: int,
     ) -> None:
         self.version = version
+        self.isolation_level = isolation_level
         self.entry = entry
         self.log = log
         self.fetch_offset = fetch_offset
@@ -109,7 +119,7 @@ class _Fetch:
             log = None if name is None else self._ctx.data.log(name, index)
             entry: Entry = {"partition_index": index, "records": b""}
             if committed:
-                entry["aborted_transactions"] = []  # no transactions, so nothing was aborted
+                entry["aborted_transactions"] = []
             out["partitions"].append(entry)
             if log is None:  # an unknown id (v13+), else an unknown topic name or partition
                 error = unknown if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -119,7 +129,8 @@ class _Fetch:
                 _error(entry, error)
                 log = None
             offset, max_bytes = int(part["fetch_offset"]), int(part["partition_max_bytes"])
-            self.wanted.append(_Wanted(entry, log, offset, max_bytes, version))
+            isolation = _READ_COMMITTED if committed else 0
+            self.wanted.append(_Wanted(entry, log, offset, max_bytes, version, isolation))
         return out
 
     def read(self) -> bool:
@@ -176,7 +187,7 @@ def _read_into(wanted: _Wanted, limit: int, min_one_batch: bool) -> int | None:
     """Fills the partition's entry; the bytes it returns, None for OFFSET_OUT_OF_RANGE."""
     log, entry = wanted.log, wanted.entry
     assert log is not None
-    result = log.read(wanted.fetch_offset, limit)
+    result = log.read(wanted.fetch_offset, limit, wanted.isolation_level)
     if result is None:
         _error(entry, ErrorCode.OFFSET_OUT_OF_RANGE)
         return None
@@ -184,7 +195,14 @@ def _read_into(wanted: _Wanted, limit: int, min_one_batch: bool) -> int | None:
     if len(records) > limit and not min_one_batch:
         records = b""  # only the first non-empty partition may exceed the limits (KIP-74)
     entry["error_code"] = ErrorCode.NONE
-    entry["high_watermark"] = entry["last_stable_offset"] = result.high_watermark
+    entry["high_watermark"] = result.high_watermark
+    entry["last_stable_offset"] = result.last_stable_offset
+    if wanted.isolation_level == _READ_COMMITTED:
+        # v4+: the aborted transactions of the range read (null when none, as Kafka sends it)
+        entry["aborted_transactions"] = [
+            {"producer_id": producer_id, "first_offset": first_offset}
+            for producer_id, first_offset in result.aborted_transactions
+        ] or None
     if wanted.version >= 5:
         entry["log_start_offset"] = result.log_start_offset
     entry["records"] = records

@@ -5,7 +5,9 @@ Kafka's `UnifiedLog.fetchOffsetByTimestamp`: latest (-1) is the high watermark (
 last record, whatever the number of batches), earliest (-2) and earliest-local (-4, no tiered storage
 here) the log start offset; a timestamp finds the first record whose timestamp is >= it (time index,
 then inside the batch) or answers offset -1 when there is none; max-timestamp (-3) the record with the
-largest timestamp. Without transactions read_committed sees the same offsets.
+largest timestamp. Under READ_COMMITTED (v2+) the last fetchable offset is the last stable offset:
+latest answers it, and a timestamp lookup that finds a record at or past it answers none (Kafka's
+Partition.fetchOffsetForTimestamp `lastFetchableOffset`, filtered in ReplicaManager.fetchOffset).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = ["handle"]
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 _LEADER_EPOCH = 0  # this node leads every partition in epoch 0
+_READ_COMMITTED = 1
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -28,12 +31,15 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     topics = []
     for topic in req["topics"]:
         name = str(topic["name"])
-        partitions = [_partition(ctx, name, p, version) for p in topic["partitions"]]
+        committed = version >= 2 and int(req["isolation_level"]) == _READ_COMMITTED
+        partitions = [_partition(ctx, name, p, version, committed) for p in topic["partitions"]]
         topics.append({"name": name, "partitions": partitions})
     respond({"topics": topics})
 
 
-def _partition(ctx: ServerContext, name: str, req: dict[str, Any], version: int) -> dict[str, Any]:
+def _partition(
+    ctx: ServerContext, name: str, req: dict[str, Any], version: int, committed: bool
+) -> dict[str, Any]:
     index = int(req["partition_index"])
     entry: dict[str, Any] = {"partition_index": index}
     log = ctx.data.log(name, index)
@@ -44,7 +50,7 @@ def _partition(ctx: ServerContext, name: str, req: dict[str, Any], version: int)
         entry["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
         return entry
     try:
-        found = _lookup(log, int(req["timestamp"]))
+        found = _lookup(log, int(req["timestamp"]), committed)
     except StorageFault as fault:  # Kafka: KAFKA_STORAGE_ERROR for the partition (see fetch.py)
         ctx.data.read_failed(fault)
         entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
@@ -60,14 +66,17 @@ def _partition(ctx: ServerContext, name: str, req: dict[str, Any], version: int)
     return entry
 
 
-def _lookup(log: PartitionLog, timestamp: int) -> tuple[int, int] | None:
+def _lookup(log: PartitionLog, timestamp: int, committed: bool) -> tuple[int, int] | None:
     """(offset, timestamp) as Kafka answers it; None = no such record (offset -1, timestamp -1)."""
+    last_fetchable = log.last_stable_offset if committed else log.high_watermark
     if timestamp == LATEST:
-        return log.high_watermark, -1
+        return last_fetchable, -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return log.log_start_offset, -1
     if timestamp == MAX_TIMESTAMP:
-        return log.max_timestamp()
-    if timestamp < 0:
+        found = log.max_timestamp()
+    elif timestamp < 0:
         return None  # a special timestamp we do not serve (e.g. -5, earliest pending upload)
-    return log.offset_for_timestamp(timestamp)
+    else:
+        found = log.offset_for_timestamp(timestamp)
+    return found if found is None or found[0] < last_fetchable else None

@@ -1,0 +1,57 @@
+"""WriteTxnMarkers (27), v0-1. v1: flexible.
+
+Kafka's coordinators send it to partition leaders; operators send it through Admin.abortTransaction
+(kafka-transactions.sh abort, `kcoord transactions --abort`) to close a hanging transaction. As
+KafkaApis.handleWriteTxnMarkersRequest: an unknown partition is UNKNOWN_TOPIC_OR_PARTITION, every other
+partition gets its COMMIT/ABORT control batch (a `__consumer_offsets` partition completes the
+producer's transactional offsets in the group coordinator), and the answer waits for every marker
+to be durable (acks=all). Partition errors are the partition log's (INVALID_PRODUCER_EPOCH,
+TRANSACTION_COORDINATOR_FENCED) or KAFKA_STORAGE_ERROR.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from coordinator.server.markers import Results
+
+__all__ = ["handle"]
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    markers = req["markers"]
+    answers: list[dict[str, Any] | None] = [None] * len(markers)
+    outstanding = len(markers)
+    if not markers:
+        respond({"markers": []})
+        return
+
+    def answered(index: int, producer_id: int, results: Results) -> None:
+        nonlocal outstanding
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, partition), error in results.items():
+            topics.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
+        answers[index] = {
+            "producer_id": producer_id,
+            "topics": [{"name": name, "partitions": sorted(parts, key=_index)} for name, parts in topics.items()],
+        }
+        outstanding -= 1
+        if outstanding == 0:
+            respond({"markers": answers})
+
+    for index, marker in enumerate(markers):
+        producer_id = int(marker["producer_id"])
+        partitions = [(str(t["name"]), int(p)) for t in marker["topics"] for p in t["partition_indexes"]]
+        ctx.markers.write(
+            producer_id,
+            int(marker["producer_epoch"]),
+            bool(marker["transaction_result"]),
+            int(marker["coordinator_epoch"]),
+            partitions,
+            lambda results, i=index, pid=producer_id: answered(i, pid, results),
+        )
+
+
+def _index(partition: dict[str, Any]) -> int:
+    return int(partition["partition_index"])
