@@ -69,6 +69,11 @@ _MESSAGES = {
     ErrorCode.REBALANCE_IN_PROGRESS: "The group is rebalancing, so a rejoin is needed.",
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
     ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
+    ErrorCode.TRANSACTIONAL_ID_NOT_FOUND: "The transactionalId could not be found.",
+    ErrorCode.INVALID_PRODUCER_EPOCH: "Producer attempted to produce with an old epoch.",
+    ErrorCode.INVALID_TXN_STATE: "The producer attempted a transactional operation in an invalid state.",
+    ErrorCode.TRANSACTION_COORDINATOR_FENCED: "The transaction coordinator sending a WriteTxnMarker is no "
+    "longer the current coordinator for a given producer.",
 }
 
 

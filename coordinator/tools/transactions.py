@@ -226,7 +226,10 @@ def _show(args: argparse.Namespace, headers: Sequence[str], rows: list[list[Any]
 
 def list_command(cluster: Cluster, args: argparse.Namespace) -> int:
     states = [s.strip() for s in (args.state or "").split(",") if s.strip()]
-    listings = list_transactions(cluster, states, args.producer_id_filter, args.duration_filter)
+    unknown: set[str] = set()
+    listings = list_transactions(cluster, states, args.producer_id_filter, args.duration_filter, unknown)
+    if unknown:  # ListTransactions' unknown_state_filters: what the coordinator cannot match
+        print(f"{PROG}: unknown transaction states ignored: {', '.join(sorted(unknown))}", file=sys.stderr)
     _show(args, LIST_HEADERS, listing_rows(listings))
     return 0
 

@@ -111,9 +111,11 @@ def list_transactions(
     states: Sequence[str] = (),
     producer_ids: Sequence[int] = (),
     duration_ms: int | None = None,
+    unknown_states: set[str] | None = None,
 ) -> list[TransactionListing]:
     """ListTransactions at every broker (each lists the transactional ids it coordinates), in broker
-    order. A duration filter needs v1 (KIP-994): refused, not silently dropped, by an older broker."""
+    order; the state filters some broker did not know are added to `unknown_states`. A duration filter
+    needs v1 (KIP-994): refused, not silently dropped, by an older broker."""
     listings: list[TransactionListing] = []
     for broker in cluster.brokers():
         conn = cluster.connection(broker)
@@ -126,6 +128,8 @@ def list_transactions(
                 )
             body["duration_filter"] = duration_ms
         response = _list_at(conn, body, version, cluster.timeout)
+        if unknown_states is not None:
+            unknown_states.update(response["unknown_state_filters"])
         listings += [
             TransactionListing(
                 t["transactional_id"], broker.node_id, t["producer_id"], t["transaction_state"]
