@@ -292,7 +292,7 @@ def test_list_describe_and_describe_producers_of_an_open_then_committed_transact
         d = transactions_json(server, "--describe", "--transactional-id", txn.transactional_id)
         return d if d["transaction_state"] == "CompleteCommit" else None
 
-    done = wait_until(complete, 30, "the transaction to complete its commit")
+    done = wait_until(complete, 30, "the transaction to complete its commit", interval=0.2)
     assert done["topic_partitions"] == []
     [closed] = transactions_json(server, "--describe-producers", "--topic", topic, "--partition", "0")
     assert closed["current_transaction_start_offset"] is None
