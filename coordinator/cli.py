@@ -1,6 +1,6 @@
 """The `kcoord` command line: `kcoord serve [flags]`, `kcoord health`, `kcoord storage
-dump|verify|compact|repair`, `kcoord pipeline offsets|rebalances|lag|compact` and `kcoord groups`
-(a Kafka-protocol client).
+dump|verify|compact|repair`, `kcoord pipeline offsets|rebalances|lag|compact`, `kcoord groups` and
+`kcoord transactions` (Kafka-protocol clients).
 
 `python -m coordinator` is the same program; without a subcommand it serves.
 """
@@ -65,6 +65,12 @@ def _parser() -> argparse.ArgumentParser:
         add_help=False,
         help="list, describe, reset or delete consumer groups of any Kafka broker: --bootstrap-server ...",
     )
+    sub.add_parser(
+        "transactions",
+        add_help=False,
+        help="list and describe transactions, find and abort hanging ones (like kafka-transactions.sh): "
+        "--bootstrap-server ...",
+    )
     return parser
 
 
@@ -80,6 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from coordinator.tools.groups import main as groups_main
 
         return groups_main(args_list[1:])
+    if args_list[0] == "transactions":
+        from coordinator.tools.transactions import main as transactions_main
+
+        return transactions_main(args_list[1:])
     args = _parser().parse_args(args_list)
     if args.command == "health":
         status = _health(args.bootstrap, args.timeout)

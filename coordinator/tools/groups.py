@@ -23,11 +23,10 @@ DeleteGroups, OffsetDelete.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any
 
 from coordinator.tools.describe import CLASSIC, CONSUMER, Group, Member, by_topic, describe_group
 from coordinator.tools.kafka_client import (
@@ -40,12 +39,12 @@ from coordinator.tools.kafka_client import (
     error_text,
     parse_bootstrap,
 )
+from coordinator.tools.output import MISSING, ToolParser, print_json, print_table
 from protocol.errors import ErrorCode
 
 __all__ = ["main"]
 
 PROG = "kcoord groups"
-MISSING = "-"  # ConsumerGroupCommand.MISSING_COLUMN_VALUE
 LATEST, EARLIEST = -1, -2  # ListOffsets special timestamps
 OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS = 8, 9, 16
 DELETE_GROUPS, OFFSET_DELETE = 42, 47
@@ -173,7 +172,7 @@ def describe(cluster: Cluster, args: argparse.Namespace) -> int:
         if args.offsets or not (args.members or args.state is not None):
             _print_offsets(rows)
     if args.output == "json":
-        _print_json(documents)
+        print_json(documents)
     return 0
 
 
@@ -210,7 +209,7 @@ def _print_offsets(rows: list[dict[str, Any]]) -> None:
         "host",
         "client_id",
     )
-    _print_table(
+    print_table(
         [
             "GROUP",
             "TOPIC",
@@ -259,7 +258,7 @@ def _print_members(group: Group, verbose: bool) -> None:
         if migrating:
             row.append(None if m.upgraded is None else str(m.upgraded).lower())  # Java's Boolean
         rows.append(row)
-    _print_table(headers, rows)
+    print_table(headers, rows)
 
 
 def _assignment_string(assignment: list[TopicPartition]) -> str:
@@ -272,7 +271,7 @@ def _print_state(group: Group, verbose: bool) -> None:
     ("-" for a classic group)."""
     c = group.coordinator
     epochs = ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"] if verbose else []
-    _print_table(
+    print_table(
         ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", *epochs, "#MEMBERS"],
         [
             [
@@ -301,14 +300,14 @@ def list_command(cluster: Cluster, args: argparse.Namespace) -> int:
         types = {t.strip().lower() for t in args.type.split(",")}
         groups = [g for g in groups if g["type"] in types]
     if args.output == "json":
-        _print_json(groups)
+        print_json(groups)
     elif args.state is not None or args.type is not None:
         columns = [
             "group",
             *(["type"] if args.type is not None else []),
             *(["state"] if args.state is not None else []),
         ]
-        _print_table([c.upper() for c in columns], [[g[c] for c in columns] for g in groups])
+        print_table([c.upper() for c in columns], [[g[c] for c in columns] for g in groups])
     else:
         for g in groups:  # plain ids, one a line, as kafka-consumer-groups.sh --list
             print(g["group"])
@@ -337,9 +336,9 @@ def reset_offsets(cluster: Cluster, args: argparse.Namespace) -> int:
             _commit(cluster, name, plan)
         plans += [{"group": name, "topic": t, "partition": p, "new_offset": o} for (t, p), o in plan.items()]
     if args.output == "json":
-        _print_json({"executed": bool(args.execute), "offsets": plans})
+        print_json({"executed": bool(args.execute), "offsets": plans})
     elif plans:
-        _print_table(
+        print_table(
             ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
             [[r["group"], r["topic"], r["partition"], r["new_offset"]] for r in plans],
         )
@@ -532,7 +531,7 @@ def delete_groups(cluster: Cluster, args: argparse.Namespace) -> int:
             results.append({"group": result["group_id"], "error": error_text(error) if error else None})
     failed = [r for r in results if r["error"]]
     if args.output == "json":
-        _print_json(results)
+        print_json(results)
     elif not failed:  # ConsumerGroupCommand.deleteGroups' messages
         names = ", ".join(f"'{r['group']}'" for r in results)
         print(f"Deletion of requested consumer groups ({names}) was successful.")
@@ -571,12 +570,12 @@ def delete_offsets(cluster: Cluster, args: argparse.Namespace) -> int:
     ]
     rows.sort(key=lambda r: (r["topic"], r["partition"]))
     if args.output == "json":
-        _print_json({"group": group, "error": error_text(top) if top else None, "partitions": rows})
+        print_json({"group": group, "error": error_text(top) if top else None, "partitions": rows})
     else:
         if top == ErrorCode.NONE and not any(r["error"] for r in rows):
             print(f"Request succeeded for deleting offsets from group {group}.")
         if rows:
-            _print_table(
+            print_table(
                 ["TOPIC", "PARTITION", "STATUS"],
                 [
                     [r["topic"], r["partition"], f"Error: {r['error']}" if r["error"] else "Successful"]
@@ -590,35 +589,11 @@ def delete_offsets(cluster: Cluster, args: argparse.Namespace) -> int:
     return 0
 
 
-# -- output -----------------------------------------------------------------------------------------------
-
-
-def _cell(value: Any) -> str:
-    return MISSING if value is None else str(value)
-
-
-def _print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """Left-aligned columns as wide as their widest cell, one space apart; None prints as "-"."""
-    cells = [list(headers), *([_cell(v) for v in row] for row in rows)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    for row in cells:
-        print(" ".join(value.ljust(width) for value, width in zip(row, widths, strict=True)).rstrip())
-
-
-def _print_json(document: Any) -> None:
-    print(json.dumps(document, indent=2))
-
-
 # -- the command line -------------------------------------------------------------------------------------
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see --help)\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = ToolParser(
         prog=PROG,
         description="List, describe, reset and delete consumer groups "
         "(like kafka-consumer-groups.sh), over the Kafka protocol.",

@@ -25,6 +25,8 @@ from protocol.frames import decode_response, encode_request
 from protocol.messages import REQUEST_SCHEMAS
 
 __all__ = [
+    "GROUP",
+    "TRANSACTION",
     "Broker",
     "Cluster",
     "Connection",
@@ -40,6 +42,8 @@ T = TypeVar("T")
 TopicPartition = tuple[str, int]
 
 API_VERSIONS, METADATA, LIST_OFFSETS, FIND_COORDINATOR = 18, 3, 2, 10
+GROUP, TRANSACTION = 0, 1  # FindCoordinator key types (CoordinatorType)
+_KEY_KINDS = {GROUP: "group", TRANSACTION: "transactional id"}
 _SIZE = struct.Struct(">i")
 _HEAD = struct.Struct(">ih")  # correlation id, then the error code every ApiVersions layout starts with
 # Errors after which a coordinator request is retried against a freshly looked-up coordinator
@@ -65,6 +69,11 @@ _MESSAGES = {
     ErrorCode.REBALANCE_IN_PROGRESS: "The group is rebalancing, so a rejoin is needed.",
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
     ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
+    ErrorCode.TRANSACTIONAL_ID_NOT_FOUND: "The transactionalId could not be found.",
+    ErrorCode.INVALID_PRODUCER_EPOCH: "Producer attempted to produce with an old epoch.",
+    ErrorCode.INVALID_TXN_STATE: "The producer attempted a transactional operation in an invalid state.",
+    ErrorCode.TRANSACTION_COORDINATOR_FENCED: "The transaction coordinator sending a WriteTxnMarker is no "
+    "longer the current coordinator for a given producer.",
 }
 
 
@@ -222,7 +231,7 @@ class Cluster:
     def __init__(self, bootstrap: Iterable[tuple[str, int]], timeout: float) -> None:
         self.timeout = timeout
         self._connections: dict[tuple[str, int], Connection] = {}
-        self._coordinators: dict[str, Broker] = {}
+        self._coordinators: dict[tuple[int, str], Broker] = {}
         failures = []
         for host, port in bootstrap:
             try:
@@ -285,39 +294,47 @@ class Cluster:
 
     # -- coordinators ----------------------------------------------------------------------------------
 
-    def coordinator(self, group: str, refresh: bool = False) -> Broker:
-        """The group's coordinator (FindCoordinator, key type 0 = group), retried while unavailable."""
-        if not refresh and group in self._coordinators:
-            return self._coordinators[group]
+    def coordinator(self, key: str, refresh: bool = False, key_type: int = GROUP) -> Broker:
+        """The coordinator of a group (key type 0) or a transactional id (key type 1): FindCoordinator,
+        retried while unavailable."""
+        if not refresh and (key_type, key) in self._coordinators:
+            return self._coordinators[key_type, key]
         conn = self.bootstrap
         version = conn.version(FIND_COORDINATOR)
         deadline = time.monotonic() + self.timeout
         while True:
             if version >= 4:  # KIP-699: batched keys
                 response = conn.request(
-                    FIND_COORDINATOR, {"key_type": 0, "coordinator_keys": [group]}, version
+                    FIND_COORDINATOR, {"key_type": key_type, "coordinator_keys": [key]}, version
                 )
                 found = response["coordinators"][0]
             else:
-                found = conn.request(FIND_COORDINATOR, {"key": group, "key_type": 0}, version)
+                found = conn.request(FIND_COORDINATOR, {"key": key, "key_type": key_type}, version)
             error = found["error_code"]
             if error == ErrorCode.NONE:
                 broker = Broker(found["node_id"], found["host"], found["port"])
-                self._coordinators[group] = broker
+                self._coordinators[key_type, key] = broker
                 return broker
             if error not in COORDINATOR_RETRIABLE or time.monotonic() >= deadline:
-                raise ToolError(f"cannot find the coordinator of group '{group}': {error_text(error)}")
+                raise ToolError(
+                    f"cannot find the coordinator of {_KEY_KINDS.get(key_type, 'key')} '{key}': "
+                    f"{error_text(error)}"
+                )
             time.sleep(0.1)
 
     def with_coordinator(
-        self, group: str, call: Callable[[Connection], T], retriable: Callable[[T], bool]
+        self,
+        key: str,
+        call: Callable[[Connection], T],
+        retriable: Callable[[T], bool],
+        key_type: int = GROUP,
     ) -> T:
-        """`call(connection to the coordinator)`, again with a fresh FindCoordinator while
+        """`call(connection to the coordinator of key)`, again with a fresh FindCoordinator while
         `retriable(result)` says the coordinator moved or is loading (bounded by the timeout)."""
         deadline = time.monotonic() + self.timeout
         refresh = False
         while True:
-            result = call(self.connection(self.coordinator(group, refresh)))
+            result = call(self.connection(self.coordinator(key, refresh, key_type)))
             if not retriable(result) or time.monotonic() >= deadline:
                 return result
             refresh = True

@@ -1,5 +1,10 @@
 """One module per API; this registry maps api key -> Schema (docs/architecture.md)."""
 
+from protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE
+from protocol.messages.add_partitions_to_txn import (
+    ADD_PARTITIONS_TO_TXN_REQUEST,
+    ADD_PARTITIONS_TO_TXN_RESPONSE,
+)
 from protocol.messages.api_versions import API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE
 from protocol.messages.configs import (
     ALTER_CONFIGS_REQUEST,
@@ -24,6 +29,12 @@ from protocol.messages.delete_records import DELETE_RECORDS_REQUEST, DELETE_RECO
 from protocol.messages.delete_topics import DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE
 from protocol.messages.describe_cluster import DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE
 from protocol.messages.describe_groups import DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE
+from protocol.messages.describe_producers import DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE
+from protocol.messages.describe_transactions import (
+    DESCRIBE_TRANSACTIONS_REQUEST,
+    DESCRIBE_TRANSACTIONS_RESPONSE,
+)
+from protocol.messages.end_txn import END_TXN_REQUEST, END_TXN_RESPONSE
 from protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
 from protocol.messages.find_coordinator import FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE
 from protocol.messages.heartbeat import HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE
@@ -32,12 +43,15 @@ from protocol.messages.join_group import JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE
 from protocol.messages.leave_group import LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE
 from protocol.messages.list_groups import LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE
 from protocol.messages.list_offsets import LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE
+from protocol.messages.list_transactions import LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE
 from protocol.messages.metadata import METADATA_REQUEST, METADATA_RESPONSE
 from protocol.messages.offset_commit import OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE
 from protocol.messages.offset_delete import OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE
 from protocol.messages.offset_fetch import OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE
 from protocol.messages.produce import PRODUCE_REQUEST, PRODUCE_RESPONSE
 from protocol.messages.sync_group import SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE
+from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE
+from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE
 from protocol.schema import Schema
 
 _PAIRS: tuple[tuple[Schema, Schema], ...] = (
@@ -62,6 +76,14 @@ _PAIRS: tuple[tuple[Schema, Schema], ...] = (
     (PRODUCE_REQUEST, PRODUCE_RESPONSE),
     (FETCH_REQUEST, FETCH_RESPONSE),
     (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+    (ADD_PARTITIONS_TO_TXN_REQUEST, ADD_PARTITIONS_TO_TXN_RESPONSE),
+    (ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE),
+    (END_TXN_REQUEST, END_TXN_RESPONSE),
+    (WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE),
+    (TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE),
+    (DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE),
+    (DESCRIBE_TRANSACTIONS_REQUEST, DESCRIBE_TRANSACTIONS_RESPONSE),
+    (LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE),
     (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
     (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
     (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),

@@ -1,8 +1,11 @@
-"""Produce (0), v0-11, flexible 9+.
+"""Produce (0), v0-12, flexible 9+.
 
 v3 transactional_id; v8 record_errors / error_message; v10 tagged current_leader and node_endpoints
-(KIP-951); v11 = v10 on the wire.
-Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
+(KIP-951); v11 = v10 on the wire (may answer TRANSACTION_ABORTABLE); v12 = v11 on the wire (Kafka
+4.0, KIP-890 part 2): a transactional batch of v12 adds its partition to the transaction itself,
+which a client sends only when the broker finalizes `transaction.version` >= 2.
+Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json; v12 from Kafka 4.0's
+ProduceRequest/ProduceResponse.json (no field added; v13's topic ids, KIP-516, are not defined here).
 """
 
 from protocol.schema import Field, Schema, array
@@ -75,7 +78,7 @@ NODE_ENDPOINT = Schema(
 PRODUCE_REQUEST = Schema(
     "ProduceRequest",
     api_key=0,
-    versions=range(0, 12),
+    versions=range(0, 13),
     flexible_since=9,
     fields=(
         Field("transactional_id", NULLABLE_STRING, since=3, default=None),
@@ -88,7 +91,7 @@ PRODUCE_REQUEST = Schema(
 PRODUCE_RESPONSE = Schema(
     "ProduceResponse",
     api_key=0,
-    versions=range(0, 12),
+    versions=range(0, 13),
     flexible_since=9,
     fields=(
         Field("responses", array(TOPIC_PRODUCE_RESPONSE)),

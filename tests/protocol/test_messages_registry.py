@@ -15,13 +15,20 @@ def test_every_served_version_is_defined_for_request_and_response() -> None:
 
 # Deliberate floors (api_versions_table.py): Produce and Fetch start at the first magic-2 versions.
 FIRST_SERVED = {0: 3, 1: 4}
+# Defined before their handlers exist (issue 24, transactions): not advertised until the server answers
+# them. Whoever enables one in api_versions_table.py removes it here.
+NOT_YET_SERVED = frozenset({24, 25, 26, 27, 28, 61, 65, 66})
+# Served short of the newest defined version until the handler speaks it: Produce v12 (transactions V2).
+LAST_SERVED = {0: 11}
 
 
 def test_every_defined_api_is_served_over_its_whole_range() -> None:
-    assert set(SERVED_VERSIONS) == set(REQUEST_SCHEMAS) == set(RESPONSE_SCHEMAS)
+    assert set(REQUEST_SCHEMAS) == set(RESPONSE_SCHEMAS)
+    assert set(SERVED_VERSIONS) == set(REQUEST_SCHEMAS) - NOT_YET_SERVED
     for api_key, schema in REQUEST_SCHEMAS.items():
         first = FIRST_SERVED.get(api_key, schema.versions[0])
-        assert SERVED_VERSIONS[api_key] == (first, schema.versions[-1])
+        if api_key not in NOT_YET_SERVED:
+            assert SERVED_VERSIONS[api_key] == (first, LAST_SERVED.get(api_key, schema.versions[-1]))
         assert RESPONSE_SCHEMAS[api_key].versions == schema.versions
         assert RESPONSE_SCHEMAS[api_key].flexible_since == schema.flexible_since
         assert schema.name.endswith("Request") and RESPONSE_SCHEMAS[api_key].name.endswith("Response")
