@@ -70,6 +70,9 @@ class Config:
     # clients use Transactions V2 (Produce v12, EndTxn v5: an epoch bump per transaction); 0 or 1 keep
     # every client on the V1 flow.
     transaction_version: int = 2
+    # transaction.partition.verification.enable (KIP-890 part 1): a transactional batch for a partition
+    # the producer's transaction does not have is refused. Off only to reproduce a hanging transaction.
+    transaction_partition_verification_enable: bool = True
     auto_create_topics: bool = True  # auto.create.topics.enable
     num_partitions: int = 1  # num.partitions, for auto-created topics and CreateTopics with -1
     fsync: FsyncPolicy = "always"
@@ -254,6 +257,11 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
         "how often idle transactional ids are expired, default 3600000",
     ),
     ("--transaction-version", parse_transaction_version, "finalized transaction.version 0|1|2, default 2"),
+    (
+        "--transaction-partition-verification-enable",
+        _parse_bool,
+        "refuse transactional batches for partitions not in the transaction (KIP-890), default true",
+    ),
     ("--auto-create-topics", _parse_bool, "auto.create.topics.enable, default true"),
     ("--num-partitions", _positive_int, "partitions of auto-created topics, default 1"),
     ("--fsync", parse_fsync, "always|interval[:<ms>]|never (unsafe), default always"),
