@@ -32,9 +32,11 @@ from coordinator.producer_ids import ProducerIds
 from coordinator.server.apis import HANDLERS, served_versions
 from coordinator.server.connection import Connection
 from coordinator.server.context import DelayedResponses, ServerContext
+from coordinator.server.markers import CoordinatorMarkers, TxnMarkers
 from coordinator.server.timers import AsyncioTimers, SystemClock
 from coordinator.topics import TopicRegistry
 from coordinator.topics.data import TopicData
+from coordinator.transactions import TransactionCoordinator
 from partition_log import PartitionLogs
 from protocol.api_versions_table import SERVED_VERSIONS
 from storage.faults import EXIT_STORAGE_FATAL, FaultPolicy, StorageFault
@@ -70,7 +72,14 @@ class App:
             self.config.group_config(), SystemClock(), self._timers, record_log, topics=topics
         )
         producer_ids = ProducerIds(record_log)
-        replayer = Replayer(manager, topics, producer_ids)
+        # The transaction coordinator: a second tenant of the same log and runtime. Its markers go to
+        # the partition logs, which open after recovery: the writer is connected to them below.
+        coordinator_markers = CoordinatorMarkers(loop)
+        transactions = TransactionCoordinator(
+            self.config.transaction_config(), SystemClock(), self._timers, record_log, producer_ids,
+            coordinator_markers,
+        )  # fmt: skip
+        replayer = Replayer(manager, topics, producer_ids, transactions)
         started = time.monotonic()
         ops = None
         if self.metrics is not None:
@@ -91,6 +100,9 @@ class App:
         self._data = data = TopicData(topics, partition_logs)
         await data.remove_orphans()
         data.start_retention(loop)
+        markers = TxnMarkers(data, manager)
+        coordinator_markers.attach(markers)
+        transactions.on_loaded()  # timers armed; transactions found in Prepare* get their markers
         # What recovery loaded (keydir, groups, offsets) lives as long as the process: keep it out of
         # the collector's full passes, which would walk all of it (tens of ms per 100k keys) while
         # clients wait. Frozen objects are still freed by reference counting when replaced.
@@ -102,7 +114,7 @@ class App:
             len(topics.all()),
             time.monotonic() - started,
         )
-        await self._bind(loop, manager, topics, producer_ids)
+        await self._bind(loop, manager, topics, producer_ids, transactions, markers)
         await self._start_http()
 
     async def _start_http(self) -> None:
@@ -129,6 +141,8 @@ class App:
         manager: GroupManager,
         topics: TopicRegistry,
         producer_ids: ProducerIds,
+        transactions: TransactionCoordinator,
+        markers: TxnMarkers,
     ) -> None:
         listen = self.config.listen
         # The context needs the advertised address, which depends on the bound port (port 0 = any):
@@ -153,6 +167,8 @@ class App:
             topics=topics,
             data=self._data,
             producer_ids=producer_ids,
+            transactions=transactions,
+            markers=markers,
             advertised=advertised,
             delayed=DelayedResponses(loop),
             served=served_versions(dict(SERVED_VERSIONS)),
@@ -183,6 +199,7 @@ class App:
             for conn in list(self.connections):
                 conn.drain()
             ctx.manager.shutdown()
+            ctx.transactions.shutdown()
             ctx.delayed.fire_all()
             await self._settle(self.config.shutdown_timeout_s)
         for conn in list(self.connections):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from coordinator.groups.config import GroupConfig
+from coordinator.transactions.config import TransactionConfig
 
 __all__ = ["Config", "HostPort", "add_serve_arguments", "config_from_args", "parse_host_port"]
 
@@ -104,6 +105,21 @@ class Config:
             consumer_migration_policy=self.group_consumer_migration_policy,
             offsets_retention_ms=self.offsets_retention_minutes * 60_000,
             offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
+        )
+
+
+    def transaction_config(self) -> TransactionConfig:
+        """The subset the pure transaction coordinator needs."""
+        return TransactionConfig(
+            transaction_max_timeout_ms=self.transaction_max_timeout_ms,
+            transactional_id_expiration_ms=self.transactional_id_expiration_ms,
+            abort_timed_out_transaction_cleanup_interval_ms=(
+                self.transaction_abort_timed_out_transaction_cleanup_interval_ms
+            ),
+            remove_expired_transaction_cleanup_interval_ms=(
+                self.transaction_remove_expired_transaction_cleanup_interval_ms
+            ),
+            transaction_version=self.transaction_version,
         )
 
 

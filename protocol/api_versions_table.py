@@ -8,7 +8,7 @@ KIP-896). Fetch v13+ names topics by the ids Metadata returns (durable, coordina
 """
 
 SERVED_VERSIONS: dict[int, tuple[int, int]] = {
-    0: (3, 11),  # Produce
+    0: (3, 12),  # Produce (v12: Transactions V2, KIP-890)
     1: (4, 17),  # Fetch
     2: (0, 9),  # ListOffsets
     3: (0, 12),  # Metadata
@@ -26,6 +26,11 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     20: (0, 6),  # DeleteTopics
     21: (0, 2),  # DeleteRecords
     22: (0, 5),  # InitProducerId
+    24: (0, 5),  # AddPartitionsToTxn
+    25: (0, 4),  # AddOffsetsToTxn
+    26: (0, 5),  # EndTxn
+    27: (0, 1),  # WriteTxnMarkers (Kafka 4.0 serves 1 and up)
+    28: (0, 5),  # TxnOffsetCommit
     32: (0, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
     37: (0, 3),  # CreatePartitions
@@ -33,6 +38,9 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     44: (0, 1),  # IncrementalAlterConfigs
     47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster
+    61: (0, 0),  # DescribeProducers
+    65: (0, 0),  # DescribeTransactions
+    66: (0, 2),  # ListTransactions (v2: Kafka 4.1's transactional_id_pattern)
     68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848)
     69: (0, 1),  # ConsumerGroupDescribe (KIP-848)
 }

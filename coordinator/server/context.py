@@ -13,9 +13,11 @@ from coordinator.groups.manager import GroupManager
 from coordinator.producer_ids import ProducerIds
 from coordinator.topics import TopicRegistry
 from coordinator.topics.data import TopicData
+from coordinator.transactions import TransactionCoordinator
 
 if TYPE_CHECKING:
     from coordinator.metrics import RequestStats
+    from coordinator.server.markers import TxnMarkers
 
 __all__ = ["DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
 
@@ -83,6 +85,8 @@ class ServerContext:
     topics: TopicRegistry
     data: TopicData
     producer_ids: ProducerIds
+    transactions: TransactionCoordinator
+    markers: TxnMarkers
     advertised: HostPort
     delayed: DelayedResponses
     # api key -> (min, max) actually served: SERVED_VERSIONS restricted to keys that have a handler.

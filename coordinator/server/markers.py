@@ -103,9 +103,13 @@ class TxnMarkers:
 class CoordinatorMarkers:
     """The transaction coordinator's MarkerWriter: done(None) once every partition has its marker."""
 
-    def __init__(self, markers: TxnMarkers, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, markers: TxnMarkers | None = None) -> None:
         self._markers = markers
         self._loop = loop
+
+    def attach(self, markers: TxnMarkers) -> None:
+        """The partition logs open after recovery replayed the transactions: connect them then."""
+        self._markers = markers
 
     def write_markers(
         self,
@@ -117,9 +121,11 @@ class CoordinatorMarkers:
         done: Callable[[BaseException | None], None],
     ) -> None:
         attempt = 0
+        assert self._markers is not None, "markers written before the partition logs opened"
+        markers = self._markers
 
         def send(remaining: Sequence[Partition]) -> None:
-            self._markers.write(producer_id, producer_epoch, commit, coordinator_epoch, remaining, answered)
+            markers.write(producer_id, producer_epoch, commit, coordinator_epoch, remaining, answered)
 
         def answered(results: Results) -> None:
             nonlocal attempt

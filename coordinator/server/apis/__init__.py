@@ -8,6 +8,8 @@ for any API it does not serve (docs/compat.md).
 from __future__ import annotations
 
 from coordinator.server.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     consumer_group_describe,
@@ -20,6 +22,9 @@ from coordinator.server.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -28,12 +33,15 @@ from coordinator.server.apis import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
     offset_fetch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from coordinator.server.context import Handler
 
@@ -57,6 +65,11 @@ HANDLERS: dict[int, Handler] = {
     20: delete_topics.handle,
     21: delete_records.handle,
     22: init_producer_id.handle,
+    24: add_partitions_to_txn.handle,
+    25: add_offsets_to_txn.handle,
+    26: end_txn.handle,
+    27: write_txn_markers.handle,
+    28: txn_offset_commit.handle,
     32: describe_configs.handle,
     33: alter_configs.handle_alter,
     37: create_partitions.handle,
@@ -64,6 +77,9 @@ HANDLERS: dict[int, Handler] = {
     44: alter_configs.handle_incremental,
     47: offset_delete.handle,
     60: describe_cluster.handle,
+    61: describe_producers.handle,
+    65: describe_transactions.handle,
+    66: list_transactions.handle,
     68: consumer_group_heartbeat.handle,
     69: consumer_group_describe.handle,
 }

@@ -1,9 +1,9 @@
 """FindCoordinator (10), v0-6. v1: key_type, throttle_time_ms, error_message; v3: flexible;
 v4: batched coordinator_keys (KIP-699) with one result per key; v6: share key type.
 
-This node coordinates every group (a single broker leads every `__consumer_offsets` partition).
-Transaction keys get COORDINATOR_NOT_AVAILABLE until transactions exist; other key types are
-INVALID_REQUEST, as in Kafka's KafkaApis.getCoordinator.
+This node coordinates every group and every transactional id (a single broker leads every
+`__consumer_offsets` and `__transaction_state` partition). Other key types are INVALID_REQUEST, as in
+Kafka's KafkaApis.getCoordinator.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 
 
 def _lookup(ctx: ServerContext, key: str, key_type: int) -> dict[str, Any]:
-    if key_type == GROUP:
+    if key_type in (GROUP, TRANSACTION):
         node = ctx.advertised
         return {
             "key": key,
@@ -43,12 +43,6 @@ def _lookup(ctx: ServerContext, key: str, key_type: int) -> dict[str, Any]:
             "error_code": ErrorCode.NONE,
             "error_message": None,
         }
-    if key_type == TRANSACTION:
-        # No transaction coordinator: refused with the non-retriable code Kafka gives a transactional
-        # id the client may not use (KafkaApis.handleFindCoordinatorRequest), so producers fail fast.
-        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        message = "kcoord does not support transactions"
-    else:
-        error, message = ErrorCode.INVALID_REQUEST, f"unsupported coordinator key type {key_type}"
+    error, message = ErrorCode.INVALID_REQUEST, f"unsupported coordinator key type {key_type}"
     # On error Kafka answers NodeId -1, Host "", Port -1.
     return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": error, "error_message": message}

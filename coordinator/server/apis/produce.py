@@ -9,12 +9,20 @@ idempotent producer's retry of one of its last five batches is answered with the
 acks=0 requests get no response at all (the connection never queues one, see connection.py).
 
 Kafka's order of checks (`KafkaApis.handleProduceRequest`, `ReplicaManager.appendRecords`):
-a transactional request is refused as a whole (we answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the
-code Kafka gives a transactional id it may not use: kcoord has no transactions, docs/compat.md);
 invalid acks -> INVALID_REQUIRED_ACKS for every partition; unknown partitions
 UNKNOWN_TOPIC_OR_PARTITION; acks=-1 to a topic whose min.insync.replicas exceeds our one replica
 NOT_ENOUGH_REPLICAS; then each partition's own validation. A failed write answers
 KAFKA_STORAGE_ERROR (retriable) and acknowledges nothing.
+
+Transactional batches (v3+ carry the transactional id; a transactional batch without one is
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis refuses it) are verified against the transaction
+coordinator before they are appended (KIP-890 part 1, `transaction.partition.verification.enable`,
+ReplicaManager.appendRecords -> AddPartitionsToTxnManager): a partition the producer's transaction does
+not have is INVALID_TXN_STATE up to v10 and TRANSACTION_ABORTABLE from v11 (genericErrorSupported);
+a coordinator busy with a transition answers NOT_ENOUGH_REPLICAS, which producers retry
+(AddPartitionsToTxnManager's mapping of CONCURRENT_TRANSACTIONS and the coordinator-loading errors).
+From v12 (Transactions V2, transaction.version 2) the partition is added to the transaction instead
+(TransactionSupportedOperation addPartition) and the batch appended once that is durable.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from typing import Any
 
 import storage
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from partition_log import AppendError, AppendResult, DuplicateAppend
+from partition_log import AppendError, AppendResult, DuplicateAppend, PartitionLog, ValidatedAppend
 from protocol.errors import ErrorCode
 
 __all__ = ["API_KEY", "handle", "wants_response"]
@@ -42,13 +50,11 @@ def wants_response(req: Request) -> bool:
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
     acks = int(req["acks"])
-    if req.get("transactional_id") is not None:
-        respond(_all(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, version))
-        return
     if acks not in _VALID_ACKS:
         respond(_all(req, ErrorCode.INVALID_REQUIRED_ACKS, version))
         return
-    pending = _Pending(version, respond)
+    pending = _Pending(version, respond, acks)
+    transactional_id = req["transactional_id"] if version >= 3 else None
     for topic in req["topic_data"]:
         name = str(topic["name"])
         partitions: list[Entry] = []
@@ -56,7 +62,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         for part in topic["partition_data"]:
             entry: Entry = {"index": int(part["index"]), "base_offset": -1}
             partitions.append(entry)
-            _append(ctx, pending, name, entry, part["records"], version, acks)
+            _append(ctx, pending, name, entry, part["records"], version, transactional_id)
     pending.arm()
 
 
@@ -67,13 +73,13 @@ def _append(
     entry: Entry,
     records: bytes | None,
     version: int,
-    acks: int,
+    transactional_id: str | None,
 ) -> None:
     plog = ctx.data.log(name, entry["index"])
     if plog is None:
         _fail(entry, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, version)
         return
-    if acks == -1 and (min_isr := ctx.data.min_insync_replicas(name)) > 1:
+    if pending.acks == -1 and (min_isr := ctx.data.min_insync_replicas(name)) > 1:
         # Partition.appendRecordsToLeader: acks=all needs min.insync.replicas in sync; we have one.
         message = (
             f"The size of the current ISR Set({ctx.node_id}) is insufficient to satisfy the min.isr "
@@ -94,12 +100,79 @@ def _append(
         _succeed(entry, checked.base_offset, -1, plog.log_start_offset, version)
         return
     if checked.is_transactional:
-        # Kafka: transactional batches need a transactional id (ProduceRequest.validateRecords).
-        _fail(
-            entry, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactions are not supported", version
-        )
+        _transactional(ctx, pending, plog, name, entry, checked, transactional_id)
         return
     pending.wait(plog.append(checked), entry)
+
+
+# Coordinator errors a producer retries as NOT_ENOUGH_REPLICAS (AddPartitionsToTxnManager)
+_RETRY_LATER = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
+
+
+def _transactional(
+    ctx: ServerContext,
+    pending: _Pending,
+    plog: PartitionLog,
+    name: str,
+    entry: Entry,
+    checked: ValidatedAppend,
+    transactional_id: str | None,
+) -> None:
+    version = pending.version
+    if transactional_id is None:
+        # KafkaApis.handleProduceRequest: transactional records need an authorized transactional id.
+        _fail(entry, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "no transactional id", version)
+        return
+    if not ctx.config.transaction_partition_verification_enable:
+        pending.wait(plog.append(checked), entry)
+        return
+    header = checked.header
+    partition = (name, int(entry["index"]))
+    txns = ctx.transactions
+    error = txns.verify_partitions(transactional_id, header.producer_id, header.producer_epoch, [partition])[
+        partition
+    ]
+    if error is ErrorCode.INVALID_TXN_STATE and version >= 12 and ctx.config.transaction_version >= 2:
+        # Transactions V2: the broker adds the partition itself, then appends (validated again: other
+        # batches of the producer may have been appended meanwhile)
+        def added(add_error: ErrorCode) -> None:
+            if add_error is not ErrorCode.NONE:
+                _fail(entry, _verification_error(add_error, version), None, version)
+                pending.settled()
+                return
+            again = plog.validate(checked.data, ctx.data.now_ms())
+            if isinstance(again, ValidatedAppend):
+                pending.wait(plog.append(again), entry)
+            elif isinstance(again, DuplicateAppend):
+                _succeed(entry, again.base_offset, -1, plog.log_start_offset, version)
+            else:
+                _fail(entry, again.error_code, again.message, version)
+            pending.settled()
+
+        pending.hold()
+        txns.add_partitions_implicit(
+            transactional_id, header.producer_id, header.producer_epoch, [partition], added
+        )
+        return
+    if error is not ErrorCode.NONE:
+        _fail(entry, _verification_error(error, version), None, version)
+        return
+    pending.wait(plog.append(checked), entry)
+
+
+def _verification_error(error: ErrorCode, version: int) -> ErrorCode:
+    if error in _RETRY_LATER:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    if error is ErrorCode.INVALID_TXN_STATE and version >= 11:
+        return ErrorCode.TRANSACTION_ABORTABLE  # genericErrorSupported (KIP-890 part 1)
+    return error
 
 
 def _succeed(entry: Entry, base_offset: int, append_time_ms: int, log_start: int, version: int) -> None:
@@ -135,10 +208,11 @@ def _all(req: Request, error: ErrorCode, version: int) -> dict[str, Any]:
 class _Pending:
     """The response, sent once every partition's append is durable (or failed)."""
 
-    __slots__ = ("_armed", "_outstanding", "_respond", "_version", "topics")
+    __slots__ = ("_armed", "_outstanding", "_respond", "_version", "acks", "topics")
 
-    def __init__(self, version: int, respond: Respond) -> None:
+    def __init__(self, version: int, respond: Respond, acks: int) -> None:
         self._version = version
+        self.acks = acks
         self._respond = respond
         self._outstanding = 0
         self._armed = False
@@ -167,6 +241,19 @@ class _Pending:
             self._maybe_respond()
 
         return done
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def hold(self) -> None:
+        """A partition waits for something other than its append (the V2 implicit add)."""
+        self._outstanding += 1
+
+    def settled(self) -> None:
+        """What `hold` waited for is done (its append, if any, is counted on its own)."""
+        self._outstanding -= 1
+        self._maybe_respond()
 
     def arm(self) -> None:
         self._armed = True
