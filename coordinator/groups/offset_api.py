@@ -258,13 +258,13 @@ class OffsetHandler:
             name for name, _ in topics if group.state is not GroupState.EMPTY and group.is_subscribed_to(name)
         }
         is_known = self.rt.offsets.is_known  # in flight too
-        tombstones = [
+        tombstones = self.rt.offsets.with_pending(
             OffsetTombstone(group_id, name, partition)
             for name, partitions in topics
             if name not in subscribed
             for partition in partitions
             if is_known(group_id, name, partition)
-        ]
+        )
         results = [
             (
                 name,

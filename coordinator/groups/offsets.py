@@ -14,7 +14,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
-from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone, TxnOffsetCommitRecord
+from coordinator.groups.records import (
+    OffsetCommitRecord,
+    OffsetTombstone,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
+)
 from coordinator.groups.txn_offsets import PendingTxnOffsets
 
 __all__ = ["OffsetStore", "TopicPartition"]
@@ -70,7 +75,7 @@ class OffsetStore:
         """Groups with committed or pending transactional offsets."""
         return iter([*self._offsets, *(g for g in self.txn.group_ids() if g not in self._offsets)])
 
-    def tombstones_for_group(self, group_id: str) -> list[OffsetTombstone]:
+    def tombstones_for_group(self, group_id: str) -> list[OffsetTombstone | TxnOffsetTombstone]:
         """Every committed offset of the group and every one still in flight: a write in flight is
         visible to the requests after it, as in Kafka's Java coordinator, where a commit is applied
         when written and a later DeleteGroups deletes it too (its tombstone follows it in the log)."""
@@ -79,7 +84,19 @@ class OffsetStore:
         # and the partitions only a transaction has an offset for (OffsetMetadataManager.deleteAllOffsets)
         known = {*committed, *pending}
         txn = sorted(tp for tp in self.txn.pending_partitions(group_id) if tp not in known)
-        return [OffsetTombstone(group_id, t, p) for (t, p) in (*committed, *pending, *txn)]
+        return self.with_pending([OffsetTombstone(group_id, t, p) for (t, p) in (*committed, *pending, *txn)])
+
+    def with_pending(
+        self, tombstones: Iterable[OffsetTombstone]
+    ) -> list[OffsetTombstone | TxnOffsetTombstone]:
+        """Each offset tombstone, followed by the tombstones of the pending transactional offsets it
+        deletes (PendingTxnOffsets.tombstones: so that compaction cannot bring them back)."""
+        out: list[OffsetTombstone | TxnOffsetTombstone] = []
+        for tombstone in tombstones:
+            out.append(tombstone)
+            if self.txn.has_open(tombstone.group_id):
+                out.extend(self.txn.tombstones(tombstone.group_id, tombstone.topic, tombstone.partition))
+        return out
 
     def is_known(self, group_id: str, topic: str, partition: int) -> bool:
         """Committed, a commit of it in flight (see tombstones_for_group), or a transactional offset
@@ -90,9 +107,9 @@ class OffsetStore:
             or (topic, partition) in self.txn.pending_partitions(group_id)
         )
 
-    def tombstones_for_topics(self, topics: Iterable[str]) -> list[OffsetTombstone]:
+    def tombstones_for_topics(self, topics: Iterable[str]) -> list[OffsetTombstone | TxnOffsetTombstone]:
         wanted = set(topics)
-        out = [
+        out: list[OffsetTombstone] = [
             OffsetTombstone(group_id, t, p)
             for group_id, offsets in self._offsets.items()
             for (t, p) in offsets
@@ -105,7 +122,7 @@ class OffsetStore:
                 tombstone = OffsetTombstone(group_id, t, p)
                 if t in wanted and tombstone not in seen:
                     out.append(tombstone)
-        return out
+        return self.with_pending(out)
 
     def count(self) -> int:
         return sum(len(o) for o in self._offsets.values())

@@ -82,13 +82,14 @@ class Retention:
         if base is None:
             return []
         retention = self.rt.config.offsets_retention_ms
+        pending_txn = self.rt.offsets.txn.pending_partitions(group_id)  # in flight too
         out = []
         for (topic, partition), record in self.rt.offsets.of_group(group_id).items():
             if group is not None and group.is_subscribed_to(topic):
                 continue
             if self.rt.offsets.is_pending(group_id, topic, partition):
                 continue
-            if self.rt.offsets.txn.has_pending(group_id, topic, partition):
+            if (topic, partition) in pending_txn:
                 continue  # not while a transaction has an offset for it (cleanupExpiredOffsets)
             if _is_expired(record, base, now, retention):
                 out.append(OffsetTombstone(group_id, topic, partition))

@@ -120,7 +120,7 @@ class TxnOffsetHandler:
         wait for the write, as Kafka's timeline makes a write visible to the operations after it."""
         group_id, offsets = request.group_id, self.rt.offsets
         partitions = [(r.topic, r.partition) for r in records]
-        offsets.txn.begin(group_id, partitions)
+        offsets.txn.begin(group_id, request.producer_id, partitions)
         write_id = offsets.begin_write([group_id])
         ended = False
 
@@ -128,7 +128,7 @@ class TxnOffsetHandler:
             nonlocal ended
             if not ended:
                 ended = True
-                offsets.txn.end(group_id, partitions)
+                offsets.txn.end(group_id, request.producer_id, partitions)
 
         def done(exc: BaseException | None) -> None:
             end_in_flight()

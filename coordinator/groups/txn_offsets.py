@@ -60,7 +60,8 @@ class PendingTxnOffsets:
         self._written: dict[int, set[TxnKey]] = {}  # producer id -> keys with a live type-7 record
         self._open: dict[str, set[int]] = {}  # group -> producers with an open transaction in it
         self._epochs: dict[int, int] = {}  # producer id -> epoch of its latest pending offset
-        self._in_flight: dict[str, Counter[tuple[str, int]]] = {}  # TxnOffsetCommit writes in flight
+        # group -> (producer id, topic, partition) of its TxnOffsetCommit writes in flight
+        self._in_flight: dict[str, Counter[tuple[int, str, int]]] = {}
         self._seq = 0
 
     # -- replay (live writes and recovery alike) ---------------------------------------------------
@@ -123,8 +124,18 @@ class PendingTxnOffsets:
     def pending_partitions(self, group_id: str) -> set[tuple[str, int]]:
         """The group's partitions with a pending offset, or a TxnOffsetCommit of them in flight."""
         out = {(t, p) for pid in self._open.get(group_id, ()) for (_, t, p) in self._values.get(pid, {})}
-        out.update(self._in_flight.get(group_id, ()))
+        out.update((t, p) for (_, t, p) in self._in_flight.get(group_id, ()))
         return out
+
+    def tombstones(self, group_id: str, topic: str, partition: int) -> list[TxnOffsetTombstone]:
+        """What an offset tombstone of the partition writes besides itself: a tombstone for every
+        producer's pending offset of it (and one in flight). Replay would already drop those
+        offsets at the offset tombstone, but compaction drops that tombstone once a later commit
+        of the partition supersedes it, and the pending record must not outlive it."""
+        key = (group_id, topic, partition)
+        pids = {pid for pid in self._open.get(group_id, ()) if key in self._values.get(pid, {})}
+        pids.update(pid for (pid, t, p) in self._in_flight.get(group_id, ()) if (t, p) == (topic, partition))
+        return [TxnOffsetTombstone(pid, group_id, topic, partition) for pid in sorted(pids)]
 
     def group_ids(self) -> set[str]:
         """Groups with a pending offset (Kafka's replay creates a simple group for each)."""
@@ -146,15 +157,15 @@ class PendingTxnOffsets:
         return pending is not None and pending.base is committed
 
     # -- TxnOffsetCommit writes in flight ----------------------------------------------------------
-    def begin(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
+    def begin(self, group_id: str, producer_id: int, partitions: Iterable[tuple[str, int]]) -> None:
         counter = self._in_flight.setdefault(group_id, Counter())
-        counter.update(partitions)
+        counter.update((producer_id, t, p) for t, p in partitions)
 
-    def end(self, group_id: str, partitions: Iterable[tuple[str, int]]) -> None:
+    def end(self, group_id: str, producer_id: int, partitions: Iterable[tuple[str, int]]) -> None:
         counter = self._in_flight.get(group_id)
         if counter is None:
             return
-        counter.subtract(partitions)
+        counter.subtract((producer_id, t, p) for t, p in partitions)
         for tp in [tp for tp, n in counter.items() if n <= 0]:
             del counter[tp]
         if not counter:
