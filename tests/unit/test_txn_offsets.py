@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from coordinator.groups import GroupState
 from coordinator.groups.errors import APPEND_FAILED, ErrorCode
@@ -358,3 +360,84 @@ def test_the_marker_batch_commits_then_tombstones(h: Harness) -> None:
     batch = h.log.batches[-1]
     assert [type(r) for r in batch] == [OffsetCommitRecord, TxnOffsetTombstone]
     assert batch[1] == TxnOffsetTombstone(7, "g", "t", 0)
+
+
+# -- against a model of Kafka's rule, with log positions ----------------------------------------------
+class KafkaModel:
+    """OffsetMetadataManager's replay with record offsets: the reference for the later-write rule."""
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.committed: dict[tuple[str, int], tuple[int, int]] = {}  # key -> (offset, record position)
+        self.pending: dict[int, dict[tuple[str, int], tuple[int, int]]] = {}
+
+    def fetched(self) -> dict[tuple[str, int], int]:
+        return {key: self.committed[key][0] if key in self.committed else -1 for key in [("t", 0), ("t", 1)]}
+
+    def pending_of(self, pid: int) -> dict[tuple[str, int], int]:
+        return {key: offset for key, (offset, _) in self.pending.get(pid, {}).items()}
+
+    def run(self, step: tuple[Any, ...]) -> None:
+        self.position += 1
+        match step:
+            case ("commit", key, offset):
+                self.committed[key] = (offset, self.position)
+            case ("txn", pid, key, offset):
+                self.pending.setdefault(pid, {})[key] = (offset, self.position)
+            case ("delete", key):
+                self.committed.pop(key, None)
+                for offsets in self.pending.values():
+                    offsets.pop(key, None)
+            case ("marker", pid, commit):
+                for key, (offset, position) in self.pending.pop(pid, {}).items():
+                    current = self.committed.get(key)
+                    if commit and (current is None or position > current[1]):
+                        self.committed[key] = (offset, position)
+
+
+KEYS = st.sampled_from([("t", 0), ("t", 1)])
+MODEL_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("commit"), KEYS, st.integers(0, 99)),
+        st.tuples(st.just("txn"), st.sampled_from([1, 2, 3]), KEYS, st.integers(100, 199)),
+        st.tuples(st.just("delete"), KEYS),
+        st.tuples(st.just("marker"), st.sampled_from([1, 2, 3]), st.booleans()),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(MODEL_STEPS)
+def test_committed_offsets_follow_kafkas_later_record_rule_live_and_after_compaction(
+    steps: list[tuple[Any, ...]],
+) -> None:
+    h, model = Harness(), KafkaModel()
+    for step in steps:
+        model.run(step)
+        match step:
+            case ("commit", key, offset):
+                h.commit({key: offset})
+            case ("txn", pid, key, offset):
+                txn_commit(h, {key: offset}, pid=pid)
+            case ("delete", (topic, partition)):
+                h.offset_delete({topic: [partition]})
+            case ("marker", pid, commit):
+                assert complete(h, pid=pid, commit=commit).value is None
+    kept: dict[Any, int] = {}
+    for i, record in enumerate(h.log.records):
+        stored = to_storage(record)
+        kept[stored.type, stored.key] = i
+    compacted = replayed(h, [h.log.records[i] for i in sorted(kept.values())])
+    for target in (h, replayed(h), compacted):
+        assert fetched(target, {"t": [0, 1]}) == model.fetched()
+        for pid in (1, 2, 3):
+            pending = target.mgr.pending_transactional_offsets(pid)
+            assert {(t, p): r.offset for (_, t, p), r in pending.items()} == model.pending_of(pid)
+    # and the markers still to come decide alike: commit every open transaction, in a fixed order
+    for target in (h, compacted):
+        for pid in (3, 1, 2):
+            complete(target, pid=pid)
+    for pid in (3, 1, 2):
+        model.run(("marker", pid, True))
+    assert fetched(h, {"t": [0, 1]}) == fetched(compacted, {"t": [0, 1]}) == model.fetched()
