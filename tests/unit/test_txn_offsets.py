@@ -79,6 +79,17 @@ def test_require_stable_answers_unstable_for_pending_partitions_only(h: Harness)
     assert fetched(h, {"t": [0, 1, 2]}, stable=True) == {("t", 0): 10, ("t", 1): 6, ("t", 2): 30}
 
 
+def test_offset_fetch_v7_answers_unstable_with_no_offset(h: Harness) -> None:
+    h.commit({("t", 0): 5})
+    txn_commit(h, {("t", 0): 10})
+    reply = h.fetch({"t": [0]}, version=7, require_stable=True)
+    (partition,) = reply["topics"][0]["partitions"]
+    assert partition["error_code"] == UNSTABLE
+    assert partition["committed_offset"] == partition["committed_leader_epoch"] == -1
+    assert partition["metadata"] == ""
+    assert reply["error_code"] == 0
+
+
 def test_require_stable_waits_for_a_txn_offset_commit_in_flight(h: Harness) -> None:
     h.log.hold = True
     txn_commit(h, {("t", 0): 10})
@@ -234,6 +245,9 @@ def test_consumer_group_member_epoch_checks() -> None:
     assert error(generation=epoch, member_id="m2") is ErrorCode.UNKNOWN_MEMBER_ID
     # no member information to a consumer group with members: UNKNOWN_MEMBER_ID (getOrMaybeCreateMember)
     assert error() is ErrorCode.UNKNOWN_MEMBER_ID
+    c.hb("m1", -1)  # leaves: the group has no members
+    assert c.group() is not None and not c.group().members
+    assert error() is NONE
 
 
 @pytest.mark.parametrize(
