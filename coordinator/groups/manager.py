@@ -58,11 +58,14 @@ from coordinator.groups.records import (
     LogRecord,
     OffsetCommitRecord,
     OffsetTombstone,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
 )
 from coordinator.groups.retention import Retention
 from coordinator.groups.runtime import Phase, Runtime, TransitionObserver
 from coordinator.groups.sync import SyncHandler, SyncRequest
 from coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
+from coordinator.groups.txn_offset_api import TxnCommitRequest, TxnCommitRespond, TxnOffsetHandler
 
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "Respond"]
 
@@ -115,6 +118,7 @@ class GroupManager:
         self._sync = SyncHandler(self._rt, self._rb)
         self._offsets = OffsetHandler(self._rt, self._rb)
         self._admin = AdminHandler(self._rt, self._rb, self._offsets)
+        self._txn_offsets = TxnOffsetHandler(self._rt)
         self._retention = Retention(self._rt)
         self.consumer = ConsumerGroupService(self._rt, topics if topics is not None else NoTopics(), self._rb)
         """The consumer protocol (KIP-848): ConsumerGroupHeartbeat and ConsumerGroupDescribe."""
@@ -143,11 +147,17 @@ class GroupManager:
                 group = rt.groups.get(record.group_id)
                 if group is not None:
                     self._rb.drop_group(group)  # Any -> Dead, timers and parked requests answered
+            case TxnOffsetCommitRecord():
+                rt.offsets.put_pending(record)  # its simple group: as for commits, above
+            case TxnOffsetTombstone():
+                rt.offsets.txn.remove_written(record)
             case _:
                 apply_consumer_record(rt.consumer_groups, record)
 
     def on_loaded(self) -> None:
-        """Recovery finished: re-arm session timers from now, schedule offset expiry, serve requests."""
+        """Recovery finished: re-arm session timers from now, schedule offset expiry, serve requests.
+        A group with committed or pending transactional offsets but no record is a simple group
+        (Kafka's replay of an offset record creates it)."""
         rt = self._rt
         rt.phase = Phase.ACTIVE
         for group_id in rt.offsets.group_ids():
@@ -252,6 +262,42 @@ class GroupManager:
         tombstones) have settled. `members`: v9's member id and epoch per group (checked for
         consumer-protocol groups)."""
         self._offsets.fetch(groups, require_stable, respond, members)
+
+    # -- transactional offsets (KIP-98, KIP-447) ----------------------------------------------------
+    def txn_offset_commit(self, request: TxnCommitRequest, done: TxnCommitRespond) -> None:
+        """TxnOffsetCommit (28), typed at the door (which answers unknown topics and partitions, and
+        the transaction coordinator's check, itself). Per-partition errors once the pending offsets
+        are durable; they stay invisible to OffsetFetch until the producer's marker."""
+        self._txn_offsets.commit(request, done)
+
+    def complete_transaction(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        done: Callable[[BaseException | None], None],
+    ) -> None:
+        """The transaction marker for the group coordinator (every `__consumer_offsets` partition
+        of the transaction: one call covers all the producer's groups). COMMIT applies its pending
+        offsets (each unless a commit written after it is committed), ABORT drops them; `done(None)`
+        once durable, `done(error)` if not (a storage fault, or `MarkerRejected`): retry."""
+        self._txn_offsets.complete(producer_id, producer_epoch, commit, done)
+
+    def has_pending_transactional_offsets(
+        self, group_id: str, topic: str | None = None, partition: int | None = None
+    ) -> bool:
+        """Kafka's hasPendingTransactionalOffsets for one partition; for a whole group (topic None):
+        some transaction is open in it (openTransactionsByGroup)."""
+        txn = self._rt.offsets.txn
+        if topic is None or partition is None:
+            return txn.has_open(group_id)
+        return txn.has_pending(group_id, topic, partition)
+
+    def pending_transactional_offsets(
+        self, producer_id: int
+    ) -> dict[tuple[str, str, int], TxnOffsetCommitRecord]:
+        """The producer's pending offsets by (group, topic, partition): tests and introspection."""
+        return self._rt.offsets.txn.pending_of(producer_id)
 
     def offset_delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
         """OffsetDelete (47): typed at the door (server/apis/offset_delete.py), which answers unknown

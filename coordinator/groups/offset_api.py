@@ -26,6 +26,7 @@ __all__ = [
     "FetchRespond",
     "FetchResult",
     "FetchTopics",
+    "FetchedOffset",
     "OffsetDeleteRespond",
     "OffsetDeleteTopics",
     "OffsetHandler",
@@ -58,8 +59,11 @@ class CommitRequest:
 FetchTopics = Sequence[tuple[str, Sequence[int]]]
 FetchGroup = tuple[str, FetchTopics | None]
 """One group of an OffsetFetch request: (group id, (topic, partitions) pairs or None for all)."""
-FetchResult = tuple[str, ErrorCode, list[tuple[str, list[tuple[int, OffsetCommitRecord | None]]]]]
-"""One group's answer: (group id, group error, per topic (partition, committed offset or None))."""
+FetchedOffset = OffsetCommitRecord | ErrorCode | None
+"""One partition's answer: its committed offset, None (none), or ErrorCode.UNSTABLE_OFFSET_COMMIT
+(a require_stable fetch of a partition with a pending transactional offset)."""
+FetchResult = tuple[str, ErrorCode, list[tuple[str, list[tuple[int, FetchedOffset]]]]]
+"""One group's answer: (group id, group error, per topic (partition, FetchedOffset))."""
 FetchRespond = Callable[[list[FetchResult]], None]
 
 CommitErrors = dict[tuple[str, int], ErrorCode]
@@ -179,7 +183,7 @@ class OffsetHandler:
             checked = list(zip(groups, members, strict=True))
 
             def answer_checked() -> None:
-                respond([self._fetch_group(g, topics, m) for (g, topics), m in checked])
+                respond([self._fetch_group(g, topics, m, require_stable) for (g, topics), m in checked])
 
             if require_stable:
                 self.rt.offsets.when_settled([g for g, _ in groups], answer_checked)
@@ -191,18 +195,26 @@ class OffsetHandler:
             # operation: it is answered once every write before it is durable, so it never returns
             # an offset that a commit, OffsetDelete, DeleteGroups or expiry in flight is about to
             # change; here it waits for those of its groups (compat.md). (Scala answered
-            # UNSTABLE_OFFSET_COMMIT.)
+            # UNSTABLE_OFFSET_COMMIT even without transactions.) Then a partition with a pending
+            # transactional offset answers UNSTABLE_OFFSET_COMMIT (OffsetMetadataManager.fetchOffsets).
             self.rt.offsets.when_settled(
-                [group_id for group_id, _ in groups], lambda: respond([self._fetch_group(*g) for g in groups])
+                [group_id for group_id, _ in groups],
+                lambda: respond([self._fetch_group(g, topics, None, True) for g, topics in groups]),
             )
             return
         respond([self._fetch_group(*g) for g in groups])
 
     def _fetch_group(
-        self, group_id: str, topics: FetchTopics | None, member: tuple[str | None, int] | None = None
+        self,
+        group_id: str,
+        topics: FetchTopics | None,
+        member: tuple[str | None, int] | None = None,
+        require_stable: bool = False,
     ) -> FetchResult:
-        """One group's offsets; `topics` None = all. Never UNSTABLE_OFFSET_COMMIT: that is for
-        pending transactional commits, and there are no transactions (compat.md)."""
+        """One group's offsets; `topics` None = all (the committed ones: a partition with only a
+        pending transactional offset is not listed, as fetchAllOffsets). Pending transactional
+        offsets are never returned; with `require_stable` their partitions answer
+        UNSTABLE_OFFSET_COMMIT (fetchOffsets / fetchAllOffsets)."""
         # "" is accepted, as Kafka does (GroupCoordinatorService.fetchOffsets: only null is invalid).
         error = self.rt.phase_error()
         if error is not None:
@@ -218,6 +230,14 @@ class OffsetHandler:
             for t, p in committed:
                 by_topic.setdefault(t, []).append(p)
             topics = [(t, sorted(ps)) for t, ps in sorted(by_topic.items())]
+        if require_stable and self.rt.offsets.txn.has_open(group_id):
+            pending = self.rt.offsets.txn.has_pending
+            unstable = ErrorCode.UNSTABLE_OFFSET_COMMIT
+
+            def stable(name: str, i: int) -> FetchedOffset:
+                return unstable if pending(group_id, name, i) else committed.get((name, i))
+
+            return group_id, _NONE, [(name, [(i, stable(name, i)) for i in parts]) for name, parts in topics]
         return (
             group_id,
             _NONE,
@@ -238,13 +258,13 @@ class OffsetHandler:
             name for name, _ in topics if group.state is not GroupState.EMPTY and group.is_subscribed_to(name)
         }
         is_known = self.rt.offsets.is_known  # in flight too
-        tombstones = [
+        tombstones = self.rt.offsets.with_pending(
             OffsetTombstone(group_id, name, partition)
             for name, partitions in topics
             if name not in subscribed
             for partition in partitions
             if is_known(group_id, name, partition)
-        ]
+        )
         results = [
             (
                 name,

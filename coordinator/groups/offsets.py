@@ -1,4 +1,5 @@
-"""Committed offsets of every group (Kafka's OffsetMetadataManager, without transactions).
+"""Committed offsets of every group (Kafka's OffsetMetadataManager); the pending transactional
+offsets are `txn` (txn_offsets.py).
 
 Offsets are materialised only once their record is durable (`put` / `delete` run from the log's
 `on_done`, and from recovery): a fetch never returns an offset the log could lose. While a commit
@@ -13,7 +14,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
-from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
+from coordinator.groups.records import (
+    OffsetCommitRecord,
+    OffsetTombstone,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
+)
+from coordinator.groups.txn_offsets import PendingTxnOffsets
 
 __all__ = ["OffsetStore", "TopicPartition"]
 
@@ -29,18 +36,27 @@ class OffsetStore:
         self._next_write = 0
         self._latest_write: dict[str, int] = {}  # group id -> its latest offset write in flight
         self._waiters: dict[int, list[Callable[[], None]]] = {}  # write id -> require_stable fetches
+        self.txn = PendingTxnOffsets()
+        """Pending transactional offsets (TxnOffsetCommit until its transaction's marker)."""
 
     # -- materialised offsets ---------------------------------------------------------------------
     def put(self, record: OffsetCommitRecord) -> None:
         self._offsets.setdefault(record.group_id, {})[(record.topic, record.partition)] = record
 
     def delete(self, group_id: str, topic: str, partition: int) -> None:
+        """An offset tombstone: the committed offset and every pending transactional one of the
+        partition (OffsetMetadataManager.replay of a tombstone)."""
+        self.txn.drop_partition(group_id, topic, partition)
         offsets = self._offsets.get(group_id)
         if offsets is None:
             return
         offsets.pop((topic, partition), None)
         if not offsets:
             del self._offsets[group_id]
+
+    def put_pending(self, record: TxnOffsetCommitRecord) -> None:
+        """A pending transactional offset, later than the offset committed now."""
+        self.txn.put(record, self.get(record.group_id, record.topic, record.partition))
 
     def get(self, group_id: str, topic: str, partition: int) -> OffsetCommitRecord | None:
         offsets = self._offsets.get(group_id)
@@ -51,31 +67,62 @@ class OffsetStore:
         return self._offsets.get(group_id, {})
 
     def has_offsets(self, group_id: str) -> bool:
-        return bool(self._offsets.get(group_id)) or bool(self._pending.get(group_id))
+        if self._offsets.get(group_id) or self._pending.get(group_id):
+            return True
+        return self.txn.has_open(group_id)
 
     def group_ids(self) -> Iterator[str]:
-        return iter(list(self._offsets))
+        """Groups with committed or pending transactional offsets."""
+        return iter([*self._offsets, *(g for g in self.txn.group_ids() if g not in self._offsets)])
 
-    def tombstones_for_group(self, group_id: str) -> list[OffsetTombstone]:
+    def tombstones_for_group(self, group_id: str) -> list[OffsetTombstone | TxnOffsetTombstone]:
         """Every committed offset of the group and every one still in flight: a write in flight is
         visible to the requests after it, as in Kafka's Java coordinator, where a commit is applied
         when written and a later DeleteGroups deletes it too (its tombstone follows it in the log)."""
         committed = self.of_group(group_id)
         pending = [tp for tp in self._pending.get(group_id, ()) if tp not in committed]
-        return [OffsetTombstone(group_id, t, p) for (t, p) in (*committed, *pending)]
+        # and the partitions only a transaction has an offset for (OffsetMetadataManager.deleteAllOffsets)
+        known = {*committed, *pending}
+        txn = sorted(tp for tp in self.txn.pending_partitions(group_id) if tp not in known)
+        return self.with_pending([OffsetTombstone(group_id, t, p) for (t, p) in (*committed, *pending, *txn)])
+
+    def with_pending(
+        self, tombstones: Iterable[OffsetTombstone]
+    ) -> list[OffsetTombstone | TxnOffsetTombstone]:
+        """Each offset tombstone, followed by the tombstones of the pending transactional offsets it
+        deletes (PendingTxnOffsets.tombstones: so that compaction cannot bring them back)."""
+        out: list[OffsetTombstone | TxnOffsetTombstone] = []
+        for tombstone in tombstones:
+            out.append(tombstone)
+            if self.txn.has_open(tombstone.group_id):
+                out.extend(self.txn.tombstones(tombstone.group_id, tombstone.topic, tombstone.partition))
+        return out
 
     def is_known(self, group_id: str, topic: str, partition: int) -> bool:
-        """Committed, or a commit of it in flight (see tombstones_for_group)."""
-        return self.get(group_id, topic, partition) is not None or self.is_pending(group_id, topic, partition)
+        """Committed, a commit of it in flight (see tombstones_for_group), or a transactional offset
+        pending (OffsetMetadataManager.deleteOffsets)."""
+        return (
+            self.get(group_id, topic, partition) is not None
+            or self.is_pending(group_id, topic, partition)
+            or (topic, partition) in self.txn.pending_partitions(group_id)
+        )
 
-    def tombstones_for_topics(self, topics: Iterable[str]) -> list[OffsetTombstone]:
+    def tombstones_for_topics(self, topics: Iterable[str]) -> list[OffsetTombstone | TxnOffsetTombstone]:
         wanted = set(topics)
-        return [
+        out: list[OffsetTombstone] = [
             OffsetTombstone(group_id, t, p)
             for group_id, offsets in self._offsets.items()
             for (t, p) in offsets
             if t in wanted
         ]
+        # pending transactional offsets too (OffsetMetadataManager.onPartitionsDeleted)
+        seen = set(out)
+        for group_id in sorted(self.txn.group_ids()):
+            for t, p in sorted(self.txn.pending_partitions(group_id)):
+                tombstone = OffsetTombstone(group_id, t, p)
+                if t in wanted and tombstone not in seen:
+                    out.append(tombstone)
+        return self.with_pending(out)
 
     def count(self) -> int:
         return sum(len(o) for o in self._offsets.values())
@@ -153,6 +200,10 @@ class OffsetStore:
             callback()
             return
         self._waiters.setdefault(last, []).append(callback)
+
+    def has_write_in_flight(self, group_id: str) -> bool:
+        """Some write of the group's offsets (commit, tombstones, TxnOffsetCommit, marker) is in flight."""
+        return group_id in self._latest_write
 
     def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
         pending = self._pending.get(group_id)

@@ -3,7 +3,8 @@
 They mirror Kafka's `__consumer_offsets` records (RECORDS: OffsetCommitKey/Value,
 GroupMetadataKey/Value); the server maps them to and from bytes with the schemas in
 `protocol/messages/records.py` (storage record type 0 = offset commit, 1 = group metadata;
-a tombstone is a record with value None).
+a tombstone is a record with value None). A pending transactional offset is kcoord's own record
+(storage type 7, coordinator/groups/txn_offsets.py explains why it has its own key).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ __all__ = [
     "MemberRecord",
     "OffsetCommitRecord",
     "OffsetTombstone",
+    "TxnOffsetCommitRecord",
+    "TxnOffsetTombstone",
 ]
 
 
@@ -92,5 +95,41 @@ class GroupTombstone:
     group_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitRecord:
+    """Key (producer id, group, topic, partition) -> an offset a TxnOffsetCommit wrote and the
+    producer's transaction has not yet completed (Kafka's pending transactional offset: an
+    OffsetCommit record in a transactional batch). Invisible to OffsetFetch until a COMMIT marker
+    copies it into the committed offsets; `metadata` never None (null is stored as "")."""
+
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetTombstone:
+    """Key (producer id, group, topic, partition) with a null value: the transaction completed."""
+
+    producer_id: int
+    group_id: str
+    topic: str
+    partition: int
+
+
 # A consumer-protocol group's records (KIP-848) are defined with that group (consumer/records.py).
-LogRecord = OffsetCommitRecord | OffsetTombstone | GroupMetadataRecord | GroupTombstone | ConsumerRecord
+LogRecord = (
+    OffsetCommitRecord
+    | OffsetTombstone
+    | GroupMetadataRecord
+    | GroupTombstone
+    | ConsumerRecord
+    | TxnOffsetCommitRecord
+    | TxnOffsetTombstone
+)

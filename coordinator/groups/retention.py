@@ -82,12 +82,15 @@ class Retention:
         if base is None:
             return []
         retention = self.rt.config.offsets_retention_ms
+        pending_txn = self.rt.offsets.txn.pending_partitions(group_id)  # in flight too
         out = []
         for (topic, partition), record in self.rt.offsets.of_group(group_id).items():
             if group is not None and group.is_subscribed_to(topic):
                 continue
             if self.rt.offsets.is_pending(group_id, topic, partition):
                 continue
+            if (topic, partition) in pending_txn:
+                continue  # not while a transaction has an offset for it (cleanupExpiredOffsets)
             if _is_expired(record, base, now, retention):
                 out.append(OffsetTombstone(group_id, topic, partition))
         return out
@@ -98,6 +101,10 @@ class Retention:
             return False
         # Kafka keeps a group while a commit to it is in flight.
         if self.rt.offsets.has_pending(group.group_id):
+            return False
+        # Nor while a transaction is open in it (cleanupExpiredOffsets; Kafka checks this only for a
+        # group with committed offsets, we for every group: compat-txn-offsets.md).
+        if self.rt.offsets.txn.has_open(group.group_id):
             return False
         return num_expired == len(self.rt.offsets.of_group(group.group_id))
 

@@ -6,13 +6,15 @@ The storage record types, their key and value schemas and the versions written a
   an explicit expire timestamp), as Kafka writes them to `__consumer_offsets`;
 * 1 GroupMetadata: key = GroupMetadataKey v2, value = GroupMetadataValue v3;
 * 4 Topic: the topic registry's own record (`coordinator/topics/records.py`);
-* 5 ProducerIds: the end of the newest producer id block (`coordinator/producer_ids.py`).
+* 5 ProducerIds: the end of the newest producer id block (`coordinator/producer_ids.py`);
+* 7 TxnOffsetCommit: a pending transactional offset (`txn_offset_codec.py`).
 Every key and value starts with its INT16 version; a None value is a tombstone.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import storage
@@ -30,12 +32,20 @@ from coordinator.groups.records import (
     MemberRecord,
     OffsetCommitRecord,
     OffsetTombstone,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
 )
 from coordinator.persistence.consumer_codec import (
     CONSUMER_RECORD_TYPES,
     consumer_from_storage,
     consumer_to_storage,
     render_consumer,
+)
+from coordinator.persistence.txn_offset_codec import (
+    TXN_OFFSET_RECORD_TYPE,
+    render_txn_offset,
+    txn_offset_from_storage,
+    txn_offset_to_storage,
 )
 from coordinator.producer_ids import (
     PRODUCER_IDS_RECORD_TYPE,
@@ -166,6 +176,8 @@ def to_storage(record: AnyRecord) -> storage.Record:
             | ConsumerMemberAssignment()
         ):
             return consumer_to_storage(record)
+        case TxnOffsetCommitRecord() | TxnOffsetTombstone():
+            return txn_offset_to_storage(record)
     raise TypeError(f"not a domain record: {record!r}")
 
 
@@ -228,6 +240,13 @@ def _group_from_storage(k: dict[str, Any], value: bytes | None) -> LogRecord:
     )
 
 
+# record types whose own codec module decodes them
+_DECODERS: dict[int, Callable[[storage.Record], AnyRecord]] = {
+    **dict.fromkeys(CONSUMER_RECORD_TYPES, consumer_from_storage),
+    TXN_OFFSET_RECORD_TYPE: txn_offset_from_storage,
+}
+
+
 def from_storage(record: storage.Record) -> AnyRecord | None:
     """The domain record, or None for a record kind we do not know (the caller skips it)."""
     if record.type == TOPIC_RECORD_TYPE:
@@ -235,8 +254,9 @@ def from_storage(record: storage.Record) -> AnyRecord | None:
         return TopicTombstone(name) if record.value is None else decode_topic_value(name, record.value)
     if record.type == PRODUCER_IDS_RECORD_TYPE and record.value is not None:
         return decode_block_value(record.value)
-    if record.type in CONSUMER_RECORD_TYPES:
-        return consumer_from_storage(record)
+    decode = _DECODERS.get(record.type)
+    if decode is not None:
+        return decode(record)
     if record.type not in (OFFSET_COMMIT_TYPE, GROUP_METADATA_TYPE):
         return None
     if record.type == OFFSET_COMMIT_TYPE:
@@ -293,4 +313,6 @@ def _render_domain(domain: AnyRecord) -> str:
             return f"topic name={domain.name} tombstone"
         case ProducerIdBlock():
             return f"producer_ids block_end={domain.block_end}"
+        case TxnOffsetCommitRecord() | TxnOffsetTombstone():
+            return render_txn_offset(domain)
     return render_consumer(domain)

@@ -7,7 +7,7 @@ from collections import Counter
 
 import storage
 from coordinator.groups.manager import GroupManager
-from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
+from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone, TxnOffsetCommitRecord
 from coordinator.persistence.codec import from_storage
 from coordinator.producer_ids import ProducerIdBlock, ProducerIds
 from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone
@@ -48,7 +48,9 @@ class Replayer:
                 self._producer_ids.apply(domain)
             case _:
                 self._counts[
-                    "offset" if isinstance(domain, OffsetCommitRecord | OffsetTombstone) else "group"
+                    "offset"
+                    if isinstance(domain, OffsetCommitRecord | OffsetTombstone | TxnOffsetCommitRecord)
+                    else "group"
                 ] += 1
                 self._manager.apply(domain)
 

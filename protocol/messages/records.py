@@ -7,6 +7,7 @@ type: 0 and 1 are an offset commit (identical layouts; Kafka writes 1), 2 is cla
 TopicKey / TopicValue are kcoord's own topic-registry record (storage record type 4, not a Kafka
 record), kept here so every reader of the coordinator log decodes it with the same schema.
 ProducerIdsKey / ProducerIdsValue are kcoord's producer-id block record (storage record type 5).
+TxnOffsetCommitKey / TxnOffsetCommitValue are kcoord's pending transactional offset (storage type 7).
 Writers: Kafka writes OffsetCommitValue v3 (v1 when the commit carried an explicit retention) and
 GroupMetadataValue v3.
 
@@ -22,7 +23,7 @@ from typing import Any, NamedTuple
 from protocol.errors import DecodeError
 from protocol.messages import consumer_group_records as cg
 from protocol.schema import Field, Schema, array, codec_for
-from protocol.types import BYTES, INT32, INT64, NULLABLE_STRING, STRING, UUID
+from protocol.types import BYTES, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID
 
 OFFSET_COMMIT_KEY = Schema(
     "OffsetCommitKey",
@@ -107,6 +108,36 @@ PRODUCER_IDS_RECORD_TYPE = 5
 PRODUCER_IDS_KEY = Schema("ProducerIdsKey", versions=range(0, 1), fields=())
 PRODUCER_IDS_VALUE = Schema("ProducerIdsValue", versions=range(0, 1), fields=(Field("block_end", INT64),))
 
+# kcoord's pending transactional offset (storage record type 7; type 8 stays reserved for the
+# transactional offsets and is unused). Kafka writes a TxnOffsetCommit as an OffsetCommitKey/Value in a
+# transactional batch of __consumer_offsets and resolves it with the partition's COMMIT/ABORT control
+# record (OffsetMetadataManager.replay / replayEndTransactionMarker). The coordinator log is compacted by
+# (type, key) and knows no transactions, so a pending offset has its own key, one per producer and
+# partition, and is tombstoned at the marker, whose batch also writes the offsets it commits as plain
+# type-0 records (coordinator/groups/txn_offsets.py).
+TXN_OFFSET_COMMIT_RECORD_TYPE = 7
+TXN_OFFSET_COMMIT_KEY = Schema(
+    "TxnOffsetCommitKey",
+    versions=range(0, 1),
+    fields=(
+        Field("producer_id", INT64),
+        Field("group", STRING),
+        Field("topic", STRING),
+        Field("partition", INT32),
+    ),
+)
+TXN_OFFSET_COMMIT_VALUE = Schema(
+    "TxnOffsetCommitValue",
+    versions=range(0, 1),
+    fields=(
+        Field("producer_epoch", INT16),
+        Field("offset", INT64),
+        Field("leader_epoch", INT32),
+        Field("metadata", STRING),
+        Field("commit_timestamp", INT64),
+    ),
+)
+
 OFFSET_COMMIT_KEY_VERSION = 1  # what Kafka writes
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -149,6 +180,8 @@ RECORD_TYPES: dict[int, RecordType] = {
         # 2 and 3 are unused; Kafka's own key versions 3+ (KIP-848) are not stored under 0 or 1.
         RecordType(TOPIC_RECORD_TYPE, "topic", TOPIC_KEY, TOPIC_VALUE, TOPIC_VERSION, TOPIC_VERSION),
         RecordType(PRODUCER_IDS_RECORD_TYPE, "producer_ids", PRODUCER_IDS_KEY, PRODUCER_IDS_VALUE, 0, 0),
+        RecordType(TXN_OFFSET_COMMIT_RECORD_TYPE, "txn_offset_commit", TXN_OFFSET_COMMIT_KEY,
+                   TXN_OFFSET_COMMIT_VALUE, 0, 0),
         # The consumer protocol's records (KIP-848): 0x40 + Kafka's key type (consumer_group_records.py).
         RecordType(CONSUMER_GROUP_METADATA_RECORD_TYPE, "consumer_group_metadata",
                    cg.CONSUMER_GROUP_METADATA_KEY, cg.CONSUMER_GROUP_METADATA_VALUE, 3, 0),

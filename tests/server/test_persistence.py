@@ -14,6 +14,8 @@ from coordinator.groups.records import (
     MemberRecord,
     OffsetCommitRecord,
     OffsetTombstone,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
 )
 from coordinator.persistence import from_storage, render, to_storage
 from coordinator.producer_ids import ProducerIdBlock
@@ -57,6 +59,9 @@ def test_every_domain_record_round_trips() -> None:
         TopicRecord("c", uuid.uuid4(), 2, (("retention.ms", "1000"),)),
         TopicTombstone("t"),
         ProducerIdBlock(3000),
+        TxnOffsetCommitRecord(7, 2, "g", "t", 3, 42, 5, "meta", 1234),
+        TxnOffsetCommitRecord(2**40, 0, "g", "t", 0, 0, -1, "", -1),
+        TxnOffsetTombstone(7, "g", "t", 3),
     ]
     for record in records:
         stored = to_storage(record)
@@ -79,7 +84,7 @@ def test_the_table_of_record_types_keeps_the_bytes_already_on_disk() -> None:
         b"\x00\x00",
         b"\x00\x00" + (1000).to_bytes(8, "big"),
     )
-    assert sorted(RECORD_TYPES) == [0, 1, 4, 5, 0x43, 0x45, 0x46, 0x47, 0x48]  # 0x40 + KIP-848 key types
+    assert sorted(RECORD_TYPES) == [0, 1, 4, 5, 7, 0x43, 0x45, 0x46, 0x47, 0x48]  # 0x40 + KIP-848 key types
     assert len({kind.name for kind in RECORD_TYPES.values()}) == len(RECORD_TYPES)
 
 

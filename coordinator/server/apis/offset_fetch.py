@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.offset_api import FetchGroup, FetchResult, FetchTopics
-from coordinator.groups.records import OffsetCommitRecord
+from coordinator.groups.errors import ErrorCode
+from coordinator.groups.offset_api import FetchedOffset, FetchGroup, FetchResult, FetchTopics
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
@@ -63,16 +63,16 @@ def _response(version: int, results: list[FetchResult]) -> dict[str, Any]:
     return {"topics": [] if error else entries, "error_code": int(error)}
 
 
-def _entries(
-    version: int, topics: list[tuple[str, list[tuple[int, OffsetCommitRecord | None]]]]
-) -> list[dict[str, Any]]:
+def _entries(version: int, topics: list[tuple[str, list[tuple[int, FetchedOffset]]]]) -> list[dict[str, Any]]:
     return [
         {"name": name, "partitions": [_partition(version, index, record) for index, record in parts]}
         for name, parts in topics
     ]
 
 
-def _partition(version: int, index: int, record: OffsetCommitRecord | None) -> dict[str, Any]:
+def _partition(version: int, index: int, record: FetchedOffset) -> dict[str, Any]:
+    if isinstance(record, ErrorCode):  # UNSTABLE_OFFSET_COMMIT: a pending transactional offset (v7+)
+        return _partition(version, index, None) | {"error_code": int(record)}
     entry: dict[str, Any] = {
         "partition_index": index,
         "committed_offset": -1 if record is None else record.offset,
