@@ -1,0 +1,1 @@
+"""The transaction coordinator (Kafka's TransactionCoordinator), pure: a tenant of coordinator.runtime."""
