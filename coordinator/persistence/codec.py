@@ -6,13 +6,15 @@ The storage record types, their key and value schemas and the versions written a
   an explicit expire timestamp), as Kafka writes them to `__consumer_offsets`;
 * 1 GroupMetadata: key = GroupMetadataKey v2, value = GroupMetadataValue v3;
 * 4 Topic: the topic registry's own record (`coordinator/topics/records.py`);
-* 5 ProducerIds: the end of the newest producer id block (`coordinator/producer_ids.py`).
+* 5 ProducerIds: the end of the newest producer id block (`coordinator/producer_ids.py`);
+* 6 Transaction: TransactionLogKey v0 / TransactionLogValue v0-1 (`txn_codec`).
 Every key and value starts with its INT16 version; a None value is a tombstone.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import storage
@@ -37,6 +39,12 @@ from coordinator.persistence.consumer_codec import (
     consumer_to_storage,
     render_consumer,
 )
+from coordinator.persistence.txn_codec import (
+    TRANSACTION_TYPE,
+    render_transaction,
+    transaction_from_storage,
+    transaction_to_storage,
+)
 from coordinator.producer_ids import (
     PRODUCER_IDS_RECORD_TYPE,
     ProducerIdBlock,
@@ -52,6 +60,7 @@ from coordinator.topics.records import (
     encode_topic_key,
     encode_topic_value,
 )
+from coordinator.transactions.records import TransactionRecord
 from protocol.messages import records as schemas
 from protocol.messages.records import decode_key, decode_offset_commit_fast, decode_value, encode_versioned
 
@@ -59,7 +68,7 @@ __all__ = ["GROUP_METADATA_TYPE", "OFFSET_COMMIT_TYPE", "AnyRecord", "from_stora
 
 OFFSET_COMMIT_TYPE = schemas.OFFSET_COMMIT_RECORD_TYPE
 GROUP_METADATA_TYPE = schemas.GROUP_METADATA_RECORD_TYPE
-AnyRecord = LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock
+AnyRecord = LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock | TransactionRecord
 
 
 # -- encoding ---------------------------------------------------------------------------------------
@@ -158,6 +167,8 @@ def to_storage(record: AnyRecord) -> storage.Record:
             return storage.Record(TOPIC_RECORD_TYPE, encode_topic_key(record.name), None)
         case ProducerIdBlock():
             return storage.Record(PRODUCER_IDS_RECORD_TYPE, encode_block_key(), encode_block_value(record))
+        case TransactionRecord():
+            return transaction_to_storage(record)
         case (
             ConsumerGroupEpoch()
             | ConsumerTargetEpoch()
@@ -228,6 +239,13 @@ def _group_from_storage(k: dict[str, Any], value: bytes | None) -> LogRecord:
     )
 
 
+# Record types whose own codec module decodes them whole.
+_DECODERS: dict[int, Callable[[storage.Record], AnyRecord]] = {
+    **dict.fromkeys(CONSUMER_RECORD_TYPES, consumer_from_storage),
+    TRANSACTION_TYPE: transaction_from_storage,
+}
+
+
 def from_storage(record: storage.Record) -> AnyRecord | None:
     """The domain record, or None for a record kind we do not know (the caller skips it)."""
     if record.type == TOPIC_RECORD_TYPE:
@@ -235,8 +253,8 @@ def from_storage(record: storage.Record) -> AnyRecord | None:
         return TopicTombstone(name) if record.value is None else decode_topic_value(name, record.value)
     if record.type == PRODUCER_IDS_RECORD_TYPE and record.value is not None:
         return decode_block_value(record.value)
-    if record.type in CONSUMER_RECORD_TYPES:
-        return consumer_from_storage(record)
+    if (decoder := _DECODERS.get(record.type)) is not None:
+        return decoder(record)
     if record.type not in (OFFSET_COMMIT_TYPE, GROUP_METADATA_TYPE):
         return None
     if record.type == OFFSET_COMMIT_TYPE:
@@ -293,4 +311,6 @@ def _render_domain(domain: AnyRecord) -> str:
             return f"topic name={domain.name} tombstone"
         case ProducerIdBlock():
             return f"producer_ids block_end={domain.block_end}"
+        case TransactionRecord():
+            return render_transaction(domain)
     return render_consumer(domain)
