@@ -44,17 +44,23 @@ class EndTxnRequest:
     client_transaction_version: int
 
 
-def _epoch_bumped(md: TransactionMetadata, epoch: int) -> bool:
-    """endTxnEpochBumped: a V2 retry of an EndTxn whose bump is already stored."""
-    return md.pending is not S.PREPARE_EPOCH_FENCE and md.is_v2 and md.producer_epoch == epoch + 1
+def _v2_rules(md: TransactionMetadata, r: EndTxnRequest) -> bool:
+    """Whether V2's epoch rules apply. Kafka (trunk, Oct 2024) asks the stored client version only;
+    a fence the server aborted under transaction.version 2 then stores 2 for a V1 client, whose
+    zombie EndTxn at the fenced-off epoch would pass as a V2 retry. So a client's own request must
+    be V2 (EndTxn v5) as well (docs/compat-transactions.md)."""
+    if md.pending is S.PREPARE_EPOCH_FENCE or not md.is_v2:
+        return False
+    return not r.from_client or supports_epoch_bump(r.client_transaction_version)
 
 
 def _valid_epoch(md: TransactionMetadata, r: EndTxnRequest, retry_on_overflow: bool) -> bool:
-    if md.pending is not S.PREPARE_EPOCH_FENCE and md.is_v2:
+    if _v2_rules(md, r):
+        bumped = md.producer_epoch == r.producer_epoch + 1  # endTxnEpochBumped: a retry
         if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return _epoch_bumped(md, r.producer_epoch)
+            return bumped
         if md.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
-            return _epoch_bumped(md, r.producer_epoch) or retry_on_overflow
+            return bumped or retry_on_overflow
         return r.producer_epoch == md.producer_epoch
     # V1: the client's epoch must be the stored one; the coordinator's own abort may be above it
     return (
@@ -102,7 +108,7 @@ class EndTxn:
 
     def _check(self, md: TransactionMetadata, r: EndTxnRequest) -> ErrorCode | None:
         retry_on_overflow = (
-            md.pending is not S.PREPARE_EPOCH_FENCE and md.is_v2 and md.previous_producer_id == r.producer_id
+            _v2_rules(md, r) and md.previous_producer_id == r.producer_id
             and r.producer_epoch == SHORT_MAX - 1 and md.producer_epoch == 0
         )  # fmt: skip
         if md.producer_id != r.producer_id and not retry_on_overflow:
