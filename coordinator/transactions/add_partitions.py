@@ -37,7 +37,9 @@ class AddPartitions:
         if (phase := self.core.runtime.phase_error()) is not None:
             return phase
         md = self.core.txns.get(transactional_id)
-        if md is None or md.producer_id != producer_id:
+        # An id whose InitProducerId never became durable (epoch -1) has handed out no producer id;
+        # Kafka would fail the transition with an IllegalArgumentException (UNKNOWN_SERVER_ERROR).
+        if md is None or md.producer_id != producer_id or md.producer_epoch < 0:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if md.producer_epoch != producer_epoch:
             return ErrorCode.PRODUCER_FENCED
