@@ -33,15 +33,17 @@ from coordinator.transactions.results import (
     OnInit,
     PartitionErrors,
     TransactionDescription,
+    TransactionStats,
     downgrade_fenced,
 )
-from coordinator.transactions.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from coordinator.transactions.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionState
 from coordinator.transactions.views import describe_transactions, list_transactions
 from protocol.errors import ErrorCode
 
 __all__ = ["TransactionCoordinator"]
 
 Partition = tuple[str, int]
+_OPEN = frozenset({TransactionState.ONGOING, TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT})
 
 
 class TransactionCoordinator:
@@ -170,6 +172,13 @@ class TransactionCoordinator:
 
     def transactions(self) -> list[TransactionMetadata]:
         return list(self._core.txns.values())
+
+    def stats(self) -> TransactionStats:
+        """Open = Ongoing or Prepare* (the LSO may wait for them)."""
+        open_ = [md for md in self._core.txns.values() if md.state in _OPEN]
+        oldest = min((md.start_ms for md in open_), default=None)
+        done = self._core.completed
+        return TransactionStats(len(open_), oldest, done[True], done[False])
 
     # -- controls, replay, lifecycle -------------------------------------------------------------
     def abort(self, transactional_id: str, done: OnControl) -> None:

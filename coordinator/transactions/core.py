@@ -60,6 +60,8 @@ class TxnCore:
         self.producer_ids = producer_ids
         self.markers = markers
         self.txns: dict[str, TransactionMetadata] = {}
+        self.completed = {True: 0, False: 0}
+        """Transactions completed since start (their Complete record durable): commit -> count."""
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -129,7 +131,9 @@ class TxnCore:
         txn_id = md.transactional_id
 
         def written(error: ErrorCode) -> None:
-            if error is APPEND_FAILED and self.txns.get(txn_id) is md and md.pending is complete.state:
+            if error is ErrorCode.NONE:
+                self.completed[complete.state is S.COMPLETE_COMMIT] += 1
+            elif error is APPEND_FAILED and self.txns.get(txn_id) is md and md.pending is complete.state:
                 retry = lambda: self._write_complete(md, complete)  # noqa: E731
                 self.timers.schedule(complete_key(txn_id), self.config.marker_retry_backoff_ms, retry)
 

@@ -17,6 +17,7 @@ __all__ = [
     "PartitionErrors",
     "TransactionDescription",
     "TransactionListing",
+    "TransactionStats",
     "downgrade_fenced",
 ]
 
@@ -73,6 +74,16 @@ class ControlResult:
 
     error: ErrorCode
     message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionStats:
+    """For /metrics: transactions open now, the oldest one's start, and those completed since start."""
+
+    open: int
+    oldest_open_start_ms: int | None
+    commits: int
+    aborts: int
 
 
 def downgrade_fenced(error: ErrorCode, version: int, fenced_since: int) -> ErrorCode:

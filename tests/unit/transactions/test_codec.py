@@ -56,3 +56,26 @@ def test_a_malformed_value_renders_undecodable() -> None:
     stored = to_storage(TransactionRecord("tx", _value()))
     bad = type(stored)(stored.type, stored.key, b"\x00\x00\x01")
     assert "undecodable" in render(bad)
+
+
+def test_the_replayer_feeds_transaction_records_to_the_coordinator() -> None:
+    from coordinator.persistence import Replayer
+    from coordinator.producer_ids import ProducerIds
+    from coordinator.topics import TopicRegistry
+    from tests.unit.conftest import Harness
+    from tests.unit.transactions.harness import Txn
+
+    h = Harness(loaded=False)
+    t = Txn(loaded=False)
+    replayer = Replayer(h.mgr, TopicRegistry(h.log), ProducerIds(h.log), t.tc)  # type: ignore[arg-type]
+    replayer.apply(to_storage(TransactionRecord("tx", _value())))
+    replayer.apply(to_storage(TransactionRecord("gone", _value(S.EMPTY))))
+    replayer.apply(to_storage(TransactionRecord("gone", None)))
+    assert t.tc.metadata("gone") is None
+    md = t.tc.metadata("tx")
+    assert md is not None and (md.state, md.producer_epoch, md.partitions) == (
+        S.ONGOING,
+        3,
+        {("a", 0), ("a", 2), ("b", 1)},
+    )
+    assert "transactions=3" in replayer.summary()

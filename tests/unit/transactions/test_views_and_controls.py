@@ -87,3 +87,16 @@ def test_controls_while_a_transition_is_in_flight() -> None:
 
 def test_partition_for_is_kafkas() -> None:
     assert Txn().tc.partition_for("hello") == 99162322 % 50
+
+
+def test_stats_count_open_and_completed_transactions() -> None:
+    t = Txn()
+    pid, epoch = t.ongoing("a")
+    start = t.clock.now_ms()
+    t.clock.advance(10)
+    t.ongoing("b")
+    t.end(pid, epoch, True, tid="a")
+    s = t.tc.stats()
+    assert (s.open, s.oldest_open_start_ms, s.commits, s.aborts) == (1, start + 10, 1, 0)
+    t.abort("b")
+    assert (t.tc.stats().open, t.tc.stats().aborts) == (0, 1)
