@@ -16,6 +16,7 @@ __all__ = [
     "EXPIRATION_ALLOWED",
     "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID",
+    "SHORT_MAX",
     "VALID_PREVIOUS",
     "IllegalStateTransition",
     "TransactionState",
