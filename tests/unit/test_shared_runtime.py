@@ -58,3 +58,8 @@ def test_group_names_stay_importable_and_the_runtime_imports_alone() -> None:
     assert GroupPhase is Phase and issubclass(GroupWrite, Write) and issubclass(Runtime, CoordinatorRuntime)
     code = "import sys, coordinator.runtime; assert 'coordinator.groups' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_transaction_coordinator_imports_alone_without_the_group_package() -> None:
+    code = "import sys, coordinator.transactions; assert 'coordinator.groups' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
