@@ -107,7 +107,6 @@ class Config:
             offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
         )
 
-
     def transaction_config(self) -> TransactionConfig:
         """The subset the pure transaction coordinator needs."""
         return TransactionConfig(

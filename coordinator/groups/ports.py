@@ -1,4 +1,5 @@
-"""The group logic's port to the durable log, in the package that consumes it.
+"""The group logic's port to the durable log: the shared runtime's `RecordLog`
+(`coordinator.runtime.ports`) over the group's domain records.
 
 `coordinator.persistence.StorageRecordLog` implements it over `storage.Log` (mapping the domain
 records of `coordinator.groups.records` to `storage.Record` bytes with the `__consumer_offsets`
@@ -7,27 +8,18 @@ schemas); the unit tests use an in-memory log.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from coordinator.groups.records import LogRecord
+from coordinator.runtime import ports as _shared
+from coordinator.runtime.ports import OnDone
 
 __all__ = ["LogRecord", "OnDone", "RecordLog"]
 
-OnDone = Callable[[BaseException | None], None]
 
-
-class RecordLog(Protocol):
-    """The durable log, as the group logic sees it.
-
-    Contract:
-    * `append` never blocks and never calls `on_done` before it returns... except that an
-      implementation MAY call it synchronously (e.g. an in-memory log); callers cope with both.
-    * The records of one call are written as one atomic batch.
-    * `on_done(None)` once the batch is durable (under the fsync policy); `on_done(error)` if it
-      failed (the error is the storage exception). `on_done` is called exactly once per append.
-    * `on_done` callbacks run in append order, on the same loop/thread as requests.
-    """
+class RecordLog(_shared.RecordLog[LogRecord], Protocol):
+    """The durable log, as the group logic sees it (the contract is `coordinator.runtime.RecordLog`'s)."""
 
     def append(self, records: Sequence[LogRecord], on_done: OnDone) -> None:
         """Append `records` as one batch and report durability through `on_done`."""

@@ -1,10 +1,12 @@
 """What every part of the group logic shares: injected ports, the groups, the offsets, the phase,
-and the one write path (`Runtime.run`).
+and the one write path (`Runtime.run`), the group tenant of the shared runtime
+(`coordinator.runtime.CoordinatorRuntime`, Kafka's coordinator-common CoordinatorRuntime).
 
 Kafka's group coordinator runtime (CoordinatorRuntime) has every handler return a
 CoordinatorResult: the records to append and the response. The runtime appends them, replays them
 into the in-memory state, answers once they are durable, and reverts the state if the append fails.
-Here a handler builds a `Write` and hands it to `Runtime.run`, which does the same:
+Here a handler builds a `Write` and hands it to `Runtime.run`, which does the same; what is
+group-specific sits here on top of the shared runtime:
 
 * offset records (commits, offset tombstones) are applied once durable, through `apply`, the
   replay path recovery uses: a fetch never sees an offset the log could lose (Kafka reads its
@@ -20,9 +22,8 @@ Here a handler builds a `Write` and hands it to `Runtime.run`, which does the sa
 
 from __future__ import annotations
 
-import enum
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,14 +33,14 @@ from coordinator.groups.consumer.model import ConsumerGroup
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.group import Group
 from coordinator.groups.offsets import OffsetStore
-from coordinator.groups.ports import OnDone, RecordLog
+from coordinator.groups.ports import RecordLog
 from coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
 from coordinator.groups.state import GroupState
 from coordinator.groups.timers import KeyedTimers
+from coordinator.runtime import CoordinatorRuntime, Phase, Undo
+from coordinator.runtime import Write as _Write
 
 __all__ = ["Phase", "Runtime", "TransitionObserver", "Undo", "Write"]
-
-Undo = Callable[[], None]
 
 
 class TransitionObserver(Protocol):
@@ -48,24 +49,10 @@ class TransitionObserver(Protocol):
     def on_transition(self, group: Group, previous: GroupState, reason: str, now_ms: int) -> None: ...
 
 
-class Phase(enum.Enum):
-    LOADING = "loading"
-    """Recovery is replaying the log: group APIs answer COORDINATOR_LOAD_IN_PROGRESS (Kafka §3.4)."""
-    ACTIVE = "active"
-    SHUT_DOWN = "shut_down"
-    """After `shutdown()`: group APIs answer COORDINATOR_NOT_AVAILABLE."""
-
-
-_PHASE_ERRORS: dict[Phase, ErrorCode | None] = {
-    Phase.LOADING: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    Phase.ACTIVE: None,
-    Phase.SHUT_DOWN: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-}
-
-
 @dataclass(slots=True)
-class Write:
-    """A handler's result when its answer depends on records (Kafka's CoordinatorResult).
+class Write(_Write[LogRecord]):
+    """A group handler's result when its answer depends on records (Kafka's CoordinatorResult);
+    `coordinator.runtime.Write` plus the group-specific `commits_of`.
 
     `records` are appended as one batch. Once durable, `durable` (default: all of them) are
     applied through the replay path, then `done(None)`; if the append fails, `undo` (what
@@ -76,22 +63,14 @@ class Write:
     the groups in the records). Not frozen: a commit builds one per request and a frozen
     dataclass costs ~0.5 us."""
 
-    records: Sequence[LogRecord]
-    done: OnDone
-    durable: Sequence[LogRecord] | None = None
-    undo: Sequence[Undo] = ()
     commits_of: str | None = None
-
-
-def _no_apply(record: LogRecord) -> None:
-    raise RuntimeError(f"Runtime.apply not set: cannot apply {record!r}")
 
 
 def _uuid4() -> str:
     return str(uuid.uuid4())
 
 
-class Runtime:
+class Runtime(CoordinatorRuntime[LogRecord]):
     def __init__(
         self,
         config: GroupConfig,
@@ -100,30 +79,26 @@ class Runtime:
         log: RecordLog,
         new_uuid: Callable[[], str] | None = None,
     ) -> None:
+        super().__init__(log)
         self.config = config
         self.clock = clock
         self.timers = timers
-        self.log = log
         self.groups: dict[str, Group] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         """Consumer-protocol groups (KIP-848); a group id names a classic or a consumer group, never both."""
         self.offsets = OffsetStore()
-        self._phase = Phase.LOADING
-        self._phase_error: ErrorCode | None = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         self._new_uuid = new_uuid or _uuid4
         self.observer: TransitionObserver | None = None
-        self.apply: Callable[[LogRecord], None] = _no_apply
-        """The replay path (GroupManager.apply), the one recovery uses; set by the manager."""
+        # self.apply (CoordinatorRuntime): GroupManager.apply, the replay path; set by the manager.
 
-    def run(self, write: Write) -> None:
+    def run(self, write: _Write[LogRecord]) -> None:
         """The one place the group logic appends to the log (no handler calls it itself); see
         the module docstring. `done` runs exactly once, after the state is applied or restored.
         A write of offsets (a commit, or tombstones) is in flight for its groups until then:
         require_stable fetches wait for it (OffsetStore.when_settled)."""
         records = write.records
-        commits_of = write.commits_of
         offsets = self.offsets
-        if commits_of is not None:
+        if isinstance(write, Write) and write.commits_of is not None:
             self.run_commit(write)
             return
         touched = {r.group_id for r in records if type(r) is OffsetTombstone or type(r) is OffsetCommitRecord}
@@ -160,18 +135,6 @@ class Runtime:
             offsets.end_commit_write(group_id, write_id)
 
         self.log.append(records, committed)
-
-    def _settle(self, write: Write, error: BaseException | None) -> None:
-        """A write's append finished: apply what it applies once durable, or undo what it changed;
-        then answer it, exactly once."""
-        if error is None:
-            replay = self.apply
-            for record in write.records if write.durable is None else write.durable:
-                replay(record)
-        else:
-            for undo in reversed(write.undo):
-                undo()
-        write.done(error)
 
     def apply_live(self, record: GroupTombstone, undo: list[Undo]) -> None:
         """Apply a group tombstone when it is written, through the replay path, and journal in
@@ -241,20 +204,6 @@ class Runtime:
         if group is None:
             group = self.groups[group_id] = Group(group_id, self.now_ms())
         return group
-
-    @property
-    def phase(self) -> Phase:
-        return self._phase
-
-    @phase.setter
-    def phase(self, phase: Phase) -> None:
-        self._phase = phase
-        self._phase_error = _PHASE_ERRORS[phase]
-
-    def phase_error(self) -> ErrorCode | None:
-        """Kafka's common checks: loading -> COORDINATOR_LOAD_IN_PROGRESS, inactive -> NOT_AVAILABLE.
-        Resolved when the phase changes: every request asks, and Enum lookups cost ~90 ns each."""
-        return self._phase_error
 
     def service_error(self, group_id: str) -> ErrorCode | None:
         """What Kafka's GroupCoordinatorService refuses itself, before a request reaches its runtime,

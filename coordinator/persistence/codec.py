@@ -7,6 +7,7 @@ The storage record types, their key and value schemas and the versions written a
 * 1 GroupMetadata: key = GroupMetadataKey v2, value = GroupMetadataValue v3;
 * 4 Topic: the topic registry's own record (`coordinator/topics/records.py`);
 * 5 ProducerIds: the end of the newest producer id block (`coordinator/producer_ids.py`);
+* 6 Transaction: TransactionLogKey v0 / TransactionLogValue v0-1 (`txn_codec`).
 * 7 TxnOffsetCommit: a pending transactional offset (`txn_offset_codec.py`).
 Every key and value starts with its INT16 version; a None value is a tombstone.
 """
@@ -41,6 +42,12 @@ from coordinator.persistence.consumer_codec import (
     consumer_to_storage,
     render_consumer,
 )
+from coordinator.persistence.txn_codec import (
+    TRANSACTION_TYPE,
+    render_transaction,
+    transaction_from_storage,
+    transaction_to_storage,
+)
 from coordinator.persistence.txn_offset_codec import (
     TXN_OFFSET_RECORD_TYPE,
     render_txn_offset,
@@ -62,6 +69,7 @@ from coordinator.topics.records import (
     encode_topic_key,
     encode_topic_value,
 )
+from coordinator.transactions.records import TransactionRecord
 from protocol.messages import records as schemas
 from protocol.messages.records import decode_key, decode_offset_commit_fast, decode_value, encode_versioned
 
@@ -69,7 +77,7 @@ __all__ = ["GROUP_METADATA_TYPE", "OFFSET_COMMIT_TYPE", "AnyRecord", "from_stora
 
 OFFSET_COMMIT_TYPE = schemas.OFFSET_COMMIT_RECORD_TYPE
 GROUP_METADATA_TYPE = schemas.GROUP_METADATA_RECORD_TYPE
-AnyRecord = LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock
+AnyRecord = LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock | TransactionRecord
 
 
 # -- encoding ---------------------------------------------------------------------------------------
@@ -146,6 +154,13 @@ def _group_value(r: GroupMetadataRecord) -> bytes:
     return encode_versioned(schemas.GROUP_METADATA_VALUE, schemas.GROUP_METADATA_VALUE_VERSION, fields)
 
 
+_ENCODERS: dict[type, Callable[[Any], storage.Record]] = {
+    TransactionRecord: transaction_to_storage,
+    TxnOffsetCommitRecord: txn_offset_to_storage,
+    TxnOffsetTombstone: txn_offset_to_storage,
+}
+
+
 def to_storage(record: AnyRecord) -> storage.Record:
     """One domain record as a storage record."""
     match record:
@@ -168,6 +183,8 @@ def to_storage(record: AnyRecord) -> storage.Record:
             return storage.Record(TOPIC_RECORD_TYPE, encode_topic_key(record.name), None)
         case ProducerIdBlock():
             return storage.Record(PRODUCER_IDS_RECORD_TYPE, encode_block_key(), encode_block_value(record))
+        case TransactionRecord() | TxnOffsetCommitRecord() | TxnOffsetTombstone():
+            return _ENCODERS[type(record)](record)  # record types with a codec module of their own
         case (
             ConsumerGroupEpoch()
             | ConsumerTargetEpoch()
@@ -176,8 +193,6 @@ def to_storage(record: AnyRecord) -> storage.Record:
             | ConsumerMemberAssignment()
         ):
             return consumer_to_storage(record)
-        case TxnOffsetCommitRecord() | TxnOffsetTombstone():
-            return txn_offset_to_storage(record)
     raise TypeError(f"not a domain record: {record!r}")
 
 
@@ -240,9 +255,10 @@ def _group_from_storage(k: dict[str, Any], value: bytes | None) -> LogRecord:
     )
 
 
-# record types whose own codec module decodes them
+# Record types whose own codec module decodes them whole.
 _DECODERS: dict[int, Callable[[storage.Record], AnyRecord]] = {
     **dict.fromkeys(CONSUMER_RECORD_TYPES, consumer_from_storage),
+    TRANSACTION_TYPE: transaction_from_storage,
     TXN_OFFSET_RECORD_TYPE: txn_offset_from_storage,
 }
 
@@ -254,9 +270,8 @@ def from_storage(record: storage.Record) -> AnyRecord | None:
         return TopicTombstone(name) if record.value is None else decode_topic_value(name, record.value)
     if record.type == PRODUCER_IDS_RECORD_TYPE and record.value is not None:
         return decode_block_value(record.value)
-    decode = _DECODERS.get(record.type)
-    if decode is not None:
-        return decode(record)
+    if (decoder := _DECODERS.get(record.type)) is not None:
+        return decoder(record)
     if record.type not in (OFFSET_COMMIT_TYPE, GROUP_METADATA_TYPE):
         return None
     if record.type == OFFSET_COMMIT_TYPE:
@@ -313,6 +328,8 @@ def _render_domain(domain: AnyRecord) -> str:
             return f"topic name={domain.name} tombstone"
         case ProducerIdBlock():
             return f"producer_ids block_end={domain.block_end}"
+        case TransactionRecord():
+            return render_transaction(domain)
         case TxnOffsetCommitRecord() | TxnOffsetTombstone():
             return render_txn_offset(domain)
     return render_consumer(domain)

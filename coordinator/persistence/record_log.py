@@ -1,5 +1,6 @@
-"""The storage adapter: `coordinator.groups.ports.RecordLog` (and the topic registry's log) over
-`storage.Log`, and the storage settings the coordinator controls."""
+"""The storage adapter: the coordinators' `RecordLog` port (`coordinator.runtime.ports`: groups,
+transactions) and the topic registry's log over `storage.Log`, and the storage settings the
+coordinator controls."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from typing import Any
 
 import storage
 from coordinator.config import Config
-from coordinator.groups.ports import OnDone
 from coordinator.persistence.codec import AnyRecord, to_storage
+from coordinator.runtime.ports import OnDone
 
 __all__ = ["StorageRecordLog", "storage_config"]
 

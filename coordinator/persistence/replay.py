@@ -11,6 +11,7 @@ from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone, TxnO
 from coordinator.persistence.codec import from_storage
 from coordinator.producer_ids import ProducerIdBlock, ProducerIds
 from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone
+from coordinator.transactions import TransactionCoordinator, TransactionRecord
 
 __all__ = ["Replayer"]
 
@@ -24,8 +25,15 @@ class Replayer:
     Once `finish()` ran, later calls are ignored: live state is changed by the owners themselves.
     """
 
-    def __init__(self, manager: GroupManager, topics: TopicRegistry, producer_ids: ProducerIds) -> None:
+    def __init__(
+        self,
+        manager: GroupManager,
+        topics: TopicRegistry,
+        producer_ids: ProducerIds,
+        transactions: TransactionCoordinator | None = None,
+    ) -> None:
         self._manager = manager
+        self._transactions = transactions
         self._topics = topics
         self._producer_ids = producer_ids
         self._counts: Counter[str] = Counter()
@@ -46,6 +54,10 @@ class Replayer:
             case ProducerIdBlock():
                 self._counts["producer_ids"] += 1
                 self._producer_ids.apply(domain)
+            case TransactionRecord():
+                self._counts["transaction"] += 1
+                if self._transactions is not None:
+                    self._transactions.apply(domain)
             case _:
                 self._counts[
                     "offset"
@@ -61,5 +73,6 @@ class Replayer:
         counts = self._counts
         return (
             f"records={sum(counts.values())} offsets={counts['offset']} groups={counts['group']} "
-            f"topic_records={counts['topic']} skipped={counts['skipped']}"
+            f"topic_records={counts['topic']} transactions={counts['transaction']} "
+            f"skipped={counts['skipped']}"
         )

@@ -135,7 +135,10 @@ class CoordinatorMarkers:
                     log.warning(
                         "marker not written producer_id=%d epoch=%d partition=%s-%d: %s (the partition "
                         "already moved past this producer epoch)",
-                        producer_id, producer_epoch, *partition, error.name,
+                        producer_id,
+                        producer_epoch,
+                        *partition,
+                        error.name,
                     )
                 elif error not in _SETTLED:
                     retry.append(partition)

@@ -7,6 +7,7 @@ type: 0 and 1 are an offset commit (identical layouts; Kafka writes 1), 2 is cla
 TopicKey / TopicValue are kcoord's own topic-registry record (storage record type 4, not a Kafka
 record), kept here so every reader of the coordinator log decodes it with the same schema.
 ProducerIdsKey / ProducerIdsValue are kcoord's producer-id block record (storage record type 5).
+TransactionLogKey / TransactionLogValue are Kafka's `__transaction_state` records (storage type 6).
 TxnOffsetCommitKey / TxnOffsetCommitValue are kcoord's pending transactional offset (storage type 7).
 Writers: Kafka writes OffsetCommitValue v3 (v1 when the commit carried an explicit retention) and
 GroupMetadataValue v3.
@@ -23,7 +24,7 @@ from typing import Any, NamedTuple
 from protocol.errors import DecodeError
 from protocol.messages import consumer_group_records as cg
 from protocol.schema import Field, Schema, array, codec_for
-from protocol.types import BYTES, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID
+from protocol.types import BYTES, INT8, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID
 
 OFFSET_COMMIT_KEY = Schema(
     "OffsetCommitKey",
@@ -108,6 +109,36 @@ PRODUCER_IDS_RECORD_TYPE = 5
 PRODUCER_IDS_KEY = Schema("ProducerIdsKey", versions=range(0, 1), fields=())
 PRODUCER_IDS_VALUE = Schema("ProducerIdsValue", versions=range(0, 1), fields=(Field("block_end", INT64),))
 
+# Kafka's `__transaction_state` record (storage record type 6): apache/kafka transaction-coordinator/
+# src/main/resources/common/message/TransactionLog{Key,Value}.json. Value v1 is the first flexible
+# version; Kafka writes v0 until transaction.version 1 is finalized (TransactionVersion.
+# transactionLogValueVersion). The partitions are null in the Empty state (TransactionLog.valueToBytes).
+TRANSACTION_RECORD_TYPE = 6
+TRANSACTION_LOG_KEY = Schema(
+    "TransactionLogKey", versions=range(0, 1), fields=(Field("transactional_id", STRING),)
+)
+TRANSACTION_PARTITIONS = Schema(
+    "PartitionsSchema", fields=(Field("topic", STRING), Field("partition_ids", array(INT32)))
+)
+TRANSACTION_LOG_VALUE = Schema(
+    "TransactionLogValue",
+    versions=range(0, 2),
+    flexible_since=1,
+    fields=(
+        Field("producer_id", INT64),
+        Field("previous_producer_id", INT64, default=-1, tag=0, tagged_since=1),
+        Field("next_producer_id", INT64, default=-1, tag=1, tagged_since=1),
+        Field("producer_epoch", INT16),
+        Field("transaction_timeout_ms", INT32),
+        Field("transaction_status", INT8),
+        Field("transaction_partitions", array(TRANSACTION_PARTITIONS), nullable_since=0, default=None),
+        Field("transaction_last_update_timestamp_ms", INT64),
+        Field("transaction_start_timestamp_ms", INT64),
+        Field("client_transaction_version", INT16, default=0, tag=2, tagged_since=1),
+    ),
+)
+TRANSACTION_LOG_KEY_VERSION = 0
+TRANSACTION_LOG_VALUE_VERSION = 1  # what kcoord writes (the tagged fields carry V2's producer ids)
 # kcoord's pending transactional offset (storage record type 7; type 8 stays reserved for the
 # transactional offsets and is unused). Kafka writes a TxnOffsetCommit as an OffsetCommitKey/Value in a
 # transactional batch of __consumer_offsets and resolves it with the partition's COMMIT/ABORT control
@@ -180,6 +211,8 @@ RECORD_TYPES: dict[int, RecordType] = {
         # 2 and 3 are unused; Kafka's own key versions 3+ (KIP-848) are not stored under 0 or 1.
         RecordType(TOPIC_RECORD_TYPE, "topic", TOPIC_KEY, TOPIC_VALUE, TOPIC_VERSION, TOPIC_VERSION),
         RecordType(PRODUCER_IDS_RECORD_TYPE, "producer_ids", PRODUCER_IDS_KEY, PRODUCER_IDS_VALUE, 0, 0),
+        RecordType(TRANSACTION_RECORD_TYPE, "transaction", TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE,
+                   TRANSACTION_LOG_KEY_VERSION, TRANSACTION_LOG_VALUE_VERSION),
         RecordType(TXN_OFFSET_COMMIT_RECORD_TYPE, "txn_offset_commit", TXN_OFFSET_COMMIT_KEY,
                    TXN_OFFSET_COMMIT_VALUE, 0, 0),
         # The consumer protocol's records (KIP-848): 0x40 + Kafka's key type (consumer_group_records.py).

@@ -73,7 +73,8 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("watermarks")})
     try:
         return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in range(partitions)
         }
     finally:
         consumer.close()

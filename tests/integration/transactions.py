@@ -55,7 +55,7 @@ class _Events(JsonLinesProcess):
 
 
 class TxnProducer(_Events):
-    """One transactional producer (workers/txn_producer.py); `call` runs one command and returns its answer."""
+    """One transactional producer (workers/txn_producer.py); `call` runs a command, returns its answer."""
 
     _ids = itertools.count(1)
 
@@ -64,7 +64,9 @@ class TxnProducer(_Events):
         super().__init__("tests.integration.workers.txn_producer", options, log_path, stdin=True)
 
     def __repr__(self) -> str:
-        return f"<{self.options['client']} txn producer {self.options['transactional_id']} pid={self.proc.pid}>"
+        return (
+            f"<{self.options['client']} txn producer {self.options['transactional_id']} pid={self.proc.pid}>"
+        )
 
     def call(self, cmd: str, timeout: float = 90.0, **fields: Any) -> dict[str, Any]:
         command_id = next(self._ids)
@@ -129,7 +131,9 @@ def read_topic(
     }
     reader = _Events("tests.integration.workers.txn_reader", options, log_path, stdin=False)
     try:
-        finished = reader.wait_event(lambda e: e["event"] == "finished", timeout_s + 60, "the reader to finish")
+        finished = reader.wait_event(
+            lambda e: e["event"] == "finished", timeout_s + 60, "the reader to finish"
+        )
         records = next(e for e in reader.events if e["event"] == "records")["records"]
         return [(p, o, v) for p, o, v in records], bool(finished["reached"])
     finally:

@@ -84,7 +84,19 @@ def test_the_table_of_record_types_keeps_the_bytes_already_on_disk() -> None:
         b"\x00\x00",
         b"\x00\x00" + (1000).to_bytes(8, "big"),
     )
-    assert sorted(RECORD_TYPES) == [0, 1, 4, 5, 7, 0x43, 0x45, 0x46, 0x47, 0x48]  # 0x40 + KIP-848 key types
+    assert sorted(RECORD_TYPES) == [
+        0,
+        1,
+        4,
+        5,
+        6,
+        7,
+        0x43,
+        0x45,
+        0x46,
+        0x47,
+        0x48,
+    ]  # 0x40 + KIP-848 key types
     assert len({kind.name for kind in RECORD_TYPES.values()}) == len(RECORD_TYPES)
 
 

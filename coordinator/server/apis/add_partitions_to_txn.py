@@ -54,7 +54,9 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             respond({"error_code": ErrorCode.NONE, "results_by_transaction": results})
 
     for index, txn in enumerate(transactions):
-        _one(ctx, txn, version, lambda errors, i=index, t=str(txn["transactional_id"]): answered(i, t, errors))
+        _one(
+            ctx, txn, version, lambda errors, i=index, t=str(txn["transactional_id"]): answered(i, t, errors)
+        )
 
 
 def _one(ctx: ServerContext, txn: Request, version: int, done: Any) -> None:

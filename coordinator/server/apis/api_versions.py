@@ -59,11 +59,11 @@ def _cached(ctx: ServerContext, version: int) -> bytes:
 def _encode(ctx: ServerContext, version: int) -> bytes:
     if version == _FALLBACK:
         low, high = ctx.served[API_KEY]
-        body = {
+        fallback = {
             "error_code": ErrorCode.UNSUPPORTED_VERSION,
             "api_keys": [{"api_key": API_KEY, "min_version": low, "max_version": high}],
         }
-        return encode_response(API_KEY, 0, 0, body)
+        return encode_response(API_KEY, 0, 0, fallback)
     keys = [
         {"api_key": key, "min_version": low, "max_version": high}
         for key, (low, high) in sorted(ctx.served.items())

@@ -46,5 +46,9 @@ def _partition(ctx: ServerContext, name: str, index: int) -> dict[str, Any]:
         }
         for row in plog.producer_states()
     ]
-    return {"partition_index": index, "error_code": ErrorCode.NONE, "error_message": None,
-            "active_producers": producers}
+    return {
+        "partition_index": index,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "active_producers": producers,
+    }

@@ -47,7 +47,9 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
                 answer.append((name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             epoch = int(p["committed_leader_epoch"])
-            known.append(TxnPartition(name, index, int(p["committed_offset"]), epoch, p["committed_metadata"]))
+            known.append(
+                TxnPartition(name, index, int(p["committed_offset"]), epoch, p["committed_metadata"])
+            )
 
     def finish(group_answer: Answer) -> None:
         rows = answer + group_answer

@@ -11,6 +11,7 @@ TRANSACTION_COORDINATOR_FENCED) or KAFKA_STORAGE_ERROR.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
@@ -34,7 +35,9 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             topics.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
         answers[index] = {
             "producer_id": producer_id,
-            "topics": [{"name": name, "partitions": sorted(parts, key=_index)} for name, parts in topics.items()],
+            "topics": [
+                {"name": name, "partitions": sorted(parts, key=_index)} for name, parts in topics.items()
+            ],
         }
         outstanding -= 1
         if outstanding == 0:
@@ -49,9 +52,5 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             bool(marker["transaction_result"]),
             int(marker["coordinator_epoch"]),
             partitions,
-            lambda results, i=index, pid=producer_id: answered(i, pid, results),
+            partial(answered, index, producer_id),
         )
-
-
-def _index(partition: dict[str, Any]) -> int:
-    return int(partition["partition_index"])

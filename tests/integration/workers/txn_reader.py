@@ -26,7 +26,9 @@ from tests.integration.workers.common import emit
 Row = list[Any]
 
 
-def read_confluent(o: dict[str, Any], until: dict[int, int], deadline: float) -> tuple[list[Row], dict[int, int]]:
+def read_confluent(
+    o: dict[str, Any], until: dict[int, int], deadline: float
+) -> tuple[list[Row], dict[int, int]]:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer(
@@ -112,7 +114,9 @@ async def _read_aiokafka(
     return rows, positions
 
 
-def read_aiokafka(o: dict[str, Any], until: dict[int, int], deadline: float) -> tuple[list[Row], dict[int, int]]:
+def read_aiokafka(
+    o: dict[str, Any], until: dict[int, int], deadline: float
+) -> tuple[list[Row], dict[int, int]]:
     return asyncio.run(_read_aiokafka(o, until, deadline))
 
 

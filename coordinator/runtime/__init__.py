@@ -1,0 +1,22 @@
+"""The one write path every coordinator shares (Kafka's coordinator-common `CoordinatorRuntime`,
+which its group and share coordinators both run on): a handler's records are appended as one batch,
+applied through the replay path once durable (or undone if the append fails), and only then
+answered. `coordinator.groups` and `coordinator.transactions` are its tenants; this package imports
+neither of them.
+"""
+
+from coordinator.runtime.core import PHASE_ERRORS, CoordinatorRuntime, Phase, Undo, Write
+from coordinator.runtime.ports import OnDone, RecordLog
+from coordinator.runtime.time import Clock, KeyedTimers
+
+__all__ = [
+    "PHASE_ERRORS",
+    "Clock",
+    "CoordinatorRuntime",
+    "KeyedTimers",
+    "OnDone",
+    "Phase",
+    "RecordLog",
+    "Undo",
+    "Write",
+]
