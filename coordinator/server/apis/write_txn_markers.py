@@ -31,13 +31,11 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     def answered(index: int, producer_id: int, results: Results) -> None:
         nonlocal outstanding
         topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, partition), error in results.items():
+        for (topic, partition), error in sorted(results.items()):
             topics.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
         answers[index] = {
             "producer_id": producer_id,
-            "topics": [
-                {"name": name, "partitions": sorted(parts, key=_index)} for name, parts in topics.items()
-            ],
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()],
         }
         outstanding -= 1
         if outstanding == 0:
