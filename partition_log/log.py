@@ -27,10 +27,11 @@ from pathlib import Path
 
 import crc32c
 
+from partition_log import timestamps
 from partition_log.config import PartitionConfig
 from partition_log.producers import CompletedTxn, ProducerEntry, ProducerStateRow, ProducerStates
 from partition_log.recovery import LOG_START_FILE, read_log_start, recover_segments
-from partition_log.segment import BatchInfo, Segment, segment_name
+from partition_log.segment import Segment, segment_name
 from partition_log.txn_index import AbortedTxn, collect_aborted
 from partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend, check_batch
 from protocol.errors import ErrorCode
@@ -39,7 +40,6 @@ from protocol.record_batch import (
     TIMESTAMP_TYPE_BIT,
     EndTransactionMarker,
     end_txn_marker_batch,
-    iter_records,
     read_end_txn_marker,
     read_header,
 )
@@ -324,41 +324,11 @@ class PartitionLog:
                 found = i
         return found
 
-    def _live_segments(self) -> list[Segment]:
-        return [s for s in self.segments if not s.empty and s.next_offset > self.log_start_offset]
-
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record at or after `timestamp`: the time index, then the
-        batches after its entry (Kafka's `LogSegment.findOffsetByTimestamp`)."""
-        for segment in self._live_segments():
-            if segment.max_timestamp < timestamp:
-                continue
-            for batch in segment.batches_from(segment.time_start_position(timestamp)):
-                if batch.max_timestamp < timestamp or batch.last_offset < self.log_start_offset:
-                    continue
-                for record in iter_records(segment.read(batch.position, batch.size)):
-                    if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
-                        return record.offset, record.timestamp
-        return None
+        return timestamps.offset_for_timestamp(self.segments, self.log_start_offset, timestamp)
 
     def max_timestamp(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the record with the largest timestamp (the first such, ListOffsets v7)."""
-        live = self._live_segments()
-        if not live:
-            return None
-        best = max(live, key=lambda s: s.max_timestamp)  # the first segment holding the maximum
-        target = best.max_timestamp
-        found: BatchInfo | None = None
-        for batch in best.batches_from(best.time_start_position(target)):
-            if batch.max_timestamp == target and batch.last_offset >= self.log_start_offset:
-                found = batch
-                break
-        if found is None:
-            return None
-        for record in iter_records(best.read(found.position, found.size)):
-            if record.timestamp == target and record.offset >= self.log_start_offset:
-                return record.offset, record.timestamp
-        return found.last_offset, target
+        return timestamps.max_timestamp(self.segments, self.log_start_offset)
 
     # -- transactions and producers ------------------------------------------------------------------------
     def has_ongoing_transaction(self, producer_id: int) -> bool:
