@@ -20,7 +20,7 @@ from pathlib import Path
 from partition_log.producers import ProducerStates, replay_batch
 from partition_log.segment import Segment
 from partition_log.txn_index import AbortedTxn, decode_entries
-from protocol.record_batch import BATCH_HEADER, BatchHeader, iter_records, read_header
+from protocol.record_batch import BATCH_HEADER, BatchHeader, iter_records, read_end_txn_marker, read_header
 
 __all__ = ["dump_partitions", "verify_partitions"]
 
@@ -169,15 +169,43 @@ def dump_partitions(root: Path, records: bool = True, out: Print = print) -> Non
                     f"  baseOffset={h.base_offset} lastOffset={h.last_offset} count={h.records_count} "
                     f"position={position} size={h.size} maxTimestamp={h.max_timestamp} "
                     f"compression={_CODECS.get(h.compression, h.compression)} producerId={h.producer_id} "
-                    f"producerEpoch={h.producer_epoch} baseSequence={h.base_sequence} crc={h.crc}"
+                    f"producerEpoch={h.producer_epoch} baseSequence={h.base_sequence} "
+                    f"isTransactional={h.is_transactional} isControl={h.is_control} crc={h.crc}"
                 )
                 if records:
-                    with open(path, "rb") as file:
-                        file.seek(position)
-                        for record in iter_records(file.read(h.size)):
-                            out(
-                                f"    offset={record.offset} timestamp={record.timestamp} "
-                                f"key={record.key!r} value={record.value!r} headers={record.headers!r}"
-                            )
+                    _dump_records(path, position, h, out)
+            _dump_txn_index(path, out)
             if problem:
                 out(f"# {path}: {problem}")
+
+
+def _dump_records(path: Path, position: int, header: BatchHeader, out: Print) -> None:
+    data = _read(path, position, header.size)
+    if header.is_control:  # DumpLogSegments prints the marker of a control record
+        marker = read_end_txn_marker(data)
+        if marker is not None:
+            kind, epoch = "COMMIT" if marker.commit else "ABORT", marker.coordinator_epoch
+            out(f"    offset={header.base_offset} endTxnMarker={kind} coordinatorEpoch={epoch}")
+            return
+    for record in iter_records(data):
+        out(
+            f"    offset={record.offset} timestamp={record.timestamp} "
+            f"key={record.key!r} value={record.value!r} headers={record.headers!r}"
+        )
+
+
+def _dump_txn_index(path: Path, out: Print) -> None:
+    txn_index = path.with_suffix(".txnindex")
+    if not txn_index.exists():
+        return
+    try:
+        entries = decode_entries(txn_index.read_bytes())
+    except ValueError as exc:
+        out(f"# {txn_index.name}: {exc}")
+        return
+    out(f"# {txn_index.name}: {len(entries)} aborted transaction(s)")
+    for entry in entries:
+        out(
+            f"  version=0 producerId={entry.producer_id} firstOffset={entry.first_offset} "
+            f"lastOffset={entry.last_offset} lastStableOffset={entry.last_stable_offset}"
+        )

@@ -20,7 +20,7 @@ from partition_log import (
     PartitionLogs,
     ValidatedAppend,
 )
-from partition_log.inspect import verify_partitions
+from partition_log.inspect import dump_partitions, verify_partitions
 from partition_log.txn_index import AbortedTxn, decode_entries
 from protocol.errors import ErrorCode
 from storage.faults import StorageFault
@@ -313,3 +313,20 @@ def test_a_failed_marker_write_leaves_the_transaction_open(tmp_path: Path, faili
         assert p.log.segments[-1].aborted == [AbortedTxn(5, 0, 1, 2)]
 
     run(tmp_path, scenario)
+
+
+def test_dump_shows_markers_and_txnindex_entries(tmp_path: Path) -> None:
+    async def write(p: Partition) -> None:
+        for i in range(4):
+            await p.data((5, 0, 2 * i), 2)
+            await p.marker(5, 0, commit=i == 3, coordinator_epoch=7)
+
+    run(tmp_path, write)
+    lines: list[str] = []
+    dump_partitions(tmp_path, out=lines.append)
+    assert any("isTransactional=True isControl=True" in line for line in lines)
+    assert any(line.endswith("endTxnMarker=ABORT coordinatorEpoch=7") for line in lines)
+    assert any(line.endswith("endTxnMarker=COMMIT coordinatorEpoch=7") for line in lines)
+    assert any(
+        "version=0 producerId=5 firstOffset=0 lastOffset=2 lastStableOffset=3" in line for line in lines
+    )
