@@ -275,6 +275,11 @@ class PartitionLog:
             self._listeners.remove(callback)
 
     @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (None: none open)."""
+        return self.producers.first_unstable_offset
+
+    @property
     def last_stable_offset(self) -> int:
         """UnifiedLog.lastStableOffset: the first unstable offset when below the high watermark (never
         below the log start, `maybeIncrementFirstUnstableOffset`), else the high watermark."""

@@ -330,3 +330,34 @@ def test_dump_shows_markers_and_txnindex_entries(tmp_path: Path) -> None:
     assert any(
         "version=0 producerId=5 firstOffset=0 lastOffset=2 lastStableOffset=3" in line for line in lines
     )
+
+
+def test_an_aborted_transaction_spanning_segments_is_found_from_its_first_segment(tmp_path: Path) -> None:
+    async def scenario(p: Partition) -> None:
+        await p.data((5, 0, 0), 2)  # 0-1, producer 5's transaction starts in the first segment
+        sequence = 2
+        while len(p.log.segments) < 3:  # plain batches of another producer roll two segments
+            await p.data((6, 0, sequence - 2), 3, transactional=False)
+            sequence += 3
+        await p.data((5, 0, 2))
+        marker = await p.marker(5, 0, commit=False)
+        assert [s.aborted for s in p.log.segments[:-1]] == [[], []]
+        assert p.log.segments[-1].aborted == [AbortedTxn(5, 0, marker, marker + 1)]
+        aborted, read = p.committed(0)
+        assert aborted == [(5, 0)] and read[0] == 0  # the entry lives two segments later
+        assert p.committed(p.log.segments[1].base_offset)[0] == [(5, 0)]
+
+    run(tmp_path, scenario)
+    assert verify_partitions(tmp_path, out=lambda _: None) == 0
+
+
+def test_read_committed_offsets_between_the_lso_and_the_high_watermark_read_nothing(tmp_path: Path) -> None:
+    async def scenario(p: Partition) -> None:
+        await p.data((5, 0, 0))  # 0
+        await p.data((-1, -1, -1), 2, transactional=False)  # 1-2
+        result = p.log.read(1, 1 << 20, READ_COMMITTED)
+        assert result is not None and result.records == b"" and result.aborted_transactions == []
+        assert (result.high_watermark, result.last_stable_offset) == (3, 0)
+        assert p.log.read(4, 1 << 20, READ_COMMITTED) is None  # past the high watermark: out of range
+
+    run(tmp_path, scenario)
