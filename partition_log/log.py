@@ -31,7 +31,9 @@ from partition_log import timestamps
 from partition_log.config import PartitionConfig
 from partition_log.producers import CompletedTxn, ProducerEntry, ProducerStateRow, ProducerStates
 from partition_log.recovery import LOG_START_FILE, read_log_start, recover_segments
+from partition_log.results import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, ReadResult
 from partition_log.segment import Segment, segment_name
+from partition_log.snapshots import write_snapshot
 from partition_log.txn_index import AbortedTxn, collect_aborted
 from partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend, check_batch
 from protocol.errors import ErrorCode
@@ -45,7 +47,7 @@ from protocol.record_batch import (
 )
 from storage.files import FileOps
 
-__all__ = ["AppendResult", "PartitionLog", "ReadResult"]
+__all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppendResult", "PartitionLog", "ReadResult"]
 
 log = logging.getLogger("kcoord.partition_log")
 
@@ -53,25 +55,6 @@ _OFFSET = struct.Struct(">q")
 # producer.id.expiration.ms: Kafka forgets an idle producer's state after a day (never one with an
 # open transaction).
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
-READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Fetch's isolation_level
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    base_offset: int
-    log_append_time_ms: int
-    log_start_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    records: bytes
-    high_watermark: int
-    log_start_offset: int
-    last_stable_offset: int
-    # READ_COMMITTED: (producer id, first offset) of the aborted transactions in the range read;
-    # None for READ_UNCOMMITTED (Kafka answers null there).
-    aborted_transactions: list[tuple[int, int]] | None = None
 
 
 @dataclass(slots=True)
@@ -226,6 +209,7 @@ class PartitionLog:
     def written(self, pending: Pending) -> None:
         """The batch is durable: index it, move the high watermark, wake waiting fetches."""
         assert pending.segment is not None
+        self._seal_completed()  # segments rolled away from after their last batch: the state is theirs
         pending.segment.index(read_header(pending.data), pending.position)
         self.high_watermark = pending.last_offset + 1
         if pending.producer is not None:
@@ -236,17 +220,24 @@ class PartitionLog:
                 pending.segment.aborted.append(
                     AbortedTxn(producer_id, completed.first_offset, completed.last_offset, last_stable)
                 )
-        for segment in [s for s in self._unsealed if s.durable_end == s.size]:
-            self._unsealed.remove(segment)  # every batch of it is durable: write its index files
-            self._background(self._seal(segment))
+        self._seal_completed()  # the segment this batch completed, if it was rolled away from
         pending.future.set_result(
             AppendResult(pending.base_offset, pending.append_time_ms, self.log_start_offset)
         )
 
-    async def _seal(self, segment: Segment) -> None:
+    def _seal_completed(self) -> None:
+        """Every batch of a segment rolled away from is durable: write its index files and the producer
+        snapshot at its end (the durable state now is the state after its last batch)."""
+        for segment in [s for s in self._unsealed if s.durable_end == s.size]:
+            self._unsealed.remove(segment)
+            self._background(self._seal(segment, segment.next_offset, dict(self.producers.durable)))
+
+    async def _seal(self, segment: Segment, end: int, producers: dict[int, ProducerEntry]) -> None:
         interval = self.config.index_interval_bytes
         try:
             await asyncio.to_thread(segment.write_index_files, interval)
+            if segment.path.exists():  # else deleted by retention meanwhile
+                await asyncio.to_thread(write_snapshot, self.directory, end, producers)
         except OSError as exc:
             # Index files are derived data: the batches are durable, the segment keeps its dense
             # index in memory, and the next start rebuilds files that are missing or do not fit.

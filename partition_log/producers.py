@@ -211,6 +211,15 @@ class ProducerStates:
     def failed(self) -> None:
         self.pending.clear()
 
+    def load(self, entries: dict[int, ProducerEntry]) -> None:
+        """Start from a snapshot's producers (`ProducerStateManager.loadProducerEntry`)."""
+        self.durable = dict(entries)
+        self.pending.clear()
+        self.ongoing = {
+            e.current_txn_first_offset: pid for pid, e in entries.items() if e.current_txn_first_offset >= 0
+        }
+        self._first_unstable = min(self.ongoing) if self.ongoing else None
+
     def remove_expired(self, now_ms: int, expiration_ms: int) -> None:
         """ProducerStateManager.removeExpiredProducers: idle producers are forgotten, never one with an
         open transaction (KAFKA-9144: its coordinator epoch and the LSO would be lost)."""

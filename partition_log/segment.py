@@ -11,7 +11,8 @@ sparse indexes are written next to it, the way Kafka writes `.index` and `.timei
   entries when the largest timestamp so far grew, and a last entry for the segment's largest
   timestamp (Kafka's `onBecomeInactiveSegment`);
 - `<base>.txnindex`: the aborted transactions whose ABORT marker is in the segment (`txn_index.py`),
-  only when there is one (Kafka creates the file with its first entry).
+  empty when there is none (Kafka creates the file with its first entry; kcoord always writes it, so
+  that a missing one is known to be missing).
 
 A sealed segment with valid index files is opened from them without reading its batches (Kafka
 trusts segments below its recovery point the same way); lookups go through the sparse entries and
@@ -114,7 +115,8 @@ class Segment:
 
     def remove(self) -> None:
         self.close()
-        for path in (self.path, self.index_path, self.time_index_path, self.txn_index_path):
+        snapshot = self.path.with_name(f"{self.base_offset:020d}.producers")  # snapshots.py: state before it
+        for path in (self.path, self.index_path, self.time_index_path, self.txn_index_path, snapshot):
             path.unlink(missing_ok=True)
 
     @property
@@ -231,24 +233,30 @@ class Segment:
         files.write_file_atomically(self.time_index_path, times)
 
     def write_txn_index(self) -> None:
-        """Write (and fsync) the `.txnindex` of this sealed segment, or remove a stale one."""
-        if not self.aborted:
-            if self.txn_index_path.exists():
-                self.txn_index_path.unlink()
-                FileOps().fsync_dir(self.path.parent)
-            return
+        """Write (and fsync) the `.txnindex` of this sealed segment."""
         FileOps().write_file_atomically(self.txn_index_path, encode_entries(self.aborted))
 
     def txn_index_matches(self) -> bool:
         """Whether the `.txnindex` on disk holds exactly the entries derived from the log."""
         try:
-            data = self.txn_index_path.read_bytes()
-        except FileNotFoundError:
-            return not self.aborted
-        try:
-            return decode_entries(data) == self.aborted
-        except ValueError:
+            return decode_entries(self.txn_index_path.read_bytes()) == self.aborted
+        except (OSError, ValueError):
             return False
+
+    def load_txn_index(self) -> bool:
+        """Take a sealed segment's entries from its `.txnindex`; False if it is missing or does not fit
+        the segment (an entry's marker outside it, or markers out of order)."""
+        try:
+            entries = decode_entries(self.txn_index_path.read_bytes())
+        except (OSError, ValueError):
+            return False
+        last_offsets = [e.last_offset for e in entries]
+        if any(not self.base_offset <= o < self.next_offset for o in last_offsets) or last_offsets != sorted(
+            set(last_offsets)
+        ):
+            return False
+        self.aborted = entries
+        return True
 
     def become_sparse(self, interval_bytes: int) -> None:
         """Drop the dense index for the sparse one (the index files are on disk)."""

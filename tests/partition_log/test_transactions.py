@@ -15,6 +15,7 @@ import partition_log.logs
 from partition_log import (
     READ_COMMITTED,
     AppendError,
+    DuplicateAppend,
     PartitionConfig,
     PartitionLog,
     PartitionLogs,
@@ -179,13 +180,15 @@ def test_txnindex_files_are_written_with_sealed_segments_and_rebuilt_when_missin
 
     run(tmp_path, write)
     files = sorted((tmp_path / "t-0").glob("*.txnindex"))
-    assert files, "sealed segments with aborted transactions have a .txnindex"
+    assert len(files) == len(list((tmp_path / "t-0").glob("*.log"))) - 1, "every sealed segment has one"
     good = {f: f.read_bytes() for f in files}
     for data in good.values():
         assert len(data) % 34 == 0 and all(e.producer_id == 5 for e in decode_entries(data))
     assert verify_partitions(tmp_path, out=lambda _: None) == 0
-    files[0].unlink()
-    files[-1].write_bytes(good[files[-1]][:-5])
+    with_entries = [f for f in files if good[f]]
+    assert len(with_entries) >= 2, "several sealed segments hold an aborted transaction"
+    with_entries[0].unlink()
+    with_entries[-1].write_bytes(good[with_entries[-1]][:-5])
     problems: list[str] = []
     assert verify_partitions(tmp_path, out=problems.append) == 2, problems
     assert any("missing" in p for p in problems) and any("34-byte" in p for p in problems)
@@ -361,3 +364,30 @@ def test_read_committed_offsets_between_the_lso_and_the_high_watermark_read_noth
         assert p.log.read(4, 1 << 20, READ_COMMITTED) is None  # past the high watermark: out of range
 
     run(tmp_path, scenario)
+
+
+def test_producer_snapshots_at_segment_boundaries_and_a_corrupt_one_is_skipped(tmp_path: Path) -> None:
+    async def write(p: Partition) -> None:
+        await p.data((5, 0, 0), 2)  # producer 5's transaction stays open
+        for i in range(8):
+            await p.data((6, 0, 3 * i), 3, transactional=False)
+
+    run(tmp_path, write)
+    directory = tmp_path / "t-0"
+    snapshots = sorted(directory.glob("*.producers"))
+    bases = [int(p.stem) for p in sorted(directory.glob("*.log"))]
+    assert snapshots and all(int(s.stem) in bases[1:] for s in snapshots), "written at each sealed end"
+
+    async def check(p: Partition) -> None:
+        assert p.log.last_stable_offset == 0 and p.log.has_ongoing_transaction(5)
+        assert p.log.validate(batch((6, 0, 21), 3), NOW) == DuplicateAppend(23)  # the last five batches kept
+        assert p.log.validate(batch((6, 0, 9), 3), NOW) == DuplicateAppend(11)
+
+    run(tmp_path, check)
+    newest = snapshots[-1]
+    newest.write_bytes(newest.read_bytes()[:-3])  # torn: an older snapshot (or the log) is used instead
+    run(tmp_path, check)
+    for snapshot in directory.glob("*.producers"):
+        snapshot.unlink()
+    run(tmp_path, check)  # the whole log is replayed, and a snapshot is written at the last segment
+    assert (directory / f"{bases[-1]:020d}.producers").exists()
