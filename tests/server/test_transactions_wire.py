@@ -230,8 +230,12 @@ def test_add_partitions_and_end_txn_errors(conn: socket.socket) -> None:
 
     # EndTxn pipelined with AddPartitionsToTxn: the add arrives while PrepareCommit is in flight
     end = {"transactional_id": "e", "producer_id": pid, "producer_epoch": epoch, "committed": True}
-    add = {"v3_and_below_transactional_id": "e", "v3_and_below_producer_id": pid,
-           "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]}  # fmt: skip
+    add = {
+        "v3_and_below_transactional_id": "e",
+        "v3_and_below_producer_id": pid,
+        "v3_and_below_producer_epoch": epoch,
+        "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}],
+    }
     conn.sendall(encode_request(26, 3, 7, end) + encode_request(24, 3, 8, add))
     assert decode_response(26, 3, read_frame(conn))[1]["error_code"] == ErrorCode.NONE
     added = decode_response(24, 3, read_frame(conn))[1]["results_by_topic_v3_and_below"]
