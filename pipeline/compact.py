@@ -19,7 +19,7 @@ def live_records(spark: Any, data_dir: str) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    records = spark.read.format("kcoord").load(data_dir)
+    records = spark.read.format("kcoord").option("history", "false").load(data_dir)
     newest = Window.partitionBy("record_type", "key").orderBy(F.col("lsn").desc())
     return (
         records.withColumn("_rank", F.row_number().over(newest))
@@ -47,6 +47,6 @@ def write_segment(out: Path, rows: Any) -> tuple[Path, int]:
 
 
 def run(spark: Any, data_dir: str, out: str) -> str:
-    before = spark.read.format("kcoord").load(data_dir).count()
+    before = spark.read.format("kcoord").option("history", "false").load(data_dir).count()
     path, count = write_segment(Path(out), live_records(spark, data_dir).toLocalIterator())
     return f"compact: {before} records -> {count} live records in {path}"

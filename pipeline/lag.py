@@ -33,7 +33,12 @@ def registered_topics(spark: Any, data_dir: str) -> dict[str, int]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    records = spark.read.format("kcoord").load(data_dir).where(F.col("record_type") == TOPIC_TYPE)
+    records = (
+        spark.read.format("kcoord")
+        .option("history", "false")
+        .load(data_dir)
+        .where(F.col("record_type") == TOPIC_TYPE)
+    )
     newest = Window.partitionBy("topic").orderBy(F.col("lsn").desc())
     rows = (
         records.withColumn("_rank", F.row_number().over(newest))

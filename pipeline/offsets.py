@@ -18,7 +18,7 @@ def latest_offsets(spark: Any, data_dir: str) -> Any:
 
     from pipeline.reader import OFFSET_COMMIT_TYPE
 
-    records = spark.read.format("kcoord").load(data_dir)
+    records = spark.read.format("kcoord").option("history", "false").load(data_dir)
     commits = records.where((F.col("record_type") == OFFSET_COMMIT_TYPE) & F.col("group").isNotNull())
     newest = Window.partitionBy("group", "topic", "partition").orderBy(F.col("lsn").desc())
     return (
