@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline.reader import Part
+from pipeline.reader import Part, plan
 from storage import framing, snapshot
 from storage.files import SEGMENT_HEADER_SIZE, decode_segment_header
 
@@ -35,10 +35,10 @@ class Coverage:
     def since(self) -> str:
         if self.first_ms is None:
             return "no records"
-        when = datetime.fromtimestamp(self.first_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        first = when(self.first_ms)
         if self.complete:
-            return f"history since {when} (the log's first record)"
-        return f"history since {when} (older history trimmed by retention or not kept)"
+            return f"history since {first} (the log's first record)"
+        return f"history since {first} (older history trimmed by retention or not kept)"
 
 
 def coverage(parts: list[Part]) -> Coverage:
@@ -64,3 +64,22 @@ def _first_record(part: Part) -> tuple[int, int] | None:
         return None
     _, _, _, _, lsn, timestamp_ms, _ = framing.HEADER.unpack_from(head, SEGMENT_HEADER_SIZE)
     return lsn, timestamp_ms
+
+
+def when(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def notes(cover: Coverage, since_ms: int | None) -> list[str]:
+    """What a chart and a summary say about how far back they see, and whether that is less than asked."""
+    lines = [cover.since()]
+    if since_ms is not None and (cover.first_ms is None or cover.first_ms > since_ms):
+        lines.append(
+            f"history is shorter than asked: asked from {when(since_ms)}, the oldest record kept is "
+            + ("none" if cover.first_ms is None else when(cover.first_ms))
+        )
+    return lines
+
+
+def plan_coverage(data_dir: str) -> Coverage:
+    return coverage(plan(data_dir))
