@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from storage import framing
-from storage.files import FileOps, encode_segment_header, segment_name
+from storage.files import SEGMENT_COMPACTED, FileOps, encode_segment_header, segment_name
 
 
 def live_records(spark: Any, data_dir: str) -> Any:
@@ -37,7 +37,7 @@ def write_segment(out: Path, rows: Any) -> tuple[Path, int]:
 
         raise PipelineError(f"{out}: already holds a kcoord log; compact writes into an empty directory")
     path = out / segment_name(0)
-    parts = [encode_segment_header(0)]
+    parts = [encode_segment_header(0, flags=SEGMENT_COMPACTED)]  # only live records: no history
     for row in rows:
         parts.append(
             framing.encode(row.record_type, 0, row.lsn, row.timestamp_ms, bytes(row.key), bytes(row.value))

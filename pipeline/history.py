@@ -2,59 +2,74 @@
 
 The `kcoord` source's view with history (reader.plan_with_history) is every record still on disk,
 each once: per segment base the history area's original (storage/history.py) when there is one,
-else the segment itself, read whole. Retention trims the oldest originals first, so the oldest
-record left says how far back every job can see; LSN 0 means nothing was trimmed.
+else the segment itself, read whole. Compaction marks the segments it dropped records from
+(storage.files.SEGMENT_COMPACTED); one without its original in the history lost history, so the
+records are whole only after the last such segment. Retention trims the oldest originals first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 from pipeline.reader import Part, plan
-from storage import framing, snapshot
-from storage.files import SEGMENT_HEADER_SIZE, decode_segment_header
-
-_MAX = framing.DEFAULT_MAX_RECORD_BYTES
+from storage import framing
+from storage.files import SEGMENT_COMPACTED, SEGMENT_HEADER_SIZE, decode_segment_header
 
 
 @dataclass(frozen=True)
 class Coverage:
-    """How far back the records on disk reach: the oldest record's LSN and time, and whether it is
-    the log's very first record (LSN 0: nothing trimmed) or retention has removed older history."""
+    """From when on every record is there: `first_ms` is the first record after the last segment
+    that lost records to compaction with no original in the history area (trimmed by retention, or
+    compacted with no history kept); before it only the newest offsets and group state survive.
+    `complete`: no such segment, the history reaches back to the log's first record."""
 
-    first_lsn: int | None
     first_ms: int | None
+    complete: bool
     history_segments: int
-
-    @property
-    def complete(self) -> bool:
-        return self.first_lsn == 0
 
     def since(self) -> str:
         if self.first_ms is None:
-            return "no records"
+            return "no history kept: only the newest offsets and group state"
         first = when(self.first_ms)
         if self.complete:
             return f"history since {first} (the log's first record)"
-        return f"history since {first} (older history trimmed by retention or not kept)"
+        return (
+            f"full history since {first}; before it only the newest offsets and group state "
+            "(older history trimmed by retention, or not kept)"
+        )
 
 
 def coverage(parts: list[Part]) -> Coverage:
-    """The oldest record of the planned parts, read from the first records of their files only."""
+    """Reads only segment headers and the first record of one file."""
+    start = 0
+    for index, part in enumerate(parts):
+        if _lossy(part):
+            start = index + 1
     originals = sum(1 for part in parts if part.kind == "history")
-    for part in parts:
+    for part in parts[start:]:
         first = _first_record(part)
         if first is not None:
-            return Coverage(first[0], first[1], originals)
-    return Coverage(None, None, originals)
+            return Coverage(first, start == 0, originals)
+    return Coverage(None, start == 0, originals)
 
 
-def _first_record(part: Part) -> tuple[int, int] | None:
+def _lossy(part: Part) -> bool:
+    """A part that lost records: a compacted segment without its original, or a snapshot."""
     if part.kind == "snapshot":
-        snap = snapshot.decode(Path(part.path), _MAX)
-        return (snap.frames[0].lsn, snap.frames[0].timestamp_ms) if snap and snap.frames else None
+        return True
+    if part.kind == "history":
+        return False
+    try:
+        with open(part.path, "rb") as f:
+            header = decode_segment_header(f.read(SEGMENT_HEADER_SIZE))
+    except FileNotFoundError:
+        return True
+    return header is not None and bool(header.flags & SEGMENT_COMPACTED)
+
+
+def _first_record(part: Part) -> int | None:
+    """The timestamp of a segment's first record (None if empty or unreadable)."""
     try:
         with open(part.path, "rb") as f:
             head = f.read(SEGMENT_HEADER_SIZE + framing.HEADER_SIZE)
@@ -62,8 +77,8 @@ def _first_record(part: Part) -> tuple[int, int] | None:
         return None
     if decode_segment_header(head) is None or len(head) < SEGMENT_HEADER_SIZE + framing.HEADER_SIZE:
         return None
-    _, _, _, _, lsn, timestamp_ms, _ = framing.HEADER.unpack_from(head, SEGMENT_HEADER_SIZE)
-    return lsn, timestamp_ms
+    timestamp_ms: int = framing.HEADER.unpack_from(head, SEGMENT_HEADER_SIZE)[5]
+    return timestamp_ms
 
 
 def when(ms: int) -> str:

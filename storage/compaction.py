@@ -20,7 +20,13 @@ from pathlib import Path
 
 from storage import framing, history
 from storage.faults import operation
-from storage.files import SEGMENT_HEADER_SIZE, SWAP_SUFFIX, FileOps, encode_segment_header
+from storage.files import (
+    SEGMENT_COMPACTED,
+    SEGMENT_HEADER_SIZE,
+    SWAP_SUFFIX,
+    FileOps,
+    encode_segment_header,
+)
 from storage.records import LogConfig
 from storage.recovery import Entry, Key, Segment
 
@@ -80,7 +86,7 @@ def run(plan: Plan, directory: Path, config: LogConfig, ops: FileOps) -> int:
     freed = 0
     for segment in plan.segments:
         kept, newest_ms = _kept(segment, plan.keep_lsns, config)
-        body = encode_segment_header(segment.base_lsn) + b"".join(kept)
+        body = encode_segment_header(segment.base_lsn, flags=SEGMENT_COMPACTED) + b"".join(kept)
         if len(body) == segment.size:  # every record kept, no batch marks: the bytes would be the same
             plan.outputs.append(segment)
             continue
