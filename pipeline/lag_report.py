@@ -122,8 +122,8 @@ def summary(groups: Sequence[GroupLag]) -> list[str]:
         seconds = [p[2] for tp in tps for p in g.points[tp][-1:] if p[2] is not None]
         behind = f", at its last commit at most {max(seconds):.1f} s behind" if seconds else ""
         lines.append(
-            f"  {g.group}: total lag {g.total} over {g.partitions} partitions{behind}; "
-            f"{commits} commits of {len(tps)} partitions charted"
+            f"  {g.group}: total lag {g.total} over {_count(g.partitions, 'partition')}{behind}; "
+            f"{_count(commits, 'commit')} of {_count(len(tps), 'partition')} charted"
         )
         if g.negative:
             past = ", ".join(f"{t}-{p} {lag}" for (t, p), lag in g.negative)
@@ -132,6 +132,10 @@ def summary(groups: Sequence[GroupLag]) -> list[str]:
     if unknown:
         lines.append(f"  {unknown} committed partitions belong to topics that no longer exist (lag null)")
     return lines
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def write(groups: Sequence[GroupLag], note_lines: Sequence[str], out: Path) -> Path:

@@ -139,5 +139,6 @@ def run(spark: Any, data_dir: str, out: str, since_ms: int | None = None) -> str
         if earlier > 0:
             lines.append(f"    ({earlier} earlier generations in {out}/rebalances)")
         for r in groups[group][-rebalance_charts.ANNOTATED :]:
-            lines.append(f"    generation {r[1]} at {history_notes.when(r[2])}: {r[3]} members, {r[7]}")
+            members = f"{r[3]} member" + ("" if r[3] == 1 else "s")
+            lines.append(f"    generation {r[1]} at {history_notes.when(r[2])}: {members}, {r[7]}")
     return "\n".join(lines)

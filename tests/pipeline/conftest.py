@@ -223,7 +223,10 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     try:
         server.start()
         create_topic(server.bootstrap, topic, HISTORY_PARTITIONS)
-        ends = _ends_of(_produce(producers, topic, 1500, "none"), HISTORY_PARTITIONS)
+        producer = producers.spawn("confluent-kafka", topic, 1500, keys=50)
+        acked = producer.wait_finished(120)
+        assert not producer.failures and len(acked) == 1500, (producer.failures[:3], len(acked))
+        ends = _ends_of(acked, HISTORY_PARTITIONS)
         first = workers.spawn("kafka-python", steady, [topic])
         wait_for_split([first], partitions_of(topic, HISTORY_PARTITIONS))
         for i in range(1, STEADY_COMMITS + 1):  # every 100 records consumed, a commit
