@@ -8,8 +8,9 @@ rewrites is not deleted but renamed into `history/` (os.replace + directory fsyn
 never rewritten; its bytes, header and CRCs are exactly the segment's). The name carries the newest
 record's timestamp so retention decides from a directory listing, without reading a file.
 
-Kafka has no such area (its cleaner deletes the replaced segments, LogCleaner.cleanSegments ->
-replaceSegments); this is kcoord's own (docs/storage-format.md "History").
+Kafka has no such area (its cleaner deletes the segments it replaced: core/.../log/LogCleaner.scala
+Cleaner.cleanSegments -> UnifiedLog.replaceSegments); this is kcoord's own (docs/storage-format.md
+"History").
 
 Rules: recovery never reads it (a missing, trimmed or corrupt history changes nothing the server
 restores); only the first original of a segment goes there (a later compaction of the already
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from storage.faults import operation
 from storage.files import SEGMENT_SUFFIX, FileOps
+from storage.records import LogConfig
 
 log = logging.getLogger(__name__)
 
@@ -123,3 +125,11 @@ def trim(directory: Path, now_ms: int, retention_ms: int, retention_bytes: int, 
             log.warning("history retention: fsync of %s failed: %s", history_dir(directory), exc)
         log.info("history retention removed %d segments (%d bytes)", len(doomed), deleted)
     return deleted
+
+
+def apply_retention(directory: Path, config: LogConfig, ops: FileOps, now_ms: int) -> int:
+    """`trim` with the log's settings; a retention of 0 keeps no history, so whatever an earlier run
+    kept goes too."""
+    keep = config.history_retention_ms > 0 and config.history_retention_bytes > 0
+    retention_ms = config.history_retention_ms if keep else -1
+    return trim(directory, now_ms, retention_ms, max(config.history_retention_bytes, 0), ops)

@@ -110,7 +110,7 @@ class Log:
             state = recover(directory, config, apply or (lambda record: None), ops)
             # The history is never read by recovery; its retention is applied at open and then
             # periodically, so a server that was down for a week starts with a trimmed history.
-            cls._trim_history(directory, config, ops)
+            history.apply_retention(directory, config, ops, _now_ms())
             return cls(directory, config, ops, lock, state, policy)
         except BaseException:
             lock.release()
@@ -361,13 +361,6 @@ class Log:
     def dirty_ratio(self) -> float:
         return compaction.dirty_ratio(self.segments[:-1], self.segments[-1].base_lsn, self.keydir)
 
-    @staticmethod
-    def _trim_history(directory: Path, config: LogConfig, ops: FileOps) -> int:
-        keep = config.history_retention_ms > 0 and config.history_retention_bytes > 0
-        # Retention 0 keeps no history: whatever an earlier run kept goes too.
-        retention_ms = config.history_retention_ms if keep else -1
-        return history.trim(directory, _now_ms(), retention_ms, max(config.history_retention_bytes, 0), ops)
-
     def _maybe_trim_history(self) -> None:
         if self._history_trim is not None and not self._history_trim.done():
             return
@@ -376,7 +369,7 @@ class Log:
             return
         self._next_history_check = now + HISTORY_CHECK_S
         self._history_trim = asyncio.ensure_future(
-            asyncio.to_thread(self._trim_history, self.directory, self.config, self.ops)
+            asyncio.to_thread(history.apply_retention, self.directory, self.config, self.ops, _now_ms())
         )
 
     def _maybe_compact(self) -> None:
