@@ -5,8 +5,9 @@ write `<name>.cleaned`, fsync, rename to `<name>.swap`, fsync the directory, rep
 fsync the directory. Recovery deletes a `.cleaned` (the original is intact) and completes a `.swap`
 (it is whole and fsynced). The active segment is never touched, so appends continue meanwhile.
 
-With a history kept (both history retentions above 0), the original is not replaced but moved into
-the history area (storage/history.py) between the `.swap` and the final rename, once per segment:
+With a history kept (both history retentions above 0), the original is not lost but moved into the
+history area (storage/history.py: a hard link made between the `.swap` and the final rename, so that
+rename leaves the original there only), once per segment:
 a segment whose original history already holds is an earlier compaction's output, a subset of it.
 A segment that loses nothing is left as it is (no rewrite, no history copy).
 """

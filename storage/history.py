@@ -4,8 +4,9 @@
 
 Compaction keeps only each key's newest record, which is right for recovery and wrong for anyone
 asking how offsets moved or when a group rebalanced. So the original of a segment that compaction
-rewrites is not deleted but renamed into `history/` (os.replace + directory fsync: never copied,
-never rewritten; its bytes, header and CRCs are exactly the segment's). The name carries the newest
+rewrites is not deleted but moved into `history/`: a hard link there and a directory fsync, then the
+compaction's rename over the segment leaves the original under that name only (never copied, never
+rewritten; its bytes, header and CRCs are exactly the segment's). The name carries the newest
 record's timestamp so retention decides from a directory listing, without reading a file.
 
 Kafka has no such area (its cleaner deletes the segments it replaced: core/.../log/LogCleaner.scala
@@ -25,7 +26,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.faults import operation
+from storage.faults import StorageFault, operation
 from storage.files import SEGMENT_SUFFIX, FileOps
 from storage.records import LogConfig
 
@@ -77,17 +78,26 @@ def bases(directory: Path) -> set[int]:
     return {h.base_lsn for h in list_history(directory)}
 
 
-def move_aside(path: Path, base_lsn: int, newest_ms: int, ops: FileOps) -> Path:
-    """Rename the sealed segment `path` into the history area; the caller fsyncs the data directory."""
+def move_aside(path: Path, base_lsn: int, newest_ms: int, ops: FileOps) -> Path | None:
+    """Give the sealed segment `path` a second name in the history area (a hard link: the same inode,
+    nothing copied); the caller's rename of the compacted segment over `path` then leaves the
+    original only there. Done after the `.swap` is durable and before that rename, so a failure here
+    leaves the segment as it was: the history is best effort (None: this original is not kept)."""
     area = history_dir(path.parent)
-    if not area.is_dir():
-        with operation(area, "mkdir"):
-            area.mkdir(exist_ok=True)
-        with operation(path.parent, "fsync_dir"):
-            ops.fsync_dir(path.parent)
     target = area / history_name(base_lsn, newest_ms)
-    with operation(path, "rename"):
-        os.replace(path, target)
+    try:
+        if not area.is_dir():
+            area.mkdir(exist_ok=True)
+            with operation(path.parent, "fsync_dir"):  # fatal if it fails, like every directory fsync
+                ops.fsync_dir(path.parent)
+        os.link(path, target)
+    except FileExistsError:
+        pass  # a crash after the link and before the rename: the same original, already kept
+    except StorageFault:
+        raise
+    except OSError as exc:
+        log.warning("history: %s not kept (compaction goes on without it): %s", path.name, exc)
+        return None
     with operation(area, "fsync_dir"):
         ops.fsync_dir(area)
     return target
@@ -109,7 +119,11 @@ def expired(segments: list[HistorySegment], now_ms: int, retention_ms: int, rete
 def trim(directory: Path, now_ms: int, retention_ms: int, retention_bytes: int, ops: FileOps) -> int:
     """Delete what retention removes; returns the bytes deleted. A failure is logged, never raised:
     the history is for analytics, and the next check tries again."""
-    segments = list_history(directory)
+    try:
+        segments = list_history(directory)
+    except OSError as exc:
+        log.warning("history retention could not list %s: %s", history_dir(directory), exc)
+        return 0
     doomed = segments[: expired(segments, now_ms, retention_ms, retention_bytes)]
     deleted = 0
     for segment in doomed:

@@ -219,3 +219,17 @@ def test_progress_bar_only_on_a_terminal(spark: Any) -> None:
 
     assert session.progress_wanted() is False  # pytest's stderr is not a terminal
     assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"
+
+
+def test_since_takes_a_duration_back_from_now_or_a_utc_time() -> None:
+    import argparse
+
+    from pipeline.cli import parse_since
+
+    now = 1_800_000_000_000
+    assert parse_since("7d", now) == now - 7 * 86_400_000
+    assert parse_since("90m", now) == now - 90 * 60_000
+    assert parse_since("2026-11-25T10:00", now) == parse_since("2026-11-25T10:00:00+00:00", now)
+    assert parse_since("2026-11-25T10:00", now) == 1_795_600_800_000
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_since("last week", now)
