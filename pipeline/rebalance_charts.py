@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from matplotlib.ticker import MaxNLocator
+
 from pipeline import charts
 
 CHART_GROUPS = 6
@@ -38,6 +40,7 @@ def figure(groups: Mapping[str, Sequence[Row]], column: int, note_lines: Sequenc
         series = sorted(groups[group], key=lambda r: r[1])
         ax.set_title(group, fontsize="medium")
         ax.set_ylabel("generation" if column == 1 else "members")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # generations and members are counts
         charts.date_axis(ax)
         charts.series(ax, [r[2] for r in series], [r[column] for r in series], group)
         if column == 1:
