@@ -8,8 +8,9 @@ merged; below v2 COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILA
 GroupCoordinatorService.commitTransactionalOffsets verifies the transaction through
 CoordinatorRuntime.scheduleTransactionalWriteOperation: the group's `__consumer_offsets` partition must
 be in the producer's transaction (AddOffsetsToTxn added it), else TRANSACTION_ABORTABLE (below v4:
-INVALID_TXN_STATE); a fenced producer is INVALID_PRODUCER_EPOCH; a coordinator busy with a transition is COORDINATOR_NOT_AVAILABLE, which the
-client retries (GroupCoordinatorService.handleOperationException maps NOT_ENOUGH_REPLICAS so).
+INVALID_TXN_STATE); a fenced producer is INVALID_PRODUCER_EPOCH; a coordinator busy with a transition
+is COORDINATOR_NOT_AVAILABLE, which the client retries (GroupCoordinatorService.handleOperationException
+maps NOT_ENOUGH_REPLICAS so).
 """
 
 from __future__ import annotations
