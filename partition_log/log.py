@@ -252,6 +252,10 @@ class PartitionLog:
         self.producers.failed()
         for segment in self.segments:
             segment.size = segment.durable_end
+        while len(self.segments) > 1 and self.segments[-1].base_offset > self.log_end_offset:
+            self.segments.pop().remove()  # rolled to by the failed round: empty, named past the end
+            if self.segments[-1] in self._unsealed:  # recovery also drops such a file (recovery.py)
+                self._unsealed.remove(self.segments[-1])
 
     def notify(self) -> None:
         for listener in list(self._listeners):

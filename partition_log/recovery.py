@@ -75,10 +75,14 @@ def _open_segments(paths: list[Path], now_ms: int) -> tuple[list[Segment], dict[
     segments: list[Segment] = []
     scanned: dict[int, list[BatchHeader]] = {}
     for index, path in enumerate(paths):
+        if index < len(paths) - 1 and path.stat().st_size == 0:
+            log.warning("removing %s: an empty segment before the last (a roll whose write failed)", path)
+            path.unlink()
+            continue
         segment = Segment(path, int(path.stem), now_ms)
         sealed = index < len(paths) - 1
         if not (sealed and segment.open_sealed(expected)):
-            scanned[index] = segment.recover(expected, sealed=sealed)
+            scanned[len(segments)] = segment.recover(expected, sealed=sealed)
         expected = segment.next_offset
         segments.append(segment)
     return segments, scanned

@@ -391,3 +391,51 @@ def test_producer_snapshots_at_segment_boundaries_and_a_corrupt_one_is_skipped(t
         snapshot.unlink()
     run(tmp_path, check)  # the whole log is replayed, and a snapshot is written at the last segment
     assert (directory / f"{bases[-1]:020d}.producers").exists()
+
+
+def test_a_failed_round_that_rolled_a_segment_leaves_the_next_batch_readable(
+    tmp_path: Path, failing_writes: list[int]
+) -> None:
+    async def scenario(p: Partition) -> None:
+        await p.data((-1, -1, -1), 2, transactional=False)  # 0-1
+        failing_writes.append(1)
+        first = p.log.validate(batch(count=2), NOW)
+        second = p.log.validate(batch(count=3), NOW)
+        assert isinstance(first, ValidatedAppend) and isinstance(second, ValidatedAppend)
+        futures = [p.log.append(first, NOW), p.log.append(second, NOW)]  # one round: 2-3, then 4-6 rolls
+        assert len(p.log.segments) == 2
+        for future in futures:
+            with pytest.raises(StorageFault):
+                await future
+        assert p.log.log_end_offset == 2
+        assert await p.data((-1, -1, -1), 1, transactional=False) == 2
+        result = p.log.read(2, 1 << 20)
+        assert result is not None and base_offsets(result.records) == [2]
+
+    run(tmp_path, scenario, PartitionConfig(segment_bytes=250))
+
+    async def reopen(p: Partition) -> None:
+        assert p.log.high_watermark == 3
+        result = p.log.read(2, 1 << 20)
+        assert result is not None and base_offsets(result.records) == [2]
+
+    run(tmp_path, reopen, PartitionConfig(segment_bytes=250))
+
+
+def test_recovery_drops_an_empty_segment_file_before_the_last(tmp_path: Path) -> None:
+    async def write(p: Partition) -> None:
+        for _ in range(6):
+            await p.data((-1, -1, -1), 2, transactional=False)
+
+    run(tmp_path, write)
+    paths = sorted((tmp_path / "t-0").glob("*.log"))
+    assert len(paths) >= 2 and int(paths[1].stem) > 1
+    stray = paths[0].with_name(f"{int(paths[1].stem) - 1:020d}.log")
+    stray.write_bytes(b"")  # left by a roll whose write failed, between two real segments
+
+    async def reopen(p: Partition) -> None:
+        assert p.log.high_watermark == 12
+        assert [s.base_offset for s in p.log.segments] == [int(path.stem) for path in paths]
+
+    run(tmp_path, reopen)
+    assert not stray.exists()
