@@ -236,8 +236,8 @@ class PartitionLog:
         interval = self.config.index_interval_bytes
         try:
             await asyncio.to_thread(segment.write_index_files, interval)
-            if segment.path.exists():  # else deleted by retention meanwhile
-                await asyncio.to_thread(write_snapshot, self.directory, end, producers)
+            # Even if retention deleted the segment meanwhile: the state at its end is the next one's start.
+            await asyncio.to_thread(write_snapshot, self.directory, end, producers)
         except OSError as exc:
             # Index files are derived data: the batches are durable, the segment keeps its dense
             # index in memory, and the next start rebuilds files that are missing or do not fit.

@@ -1,5 +1,5 @@
 """Property: after any interleaving of transactional and plain batches, COMMIT/ABORT markers (refused
-ones included) and failed writes, a partition log reopened from its files has the state the live log
+ones included), DeleteRecords and failed writes, a partition log reopened from its files has the state the live log
 had: the producers (epochs, batches, coordinator epochs, open transactions), the first unstable and
 last stable offsets, every segment's aborted-transaction index (on disk for sealed segments), and
 what every read at every offset answers under both isolation levels."""
@@ -47,6 +47,7 @@ OPS = st.lists(
         st.tuples(st.just("plain"), st.integers(1, 2)),
         st.tuples(st.just("burst"), st.integers(2, 4)),  # plain batches written in one round
         st.tuples(st.just("fail")),
+        st.tuples(st.just("delete")),  # DeleteRecords up to the high watermark (bounded by the LSO)
     ),
     max_size=40,
 )
@@ -75,6 +76,9 @@ class Driver:
         kind = op[0]
         if kind == "fail":
             self.fail[:] = [1]  # the next write fails
+        elif kind == "delete":
+            start = await self.plog.delete_records(self.plog.high_watermark)
+            assert start == self.plog.log_start_offset == self.plog.last_stable_offset
         elif kind == "bump":
             self.epochs[op[1]] += 1
         elif kind == "plain":
