@@ -1,8 +1,8 @@
 """Property: after any interleaving of transactional and plain batches, COMMIT/ABORT markers (refused
-ones included), DeleteRecords and failed writes, a partition log reopened from its files has the state the live log
-had: the producers (epochs, batches, coordinator epochs, open transactions), the first unstable and
-last stable offsets, every segment's aborted-transaction index (on disk for sealed segments), and
-what every read at every offset answers under both isolation levels."""
+ones included), DeleteRecords and failed writes, a partition log reopened from its files has the state
+the live log had: the producers (epochs, batches, coordinator epochs, open transactions), the first
+unstable and last stable offsets, every segment's aborted-transaction index (on disk for sealed
+segments), and what every read at every offset answers under both isolation levels."""
 
 from __future__ import annotations
 
