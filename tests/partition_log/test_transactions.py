@@ -439,3 +439,22 @@ def test_recovery_drops_an_empty_segment_file_before_the_last(tmp_path: Path) ->
 
     run(tmp_path, reopen)
     assert not stray.exists()
+
+
+def test_verify_after_delete_records_checks_entries_exactly_from_the_snapshot(tmp_path: Path) -> None:
+    async def write(p: Partition) -> None:
+        for i in range(6):
+            await p.data((5, 0, 2 * i), 2)
+            await p.marker(5, 0, commit=False)
+        await p.log.delete_records(p.log.segments[2].base_offset)
+
+    run(tmp_path, write)
+    directory = tmp_path / "t-0"
+    assert int(sorted(directory.glob("*.log"))[0].stem) > 0, "the first segments were deleted"
+    assert verify_partitions(tmp_path, out=lambda _: None) == 0
+    target = next(f for f in sorted(directory.glob("*.txnindex")) if f.stat().st_size)
+    data = bytearray(target.read_bytes())
+    data[26:34] = (10**6).to_bytes(8, "big")  # a wrong last stable offset, still a well-formed entry
+    target.write_bytes(bytes(data))
+    problems: list[str] = []
+    assert verify_partitions(tmp_path, out=problems.append) == 1 and "not the aborted" in problems[0]
