@@ -216,6 +216,12 @@ def test_verify_reports_an_index_entry_that_the_log_does_not_support(tmp_path: P
     assert verify_partitions(tmp_path, out=problems.append) == 1
     assert "txnindex" in problems[0]
 
+    async def reopen(p: Partition) -> None:  # the entry fits no marker: the index is derived again
+        assert p.log.segments[0].aborted == [AbortedTxn(5, 0, 2, 3)]
+
+    run(tmp_path, reopen)
+    assert verify_partitions(tmp_path, out=lambda _: None) == 0
+
 
 def test_recovery_keeps_an_open_transaction_older_than_producer_expiry(tmp_path: Path) -> None:
     old = NOW - 2 * 86_400_000
