@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from coordinator.config import Config, HostPort
 from coordinator.groups.manager import GroupManager
 from coordinator.producer_ids import ProducerIds
+from coordinator.security import ANONYMOUS, KafkaPrincipal
 from coordinator.topics import TopicRegistry
 from coordinator.topics.data import TopicData
 from coordinator.transactions import TransactionCoordinator
@@ -38,6 +39,9 @@ class RequestMeta:
     api_version: int
     client_id: str
     client_host: str
+    # Who sent it and on which listener (issue 25): set by the connection once it is authenticated.
+    principal: KafkaPrincipal = ANONYMOUS
+    listener_name: str = "PLAINTEXT"
 
 
 class DelayedResponses:
