@@ -9,8 +9,8 @@ order of each pair flips from one round to the next (interleaved), and the repor
 the rounds (every round is in --json):
 1. produce MiB/s, acks=all, one producer process for `--seconds` over `--partitions` partitions:
    idempotent (the ceiling: the same client settings and loop, no transactions) and transactional
-   (a transaction every `--txn-ms`: begin, produce for txn-ms, flush, commit_transaction). Compared
-   within the round; the target is transactional >= 0.8 x idempotent.
+   (transactions one after another, each: begin, produce for `--txn-ms`, flush, commit_transaction).
+   Compared within the round; the target is transactional >= 0.8 x idempotent.
 2. commit latency p50/p99 of that transactional producer: commit_transaction() timed on the client
    after its records were flushed, so it is EndTxn's round trip, answered once the PrepareCommit
    record is durable (fsynced), plus librdkafka's own scheduling; the markers are written after.
@@ -22,7 +22,8 @@ the rounds (every round is in --json):
 4. a consume-transform-produce loop's records/s (tests/integration/workers/txn_processor.py:
    read_committed consumer in a classic group, transactional producer, send_offsets_to_transaction,
    `--ctp-batch` records per transaction) over the transactional topic of phase 1 as its pre-produced
-   input, timed from its first committed transaction to its last within `--seconds`.
+   input, timed from its first committed transaction to its last within `--seconds`; then it is
+   killed and its transactional id fenced (its open transaction aborted at once, not at its timeout).
 Server CPU (/proc/PID/stat) per MiB, per transaction or per record is given beside every figure, and
 the fsync latency of the data directory's file system is measured in the same run. Figures vary
 between machines; compare them only with the ceilings of the same run.
@@ -113,6 +114,20 @@ def produce_role(opts: dict[str, Any]) -> dict[str, Any]:
         "seconds": time.monotonic() - started,
         "commits_ms": commits_ms,
     }
+
+
+def fence_role(opts: dict[str, Any]) -> dict[str, Any]:
+    """InitProducerId with a killed producer's transactional id: its open transaction is aborted now
+    rather than at its timeout, so that it does not weigh on the next phases."""
+    from confluent_kafka import Producer
+
+    Producer(
+        {"bootstrap.servers": opts["bootstrap"], "transactional.id": opts["transactional_id"]}
+    ).init_transactions(60)
+    return {}
+
+
+ROLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"produce": produce_role, "fence": fence_role}
 
 
 # -- EndTxn from a raw protocol client ------------------------------------------------------------------
@@ -263,6 +278,8 @@ def ctp_phase(
         commits = [e for e in list(processor.events) if e["event"] == "txn_committed"]
     finally:
         processor.cleanup()
+    fence = {"bootstrap": server.bootstrap, "transactional_id": options["transactional_id"], "seconds": 0}
+    run_role("fence", fence, module="bench.transactions")
     records = sum(e["records"] for e in commits[1:])
     return {
         "transactions": len(commits),
@@ -386,8 +403,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "produce":
-        print(json.dumps(produce_role(json.loads(argv[1]))))
+    if argv and argv[0] in ROLES:
+        print(json.dumps(ROLES[argv[0]](json.loads(argv[1]))))
         return 0
     parser = argparse.ArgumentParser(prog="bench.transactions", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
