@@ -77,6 +77,9 @@ class Config:
     auto_create_topics: bool = True  # auto.create.topics.enable
     num_partitions: int = 1  # num.partitions, for auto-created topics and CreateTopics with -1
     fsync: FsyncPolicy = "always"
+    # The storage history area (storage/history.py, issue 28): what compaction replaced, for the pipeline.
+    history_retention_ms: int = 604_800_000  # 7 days; 0 keeps no history
+    history_retention_bytes: int = 1 << 30  # 1 GiB; 0 keeps no history
     log_level: str = "INFO"
     log_format: LogFormat = "text"
     # socket.request.max.bytes: a bigger frame closes the connection.
@@ -280,6 +283,8 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--auto-create-topics", _parse_bool, "auto.create.topics.enable, default true"),
     ("--num-partitions", _positive_int, "partitions of auto-created topics, default 1"),
     ("--fsync", parse_fsync, "always|interval[:<ms>]|never (unsafe), default always"),
+    ("--history-retention-ms", _non_negative_int, "age of history kept for the pipeline, default 7 days"),
+    ("--history-retention-bytes", _non_negative_int, "bytes of history kept, default 1073741824 (1 GiB)"),
     ("--log-level", parse_log_level, "DEBUG|INFO|WARNING|ERROR, default INFO"),
     ("--log-format", parse_log_format, "text|json, default text"),
     ("--http-listen", parse_host_port, "host:port of the HTTP endpoint (/metrics, /v1/groups), default off"),

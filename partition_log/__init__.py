@@ -6,12 +6,15 @@ offset-addressed log with its own validation, producer state and retention (docs
 """
 
 from partition_log.config import PartitionConfig
-from partition_log.log import AppendResult, PartitionLog, ReadResult
+from partition_log.log import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, PartitionLog, ReadResult
 from partition_log.logs import PartitionLogs
+from partition_log.producers import ProducerStateRow
 from partition_log.segment import CorruptSegment
 from partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend
 
 __all__ = [
+    "READ_COMMITTED",
+    "READ_UNCOMMITTED",
     "AppendError",
     "AppendResult",
     "CorruptSegment",
@@ -19,6 +22,7 @@ __all__ = [
     "PartitionConfig",
     "PartitionLog",
     "PartitionLogs",
+    "ProducerStateRow",
     "ReadResult",
     "ValidatedAppend",
 ]

@@ -2,7 +2,10 @@
 
 Nothing here writes or truncates (recovery does that when the server opens the logs): `verify` reads
 every batch of every segment, checks its framing, offsets and CRC-32C, and checks that a sealed
-segment's `.index` and `.timeindex` entries point at batch boundaries it really has; `dump` prints
+segment's `.index` and `.timeindex` entries point at batch boundaries it really has, and that each
+`.txnindex` holds the aborted transactions a replay of the producers' state finds in the segment
+(exactly when the partition still has its first segment; after retention deleted segments, each entry
+must at least be an ABORT marker of its producer in the segment); `dump` prints
 every batch (and, with records, every record) the way Kafka's `DumpLogSegments` does.
 """
 
@@ -11,10 +14,13 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
+from partition_log.producers import ProducerStates, replay_batch
 from partition_log.segment import Segment
-from protocol.record_batch import BATCH_HEADER, BatchHeader, iter_records, read_header
+from partition_log.txn_index import AbortedTxn, decode_entries
+from protocol.record_batch import BATCH_HEADER, BatchHeader, iter_records, read_end_txn_marker, read_header
 
 __all__ = ["dump_partitions", "verify_partitions"]
 
@@ -74,27 +80,80 @@ def _index_problems(path: Path, batches: list[tuple[int, BatchHeader]]) -> Itera
         previous = timestamp
 
 
+def _read(path: Path, position: int, size: int) -> bytes:
+    with open(path, "rb") as file:
+        file.seek(position)
+        return file.read(size)
+
+
+def _replay(
+    producers: ProducerStates, path: Path, batches: list[tuple[int, BatchHeader]]
+) -> list[AbortedTxn]:
+    """The aborted transactions the segment's batches end, as recovery derives them."""
+    found = []
+    for position, header in batches:
+        aborted = replay_batch(producers, header, partial(_read, path, position, header.size))
+        if aborted is not None:
+            found.append(aborted)
+    return found
+
+
+def _txn_index_problems(
+    path: Path, batches: list[tuple[int, BatchHeader]], derived: list[AbortedTxn], sealed: bool, exact: bool
+) -> Iterator[str]:
+    txn_index = path.with_suffix(".txnindex")
+    if not txn_index.exists():
+        if sealed and derived:
+            yield f"{txn_index.name}: missing ({len(derived)} aborted transactions in the segment)"
+        return
+    try:
+        entries = decode_entries(txn_index.read_bytes())
+    except ValueError as exc:
+        yield f"{txn_index.name}: {exc}"
+        return
+    if exact:
+        if entries != derived:
+            yield f"{txn_index.name}: entries {entries} are not the aborted transactions in the log {derived}"
+        return
+    # Segments before this one were deleted: a transaction may have started in them.
+    markers = {(h.producer_id, h.base_offset) for _, h in batches if h.is_control}
+    keys = {(e.producer_id, e.last_offset) for e in entries}
+    if not keys <= markers or not {(d.producer_id, d.last_offset) for d in derived} <= keys:
+        yield f"{txn_index.name}: entries {entries} do not fit the markers in the segment"
+
+
 def verify_partitions(root: Path, out: Print = print) -> int:
     """Problems found in every partition log under `root` (0 = all whole)."""
     problems = 0
     for directory in _partition_dirs(root):
-        segments = sorted(directory.glob("*.log"))
-        previous_end: int | None = None
-        for index, path in enumerate(segments):
-            if previous_end is not None and previous_end != int(path.stem):
-                out(f"{path}: starts at offset {int(path.stem)}, the segment before ends at {previous_end}")
-                problems += 1
-            batches, problem = _scan(path, int(path.stem))
-            if problem is not None:
-                last = index == len(segments) - 1
-                out(
-                    f"{path}: {'torn tail (cut at startup)' if last else 'corrupt sealed segment'}: {problem}"
-                )
-                problems += 1
-            for text in _index_problems(path, batches) if problem is None else ():
-                out(f"{path.parent / text}")
-                problems += 1
-            previous_end = batches[-1][1].last_offset + 1 if batches and problem is None else None
+        problems += _verify_partition(sorted(directory.glob("*.log")), out)
+    return problems
+
+
+def _verify_partition(segments: list[Path], out: Print) -> int:
+    problems = 0
+    previous_end: int | None = None
+    producers = ProducerStates()
+    exact = bool(segments) and int(segments[0].stem) == 0  # the partition still has its first segment
+    replayable = True
+    for index, path in enumerate(segments):
+        if previous_end is not None and previous_end != int(path.stem):
+            out(f"{path}: starts at offset {int(path.stem)}, the segment before ends at {previous_end}")
+            problems += 1
+        batches, problem = _scan(path, int(path.stem))
+        last = index == len(segments) - 1
+        if problem is not None:
+            out(f"{path}: {'torn tail (cut at startup)' if last else 'corrupt sealed segment'}: {problem}")
+            problems += 1
+        texts = list(_index_problems(path, batches)) if problem is None else []
+        if replayable and problem is None:
+            derived = _replay(producers, path, batches)
+            texts += _txn_index_problems(path, batches, derived, not last, exact)
+        replayable = replayable and problem is None
+        for text in texts:
+            out(f"{path.parent / text}")
+            problems += 1
+        previous_end = batches[-1][1].last_offset + 1 if batches and problem is None else None
     return problems
 
 
@@ -110,15 +169,43 @@ def dump_partitions(root: Path, records: bool = True, out: Print = print) -> Non
                     f"  baseOffset={h.base_offset} lastOffset={h.last_offset} count={h.records_count} "
                     f"position={position} size={h.size} maxTimestamp={h.max_timestamp} "
                     f"compression={_CODECS.get(h.compression, h.compression)} producerId={h.producer_id} "
-                    f"producerEpoch={h.producer_epoch} baseSequence={h.base_sequence} crc={h.crc}"
+                    f"producerEpoch={h.producer_epoch} baseSequence={h.base_sequence} "
+                    f"isTransactional={h.is_transactional} isControl={h.is_control} crc={h.crc}"
                 )
                 if records:
-                    with open(path, "rb") as file:
-                        file.seek(position)
-                        for record in iter_records(file.read(h.size)):
-                            out(
-                                f"    offset={record.offset} timestamp={record.timestamp} "
-                                f"key={record.key!r} value={record.value!r} headers={record.headers!r}"
-                            )
+                    _dump_records(path, position, h, out)
+            _dump_txn_index(path, out)
             if problem:
                 out(f"# {path}: {problem}")
+
+
+def _dump_records(path: Path, position: int, header: BatchHeader, out: Print) -> None:
+    data = _read(path, position, header.size)
+    if header.is_control:  # DumpLogSegments prints the marker of a control record
+        marker = read_end_txn_marker(data)
+        if marker is not None:
+            kind, epoch = "COMMIT" if marker.commit else "ABORT", marker.coordinator_epoch
+            out(f"    offset={header.base_offset} endTxnMarker={kind} coordinatorEpoch={epoch}")
+            return
+    for record in iter_records(data):
+        out(
+            f"    offset={record.offset} timestamp={record.timestamp} "
+            f"key={record.key!r} value={record.value!r} headers={record.headers!r}"
+        )
+
+
+def _dump_txn_index(path: Path, out: Print) -> None:
+    txn_index = path.with_suffix(".txnindex")
+    if not txn_index.exists():
+        return
+    try:
+        entries = decode_entries(txn_index.read_bytes())
+    except ValueError as exc:
+        out(f"# {txn_index.name}: {exc}")
+        return
+    out(f"# {txn_index.name}: {len(entries)} aborted transaction(s)")
+    for entry in entries:
+        out(
+            f"  version=0 producerId={entry.producer_id} firstOffset={entry.first_offset} "
+            f"lastOffset={entry.last_offset} lastStableOffset={entry.last_stable_offset}"
+        )

@@ -5,6 +5,13 @@ only its base offset patched (and, under LogAppendTime, its max timestamp and CR
 watermark moves once the write is durable under the fsync policy: under `always` one fsync round
 covers every batch of every partition that arrived meanwhile (group commit). A failed write is
 truncated back, fails everything still pending, and leaves the log as it was before it.
+
+Transactions (Kafka's `UnifiedLog`): a transactional batch opens its producer's transaction, a COMMIT or
+ABORT control batch (`append_marker`, written through the same writer) closes it; the last stable offset
+is the first offset of the oldest transaction still open in the durable log, or the high watermark
+(`lastStableOffset`). A READ_COMMITTED read stops there and lists the aborted transactions overlapping
+what it returns (`collectAbortedTransactions`); an aborted transaction with data gets a `.txnindex`
+entry in its marker's segment once the marker is durable.
 """
 
 from __future__ import annotations
@@ -20,37 +27,34 @@ from pathlib import Path
 
 import crc32c
 
+from partition_log import timestamps
 from partition_log.config import PartitionConfig
-from partition_log.producers import ProducerEntry, ProducerStates
-from partition_log.segment import BatchInfo, Segment, segment_name
+from partition_log.producers import CompletedTxn, ProducerEntry, ProducerStateRow, ProducerStates
+from partition_log.recovery import LOG_START_FILE, read_log_start, recover_segments
+from partition_log.results import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, ReadResult
+from partition_log.segment import Segment, segment_name
+from partition_log.snapshots import write_snapshot
+from partition_log.txn_index import AbortedTxn, collect_aborted
 from partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend, check_batch
 from protocol.errors import ErrorCode
-from protocol.record_batch import CRC_START, TIMESTAMP_TYPE_BIT, BatchHeader, iter_records, read_header
+from protocol.record_batch import (
+    CRC_START,
+    TIMESTAMP_TYPE_BIT,
+    EndTransactionMarker,
+    end_txn_marker_batch,
+    read_end_txn_marker,
+    read_header,
+)
 from storage.files import FileOps
 
-__all__ = ["AppendResult", "PartitionLog", "ReadResult"]
+__all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppendResult", "PartitionLog", "ReadResult"]
 
 log = logging.getLogger("kcoord.partition_log")
 
-LOG_START_FILE = "log-start-offset"
 _OFFSET = struct.Struct(">q")
-# producer.id.expiration.ms: Kafka forgets an idle producer's state after a day, so a sealed segment
-# whose records are all older than that holds no producer state worth rebuilding at startup.
+# producer.id.expiration.ms: Kafka forgets an idle producer's state after a day (never one with an
+# open transaction).
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    base_offset: int
-    log_append_time_ms: int
-    log_start_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    records: bytes
-    high_watermark: int
-    log_start_offset: int
 
 
 @dataclass(slots=True)
@@ -64,6 +68,7 @@ class Pending:
     max_timestamp: int
     producer: tuple[int, ProducerEntry] | None
     future: asyncio.Future[AppendResult]
+    completed: CompletedTxn | None = None  # the transaction a marker ends
     append_time_ms: int = -1
     segment: Segment | None = field(default=None)
     position: int = 0
@@ -96,33 +101,13 @@ class PartitionLog:
     # -- opening -------------------------------------------------------------------------------------------
     def recover(self, now_ms: int) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        paths = sorted(self.directory.glob("*.log"))
-        checkpoint = self.directory / LOG_START_FILE
-        start = _OFFSET.unpack(checkpoint.read_bytes())[0] if checkpoint.exists() else None
-        expected = int(paths[0].stem) if paths else (start or 0)
-        for index, path in enumerate(paths):
-            segment = Segment(path, int(path.stem), now_ms)
-            sealed = index < len(paths) - 1
-            if sealed and segment.open_sealed(expected):
-                if segment.max_timestamp >= now_ms - PRODUCER_ID_EXPIRATION_MS:
-                    for _, header in segment.headers_from(0):
-                        self._replay_producer(header)
-            else:
-                for header in segment.recover(expected, sealed=sealed):
-                    self._replay_producer(header)
-                if sealed:  # recovered by a full scan: write its index files again
-                    segment.write_index_files(self.config.index_interval_bytes)
-                    segment.become_sparse(self.config.index_interval_bytes)
-            expected = segment.next_offset
-            self.segments.append(segment)
-        self.log_end_offset = self.high_watermark = expected
-        first = self.segments[0].base_offset if self.segments else expected
+        start = read_log_start(self.directory)
+        self.segments = recover_segments(self.directory, self.config, self.producers, now_ms)
+        end = self.segments[-1].next_offset if self.segments else (start or 0)
+        self.log_end_offset = self.high_watermark = end
+        first = self.segments[0].base_offset if self.segments else end
         self.log_start_offset = max(first, start or 0)
-
-    def _replay_producer(self, header: BatchHeader) -> None:
-        entry = self.producers.updated(header, header.base_offset)
-        if entry is not None:
-            self.producers.durable[header.producer_id] = entry
+        self.producers.remove_expired(now_ms, PRODUCER_ID_EXPIRATION_MS)
 
     # -- writing ---------------------------------------------------------------------------------------------
     def validate(self, records: bytes, now_ms: int) -> ValidatedAppend | DuplicateAppend | AppendError:
@@ -137,6 +122,30 @@ class PartitionLog:
         return checked
 
     def append(self, validated: ValidatedAppend, now_ms: int | None = None) -> asyncio.Future[AppendResult]:
+        return self._append(validated, now_ms, None)
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int | None = None,
+    ) -> asyncio.Future[AppendResult] | AppendError:
+        """Write a COMMIT or ABORT control batch for the producer's transaction (Kafka's WriteTxnMarkers
+        append, `ProducerAppendInfo.appendEndTxnMarker`). A producer without an open transaction still
+        gets its marker (an empty transaction), which completes nothing."""
+        error = self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        if error is not ErrorCode.NONE:
+            return AppendError(error, f"{error.name} for the transaction marker of producer {producer_id}")
+        now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        data = end_txn_marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        marker = read_end_txn_marker(data)
+        return self._append(ValidatedAppend(data, read_header(data)), now_ms, marker)
+
+    def _append(
+        self, validated: ValidatedAppend, now_ms: int | None, marker: EndTransactionMarker | None
+    ) -> asyncio.Future[AppendResult]:
         header = validated.header
         now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         base = self.log_end_offset
@@ -151,15 +160,27 @@ class PartitionLog:
             struct.pack_into(">q", data, 35, now_ms)  # maxTimestamp
             struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[CRC_START:])))
         self.log_end_offset = base + header.last_offset_delta + 1
-        entry = self.producers.updated(header, base)
+        completed = None
+        if marker is not None:
+            entry, completed = self.producers.marker_updated(
+                header.producer_id,
+                header.producer_epoch,
+                marker.commit,
+                marker.coordinator_epoch,
+                base,
+                max_timestamp,
+            )
+        else:
+            entry = self.producers.updated(header, base, max_timestamp)  # type: ignore[assignment]
         producer = None
         if entry is not None:
             self.producers.pending[header.producer_id] = entry
             producer = (header.producer_id, entry)
         future: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
         pending = Pending(
-            self, bytes(data), base, self.log_end_offset - 1, max_timestamp, producer, future, append_time
+            self, bytes(data), base, self.log_end_offset - 1, max_timestamp, producer, future, completed
         )
+        pending.append_time_ms = append_time
         self._submit(pending)
         return future
 
@@ -188,24 +209,35 @@ class PartitionLog:
     def written(self, pending: Pending) -> None:
         """The batch is durable: index it, move the high watermark, wake waiting fetches."""
         assert pending.segment is not None
+        self._seal_completed()  # segments rolled away from after their last batch: the state is theirs
         pending.segment.index(read_header(pending.data), pending.position)
         self.high_watermark = pending.last_offset + 1
-        for segment in [s for s in self._unsealed if s.durable_end == s.size]:
-            self._unsealed.remove(segment)  # every batch of it is durable: write its index files
-            self._background(self._seal(segment))
         if pending.producer is not None:
             producer_id, entry = pending.producer
-            self.producers.durable[producer_id] = entry
-            if self.producers.pending.get(producer_id) is entry:
-                del self.producers.pending[producer_id]
+            completed = pending.completed
+            last_stable = self.producers.make_durable(producer_id, entry, completed)
+            if completed is not None and completed.is_aborted:  # LogSegment.updateTxnIndex
+                pending.segment.aborted.append(
+                    AbortedTxn(producer_id, completed.first_offset, completed.last_offset, last_stable)
+                )
+        self._seal_completed()  # the segment this batch completed, if it was rolled away from
         pending.future.set_result(
             AppendResult(pending.base_offset, pending.append_time_ms, self.log_start_offset)
         )
 
-    async def _seal(self, segment: Segment) -> None:
+    def _seal_completed(self) -> None:
+        """Every batch of a segment rolled away from is durable: write its index files and the producer
+        snapshot at its end (the durable state now is the state after its last batch)."""
+        for segment in [s for s in self._unsealed if s.durable_end == s.size]:
+            self._unsealed.remove(segment)
+            self._background(self._seal(segment, segment.next_offset, dict(self.producers.durable)))
+
+    async def _seal(self, segment: Segment, end: int, producers: dict[int, ProducerEntry]) -> None:
         interval = self.config.index_interval_bytes
         try:
             await asyncio.to_thread(segment.write_index_files, interval)
+            if segment.path.exists():  # else deleted by retention meanwhile
+                await asyncio.to_thread(write_snapshot, self.directory, end, producers)
         except OSError as exc:
             # Index files are derived data: the batches are durable, the segment keeps its dense
             # index in memory, and the next start rebuilds files that are missing or do not fit.
@@ -217,7 +249,7 @@ class PartitionLog:
     def failed(self) -> None:
         """A write failed: everything not durable is gone (the files were cut back already)."""
         self.log_end_offset = self.high_watermark
-        self.producers.pending.clear()
+        self.producers.failed()
         for segment in self.segments:
             segment.size = segment.durable_end
 
@@ -233,67 +265,87 @@ class PartitionLog:
         if callback in self._listeners:
             self._listeners.remove(callback)
 
-    def read(self, offset: int, max_bytes: int) -> ReadResult | None:
-        """Whole batches from the one holding `offset`, up to `max_bytes` but at least one (KIP-74)."""
-        if offset < self.log_start_offset or offset > self.high_watermark:
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (None: none open)."""
+        return self.producers.first_unstable_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """UnifiedLog.lastStableOffset: the first unstable offset when below the high watermark (never
+        below the log start, `maybeIncrementFirstUnstableOffset`), else the high watermark."""
+        first_unstable = self.producers.first_unstable_offset
+        if first_unstable is None or first_unstable >= self.high_watermark:
+            return self.high_watermark
+        return max(first_unstable, self.log_start_offset)
+
+    def read(self, offset: int, max_bytes: int, isolation_level: int = READ_UNCOMMITTED) -> ReadResult | None:
+        """Whole batches from the one holding `offset`, up to `max_bytes` but at least one (KIP-74), below
+        the high watermark, or under READ_COMMITTED below the last stable offset with the aborted
+        transactions they overlap (`UnifiedLog.read` with FetchIsolation.TXN_COMMITTED)."""
+        high_watermark, log_start = self.high_watermark, self.log_start_offset
+        if offset < log_start or offset > high_watermark:
             return None
-        empty = ReadResult(b"", self.high_watermark, self.log_start_offset)
-        if offset == self.high_watermark:
+        last_stable = self.last_stable_offset
+        committed = isolation_level == READ_COMMITTED
+        limit = last_stable if committed else high_watermark
+        empty = ReadResult(b"", high_watermark, log_start, last_stable, [] if committed else None)
+        if offset >= limit:
             return empty
-        segment = self._segment_for(offset)
+        index = self._segment_index(offset)
+        segment = self.segments[index] if index is not None else None
         first = segment.find(offset) if segment is not None else None
-        if segment is None or first is None:
+        if segment is None or first is None or index is None:
             return empty
-        total = 0
+        total, end = 0, offset
         for batch in segment.batches_from(first.position):
-            if batch.base_offset >= self.high_watermark or (total and total + batch.size > max_bytes):
+            if batch.base_offset >= limit or (total and total + batch.size > max_bytes):
                 break
-            total += batch.size
-        return ReadResult(segment.read(first.position, total), self.high_watermark, self.log_start_offset)
+            total, end = total + batch.size, batch.last_offset + 1
+        aborted = None
+        if committed:  # the exact end of what is returned bounds the search (Kafka: the next index entry)
+            aborted = (
+                collect_aborted((s.aborted for s in self.segments[index:]), offset, end) if total else []
+            )
+        return ReadResult(
+            segment.read(first.position, total), high_watermark, log_start, last_stable, aborted
+        )
 
-    def _segment_for(self, offset: int) -> Segment | None:
-        candidates = [s for s in self.segments if s.base_offset <= offset and not s.empty]
-        return candidates[-1] if candidates else None
-
-    def _live_segments(self) -> list[Segment]:
-        return [s for s in self.segments if not s.empty and s.next_offset > self.log_start_offset]
+    def _segment_index(self, offset: int) -> int | None:
+        found = None
+        for i, segment in enumerate(self.segments):
+            if segment.base_offset > offset:
+                break
+            if not segment.empty:
+                found = i
+        return found
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record at or after `timestamp`: the time index, then the
-        batches after its entry (Kafka's `LogSegment.findOffsetByTimestamp`)."""
-        for segment in self._live_segments():
-            if segment.max_timestamp < timestamp:
-                continue
-            for batch in segment.batches_from(segment.time_start_position(timestamp)):
-                if batch.max_timestamp < timestamp or batch.last_offset < self.log_start_offset:
-                    continue
-                for record in iter_records(segment.read(batch.position, batch.size)):
-                    if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
-                        return record.offset, record.timestamp
-        return None
+        return timestamps.offset_for_timestamp(self.segments, self.log_start_offset, timestamp)
 
     def max_timestamp(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the record with the largest timestamp (the first such, ListOffsets v7)."""
-        live = self._live_segments()
-        if not live:
-            return None
-        best = max(live, key=lambda s: s.max_timestamp)  # the first segment holding the maximum
-        target = best.max_timestamp
-        found: BatchInfo | None = None
-        for batch in best.batches_from(best.time_start_position(target)):
-            if batch.max_timestamp == target and batch.last_offset >= self.log_start_offset:
-                found = batch
-                break
-        if found is None:
-            return None
-        for record in iter_records(best.read(found.position, found.size)):
-            if record.timestamp == target and record.offset >= self.log_start_offset:
-                return record.offset, record.timestamp
-        return found.last_offset, target
+        return timestamps.max_timestamp(self.segments, self.log_start_offset)
+
+    # -- transactions and producers ------------------------------------------------------------------------
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        """UnifiedLog.hasOngoingTransaction (KIP-890: such a producer needs no verification)."""
+        return self.producers.has_ongoing_transaction(producer_id)
+
+    def producer_states(self) -> list[ProducerStateRow]:
+        """DescribeProducers' rows (`UnifiedLog.activeProducers`), appends not yet durable included."""
+        return self.producers.rows()
+
+    def remove_expired_producers(self, now_ms: int) -> None:
+        self.producers.remove_expired(now_ms, PRODUCER_ID_EXPIRATION_MS)
 
     # -- log start and retention ---------------------------------------------------------------------------
     async def move_log_start(self, offset: int) -> int:
-        """DeleteRecords and retention: a durable new log start; whole segments below it are deleted."""
+        """DeleteRecords and retention: a durable new log start; whole segments below it are deleted.
+        Never past the first unstable offset: an open transaction keeps its start (issue 24; Kafka
+        bounds both only by the high watermark and lets the log start pass an open transaction)."""
+        first_unstable = self.producers.first_unstable_offset
+        if first_unstable is not None:
+            offset = min(offset, first_unstable)
         if offset <= self.log_start_offset:
             return self.log_start_offset
         await asyncio.to_thread(_write_checkpoint, self.directory, offset)
@@ -313,7 +365,11 @@ class PartitionLog:
         sealed = [s for s in self.segments[:-1] if not s.empty]
         total = sum(s.size for s in self.segments)
         start = None
+        first_unstable = self.producers.first_unstable_offset
+        bound = self.high_watermark if first_unstable is None else min(first_unstable, self.high_watermark)
         for segment in sealed:
+            if segment.next_offset > bound:  # an open transaction (or a write in flight) starts in it
+                break
             by_time = (
                 self.config.retention_ms >= 0 and now_ms - segment.max_timestamp > self.config.retention_ms
             )

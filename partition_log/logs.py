@@ -96,6 +96,7 @@ class PartitionLogs:
     def enforce_retention(self) -> None:
         now = self._now_ms()
         for plog in self.partitions():
+            plog.remove_expired_producers(now)  # Kafka: every producer.id.expiration.check.interval.ms
             start = plog.expired_start(now)
             if start is not None:
                 log.info(

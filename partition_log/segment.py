@@ -9,7 +9,10 @@ sparse indexes are written next to it, the way Kafka writes `.index` and `.timei
   one for the first batch and then one whenever `index.interval.bytes` were appended since the last;
 - `<base>.timeindex`: 12-byte entries (INT64 timestamp, INT32 relative offset) added with the offset
   entries when the largest timestamp so far grew, and a last entry for the segment's largest
-  timestamp (Kafka's `onBecomeInactiveSegment`).
+  timestamp (Kafka's `onBecomeInactiveSegment`);
+- `<base>.txnindex`: the aborted transactions whose ABORT marker is in the segment (`txn_index.py`),
+  empty when there is none (Kafka creates the file with its first entry; kcoord always writes it, so
+  that a missing one is known to be missing).
 
 A sealed segment with valid index files is opened from them without reading its batches (Kafka
 trusts segments below its recovery point the same way); lookups go through the sparse entries and
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from partition_log.txn_index import AbortedTxn, decode_entries, encode_entries
 from protocol.record_batch import BATCH_HEADER, BatchHeader, batch_crc, framing_problem, read_header
 from storage.faults import StorageFault
 from storage.files import FileOps
@@ -79,6 +83,7 @@ class Segment:
     time_offsets: list[int] = field(default_factory=list)
     sealed_next_offset: int = 0
     sealed_max_timestamp: int = -1
+    aborted: list[AbortedTxn] = field(default_factory=list)  # this segment's `.txnindex` entries
 
     @property
     def index_path(self) -> Path:
@@ -87,6 +92,10 @@ class Segment:
     @property
     def time_index_path(self) -> Path:
         return self.path.with_suffix(".timeindex")
+
+    @property
+    def txn_index_path(self) -> Path:
+        return self.path.with_suffix(".txnindex")
 
     def open(self) -> bool:
         """Open for writing; True if that created the file (its directory entry needs an fsync)."""
@@ -106,7 +115,8 @@ class Segment:
 
     def remove(self) -> None:
         self.close()
-        for path in (self.path, self.index_path, self.time_index_path):
+        snapshot = self.path.with_name(f"{self.base_offset:020d}.producers")  # snapshots.py: state before it
+        for path in (self.path, self.index_path, self.time_index_path, self.txn_index_path, snapshot):
             path.unlink(missing_ok=True)
 
     @property
@@ -217,9 +227,36 @@ class Segment:
         offsets, times = self.index_files(interval_bytes)
         if not self.path.exists():  # deleted by retention meanwhile
             return
+        self.write_txn_index()
         files = FileOps()  # the coordinator log's atomic write: tmp, fsync, rename, fsync the directory
         files.write_file_atomically(self.index_path, offsets)
         files.write_file_atomically(self.time_index_path, times)
+
+    def write_txn_index(self) -> None:
+        """Write (and fsync) the `.txnindex` of this sealed segment."""
+        FileOps().write_file_atomically(self.txn_index_path, encode_entries(self.aborted))
+
+    def txn_index_matches(self) -> bool:
+        """Whether the `.txnindex` on disk holds exactly the entries derived from the log."""
+        try:
+            return decode_entries(self.txn_index_path.read_bytes()) == self.aborted
+        except (OSError, ValueError):
+            return False
+
+    def load_txn_index(self) -> bool:
+        """Take a sealed segment's entries from its `.txnindex`; False if it is missing or does not fit
+        the segment (an entry's marker outside it, or markers out of order)."""
+        try:
+            entries = decode_entries(self.txn_index_path.read_bytes())
+        except (OSError, ValueError):
+            return False
+        last_offsets = [e.last_offset for e in entries]
+        if any(not self.base_offset <= o < self.next_offset for o in last_offsets) or last_offsets != sorted(
+            set(last_offsets)
+        ):
+            return False
+        self.aborted = entries
+        return True
 
     def become_sparse(self, interval_bytes: int) -> None:
         """Drop the dense index for the sparse one (the index files are on disk)."""

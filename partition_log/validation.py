@@ -3,7 +3,8 @@
 Kafka's order: `ProduceRequest.validateRecords` (v3+: exactly one batch, magic 2 -> INVALID_RECORD),
 `UnifiedLog.analyzeAndValidateRecords` (batch size against max.message.bytes -> MESSAGE_TOO_LARGE and
 against segment.bytes -> RECORD_LIST_TOO_LARGE; CRC -> CORRUPT_MESSAGE), `LogValidator.validateBatch`
-(offset range and record count must agree -> INVALID_RECORD), `LogValidator.validateTimestamp`
+(offset range and record count must agree, no control batch from a client, a producer id needs a
+sequence -> INVALID_RECORD), `LogValidator.validateTimestamp`
 (message.timestamp.before/after.max.ms -> INVALID_TIMESTAMP) and `ProducerAppendInfo` (sequence and
 epoch checks, see `producers.py`).
 
@@ -86,12 +87,24 @@ def check_batch(records: bytes, config: PartitionConfig, now_ms: int) -> Validat
         return AppendError(ErrorCode.RECORD_LIST_TOO_LARGE, "The batch is larger than segment.bytes")
     if batch_crc(records, 0, header.size) != header.crc:
         return AppendError(ErrorCode.CORRUPT_MESSAGE, "Record batch is corrupt (CRC mismatch)")
+    problem = _batch_problem(header)
+    if problem is not None:
+        return _invalid(problem)
+    return _check_timestamps(records, header, config, now_ms)
+
+
+def _batch_problem(header: BatchHeader) -> str | None:
+    """LogValidator.validateBatch's checks of a client's batch (INVALID_RECORD)."""
     if header.records_count <= 0 or header.last_offset_delta + 1 != header.records_count:
-        return _invalid(
+        return (
             f"Inconsistent batch offset range [0, {header.last_offset_delta}] and count of records "
             f"{header.records_count}"
         )
-    return _check_timestamps(records, header, config, now_ms)
+    if header.is_control:
+        return "Clients are not allowed to write control records"
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        return f"Invalid sequence number {header.base_sequence} for producerId {header.producer_id}"
+    return None
 
 
 def _check_timestamps(

@@ -12,13 +12,16 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from datetime import UTC, datetime
 
 from pipeline import reader
 from pipeline.reader import PipelineError
 
-Job = Callable[[Any, str, str], str]
+Job = Callable[..., str]
+# The jobs that look back in time take `since_ms` (--since); compact writes the live state only.
+HISTORY_JOBS = ("offsets", "rebalances", "lag")
 
 
 def _jobs() -> dict[str, Job]:
@@ -36,7 +39,28 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", required=True, help="a kcoord data directory (read, never written)")
     p.add_argument("--out", required=True, help="output directory (Parquet, charts, compacted log)")
     p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
+    p.add_argument(
+        "--since",
+        type=parse_since,
+        default=None,
+        metavar="WHEN",
+        help="only history from WHEN: a duration back from now (7d, 12h, 30m) or a UTC time "
+        "(2026-11-25T10:00); default everything kept. Charts note when the history is shorter",
+    )
     return p
+
+
+def parse_since(text: str, now_ms: int | None = None) -> int:
+    """WHEN of --since as ms since the epoch."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    units = {"d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000}
+    if text[-1:] in units and text[:-1].isdigit():
+        return now - int(text[:-1]) * units[text[-1]]
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 7d, 12h, 30m, 90s or a UTC time, not {text!r}") from None
+    return int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,7 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         spark = session.start(args.master, f"kcoord-{args.job}", log_path=spark_log)
         try:
-            print(_jobs()[args.job](spark, args.data_dir, args.out))
+            job = _jobs()[args.job]
+            if args.job in HISTORY_JOBS:
+                print(job(spark, args.data_dir, args.out, since_ms=args.since))
+            else:
+                print(job(spark, args.data_dir, args.out))
         finally:
             spark.stop()
     except PipelineError as exc:

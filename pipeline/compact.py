@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from storage import framing
-from storage.files import FileOps, encode_segment_header, segment_name
+from storage.files import SEGMENT_COMPACTED, FileOps, encode_segment_header, segment_name
 
 
 def live_records(spark: Any, data_dir: str) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    records = spark.read.format("kcoord").load(data_dir)
+    records = spark.read.format("kcoord").option("history", "false").load(data_dir)
     newest = Window.partitionBy("record_type", "key").orderBy(F.col("lsn").desc())
     return (
         records.withColumn("_rank", F.row_number().over(newest))
@@ -37,7 +37,7 @@ def write_segment(out: Path, rows: Any) -> tuple[Path, int]:
 
         raise PipelineError(f"{out}: already holds a kcoord log; compact writes into an empty directory")
     path = out / segment_name(0)
-    parts = [encode_segment_header(0)]
+    parts = [encode_segment_header(0, flags=SEGMENT_COMPACTED)]  # only live records: no history
     for row in rows:
         parts.append(
             framing.encode(row.record_type, 0, row.lsn, row.timestamp_ms, bytes(row.key), bytes(row.value))
@@ -47,6 +47,6 @@ def write_segment(out: Path, rows: Any) -> tuple[Path, int]:
 
 
 def run(spark: Any, data_dir: str, out: str) -> str:
-    before = spark.read.format("kcoord").load(data_dir).count()
+    before = spark.read.format("kcoord").option("history", "false").load(data_dir).count()
     path, count = write_segment(Path(out), live_records(spark, data_dir).toLocalIterator())
     return f"compact: {before} records -> {count} live records in {path}"

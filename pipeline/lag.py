@@ -13,6 +13,12 @@ committed past the log end, and null when the topic no longer exists.
   1 + the highest offset of a record whose timestamp is not later than the commit (records read
   through `kcoord-topic`, restricted to the committed topics). Record timestamps are the producer's
   CreateTime unless the topic uses LogAppendTime, so this is an estimate when clocks differ.
+  Commits come from the whole history kept (the `kcoord` source reads the history area too).
+* lag in seconds at a commit: how long the next record to consume (the one at the committed offset)
+  had waited by then: commit time - that record's timestamp, 0 when caught up, null when the lag is
+  negative or that record is gone. Burrow and kafka-lag-exporter report time lag the same way.
+
+The chart and the text summary: pipeline/lag_report.py.
 """
 
 from __future__ import annotations
@@ -20,12 +26,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline import topic_reader
+from pipeline import history as history_notes
+from pipeline import lag_report, topic_reader
 from pipeline.reader import OFFSET_COMMIT_TYPE, TOPIC_TYPE
 
 ENDS_DDL = "topic STRING, partition INT, log_start BIGINT, log_end BIGINT"
 LATEST_COLUMNS = ["group", "topic", "partition", "committed_offset", "log_start", "log_end", "lag"]
-CHART_SERIES = 8
+HISTORY_COLUMNS = [
+    "group", "topic", "partition", "ts_ms", "committed_offset", "log_end_then", "lag_then", "lag_seconds_then"
+]  # fmt: skip
 
 
 def registered_topics(spark: Any, data_dir: str) -> dict[str, int]:
@@ -33,7 +42,12 @@ def registered_topics(spark: Any, data_dir: str) -> dict[str, int]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    records = spark.read.format("kcoord").load(data_dir).where(F.col("record_type") == TOPIC_TYPE)
+    records = (
+        spark.read.format("kcoord")
+        .option("history", "false")
+        .load(data_dir)
+        .where(F.col("record_type") == TOPIC_TYPE)
+    )
     newest = Window.partitionBy("topic").orderBy(F.col("lsn").desc())
     rows = (
         records.withColumn("_rank", F.row_number().over(newest))
@@ -90,88 +104,72 @@ def history(spark: Any, data_dir: str, topics: list[str]) -> Any:
     )
     if not topics:
         return commits.select("group", "topic", "partition", "ts_ms", "committed_offset").withColumns(
-            {"log_end_then": F.lit(None).cast("long"), "lag_then": F.lit(None).cast("long")}
+            {
+                "log_end_then": F.lit(None).cast("long"),
+                "lag_then": F.lit(None).cast("long"),
+                "lag_seconds_then": F.lit(None).cast("double"),
+            }
         )
-    records = (
-        spark.read.format("kcoord-topic")
-        .load(data_dir)
-        .where(F.col("topic").isin(topics))  # pushed down: other topics' segments are not read
-        .select(
-            F.lit(None).cast("string").alias("group"),
-            "topic",
-            "partition",
-            F.unix_millis("timestamp").alias("ts_ms"),
-            F.lit(0).alias("kind"),  # a record at the commit's millisecond counts as before it
-            (F.col("offset") + 1).alias("end"),
-            F.lit(None).cast("long").alias("committed_offset"),
-        )
+    topic_records = (
+        spark.read.format("kcoord-topic").load(data_dir).where(F.col("topic").isin(topics))
+    )  # the filter is pushed down: other topics' segments are not read
+    records = topic_records.select(
+        F.lit(None).cast("string").alias("group"),
+        "topic",
+        "partition",
+        F.unix_millis("timestamp").alias("ts_ms"),
+        F.lit(0).alias("kind"),  # a record at the commit's millisecond counts as before it
+        (F.col("offset") + 1).alias("end"),
+        F.lit(None).cast("long").alias("committed_offset"),
     )
     upto = (
         Window.partitionBy("topic", "partition")
         .orderBy("ts_ms", "kind")
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
+    next_record = topic_records.select(
+        "topic",
+        "partition",
+        F.col("offset").alias("committed_offset"),
+        F.unix_millis("timestamp").alias("next_ms"),
+    )
+    waited = F.greatest(F.lit(0.0), (F.col("ts_ms") - F.col("next_ms")) / 1000)
     return (
         records.unionByName(commits)
         .withColumn("log_end_then", F.coalesce(F.max("end").over(upto), F.lit(0).cast("long")))
         .where(F.col("kind") == 1)
         .withColumn("lag_then", F.col("log_end_then") - F.col("committed_offset"))
-        .select("group", "topic", "partition", "ts_ms", "committed_offset", "log_end_then", "lag_then")
+        .join(next_record, ["topic", "partition", "committed_offset"], "left")
+        .withColumn(
+            "lag_seconds_then",
+            F.when(F.col("lag_then") == 0, F.lit(0.0)).when(F.col("lag_then") > 0, waited),
+        )
+        .select(*HISTORY_COLUMNS)
     )
 
 
-def chart(rows: list[Any], latest_rows: list[Any], out: Path) -> Path:
-    """Lag at each commit over time for the group/partitions with the largest latest lag."""
-    import matplotlib
+def run(spark: Any, data_dir: str, out: str, since_ms: int | None = None) -> str:
+    from pyspark.sql import functions as F
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    worst = sorted(
-        (r for r in latest_rows if r["lag"] is not None), key=lambda r: (-r["lag"], r["group"], r["topic"])
-    )
-    keep = [(r["group"], r["topic"], r["partition"]) for r in worst[:CHART_SERIES]]
-    series: dict[tuple[str, str, int], list[tuple[int, int]]] = {k: [] for k in keep}
-    for r in rows:
-        key = (r["group"], r["topic"], r["partition"])
-        if key in series and r["lag_then"] is not None:
-            series[key].append((r["ts_ms"], r["lag_then"]))
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for (group, topic, partition), points in series.items():
-        points.sort()
-        ax.step([t / 1000 for t, _ in points], [lag for _, lag in points], where="post",
-                label=f"{group} {topic}-{partition}")  # fmt: skip
-    ax.set_xlabel("time (unix seconds)")
-    ax.set_ylabel("lag at commit (records)")
-    if series:
-        ax.legend(fontsize="small")
-    path = out / "lag.png"
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
-
-
-def run(spark: Any, data_dir: str, out: str) -> str:
+    cover = history_notes.plan_coverage(data_dir)
     latest_df = latest(spark, data_dir).orderBy("group", "topic", "partition").cache()
     latest_df.write.mode("overwrite").parquet(f"{out}/lag")
     latest_rows = latest_df.collect()
     topics = sorted({r["topic"] for r in latest_rows if r["log_end"] is not None})
-    history_df = history(spark, data_dir, topics).orderBy("group", "topic", "partition", "ts_ms").cache()
+    history_df = history(spark, data_dir, topics)
+    if since_ms is not None:
+        history_df = history_df.where(F.col("ts_ms") >= since_ms)
+    history_df = history_df.orderBy("group", "topic", "partition", "ts_ms").cache()
     history_df.write.mode("overwrite").parquet(f"{out}/lag_history")
-    history_rows = history_df.select("group", "topic", "partition", "ts_ms", "lag_then").collect()
-    path = chart([r.asDict() for r in history_rows], [r.asDict() for r in latest_rows], Path(out))
-    totals: dict[str, int] = {}
-    for r in latest_rows:
-        if r["lag"] is not None:
-            totals[r["group"]] = totals.get(r["group"], 0) + r["lag"]
+    history_rows = history_df.select("group", "topic", "partition", "ts_ms", "lag_then", "lag_seconds_then")
+    groups = lag_report.build(latest_rows, history_rows.collect())
+    note_lines = history_notes.notes(cover, since_ms)
+    path = lag_report.write(groups, note_lines, Path(out))
     lines = [
         f"lag: {len(latest_rows)} partitions of {len({r['group'] for r in latest_rows})} groups"
         f" -> {out}/lag; "
-        f"{len(history_rows)} commits over time -> {out}/lag_history; chart {path}"
+        f"{history_df.count()} commits over time -> {out}/lag_history; chart {path}",
+        *(f"  {line}" for line in note_lines),
+        *lag_report.summary(groups),
     ]
-    for group, total in sorted(totals.items(), key=lambda kv: -kv[1])[:5]:
-        lines.append(f"  {group}: total lag {total}")
-    unknown = sum(1 for r in latest_rows if r["log_end"] is None)
-    if unknown:
-        lines.append(f"  {unknown} committed partitions belong to topics that no longer exist (lag null)")
     return "\n".join(lines)

@@ -2,7 +2,10 @@
 
 What the coordinator restores: the newest record (highest LSN) of each offset key wins and a
 tombstone removes the key (storage.recovery's keydir rule; Kafka's GroupMetadataManager.loadGroupsAndOffsets
-does the same with the newest record per key of __consumer_offsets).
+does the same with the newest record per key of __consumer_offsets), read from the live view (the
+newest snapshot and after), so the history area can never change it.
+
+`offsets_history`: every offset commit on disk, the history area's included (issue 28), oldest first.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 OFFSET_COLUMNS = ["group", "topic", "partition", "offset", "leader_epoch", "metadata", "commit_timestamp"]
+HISTORY_COLUMNS = ["lsn", "timestamp_ms", *OFFSET_COLUMNS, "tombstone"]
 
 
 def latest_offsets(spark: Any, data_dir: str) -> Any:
@@ -18,7 +22,7 @@ def latest_offsets(spark: Any, data_dir: str) -> Any:
 
     from pipeline.reader import OFFSET_COMMIT_TYPE
 
-    records = spark.read.format("kcoord").load(data_dir)
+    records = spark.read.format("kcoord").option("history", "false").load(data_dir)
     commits = records.where((F.col("record_type") == OFFSET_COMMIT_TYPE) & F.col("group").isNotNull())
     newest = Window.partitionBy("group", "topic", "partition").orderBy(F.col("lsn").desc())
     return (
@@ -28,9 +32,33 @@ def latest_offsets(spark: Any, data_dir: str) -> Any:
     )
 
 
-def run(spark: Any, data_dir: str, out: str) -> str:
+def commit_history(spark: Any, data_dir: str, since_ms: int | None = None) -> Any:
+    """Every offset commit (and offset tombstone) on disk, the history area's included."""
+    from pyspark.sql import functions as F
+
+    from pipeline.reader import OFFSET_COMMIT_TYPE
+
+    records = spark.read.format("kcoord").load(data_dir)
+    commits = records.where((F.col("record_type") == OFFSET_COMMIT_TYPE) & F.col("group").isNotNull())
+    if since_ms is not None:
+        commits = commits.where(F.col("timestamp_ms") >= since_ms)
+    return commits.select(*HISTORY_COLUMNS)
+
+
+def run(spark: Any, data_dir: str, out: str, since_ms: int | None = None) -> str:
+    from pipeline import history
+
     offsets = latest_offsets(spark, data_dir).orderBy("group", "topic", "partition").cache()
     offsets.write.mode("overwrite").parquet(f"{out}/offsets")
     rows = offsets.count()
     groups = offsets.select("group").distinct().count()
-    return f"offsets: {rows} partitions committed by {groups} groups -> {out}/offsets"
+    commits = commit_history(spark, data_dir, since_ms).orderBy("lsn").cache()
+    commits.write.mode("overwrite").parquet(f"{out}/offsets_history")
+    notes = history.notes(history.plan_coverage(data_dir), since_ms)
+    return "\n".join(
+        [
+            f"offsets: {rows} partitions committed by {groups} groups -> {out}/offsets; "
+            f"{commits.count()} commits over time -> {out}/offsets_history",
+            *(f"  {line}" for line in notes),
+        ]
+    )

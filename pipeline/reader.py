@@ -1,5 +1,10 @@
 """The coordinator log as typed rows, one input part per segment and one for the snapshot.
 
+Two views (`plan(..., with_history=)`): *live* is what recovery restores (the newest snapshot and
+the records after it); *with history* (the default) is every record still on disk, for the jobs
+that look back in time: the history area's originals (storage/history.py) stand in for the
+compacted segments they were, and the rest of the segments are read whole (pipeline/history.py).
+
 Copy-on-read: the driver lists the directory once and remembers each file's size; a part reads
 only that many bytes from its file (the live server only appends, and compaction swaps whole files,
 so the prefix is stable) and never takes the LOCK. Finding the committed records reuses storage's
@@ -13,6 +18,7 @@ topic_id, num_partitions); other record types (5: producer id blocks) carry type
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -21,7 +27,11 @@ from protocol import consumer_protocol
 from protocol.errors import DecodeError
 from protocol.messages import records as schemas
 from storage import framing, recovery, snapshot
-from storage.files import decode_segment_header, list_segments, list_snapshots
+from storage.files import base_of, decode_segment_header, list_segments, list_snapshots
+from storage.history import list_history
+
+log = logging.getLogger(__name__)
+MAX_RECORD_BYTES = framing.DEFAULT_MAX_RECORD_BYTES
 
 # the coordinator log's record types (protocol.messages.records.RECORD_TYPES, the one table)
 OFFSET_COMMIT_TYPE = schemas.OFFSET_COMMIT_RECORD_TYPE
@@ -37,13 +47,25 @@ class PipelineError(Exception):
 class Part:
     path: str
     size: int
-    kind: str  # "segment" | "snapshot"
+    kind: str  # "segment" | "snapshot" | "history"
     is_last: bool
     min_lsn: int  # records below this are covered by the snapshot
+    max_lsn: int | None = None  # records at or above this are read from another part
+    # history parts: the compacted segment of the same base, read past the history's last good record
+    # (a damaged or trimmed history file loses only what compaction dropped after the damage)
+    fallback: str | None = None
+    fallback_size: int = 0
 
 
-def plan(data_dir: str) -> list[Part]:
+def plan(data_dir: str, with_history: bool = True) -> list[Part]:
     """The input parts of a data directory, sized now so every part reads a consistent prefix."""
+    if with_history:
+        return plan_with_history(data_dir)
+    return plan_live(data_dir)
+
+
+def plan_live(data_dir: str) -> list[Part]:
+    """What recovery restores: the newest snapshot and the records after it."""
     directory = Path(data_dir)
     if not directory.is_dir():
         raise PipelineError(f"{data_dir}: not a directory")
@@ -63,6 +85,63 @@ def plan(data_dir: str) -> list[Part]:
     return parts
 
 
+def plan_with_history(data_dir: str) -> list[Part]:
+    directory = Path(data_dir)
+    if not directory.is_dir():
+        raise PipelineError(f"{data_dir}: not a directory")
+    segments = {base_of(path): path for path in list_segments(directory)}
+    originals = {old.base_lsn: old for old in list_history(directory)}
+    snaps = list_snapshots(directory)
+    if not segments and not originals and not snaps:
+        raise PipelineError(f"{data_dir}: no kcoord log (no *.log segments, no *.snap snapshot)")
+    parts: list[Part] = []
+    lowest = min(segments.keys() | originals.keys(), default=None)
+    if snaps and (lowest is None or lowest > 0):
+        snap = snapshot.load_newest(directory, MAX_RECORD_BYTES)
+        if snap is not None:
+            parts.append(Part(str(snap.path), snap.path.stat().st_size, "snapshot", False, 0, lowest))
+    last_base = max(segments, default=None)
+    for base in sorted(segments.keys() | originals.keys()):
+        path, old = segments.get(base), originals.get(base)
+        if old is not None:
+            size = path.stat().st_size if path is not None else 0
+            parts.append(Part(str(old.path), old.size, "history", False, 0, None, str(path or ""), size))
+        elif path is not None:
+            parts.append(Part(str(path), path.stat().st_size, "segment", base == last_base, 0))
+    return parts
+
+
+def committed_history(part: Part) -> tuple[bytes, list[int]]:
+    """A history original's committed records; past damage (or if it is gone), the compacted
+    segment's records after the last good one, appended to the same buffer."""
+    try:
+        with open(part.path, "rb") as f:
+            data = f.read(part.size)
+    except FileNotFoundError:
+        log.warning("history segment %s trimmed while reading: using the compacted segment", part.path)
+        data = b""
+    offsets: list[int] = []
+    last_lsn = -1
+    good = 0
+    if decode_segment_header(data) is not None:
+        offsets, good, last_lsn = recovery.committed_offsets(data, 0, -1, MAX_RECORD_BYTES)
+    if good == len(data) and data:
+        return data, offsets  # whole: it holds every record of the compacted segment
+    if data:
+        log.warning("history segment %s damaged at offset %d: read up to there", part.path, good)
+    if not part.fallback:
+        return data, offsets
+    data = data[:good] if good else b""
+    with open(part.fallback, "rb") as f:
+        rest = f.read(part.fallback_size)
+    if decode_segment_header(rest) is None:
+        raise PipelineError(f"{part.fallback}: corrupt sealed segment (bad header)")
+    more, end, _ = recovery.committed_offsets(rest, last_lsn + 1, last_lsn, MAX_RECORD_BYTES)
+    if end < len(rest):
+        raise PipelineError(f"{part.fallback}: corrupt sealed segment at offset {end}")
+    return data + rest, offsets + [len(data) + offset for offset in more]
+
+
 class Raw(NamedTuple):
     lsn: int
     timestamp_ms: int
@@ -74,13 +153,16 @@ class Raw(NamedTuple):
 def committed(part: Part) -> tuple[bytes, list[int]]:
     """One read of a part's bytes and where each of its committed records starts, with recovery's
     rules (storage.recovery.committed_offsets) for torn tails, batches and the snapshot boundary."""
+    if part.kind == "history":
+        return committed_history(part)
     with open(part.path, "rb") as f:
         data = f.read(part.size)
     if part.kind == "snapshot":
         snap = snapshot.decode_bytes(Path(part.path), data, framing.DEFAULT_MAX_RECORD_BYTES)
         if snap is None:
             raise PipelineError(f"{part.path}: snapshot changed or damaged while reading")
-        return data, [frame.offset for frame in snap.frames]
+        below = part.max_lsn
+        return data, [frame.offset for frame in snap.frames if below is None or frame.lsn < below]
     header = decode_segment_header(data)
     if header is None:
         if part.is_last:

@@ -3,7 +3,13 @@
 A generation may be stored more than once (after the join and again after SyncGroup carries the
 assignment, like Kafka's GroupMetadataManager.storeGroup); its *first* record dates it and its
 *last* record gives its members and assignment. Joins, leaves and moved partitions compare a
-generation with the previous one.
+generation with the previous one; the records read include the history area, so every generation
+within the history's retention is there, not only the newest one compaction keeps.
+
+The reason of a rebalance is inferred from that comparison: Kafka's GroupMetadataValue stores no
+reason (JoinGroup v8's `reason` only reaches the broker's log, GroupCoordinator.handleJoinGroup), so
+"joined", "left or expired" and "same members rejoined" (a subscription change, a forced rebalance,
+a leader's metadata change) are what the log can tell.
 """
 
 from __future__ import annotations
@@ -14,15 +20,31 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pipeline import history as history_notes
+from pipeline import rebalance_charts
+
 TIMELINE_DDL = (
     "`group` STRING, generation INT, timestamp_ms BIGINT, members INT, joins INT, leaves INT, "
-    "moved_partitions INT"
+    "moved_partitions INT, reason STRING"
 )
 SUMMARY_DDL = (
     "`group` STRING, generations INT, rebalances_per_hour DOUBLE, median_gap_s DOUBLE, "
     "p95_gap_s DOUBLE, max_members INT"
 )
-CHART_GROUPS = 5
+CHART_GROUPS = 6
+
+
+def reason(generation: int, first: bool, joins: int, leaves: int, members: int) -> str:
+    """Why a generation began, as far as the membership change tells (see the module docstring)."""
+    if first:
+        return "group formed" if generation <= 1 else "first generation in the history read"
+    if joins and leaves:
+        return f"{joins} joined, {leaves} left or expired"
+    if joins:
+        return f"{joins} joined"
+    if leaves:
+        return f"{leaves} left or expired" + ("" if members else " (group empty)")
+    return "same members rejoined"
 
 
 def owners(members: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
@@ -32,7 +54,7 @@ def owners(members: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
 
 
 def timeline(group: str, records: Iterable[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """(group, generation, timestamp_ms, members, joins, leaves, moved_partitions) per generation."""
+    """(group, generation, timestamp_ms, members, joins, leaves, moved_partitions, reason) per generation."""
     generations: dict[int, tuple[int, list[dict[str, Any]]]] = {}
     for r in sorted(records, key=lambda r: r["lsn"]):
         first_ts = generations[r["generation"]][0] if r["generation"] in generations else r["timestamp_ms"]
@@ -45,7 +67,9 @@ def timeline(group: str, records: Iterable[dict[str, Any]]) -> list[tuple[Any, .
         ids = {m["member_id"] for m in members}
         now = owners(members)
         moved = sum(1 for tp in now.keys() | prev_owners.keys() if now.get(tp) != prev_owners.get(tp))
-        out.append((group, generation, ts, len(ids), len(ids - prev_ids), len(prev_ids - ids), moved))
+        joins, leaves = len(ids - prev_ids), len(prev_ids - ids)
+        why = reason(generation, not out, joins, leaves, len(ids))
+        out.append((group, generation, ts, len(ids), joins, leaves, moved, why))
         prev_ids, prev_owners = ids, now
     return out
 
@@ -80,35 +104,14 @@ def compute(spark: Any, data_dir: str) -> Any:
     return spark.createDataFrame(per_group.flatMap(lambda kv: timeline(kv[0], kv[1])), TIMELINE_DDL)
 
 
-def charts(rows: list[tuple[Any, ...]], out: Path) -> list[Path]:
-    """Generations over time and membership for the busiest groups (most generations)."""
-    import matplotlib
+def run(spark: Any, data_dir: str, out: str, since_ms: int | None = None) -> str:
+    from pyspark.sql import functions as F
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    by_group: dict[str, list[tuple[Any, ...]]] = {}
-    for r in rows:
-        by_group.setdefault(r[0], []).append(r)
-    busiest = sorted(by_group, key=lambda g: -len(by_group[g]))[:CHART_GROUPS]
-    paths = []
-    for name, column, label in (("rebalances.png", 1, "generation"), ("membership.png", 3, "members")):
-        fig, ax = plt.subplots(figsize=(8, 4))
-        for group in busiest:
-            series = sorted(by_group[group], key=lambda r: r[1])
-            ax.step([r[2] / 1000 for r in series], [r[column] for r in series], where="post", label=group)
-        ax.set_xlabel("time (unix seconds)")
-        ax.set_ylabel(label)
-        if busiest:
-            ax.legend(fontsize="small")
-        fig.savefig(out / name, dpi=80)
-        plt.close(fig)
-        paths.append(out / name)
-    return paths
-
-
-def run(spark: Any, data_dir: str, out: str) -> str:
-    timeline_df = compute(spark, data_dir).orderBy("group", "generation").cache()
+    cover = history_notes.plan_coverage(data_dir)
+    timeline_df = compute(spark, data_dir)
+    if since_ms is not None:
+        timeline_df = timeline_df.where(F.col("timestamp_ms") >= since_ms)
+    timeline_df = timeline_df.orderBy("group", "generation").cache()
     timeline_df.write.mode("overwrite").parquet(f"{out}/rebalances")
     rows = [tuple(r) for r in timeline_df.collect()]
     groups: dict[str, list[tuple[Any, ...]]] = {}
@@ -117,13 +120,25 @@ def run(spark: Any, data_dir: str, out: str) -> str:
     summaries = [summary(g) for g in groups.values()]
     summary_df = spark.createDataFrame([tuple(s.values()) for s in summaries], SUMMARY_DDL)
     summary_df.write.mode("overwrite").parquet(f"{out}/rebalance_summary")
-    charts(rows, Path(out))
+    note_lines = history_notes.notes(cover, since_ms)
+    shown = rebalance_charts.write(groups, note_lines, Path(out))
     lines = [
-        f"rebalances: {len(rows)} generations in {len(groups)} groups -> {out}/rebalances, charts in {out}"
+        f"rebalances: {len(rows)} generations in {len(groups)} groups -> {out}/rebalances, charts in {out}",
+        *(f"  {line}" for line in note_lines),
     ]
-    for s in sorted(summaries, key=lambda s: -s["generations"])[:CHART_GROUPS]:
+    if len(groups) > len(shown):
+        lines.append(f"  charts: the {len(shown)} of {len(groups)} groups with the most generations")
+    by_group = {s["group"]: s for s in summaries}
+    for group in shown:
+        s = by_group[group]
+        gap = "-" if s["median_gap_s"] is None else f"{s['median_gap_s']:.1f}"
         lines.append(
-            f"  {s['group']}: {s['generations']} generations, max {s['max_members']} members, "
-            f"median gap {s['median_gap_s']} s"
+            f"  {group}: {s['generations']} generations, max {s['max_members']} members, median gap {gap} s"
         )
+        earlier = len(groups[group]) - rebalance_charts.ANNOTATED
+        if earlier > 0:
+            lines.append(f"    ({earlier} earlier generations in {out}/rebalances)")
+        for r in groups[group][-rebalance_charts.ANNOTATED :]:
+            members = f"{r[3]} member" + ("" if r[3] == 1 else "s")
+            lines.append(f"    generation {r[1]} at {history_notes.when(r[2])}: {members}, {r[7]}")
     return "\n".join(lines)

@@ -6,7 +6,8 @@ found on PATH or JAVA_HOME before Spark tries and fails with a Java stack trace.
 
 With `log_path` (the CLI) the JVM's stderr goes through `JvmStderr`: Spark's own log (and the
 stack traces of failed tasks) into that file, its console progress bar to the terminal, so a
-failure ends as the CLI's one line and not as pages of Java.
+failure ends as the CLI's one line and not as pages of Java. The progress bar is on only when
+stderr is a terminal (`progress_wanted`).
 """
 
 from __future__ import annotations
@@ -80,6 +81,12 @@ class JvmStderr:
         os.close(self.write_fd)
 
 
+def progress_wanted(fd: int = 2) -> bool:
+    """Spark's stage progress bar only for a person at a terminal: in a pipe, a log file or CI its
+    carriage-return redraws are noise (issue 28)."""
+    return os.isatty(fd)
+
+
 def start(master: str, app_name: str, log_path: str | None = None) -> Any:
     find_java()
     check_master(master)
@@ -99,7 +106,7 @@ def start(master: str, app_name: str, log_path: str | None = None) -> Any:
         .set("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
         .set("spark.driver.bindAddress", os.environ["SPARK_LOCAL_IP"])
         .set("spark.ui.enabled", "false")
-        .set("spark.ui.showConsoleProgress", "true")
+        .set("spark.ui.showConsoleProgress", "true" if progress_wanted() else "false")
         .set("spark.sql.shuffle.partitions", "4")
     )
     gateway = None

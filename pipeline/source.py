@@ -71,8 +71,8 @@ def _array(column: list[Any], type_: pa.DataType) -> pa.Array:
 
 
 class KcoordReader(DataSourceReader):
-    def __init__(self, data_dir: str) -> None:
-        self.parts = reader.plan(data_dir)
+    def __init__(self, data_dir: str, with_history: bool = True) -> None:
+        self.parts = reader.plan(data_dir, with_history)
 
     def partitions(self) -> list[PartInput]:
         return [PartInput(part) for part in self.parts]
@@ -83,7 +83,8 @@ class KcoordReader(DataSourceReader):
 
 
 class KcoordDataSource(DataSource):
-    """spark.read.format("kcoord").load(DATA_DIR)"""
+    """spark.read.format("kcoord").load(DATA_DIR): every record on disk, the history area's included;
+    with .option("history", "false") only what recovery restores (the newest snapshot and after)."""
 
     @classmethod
     def name(cls) -> str:
@@ -96,7 +97,8 @@ class KcoordDataSource(DataSource):
         path = self.options.get("path")
         if not path:
             raise reader.PipelineError("kcoord source: load(DATA_DIR) needs a data directory")
-        return KcoordReader(str(path))
+        with_history = str(self.options.get("history", "true")).lower() != "false"
+        return KcoordReader(str(path), with_history)
 
 
 def register(spark: Any) -> None:

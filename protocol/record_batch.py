@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
+from enum import IntEnum
 from typing import NamedTuple
 
 import cramjam
@@ -23,9 +24,13 @@ __all__ = [
     "CRC_START",
     "LOG_OVERHEAD",
     "BatchHeader",
+    "ControlRecordType",
+    "EndTransactionMarker",
     "Record",
     "batch_crc",
+    "end_txn_marker_batch",
     "iter_records",
+    "read_end_txn_marker",
     "read_header",
 ]
 
@@ -192,3 +197,75 @@ def iter_records(batch: bytes) -> Iterator[Record]:
         )
         yield Record(header.base_offset + offset_delta, timestamp, key, value, headers)
         pos = end
+
+
+# -- control batches: Kafka's EndTransactionMarker (COMMIT/ABORT) -------------------------------------------
+class ControlRecordType(IntEnum):
+    """The control record key's type (Kafka's `ControlRecordType`); only the two markers matter here."""
+
+    ABORT = 0
+    COMMIT = 1
+
+
+class EndTransactionMarker(NamedTuple):
+    commit: bool
+    coordinator_epoch: int
+
+
+_CONTROL_KEY = struct.Struct(">hh")  # version 0, type
+_MARKER_VALUE = struct.Struct(">hi")  # version 0, coordinator_epoch
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+
+def _zigzag(value: int) -> bytes:
+    """One zigzag varint (values here are small: lengths of a control record)."""
+    encoded, out = (value << 1) ^ (value >> 63), bytearray()
+    while encoded & ~0x7F:
+        out.append((encoded & 0x7F) | 0x80)
+        encoded >>= 7
+    out.append(encoded)
+    return bytes(out)
+
+
+def end_txn_marker_batch(
+    producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, timestamp: int
+) -> bytes:
+    """The control batch Kafka writes to end a transaction on a partition (`MemoryRecords.
+    writeEndTransactionalMarker`): magic 2, transactional + control attributes, no compression, base
+    sequence -1, one record at offset delta 0 whose key is (version 0, type) and value (version 0,
+    coordinator epoch). Base offset 0: the partition log patches it when it assigns offsets."""
+    key = _CONTROL_KEY.pack(0, ControlRecordType.COMMIT if commit else ControlRecordType.ABORT)
+    value = _MARKER_VALUE.pack(0, coordinator_epoch)
+    body = (
+        b"\x00" + _zigzag(0) + _zigzag(0) + _zigzag(len(key)) + key + _zigzag(len(value)) + value + _zigzag(0)
+    )
+    record = _zigzag(len(body)) + body
+    size = BATCH_HEADER.size + len(record)
+    header = bytearray(
+        BATCH_HEADER.pack(
+            0, size - LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, 2, 0, TRANSACTIONAL_BIT | CONTROL_BIT, 0,
+            timestamp, timestamp, producer_id, producer_epoch, NO_SEQUENCE, 1,
+        )
+    )  # fmt: skip
+    data = header + record
+    struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[CRC_START:])))
+    return bytes(data)
+
+
+def read_end_txn_marker(batch: bytes) -> EndTransactionMarker | None:
+    """The COMMIT/ABORT marker of a whole control batch; None for an empty control batch (its
+    transaction was cleaned away) or another control type (`ProducerAppendInfo.append`)."""
+    for record in iter_records(batch):
+        if record.key is None or len(record.key) < _CONTROL_KEY.size:
+            raise ValueError("control record key too short")
+        _, kind = _CONTROL_KEY.unpack_from(record.key)
+        if kind not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+            return None
+        if record.value is None or len(record.value) < _MARKER_VALUE.size:
+            raise ValueError("end transaction marker value too short")
+        version, coordinator_epoch = _MARKER_VALUE.unpack_from(record.value)
+        if version < 0:
+            raise ValueError(f"invalid end transaction marker version {version}")
+        return EndTransactionMarker(kind == ControlRecordType.COMMIT, coordinator_epoch)
+    return None

@@ -4,6 +4,12 @@ Each sealed segment is rewritten under its own name with the swap protocol Kafka
 write `<name>.cleaned`, fsync, rename to `<name>.swap`, fsync the directory, replace the original,
 fsync the directory. Recovery deletes a `.cleaned` (the original is intact) and completes a `.swap`
 (it is whole and fsynced). The active segment is never touched, so appends continue meanwhile.
+
+With a history kept (both history retentions above 0), the original is not lost but moved into the
+history area (storage/history.py: a hard link made between the `.swap` and the final rename, so that
+rename leaves the original there only), once per segment:
+a segment whose original history already holds is an earlier compaction's output, a subset of it.
+A segment that loses nothing is left as it is (no rewrite, no history copy).
 """
 
 from __future__ import annotations
@@ -13,9 +19,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage import framing
+from storage import framing, history
 from storage.faults import operation
-from storage.files import SEGMENT_HEADER_SIZE, SWAP_SUFFIX, FileOps, encode_segment_header
+from storage.files import (
+    SEGMENT_COMPACTED,
+    SEGMENT_HEADER_SIZE,
+    SWAP_SUFFIX,
+    FileOps,
+    encode_segment_header,
+)
 from storage.records import LogConfig
 from storage.recovery import Entry, Key, Segment
 
@@ -52,6 +64,7 @@ class Plan:
     retention_ms: int
     outputs: list[Segment] = field(default_factory=list)
     expired_tombstones: list[tuple[Key, int]] = field(default_factory=list)
+    moved_aside: list[Path] = field(default_factory=list)  # the history files this pass made
 
     @classmethod
     def build(cls, sealed: list[Segment], keydir: dict[Key, Entry], now_ms: int, retention_ms: int) -> Plan:
@@ -68,18 +81,30 @@ class Plan:
 
 
 def run(plan: Plan, directory: Path, config: LogConfig, ops: FileOps) -> int:
-    """Rewrite every planned segment; returns the bytes freed. Runs in a worker thread."""
+    """Rewrite every planned segment; returns the bytes dropped from the log. Runs in a worker thread."""
+    keep_history = config.history_retention_ms > 0 and config.history_retention_bytes > 0
+    in_history = history.bases(directory) if keep_history else set()
     freed = 0
     for segment in plan.segments:
-        body = encode_segment_header(segment.base_lsn) + b"".join(_kept(segment, plan.keep_lsns, config))
+        kept, newest_ms = _kept(segment, plan.keep_lsns, config)
+        body = encode_segment_header(segment.base_lsn, flags=SEGMENT_COMPACTED) + b"".join(kept)
+        if len(body) == segment.size:  # every record kept, no batch marks: the bytes would be the same
+            plan.outputs.append(segment)
+            continue
         freed += segment.size - len(body)
-        _swap_in(segment.path, body, ops)
+        aside = keep_history and segment.base_lsn not in in_history
+        moved = _swap_in(segment.path, body, ops, (segment.base_lsn, newest_ms) if aside else None)
+        if moved is not None:
+            plan.moved_aside.append(moved)
         plan.outputs.append(Segment(segment.path, segment.base_lsn, len(body)))
+    if keep_history:
+        history.trim(directory, plan.now_ms, config.history_retention_ms, config.history_retention_bytes, ops)
     return freed
 
 
-def _kept(segment: Segment, keep_lsns: set[int], config: LogConfig) -> list[bytes | memoryview]:
-    """The live records of `segment`, byte for byte except for batch marks, as few slices as can be.
+def _kept(segment: Segment, keep_lsns: set[int], config: LogConfig) -> tuple[list[bytes | memoryview], int]:
+    """The live records of `segment`, byte for byte except for batch marks, as few slices as can be,
+    and the newest timestamp of all its records (what the history's retention goes by).
 
     Compaction breaks batches apart (their BatchEnd goes, most of their records too), so a kept
     batch start loses its flag: recovery must not wait for an end that no longer exists. Runs of
@@ -89,9 +114,12 @@ def _kept(segment: Segment, keep_lsns: set[int], config: LogConfig) -> list[byte
         view = memoryview(segment.path.read_bytes())[: segment.size]
     kept: list[bytes | memoryview] = []
     run_start = run_end = 0
+    newest_ms = 0
     records = framing.walk(view, SEGMENT_HEADER_SIZE, config.max_record_bytes)
-    for walked, (offset, size, type_, flags, lsn, _, _) in enumerate(records, 1):
+    for walked, (offset, size, type_, flags, lsn, timestamp_ms, _) in enumerate(records, 1):
         share_gil(walked)
+        if timestamp_ms > newest_ms:
+            newest_ms = timestamp_ms
         if lsn not in keep_lsns or type_ > framing.USER_TYPE_MAX:
             continue
         if flags & framing.FLAG_BATCH_START:
@@ -104,10 +132,12 @@ def _kept(segment: Segment, keep_lsns: set[int], config: LogConfig) -> list[byte
             kept.append(view[run_start:run_end])
             run_start, run_end = offset, offset + size
     kept.append(view[run_start:run_end])
-    return kept
+    return kept, newest_ms
 
 
-def _swap_in(path: Path, body: bytes, ops: FileOps) -> None:
+def _swap_in(path: Path, body: bytes, ops: FileOps, aside: tuple[int, int] | None) -> Path | None:
+    """Replace `path` by `body`; with `aside` = (base LSN, newest timestamp) the original goes to the
+    history area first. A crash after the move leaves only the `.swap`, which recovery completes."""
     cleaned = path.with_name(path.name + CLEANED_SUFFIX)
     swap = path.with_name(path.name + SWAP_SUFFIX)
     ops.write_new_file(cleaned, body)  # a failed write removes `cleaned`: the segment stays as it was
@@ -115,7 +145,9 @@ def _swap_in(path: Path, body: bytes, ops: FileOps) -> None:
         os.replace(cleaned, swap)
     with operation(path.parent, "fsync_dir"):  # fatal if it fails; recovery completes the .swap
         ops.fsync_dir(path.parent)
+    moved = history.move_aside(path, *aside, ops) if aside is not None else None
     with operation(path, "rename"):
         os.replace(swap, path)
     with operation(path.parent, "fsync_dir"):
         ops.fsync_dir(path.parent)
+    return moved

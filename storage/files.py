@@ -27,7 +27,10 @@ LOCK_NAME = "LOCK"
 
 SEGMENT_MAGIC = b"KCLOG\x00\x00\x01"
 FORMAT_VERSION = 1
-# magic, format version, base lsn, created ms, reserved; then crc32c of those 28 bytes
+# magic, format version, base lsn, created ms, flags (was reserved, 0); then crc32c of those 28 bytes
+# COMPACTED: records were dropped from this segment (its original went to the history area, or nowhere).
+# Readers that ignore flags lose nothing: it only tells the pipeline how far back the history is whole.
+SEGMENT_COMPACTED = 0x0001
 _SEGMENT_HEADER = struct.Struct(">8sHQqH")
 _CRC = struct.Struct(">I")
 SEGMENT_HEADER_SIZE = _SEGMENT_HEADER.size + _CRC.size  # 32
@@ -45,9 +48,9 @@ def base_of(path: Path) -> int:
     return int(path.name.split(".")[0])
 
 
-def encode_segment_header(base_lsn: int, created_ms: int | None = None) -> bytes:
+def encode_segment_header(base_lsn: int, created_ms: int | None = None, flags: int = 0) -> bytes:
     created = int(time.time() * 1000) if created_ms is None else created_ms
-    head = _SEGMENT_HEADER.pack(SEGMENT_MAGIC, FORMAT_VERSION, base_lsn, created, 0)
+    head = _SEGMENT_HEADER.pack(SEGMENT_MAGIC, FORMAT_VERSION, base_lsn, created, flags)
     return head + _CRC.pack(crc32c(head))
 
 
@@ -55,6 +58,7 @@ def encode_segment_header(base_lsn: int, created_ms: int | None = None) -> bytes
 class SegmentHeader:
     base_lsn: int
     created_ms: int
+    flags: int = 0
 
 
 def decode_segment_header(data: bytes) -> SegmentHeader | None:
@@ -63,10 +67,10 @@ def decode_segment_header(data: bytes) -> SegmentHeader | None:
         return None
     head = data[: _SEGMENT_HEADER.size]
     (crc,) = _CRC.unpack_from(data, _SEGMENT_HEADER.size)
-    magic, version, base_lsn, created_ms, _ = _SEGMENT_HEADER.unpack(head)
+    magic, version, base_lsn, created_ms, flags = _SEGMENT_HEADER.unpack(head)
     if crc32c(head) != crc or magic != SEGMENT_MAGIC or version != FORMAT_VERSION:
         return None
-    return SegmentHeader(base_lsn, created_ms)
+    return SegmentHeader(base_lsn, created_ms, flags)
 
 
 class FileOps:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage import compaction, framing, snapshot
+from storage import compaction, framing, history, snapshot
 from storage.errors import StorageError
 from storage.faults import FaultPolicy, StorageFault, operation
 from storage.files import (
@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 # After a snapshot or compaction failed transiently (a full disk): try again no sooner than this.
 SNAPSHOT_RETRY_S = 10
 COMPACTION_RETRY_S = 10
+# History retention is checked this often besides after each compaction: a listing of one directory.
+HISTORY_CHECK_S = 60
 
 
 @dataclass(slots=True)
@@ -80,6 +82,8 @@ class Log:
         self._compaction: asyncio.Task[None] | None = None
         self.compactions = 0  # passes run since open (metrics)
         self._next_compaction_check = 0.0
+        self._next_history_check = time.monotonic() + HISTORY_CHECK_S
+        self._history_trim: asyncio.Future[int] | None = None
         self._next_snapshot_try = 0.0  # after a transient snapshot failure: retry no sooner than this
         self._fd = self._open_active()
         self._writer = asyncio.get_running_loop().create_task(self._run(), name="storage-writer")
@@ -104,6 +108,9 @@ class Log:
         lock.acquire()
         try:
             state = recover(directory, config, apply or (lambda record: None), ops)
+            # The history is never read by recovery; its retention is applied at open and then
+            # periodically, so a server that was down for a week starts with a trimmed history.
+            history.apply_retention(directory, config, ops, _now_ms())
             return cls(directory, config, ops, lock, state, policy)
         except BaseException:
             lock.release()
@@ -354,7 +361,19 @@ class Log:
     def dirty_ratio(self) -> float:
         return compaction.dirty_ratio(self.segments[:-1], self.segments[-1].base_lsn, self.keydir)
 
+    def _maybe_trim_history(self) -> None:
+        if self._history_trim is not None and not self._history_trim.done():
+            return
+        now = time.monotonic()
+        if now < self._next_history_check:
+            return
+        self._next_history_check = now + HISTORY_CHECK_S
+        self._history_trim = asyncio.ensure_future(
+            asyncio.to_thread(history.apply_retention, self.directory, self.config, self.ops, _now_ms())
+        )
+
     def _maybe_compact(self) -> None:
+        self._maybe_trim_history()
         if self._compaction is not None and not self._compaction.done():
             return
         # The dirty ratio walks the whole keydir: after every write batch that would cost more than
@@ -406,8 +425,20 @@ class Log:
             if entry is not None and entry.lsn == lsn:
                 del self.keydir[key]
         self.compactions += 1
-        log.info("compaction freed %d bytes over %d sealed segments", freed, len(sealed))
+        log.info(
+            "compaction freed %d bytes over %d sealed segments, %d originals moved to the history",
+            freed,
+            len(sealed),
+            len(plan.moved_aside),
+        )
         return freed
+
+    async def seal_active(self) -> None:
+        """Roll to a new, empty active segment so the current one can be compacted (offline tools:
+        `kcoord storage compact`, with no writer, compacts every record)."""
+        await self.flush()
+        if self.segments[-1].size > len(encode_segment_header(0)):
+            await asyncio.to_thread(self._roll, self.next_lsn)
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def flush(self) -> None:
@@ -425,6 +456,8 @@ class Log:
         await self._writer
         if self._compaction is not None:
             await asyncio.gather(self._compaction, return_exceptions=True)
+        if self._history_trim is not None:
+            await asyncio.gather(self._history_trim, return_exceptions=True)
         try:
             if self._failure is None:
                 await asyncio.to_thread(self._fsync_active)

@@ -32,6 +32,10 @@ class LogConfig:
     tombstone_retention_ms: int = 86_400_000  # Kafka's delete.retention.ms
     snapshot_every_records: int = 1_000_000
     compaction_check_interval_ms: int = 15_000  # Kafka's log.cleaner.backoff.ms
+    # The history area (storage/history.py): originals compaction replaced, for analytics only.
+    # Bounded by the age of a file's newest record and by the area's total bytes; 0 keeps none.
+    history_retention_ms: int = 7 * 86_400_000  # a week, like offsets.retention.minutes
+    history_retention_bytes: int = 1 << 30
 
     def fsync_interval_ms(self) -> int | None:
         """None for `always`, -1 for `never`, else the interval."""

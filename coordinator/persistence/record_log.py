@@ -18,8 +18,12 @@ __all__ = ["StorageRecordLog", "storage_config"]
 
 
 def storage_config(config: Config) -> Any:
-    """The storage settings the coordinator controls (`--fsync`)."""
-    return storage.LogConfig(fsync_policy=config.fsync)
+    """The storage settings the coordinator controls (`--fsync`, `--history-retention-*`)."""
+    return storage.LogConfig(
+        fsync_policy=config.fsync,
+        history_retention_ms=config.history_retention_ms,
+        history_retention_bytes=config.history_retention_bytes,
+    )
 
 
 # -- the RecordLog adapter --------------------------------------------------------------------------

@@ -174,3 +174,84 @@ def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "offsets": offsets,
         "tmp": tmp,
     }
+
+
+HISTORY_PARTITIONS = 2
+STEADY_COMMITS = 15
+
+
+def _storage_cli(command: str, data: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.kcoord_process import REPO
+
+    done = subprocess.run(
+        [sys.executable, "-m", "coordinator", "storage", command, "--data-dir", str(data)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _simple_commit(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """A simple group (no members, generation -1) commits, as kafka-python's assign() + commit() does."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        tps = {TopicPartition(topic, p): OffsetAndMetadata(o, "simple", -1) for p, o in offsets.items()}
+        consumer.assign(list(tps))
+        consumer.commit(tps)
+    finally:
+        consumer.close()
+
+
+@pytest.fixture(scope="session")
+def kept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Issue 28's directory: a consumer that commits 15 times, a member joining and leaving (three
+    generations), a simple group committing past the log end; stopped cleanly (snapshot), compacted
+    offline (the originals go to the history area), started and stopped cleanly again.
+
+    dir: that data directory; before: a copy taken at the first clean stop, before any compaction
+    (every record the clients caused); ends: log end per partition; steady/simple: the groups."""
+    tmp = tmp_path_factory.mktemp("kept")
+    data = tmp / "data"
+    server = KcoordServer(data, "--group-min-session-timeout-ms", "1000", log_path=tmp / "server.log")
+    producers, workers = Producers(server, tmp), Workers(server, tmp)
+    topic, steady, simple = unique("hist-events"), unique("hist-steady"), unique("hist-simple")
+    try:
+        server.start()
+        create_topic(server.bootstrap, topic, HISTORY_PARTITIONS)
+        producer = producers.spawn("confluent-kafka", topic, 1500, keys=50)
+        acked = producer.wait_finished(120)
+        assert not producer.failures and len(acked) == 1500, (producer.failures[:3], len(acked))
+        ends = _ends_of(acked, HISTORY_PARTITIONS)
+        first = workers.spawn("kafka-python", steady, [topic])
+        wait_for_split([first], partitions_of(topic, HISTORY_PARTITIONS))
+        for i in range(1, STEADY_COMMITS + 1):  # every 100 records consumed, a commit
+            first.commit([(topic, p, min(ends[p], i * 100 * ends[p] // 1500), f"c{i}") for p in ends])
+        second = workers.spawn("kafka-python", steady, [topic])
+        wait_for_split([first, second], partitions_of(topic, HISTORY_PARTITIONS))
+        second.close()  # LeaveGroup: a third generation
+        wait_for_split([first], partitions_of(topic, HISTORY_PARTITIONS), timeout=60)
+        first.close()
+        _simple_commit(server.bootstrap, simple, topic, {0: ends[0] + 870})
+        assert server.stop() == 0
+        shutil.copytree(data, tmp / "before")
+        _storage_cli("compact", data)
+        server.start()
+        assert server.stop() == 0
+    finally:
+        producers.cleanup()
+        workers.cleanup()
+        server.kill()
+    return {"dir": data, "before": tmp / "before", "ends": ends, "steady": steady, "simple": simple,
+            "topic": topic, "tmp": tmp}  # fmt: skip
+
+
+def _ends_of(acked: list[tuple[int, int, str, str]], partitions: int) -> dict[int, int]:
+    ends = {p: 0 for p in range(partitions)}
+    for partition, offset, _, _ in acked:
+        ends[partition] = max(ends[partition], offset + 1)
+    return ends

@@ -201,7 +201,7 @@ def _read_into(wanted: _Wanted, limit: int, min_one_batch: bool) -> int | None:
         # v4+: the aborted transactions of the range read (null when none, as Kafka sends it)
         entry["aborted_transactions"] = [
             {"producer_id": producer_id, "first_offset": first_offset}
-            for producer_id, first_offset in result.aborted_transactions
+            for producer_id, first_offset in result.aborted_transactions or ()
         ] or None
     if wanted.version >= 5:
         entry["log_start_offset"] = result.log_start_offset

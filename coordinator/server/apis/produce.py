@@ -18,7 +18,8 @@ Transactional batches (v3+ carry the transactional id; a transactional batch wit
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis refuses it) are verified against the transaction
 coordinator before they are appended (KIP-890 part 1, `transaction.partition.verification.enable`,
 ReplicaManager.appendRecords -> AddPartitionsToTxnManager): a partition the producer's transaction does
-not have is INVALID_TXN_STATE up to v10 and TRANSACTION_ABORTABLE from v11 (genericErrorSupported);
+not have is INVALID_TXN_STATE up to v10 and TRANSACTION_ABORTABLE from v11 (genericError), a fenced
+producer INVALID_PRODUCER_EPOCH;
 a coordinator busy with a transition answers NOT_ENOUGH_REPLICAS, which producers retry
 (AddPartitionsToTxnManager's mapping of CONCURRENT_TRANSACTIONS and the coordinator-loading errors).
 From v12 (Transactions V2, transaction.version 2) the partition is added to the transaction instead
@@ -139,7 +140,7 @@ def _transactional(
     error = txns.verify_partitions(transactional_id, header.producer_id, header.producer_epoch, [partition])[
         partition
     ]
-    if error is ErrorCode.INVALID_TXN_STATE and version >= 12 and ctx.config.transaction_version >= 2:
+    if error is ErrorCode.TRANSACTION_ABORTABLE and version >= 12 and ctx.config.transaction_version >= 2:
         # Transactions V2: the broker adds the partition itself, then appends (validated again: other
         # batches of the producer may have been appended meanwhile)
         def added(add_error: ErrorCode) -> None:
@@ -168,10 +169,13 @@ def _transactional(
 
 
 def _verification_error(error: ErrorCode, version: int) -> ErrorCode:
+    """AddPartitionsToTxnManager's and ReplicaManager's mapping of the coordinator's answer."""
     if error in _RETRY_LATER:
         return ErrorCode.NOT_ENOUGH_REPLICAS
-    if error is ErrorCode.INVALID_TXN_STATE and version >= 11:
-        return ErrorCode.TRANSACTION_ABORTABLE  # genericErrorSupported (KIP-890 part 1)
+    if error is ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH  # "producers expect INVALID_PRODUCER_EPOCH here"
+    if error is ErrorCode.TRANSACTION_ABORTABLE and version <= 10:
+        return ErrorCode.INVALID_TXN_STATE  # defaultError: clients before KIP-890 part 1
     return error
 
 

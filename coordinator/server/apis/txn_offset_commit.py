@@ -7,9 +7,10 @@ UNKNOWN_TOPIC_OR_PARTITION here, the rest goes to the group coordinator typed, a
 merged; below v2 COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILABLE. Before the write,
 GroupCoordinatorService.commitTransactionalOffsets verifies the transaction through
 CoordinatorRuntime.scheduleTransactionalWriteOperation: the group's `__consumer_offsets` partition must
-be in the producer's transaction (AddOffsetsToTxn added it), else INVALID_TXN_STATE (v4+:
-TRANSACTION_ABORTABLE); a coordinator busy with a transition is COORDINATOR_NOT_AVAILABLE, which the
-client retries (GroupCoordinatorService.handleOperationException maps NOT_ENOUGH_REPLICAS so).
+be in the producer's transaction (AddOffsetsToTxn added it), else TRANSACTION_ABORTABLE (below v4:
+INVALID_TXN_STATE); a fenced producer is INVALID_PRODUCER_EPOCH; a coordinator busy with a transition
+is COORDINATOR_NOT_AVAILABLE, which the client retries (GroupCoordinatorService.handleOperationException
+maps NOT_ENOUGH_REPLICAS so).
 """
 
 from __future__ import annotations
@@ -89,10 +90,14 @@ def _verified(
     ids = (request.transactional_id, request.producer_id, request.producer_epoch)
 
     def refuse(error: ErrorCode) -> None:
+        # AddPartitionsToTxnManager's mapping (CoordinatorPartitionWriter: genericError from v4), then
+        # GroupCoordinatorService.handleOperationException's (NOT_ENOUGH_REPLICAS -> NOT_AVAILABLE)
         if error in _BUSY:
             error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        elif error is ErrorCode.INVALID_TXN_STATE and version >= 4:
-            error = ErrorCode.TRANSACTION_ABORTABLE
+        elif error is ErrorCode.PRODUCER_FENCED:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH
+        elif error is ErrorCode.TRANSACTION_ABORTABLE and version < 4:
+            error = ErrorCode.INVALID_TXN_STATE
         finish([(p.topic, p.partition, error) for p in request.partitions])
 
     if version >= 5 and ctx.config.transaction_version >= 2:

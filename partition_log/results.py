@@ -1,0 +1,27 @@
+"""What appends and reads of a partition log answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppendResult", "ReadResult"]
+
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Fetch's and ListOffsets' isolation_level
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+    last_stable_offset: int
+    # READ_COMMITTED: (producer id, first offset) of the aborted transactions in the range read;
+    # None for READ_UNCOMMITTED (Kafka answers null there).
+    aborted_transactions: list[tuple[int, int]] | None = None

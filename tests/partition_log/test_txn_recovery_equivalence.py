@@ -1,0 +1,146 @@
+"""Property: after any interleaving of transactional and plain batches, COMMIT/ABORT markers (refused
+ones included) and failed writes, a partition log reopened from its files has the state the live log
+had: the producers (epochs, batches, coordinator epochs, open transactions), the first unstable and
+last stable offsets, and every segment's aborted-transaction index (on disk for sealed segments)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+import partition_log.logs
+from partition_log import AppendError, PartitionConfig, PartitionLog, PartitionLogs, ValidatedAppend
+from partition_log.inspect import verify_partitions
+from storage.faults import StorageFault
+
+NOW = 1_700_000_000_000
+CONFIG = PartitionConfig(segment_bytes=400, index_interval_bytes=1)
+PRODUCERS = st.sampled_from([1, 2])
+DATA = st.tuples(st.just("data"), PRODUCERS, st.booleans(), st.integers(1, 3))
+MARKER = st.tuples(st.just("marker"), PRODUCERS, st.booleans(), st.integers(0, 2))
+OPS = st.lists(
+    st.one_of(  # data and markers most of the time, so that transactions open and end
+        DATA,
+        DATA,
+        DATA,
+        MARKER,
+        MARKER,
+        st.tuples(st.just("bump"), PRODUCERS),
+        st.tuples(st.just("plain"), st.integers(1, 2)),
+        st.tuples(st.just("fail")),
+    ),
+    max_size=40,
+)
+
+
+def _batch(producer_id: int, epoch: int, sequence: int, count: int, transactional: bool) -> bytes:
+    builder = DefaultRecordBatchBuilder(2, 0, transactional, producer_id, epoch, sequence, batch_size=1 << 30)
+    for i in range(count):
+        builder.append(i, NOW + i, None, b"v%d" % i, [])
+    return bytes(builder.build())
+
+
+class Driver:
+    def __init__(self, plog: PartitionLog, fail: list[int]) -> None:
+        self.plog = plog
+        self.fail = fail
+        self.epochs = {1: 0, 2: 0}
+
+    def _next_sequence(self, producer_id: int) -> int:
+        entry = self.plog.producers.current(producer_id)
+        if entry is None or entry.epoch != self.epochs[producer_id]:
+            return 0
+        return entry.last_sequence + 1
+
+    async def run(self, op: tuple[Any, ...]) -> None:
+        kind = op[0]
+        if kind == "fail":
+            self.fail[:] = [1]  # the next write fails
+        elif kind == "bump":
+            self.epochs[op[1]] += 1
+        elif kind == "plain":
+            await self._append(_batch(-1, -1, -1, op[1], False))
+        elif kind == "data":
+            _, producer_id, transactional, count = op
+            data = _batch(
+                producer_id, self.epochs[producer_id], self._next_sequence(producer_id), count, transactional
+            )
+            await self._append(data)
+        else:
+            _, producer_id, commit, coordinator_epoch = op
+            end = self.plog.log_end_offset
+            future = self.plog.append_marker(
+                producer_id, self.epochs[producer_id], commit, coordinator_epoch, NOW
+            )
+            if isinstance(future, AppendError):
+                assert self.plog.log_end_offset == end  # a refused marker changes nothing
+                return
+            await self._settle(future)
+
+    async def _append(self, data: bytes) -> None:
+        checked = self.plog.validate(data, NOW)
+        if isinstance(checked, ValidatedAppend):
+            await self._settle(self.plog.append(checked, NOW))
+
+    async def _settle(self, future: asyncio.Future[Any]) -> None:
+        try:
+            await future
+        except StorageFault:
+            assert not self.fail
+
+
+def _state(plog: PartitionLog) -> dict[str, Any]:
+    return {
+        "producers": dict(plog.producers.durable),
+        "ongoing": dict(plog.producers.ongoing),
+        "first_unstable": plog.producers.first_unstable_offset,
+        "lso": plog.last_stable_offset,
+        "hw": plog.high_watermark,
+        "aborted": {s.base_offset: list(s.aborted) for s in plog.segments if not s.empty},
+        "rows": plog.producer_states(),
+    }
+
+
+async def _scenario(root: Path, ops: list[tuple[Any, ...]]) -> None:
+    fail: list[int] = []
+    real = partition_log.logs._pwrite_all
+
+    def pwrite(fd: int, data: bytes, position: int) -> None:
+        if fail:
+            fail.pop()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, data, position)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(partition_log.logs, "_pwrite_all", pwrite)
+        logs = await PartitionLogs.open(root, fsync="always", now_ms=lambda: NOW)
+        plog = logs.ensure("t", 0, CONFIG)
+        driver = Driver(plog, fail)
+        for op in ops:
+            await driver.run(op)
+        await logs.close()
+    live = _state(plog)
+    for segment in plog.segments:
+        if segment.index_path.exists():  # sealed: its .txnindex is on disk
+            assert segment.txn_index_matches(), segment.path
+    assert verify_partitions(root, out=lambda _: None) == 0
+    for _ in range(2):  # from the live log's snapshots, then from the one the first recovery wrote
+        reopened = await PartitionLogs.open(root, fsync="always", now_ms=lambda: NOW)
+        recovered = _state(reopened.ensure("t", 0, CONFIG))
+        await reopened.close()
+        assert recovered == live
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=OPS)
+def test_recovered_partition_state_equals_the_live_state(ops: list[tuple[Any, ...]]) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        asyncio.run(_scenario(Path(directory), ops))
