@@ -49,14 +49,19 @@ from tests.integration.transactions import Processor
 from tests.kcoord_process import KcoordServer
 
 ERR_NONE, ERR_CONCURRENT_TRANSACTIONS = 0, 51
-INIT_PRODUCER_ID_V, ADD_PARTITIONS_V, END_TXN_V = 4, 3, 3  # the client (pre-v4) forms, as librdkafka sends
+# AddPartitionsToTxn v3 is the last client form (v4+ is the brokers' batched one); EndTxn v3 is V1's
+INIT_PRODUCER_ID_V, ADD_PARTITIONS_V, END_TXN_V = 4, 3, 3
 
 
 # -- the client side, run as `python -m bench.transactions produce <json>` in its own process ---------------
 
 
-def _producer(opts: dict[str, Any]) -> Any:
+def _producer(opts: dict[str, Any], failures: list[str]) -> Any:
     from confluent_kafka import Producer
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            failures.append(str(err))
 
     transactional = {"transactional.id": f"bench-{os.getpid()}", "transaction.timeout.ms": 60_000}
     return Producer(
@@ -70,6 +75,7 @@ def _producer(opts: dict[str, Any]) -> Any:
             # stays near 100 ms), large enough to keep requests in flight; the same in both modes
             "queue.buffering.max.kbytes": opts["queue_kib"],
             "compression.type": "none",
+            "on_delivery": delivered,
             **(transactional if opts["transactional"] else {}),
         }
     )
@@ -91,7 +97,8 @@ def _produce_until(producer: Any, until: float, opts: dict[str, Any], payload: b
 
 def produce_role(opts: dict[str, Any]) -> dict[str, Any]:
     """Idempotent or transactional produce for `seconds`; every record acknowledged (and committed)."""
-    producer = _producer(opts)
+    failures: list[str] = []
+    producer = _producer(opts, failures)
     transactional, txn_s = opts["transactional"], opts["txn_ms"] / 1000
     if transactional:
         producer.init_transactions(60)
@@ -110,8 +117,8 @@ def produce_role(opts: dict[str, Any]) -> dict[str, Any]:
         producer.commit_transaction(60)  # raises if the transaction did not commit
         commits_ms.append((time.perf_counter() - commit_started) * 1000)
         txns_ms.append((time.perf_counter() - begun) * 1000)
-    if producer.flush(60) != 0:
-        raise RuntimeError("records still undelivered after 60 s")
+    if producer.flush(60) != 0 or failures:
+        raise RuntimeError(f"undelivered after 60 s or failed: {failures[:3]}")
     return {
         "messages": sent,
         "bytes": sent * len(payload),
