@@ -1,13 +1,16 @@
-"""The HTTP endpoint (`--http-listen`): /metrics, /healthz, /readyz, /v1/groups and the test controls.
+"""The HTTP endpoint (`--http-listen`): /metrics, /healthz, /readyz, /v1/groups, /v1/transactions and the
+test controls.
 
-aiohttp serves it on the coordinator's own event loop, so every handler reads the group state between
-two Kafka requests: a consistent snapshot without locks. The test controls (`/v1/test/...`, only with
-`--enable-test-controls`, 403 otherwise) call the group manager's transitions and the fault table;
-see the README's "HTTP API" section for every route with a curl example.
+aiohttp serves it on the coordinator's own event loop, so every handler reads the group and transaction
+state between two Kafka requests: a consistent snapshot without locks. The test controls (`/v1/test/...`,
+only with `--enable-test-controls`, 403 otherwise) call the group manager's transitions, the transaction
+coordinator's controls and the fault table; see the README's "HTTP endpoint" section for every route
+with a curl example.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -25,6 +28,16 @@ from coordinator.metrics import API_NAMES, KcoordCollector, MetricsSource
 from coordinator.server.context import ServerContext
 from coordinator.server.faults import ERROR_APIS, Faults
 from coordinator.topics.data import TopicData
+from coordinator.transactions import ControlResult
+from coordinator.transactions.results import OnControl
+from coordinator.txn_metrics import TransactionCollector
+from coordinator.txn_views import (
+    all_transactions,
+    control_status,
+    parse_states,
+    transaction_detail,
+    transaction_summary,
+)
 from protocol.errors import ErrorCode
 
 __all__ = ["HttpEndpoint", "Observed"]
@@ -33,6 +46,8 @@ log = logging.getLogger("kcoord.http")
 
 _API_KEYS = {name.lower(): key for key, name in API_NAMES.items()}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# A transaction control answers once its record is durable; a storage write never takes this long.
+CONTROL_TIMEOUT_S = 30.0
 
 
 @dataclass(slots=True)
@@ -50,14 +65,18 @@ class HttpEndpoint:
         self._obs = observed
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(KcoordCollector(observed.metrics, observed.max_groups))
+        ctx = observed.ctx
+        self._registry.register(
+            TransactionCollector(
+                ctx.transactions, ctx.data.logs.partitions, TopicData.now_ms, observed.max_groups
+            )
+        )
         self._registry.register(ProcessCollector(registry=None))
         self._faults: Faults | None = None
         self._runner: web.AppRunner | None = None
         self.bound: HostPort | None = None
 
     async def start(self, listen: HostPort) -> HostPort:
-        import asyncio
-
         if self._obs.test_controls:
             self._faults = Faults(self._obs.ctx, asyncio.get_running_loop())
         app = web.Application(middlewares=[self._guard])
@@ -83,8 +102,12 @@ class HttpEndpoint:
             web.get("/readyz", self._readyz),
             web.get("/v1/groups", self._groups),
             web.get("/v1/groups/{group_id}", self._group),
+            web.get("/v1/transactions", self._transactions),
+            web.get("/v1/transactions/{transactional_id}", self._transaction),
             web.post("/v1/test/groups/{group_id}/rebalance", self._rebalance),
             web.post("/v1/test/groups/{group_id}/members/{member_id}/expire", self._expire),
+            web.post("/v1/test/transactions/{transactional_id}/abort", self._abort_transaction),
+            web.post("/v1/test/transactions/{transactional_id}/expire", self._expire_transaction),
             web.get("/v1/test/errors", self._errors),
             web.post("/v1/test/errors", self._add_error),
             web.delete("/v1/test/errors", self._clear_faults),
@@ -131,7 +154,35 @@ class HttpEndpoint:
             return _error(404, f"no group {request.match_info['group_id']}")
         return web.json_response(group_detail(ctx.manager, ctx.data, group, TopicData.now_ms()))
 
+    async def _transactions(self, request: web.Request) -> web.Response:
+        states = parse_states(request.query.getall("state", []))
+        if isinstance(states, str):
+            return _error(400, states)
+        tc, now_ms = self._obs.ctx.transactions, TopicData.now_ms()
+        views = [transaction_summary(tc, md, now_ms) for md in all_transactions(tc, states)]
+        return web.json_response({"transactions": views})
+
+    async def _transaction(self, request: web.Request) -> web.Response:
+        ctx, transactional_id = self._obs.ctx, request.match_info["transactional_id"]
+        md = ctx.transactions.metadata(transactional_id)
+        if md is None:
+            return _error(404, f"no transactional id {transactional_id}")
+        return web.json_response(transaction_detail(ctx.transactions, ctx.data.logs, md, TopicData.now_ms()))
+
     # -- test controls ----------------------------------------------------------------------------------
+    async def _abort_transaction(self, request: web.Request) -> web.Response:
+        """Fence the producer and abort its Ongoing transaction; answers the transaction's view once the
+        abort is decided (PrepareAbort durable, as EndTxn answers); the markers follow."""
+        transactional_id = request.match_info["transactional_id"]
+        await _control(self._obs.ctx.transactions.abort, transactional_id)
+        return await self._transaction(request)
+
+    async def _expire_transaction(self, request: web.Request) -> web.Response:
+        """Expire an idle transactional id (Empty, CompleteCommit, CompleteAbort) now: its tombstone."""
+        transactional_id = request.match_info["transactional_id"]
+        await _control(self._obs.ctx.transactions.expire, transactional_id)
+        return web.json_response({"transactional_id": transactional_id, "expired": True})
+
     async def _rebalance(self, request: web.Request) -> web.Response:
         group_id = request.match_info["group_id"]
         self._obs.ctx.manager.controls.force_rebalance(group_id)
@@ -204,6 +255,24 @@ class HttpEndpoint:
 
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+async def _control(action: Callable[[str, OnControl], None], transactional_id: str) -> None:
+    """Run a transaction control and wait for its `done`; a refusal raises with its HTTP status."""
+    answered: asyncio.Future[ControlResult] = asyncio.get_running_loop().create_future()
+
+    def done(result: ControlResult) -> None:
+        if not answered.done():  # the wait may have timed out (and cancelled it)
+            answered.set_result(result)
+
+    action(transactional_id, done)
+    try:
+        result = await asyncio.wait_for(answered, CONTROL_TIMEOUT_S)
+    except TimeoutError:
+        raise TestControlError(504, f"transactional id {transactional_id}: no answer within 30 s") from None
+    if result.error is not ErrorCode.NONE:
+        detail = f": {result.message}" if result.message else ""
+        raise TestControlError(control_status(result), f"{result.error.name}{detail}")
 
 
 async def _json_body(request: web.Request) -> dict[str, Any]:

@@ -4,8 +4,8 @@ Nothing here writes or truncates (recovery does that when the server opens the l
 every batch of every segment, checks its framing, offsets and CRC-32C, and checks that a sealed
 segment's `.index` and `.timeindex` entries point at batch boundaries it really has, and that each
 `.txnindex` holds the aborted transactions a replay of the producers' state finds in the segment
-(exactly when the partition still has its first segment; after retention deleted segments, each entry
-must at least be an ABORT marker of its producer in the segment); `dump` prints
+(exactly when the partition still has its first segment or a producer snapshot at it; otherwise each
+entry must at least be an ABORT marker of its producer in the segment); `dump` prints
 every batch (and, with records, every record) the way Kafka's `DumpLogSegments` does.
 """
 
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from partition_log.producers import ProducerStates, replay_batch
 from partition_log.segment import Segment
+from partition_log.snapshots import read_snapshot
 from partition_log.txn_index import AbortedTxn, decode_entries
 from protocol.record_batch import BATCH_HEADER, BatchHeader, iter_records, read_end_txn_marker, read_header
 
@@ -135,6 +136,11 @@ def _verify_partition(segments: list[Path], out: Print) -> int:
     previous_end: int | None = None
     producers = ProducerStates()
     exact = bool(segments) and int(segments[0].stem) == 0  # the partition still has its first segment
+    if segments and not exact:  # segments were deleted: the snapshot at the first one gives their state
+        entries = read_snapshot(segments[0].parent, int(segments[0].stem))
+        if entries is not None:
+            producers.load(entries)
+            exact = True
     replayable = True
     for index, path in enumerate(segments):
         if previous_end is not None and previous_end != int(path.stem):

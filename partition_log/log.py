@@ -42,7 +42,6 @@ from protocol.record_batch import (
     TIMESTAMP_TYPE_BIT,
     EndTransactionMarker,
     end_txn_marker_batch,
-    read_end_txn_marker,
     read_header,
 )
 from storage.files import FileOps
@@ -140,7 +139,7 @@ class PartitionLog:
             return AppendError(error, f"{error.name} for the transaction marker of producer {producer_id}")
         now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         data = end_txn_marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
-        marker = read_end_txn_marker(data)
+        marker = EndTransactionMarker(commit, coordinator_epoch)
         return self._append(ValidatedAppend(data, read_header(data)), now_ms, marker)
 
     def _append(
@@ -160,7 +159,8 @@ class PartitionLog:
             struct.pack_into(">q", data, 35, now_ms)  # maxTimestamp
             struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[CRC_START:])))
         self.log_end_offset = base + header.last_offset_delta + 1
-        completed = None
+        entry: ProducerEntry | None
+        completed: CompletedTxn | None = None
         if marker is not None:
             entry, completed = self.producers.marker_updated(
                 header.producer_id,
@@ -171,16 +171,16 @@ class PartitionLog:
                 max_timestamp,
             )
         else:
-            entry = self.producers.updated(header, base, max_timestamp)  # type: ignore[assignment]
+            entry = self.producers.updated(header, base, max_timestamp)
         producer = None
         if entry is not None:
             self.producers.pending[header.producer_id] = entry
             producer = (header.producer_id, entry)
         future: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
+        last = self.log_end_offset - 1
         pending = Pending(
-            self, bytes(data), base, self.log_end_offset - 1, max_timestamp, producer, future, completed
+            self, bytes(data), base, last, max_timestamp, producer, future, completed, append_time
         )
-        pending.append_time_ms = append_time
         self._submit(pending)
         return future
 
@@ -236,8 +236,8 @@ class PartitionLog:
         interval = self.config.index_interval_bytes
         try:
             await asyncio.to_thread(segment.write_index_files, interval)
-            if segment.path.exists():  # else deleted by retention meanwhile
-                await asyncio.to_thread(write_snapshot, self.directory, end, producers)
+            # Even if retention deleted the segment meanwhile: the state at its end is the next one's start.
+            await asyncio.to_thread(write_snapshot, self.directory, end, producers)
         except OSError as exc:
             # Index files are derived data: the batches are durable, the segment keeps its dense
             # index in memory, and the next start rebuilds files that are missing or do not fit.
@@ -252,6 +252,10 @@ class PartitionLog:
         self.producers.failed()
         for segment in self.segments:
             segment.size = segment.durable_end
+        while len(self.segments) > 1 and self.segments[-1].base_offset > self.log_end_offset:
+            self.segments.pop().remove()  # rolled to by the failed round: empty, named past the end
+            if self.segments[-1] in self._unsealed:  # recovery also drops such a file (recovery.py)
+                self._unsealed.remove(self.segments[-1])
 
     def notify(self) -> None:
         for listener in list(self._listeners):
@@ -295,7 +299,7 @@ class PartitionLog:
         index = self._segment_index(offset)
         segment = self.segments[index] if index is not None else None
         first = segment.find(offset) if segment is not None else None
-        if segment is None or first is None or index is None:
+        if segment is None or first is None:
             return empty
         total, end = 0, offset
         for batch in segment.batches_from(first.position):

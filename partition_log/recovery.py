@@ -24,7 +24,7 @@ from pathlib import Path
 from partition_log.config import PartitionConfig
 from partition_log.producers import ProducerStates, replay_batch
 from partition_log.segment import Segment
-from partition_log.snapshots import read_snapshot, snapshot_offsets, write_snapshot
+from partition_log.snapshots import read_snapshot, snapshot_offsets, snapshot_path, write_snapshot
 from protocol.record_batch import BatchHeader
 
 __all__ = ["LOG_START_FILE", "read_log_start", "recover_segments"]
@@ -75,10 +75,14 @@ def _open_segments(paths: list[Path], now_ms: int) -> tuple[list[Segment], dict[
     segments: list[Segment] = []
     scanned: dict[int, list[BatchHeader]] = {}
     for index, path in enumerate(paths):
+        if index < len(paths) - 1 and path.stat().st_size == 0:
+            log.warning("removing %s: an empty segment before the last (a roll whose write failed)", path)
+            path.unlink()
+            continue
         segment = Segment(path, int(path.stem), now_ms)
         sealed = index < len(paths) - 1
         if not (sealed and segment.open_sealed(expected)):
-            scanned[index] = segment.recover(expected, sealed=sealed)
+            scanned[len(segments)] = segment.recover(expected, sealed=sealed)
         expected = segment.next_offset
         segments.append(segment)
     return segments, scanned
@@ -91,7 +95,10 @@ def _load_snapshot(
     bases = {segment.base_offset: index for index, segment in enumerate(segments)}
     for offset in snapshot_offsets(directory):
         index = bases.get(offset)
-        if index is None or any(i in scanned for i in range(index)):
+        if index is None:  # below the log (retention) or past its end (a torn tail): of no use
+            snapshot_path(directory, offset).unlink()
+            continue
+        if any(i in scanned for i in range(index)):
             continue
         if not all(segments[i].load_txn_index() for i in range(index)):
             continue

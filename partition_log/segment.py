@@ -251,12 +251,23 @@ class Segment:
         except (OSError, ValueError):
             return False
         last_offsets = [e.last_offset for e in entries]
-        if any(not self.base_offset <= o < self.next_offset for o in last_offsets) or last_offsets != sorted(
-            set(last_offsets)
-        ):
+        if last_offsets != sorted(set(last_offsets)) or not all(map(self._is_marker_of, entries)):
             return False
         self.aborted = entries
         return True
+
+    def _is_marker_of(self, entry: AbortedTxn) -> bool:
+        """Whether the entry's last offset is a control batch of its producer in this segment."""
+        if (
+            entry.first_offset > entry.last_offset
+            or not self.base_offset <= entry.last_offset < self.next_offset
+        ):
+            return False  # the transaction may start in an earlier segment, its marker is in this one
+        found = self.find(entry.last_offset)
+        if found is None or found.base_offset != entry.last_offset:
+            return False
+        header = read_header(self.read(found.position, BATCH_HEADER.size))
+        return header.is_control and header.producer_id == entry.producer_id
 
     def become_sparse(self, interval_bytes: int) -> None:
         """Drop the dense index for the sparse one (the index files are on disk)."""

@@ -216,6 +216,12 @@ def test_verify_reports_an_index_entry_that_the_log_does_not_support(tmp_path: P
     assert verify_partitions(tmp_path, out=problems.append) == 1
     assert "txnindex" in problems[0]
 
+    async def reopen(p: Partition) -> None:  # the entry fits no marker: the index is derived again
+        assert p.log.segments[0].aborted == [AbortedTxn(5, 0, 2, 3)]
+
+    run(tmp_path, reopen)
+    assert verify_partitions(tmp_path, out=lambda _: None) == 0
+
 
 def test_recovery_keeps_an_open_transaction_older_than_producer_expiry(tmp_path: Path) -> None:
     old = NOW - 2 * 86_400_000
@@ -391,3 +397,70 @@ def test_producer_snapshots_at_segment_boundaries_and_a_corrupt_one_is_skipped(t
         snapshot.unlink()
     run(tmp_path, check)  # the whole log is replayed, and a snapshot is written at the last segment
     assert (directory / f"{bases[-1]:020d}.producers").exists()
+
+
+def test_a_failed_round_that_rolled_a_segment_leaves_the_next_batch_readable(
+    tmp_path: Path, failing_writes: list[int]
+) -> None:
+    async def scenario(p: Partition) -> None:
+        await p.data((-1, -1, -1), 2, transactional=False)  # 0-1
+        failing_writes.append(1)
+        first = p.log.validate(batch(count=2), NOW)
+        second = p.log.validate(batch(count=3), NOW)
+        assert isinstance(first, ValidatedAppend) and isinstance(second, ValidatedAppend)
+        futures = [p.log.append(first, NOW), p.log.append(second, NOW)]  # one round: 2-3, then 4-6 rolls
+        assert len(p.log.segments) == 2
+        for future in futures:
+            with pytest.raises(StorageFault):
+                await future
+        assert p.log.log_end_offset == 2
+        assert await p.data((-1, -1, -1), 1, transactional=False) == 2
+        result = p.log.read(2, 1 << 20)
+        assert result is not None and base_offsets(result.records) == [2]
+
+    run(tmp_path, scenario, PartitionConfig(segment_bytes=250))
+
+    async def reopen(p: Partition) -> None:
+        assert p.log.high_watermark == 3
+        result = p.log.read(2, 1 << 20)
+        assert result is not None and base_offsets(result.records) == [2]
+
+    run(tmp_path, reopen, PartitionConfig(segment_bytes=250))
+
+
+def test_recovery_drops_an_empty_segment_file_before_the_last(tmp_path: Path) -> None:
+    async def write(p: Partition) -> None:
+        for _ in range(6):
+            await p.data((-1, -1, -1), 2, transactional=False)
+
+    run(tmp_path, write)
+    paths = sorted((tmp_path / "t-0").glob("*.log"))
+    assert len(paths) >= 2 and int(paths[1].stem) > 1
+    stray = paths[0].with_name(f"{int(paths[1].stem) - 1:020d}.log")
+    stray.write_bytes(b"")  # left by a roll whose write failed, between two real segments
+
+    async def reopen(p: Partition) -> None:
+        assert p.log.high_watermark == 12
+        assert [s.base_offset for s in p.log.segments] == [int(path.stem) for path in paths]
+
+    run(tmp_path, reopen)
+    assert not stray.exists()
+
+
+def test_verify_after_delete_records_checks_entries_exactly_from_the_snapshot(tmp_path: Path) -> None:
+    async def write(p: Partition) -> None:
+        for i in range(6):
+            await p.data((5, 0, 2 * i), 2)
+            await p.marker(5, 0, commit=False)
+        await p.log.delete_records(p.log.segments[2].base_offset)
+
+    run(tmp_path, write)
+    directory = tmp_path / "t-0"
+    assert int(sorted(directory.glob("*.log"))[0].stem) > 0, "the first segments were deleted"
+    assert verify_partitions(tmp_path, out=lambda _: None) == 0
+    target = next(f for f in sorted(directory.glob("*.txnindex")) if f.stat().st_size)
+    data = bytearray(target.read_bytes())
+    data[26:34] = (10**6).to_bytes(8, "big")  # a wrong last stable offset, still a well-formed entry
+    target.write_bytes(bytes(data))
+    problems: list[str] = []
+    assert verify_partitions(tmp_path, out=problems.append) == 1 and "not the aborted" in problems[0]

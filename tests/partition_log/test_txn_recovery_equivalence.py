@@ -1,7 +1,8 @@
 """Property: after any interleaving of transactional and plain batches, COMMIT/ABORT markers (refused
-ones included) and failed writes, a partition log reopened from its files has the state the live log
-had: the producers (epochs, batches, coordinator epochs, open transactions), the first unstable and
-last stable offsets, and every segment's aborted-transaction index (on disk for sealed segments)."""
+ones included), DeleteRecords and failed writes, a partition log reopened from its files has the state
+the live log had: the producers (epochs, batches, coordinator epochs, open transactions), the first
+unstable and last stable offsets, every segment's aborted-transaction index (on disk for sealed
+segments), and what every read at every offset answers under both isolation levels."""
 
 from __future__ import annotations
 
@@ -17,8 +18,17 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 import partition_log.logs
-from partition_log import AppendError, PartitionConfig, PartitionLog, PartitionLogs, ValidatedAppend
+from partition_log import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    AppendError,
+    PartitionConfig,
+    PartitionLog,
+    PartitionLogs,
+    ValidatedAppend,
+)
 from partition_log.inspect import verify_partitions
+from protocol.record_batch import read_header
 from storage.faults import StorageFault
 
 NOW = 1_700_000_000_000
@@ -35,7 +45,9 @@ OPS = st.lists(
         MARKER,
         st.tuples(st.just("bump"), PRODUCERS),
         st.tuples(st.just("plain"), st.integers(1, 2)),
+        st.tuples(st.just("burst"), st.integers(2, 4)),  # plain batches written in one round
         st.tuples(st.just("fail")),
+        st.tuples(st.just("delete")),  # DeleteRecords up to the high watermark (bounded by the LSO)
     ),
     max_size=40,
 )
@@ -64,10 +76,18 @@ class Driver:
         kind = op[0]
         if kind == "fail":
             self.fail[:] = [1]  # the next write fails
+        elif kind == "delete":
+            start = await self.plog.delete_records(self.plog.high_watermark)
+            assert start == self.plog.log_start_offset == self.plog.last_stable_offset
         elif kind == "bump":
             self.epochs[op[1]] += 1
         elif kind == "plain":
             await self._append(_batch(-1, -1, -1, op[1], False))
+        elif kind == "burst":
+            checked = [self.plog.validate(_batch(-1, -1, -1, 2, False), NOW) for _ in range(op[1])]
+            futures = [self.plog.append(c, NOW) for c in checked if isinstance(c, ValidatedAppend)]
+            for future in futures:
+                await self._settle(future)
         elif kind == "data":
             _, producer_id, transactional, count = op
             data = _batch(
@@ -106,6 +126,11 @@ def _state(plog: PartitionLog) -> dict[str, Any]:
         "hw": plog.high_watermark,
         "aborted": {s.base_offset: list(s.aborted) for s in plog.segments if not s.empty},
         "rows": plog.producer_states(),
+        "reads": [
+            plog.read(offset, 1 << 20, isolation)
+            for offset in range(plog.log_start_offset, plog.high_watermark + 1)
+            for isolation in (READ_UNCOMMITTED, READ_COMMITTED)
+        ],
     }
 
 
@@ -126,8 +151,14 @@ async def _scenario(root: Path, ops: list[tuple[Any, ...]]) -> None:
         driver = Driver(plog, fail)
         for op in ops:
             await driver.run(op)
+        live = _state(plog)
+        for offset in range(plog.log_start_offset, plog.high_watermark):  # every offset is readable
+            result = plog.read(offset, 1, READ_UNCOMMITTED)
+            assert result is not None and result.records, offset
+            assert (
+                read_header(result.records).base_offset <= offset <= read_header(result.records).last_offset
+            )
         await logs.close()
-    live = _state(plog)
     for segment in plog.segments:
         if segment.index_path.exists():  # sealed: its .txnindex is on disk
             assert segment.txn_index_matches(), segment.path
@@ -137,6 +168,7 @@ async def _scenario(root: Path, ops: list[tuple[Any, ...]]) -> None:
         recovered = _state(reopened.ensure("t", 0, CONFIG))
         await reopened.close()
         assert recovered == live
+        assert recovered["reads"][-1] is not None  # the reads compared are real ones
 
 
 @settings(max_examples=60, deadline=None)

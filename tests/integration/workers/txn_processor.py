@@ -54,6 +54,12 @@ def _producer(o: dict[str, Any]) -> Producer:
             "client.id": o.get("client_id", "processor"),
             "transaction.timeout.ms": 30000,
             "linger.ms": 5,
+            # librdkafka 2.16's re-bootstrap (KIP-899), triggered when every broker is down (a kill -9 of
+            # the one server), terminates the broker handle its group-coordinator cache still names, so
+            # send_offsets_to_transaction waits forever for a TxnOffsetCommit it never sends
+            # (tests/integration/FINDINGS.md). Off, the client reconnects to the same handle.
+            "metadata.recovery.strategy": "none",
+            **({"debug": o["debug"]} if o.get("debug") else {}),
         }
     )
     producer.init_transactions(60)
