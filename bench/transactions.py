@@ -43,15 +43,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.coordinator import call, connect, git_commit
+from bench.coordinator import git_commit
 from bench.dataplane import MIB, create_topic, fsync_latency_ms, percentile, run_role
+from bench.end_txn_wire import raw_end_txn_ms
 from tests.integration.transactions import Processor
 from tests.kcoord_process import KcoordServer
-
-ERR_NONE, ERR_CONCURRENT_TRANSACTIONS = 0, 51
-# AddPartitionsToTxn v3 is the last client form (v4+ is the brokers' batched one); EndTxn v3 is V1's
-INIT_PRODUCER_ID_V, ADD_PARTITIONS_V, END_TXN_V = 4, 3, 3
-
 
 # -- the client side, run as `python -m bench.transactions produce <json>` in its own process ---------------
 
@@ -148,55 +144,6 @@ def fence_role(opts: dict[str, Any]) -> dict[str, Any]:
 
 
 ROLES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"produce": produce_role, "fence": fence_role}
-
-
-# -- EndTxn from a raw protocol client ------------------------------------------------------------------
-
-
-def _check(answer: dict[str, Any], what: str) -> None:
-    if answer["error_code"] != ERR_NONE:
-        raise RuntimeError(f"{what} answered error {answer['error_code']}")
-
-
-async def _add_partitions(conn: Any, txn: dict[str, Any], topic: str, partitions: int) -> None:
-    """AddPartitionsToTxn, retried while the previous transaction's markers are still being written."""
-    body = {
-        "v3_and_below_transactional_id": txn["transactional_id"],
-        "v3_and_below_producer_id": txn["producer_id"],
-        "v3_and_below_producer_epoch": txn["producer_epoch"],
-        "v3_and_below_topics": [{"name": topic, "partitions": list(range(partitions))}],
-    }
-    for _ in range(2000):  # bounded: 2000 x 1 ms
-        answer = await call(conn, 24, ADD_PARTITIONS_V, body)
-        errors = {p["partition_error_code"] for t in answer["results_by_topic_v3_and_below"]
-                  for p in t["results_by_partition"]}  # fmt: skip
-        if errors == {ERR_NONE}:
-            return
-        if errors != {ERR_CONCURRENT_TRANSACTIONS}:
-            raise RuntimeError(f"AddPartitionsToTxn answered {sorted(errors)}")
-        await asyncio.sleep(0.001)
-    raise RuntimeError("AddPartitionsToTxn: CONCURRENT_TRANSACTIONS for 2 s")
-
-
-async def raw_end_txn_ms(port: int, topic: str, partitions: int, seconds: float) -> list[float]:
-    """EndTxn (commit) round trips, one transaction after another for `seconds`."""
-    (conn,) = await connect(port, 1)
-    try:
-        txn = {"transactional_id": f"bench-raw-{time.monotonic_ns()}"}
-        init = await call(conn, 22, INIT_PRODUCER_ID_V, {**txn, "transaction_timeout_ms": 60_000})
-        _check(init, "InitProducerId")
-        txn.update(producer_id=init["producer_id"], producer_epoch=init["producer_epoch"])
-        timings: list[float] = []
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            await _add_partitions(conn, txn, topic, partitions)
-            started = time.perf_counter()
-            answer = await call(conn, 26, END_TXN_V, {**txn, "committed": True})
-            timings.append((time.perf_counter() - started) * 1000)
-            _check(answer, "EndTxn")
-        return timings
-    finally:
-        conn.close()
 
 
 # -- phases ---------------------------------------------------------------------------------------------
