@@ -99,6 +99,8 @@ def consume_role(opts: dict[str, Any]) -> dict[str, Any]:
             "fetch.min.bytes": 1,
             "fetch.max.bytes": 52_428_800,
             "max.partition.fetch.bytes": 10_485_760,
+            # librdkafka's default is read_committed; bench.transactions compares the two
+            **({"isolation.level": opts["isolation_level"]} if "isolation_level" in opts else {}),
         }
     )
     consumer.assign([TopicPartition(opts["topic"], p, 0) for p in range(opts["partitions"])])
@@ -126,14 +128,16 @@ def consume_role(opts: dict[str, Any]) -> dict[str, Any]:
     return {"messages": count, "bytes": size, "seconds": elapsed, "latencies": latencies}
 
 
-def run_role(role: str, opts: dict[str, Any]) -> dict[str, Any]:
+def run_role(role: str, opts: dict[str, Any], module: str = "bench.dataplane") -> dict[str, Any]:
+    """Run `python -m <module> <role> <opts>` in its own process; its last stdout line is the result."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.dataplane", role, json.dumps(opts)],
+        [sys.executable, "-m", module, role, json.dumps(opts)],
         capture_output=True,
         text=True,
         timeout=opts["seconds"] + 120,
-        check=True,
     )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{module} {role} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.splitlines()[-1])  # type: ignore[no-any-return]
 
 
