@@ -126,15 +126,15 @@ TRANSACTION_LOG_VALUE = Schema(
     flexible_since=1,
     fields=(
         Field("producer_id", INT64),
-        Field("previous_producer_id", INT64, default=-1, tag=0, tagged_since=1),
-        Field("next_producer_id", INT64, default=-1, tag=1, tagged_since=1),
+        Field("previous_producer_id", INT64, since=1, default=-1, tag=0, tagged_since=1),
+        Field("next_producer_id", INT64, since=1, default=-1, tag=1, tagged_since=1),
         Field("producer_epoch", INT16),
         Field("transaction_timeout_ms", INT32),
         Field("transaction_status", INT8),
         Field("transaction_partitions", array(TRANSACTION_PARTITIONS), nullable_since=0, default=None),
         Field("transaction_last_update_timestamp_ms", INT64),
         Field("transaction_start_timestamp_ms", INT64),
-        Field("client_transaction_version", INT16, default=0, tag=2, tagged_since=1),
+        Field("client_transaction_version", INT16, since=1, default=0, tag=2, tagged_since=1),
     ),
 )
 TRANSACTION_LOG_KEY_VERSION = 0

@@ -85,8 +85,10 @@ def test_find_coordinator_returns_this_node_for_groups(server: KcoordServer, ver
                 ("", 0, server.port, 0),
             ]
             txn = call(sock, FIND_COORDINATOR, version, {"key_type": 1, "coordinator_keys": ["t"]})
-            assert txn["coordinators"][0]["error_code"] == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            assert txn["coordinators"][0]["node_id"] == -1
+            coordinator = txn["coordinators"][0]  # the transaction coordinator is this node too
+            assert (coordinator["error_code"], coordinator["node_id"], coordinator["port"]) == (0, 0, server.port)
+            other = call(sock, FIND_COORDINATOR, version, {"key_type": 2, "coordinator_keys": ["s"]})
+            assert other["coordinators"][0]["error_code"] == 42  # INVALID_REQUEST: no share coordinator
         else:
             response = call(sock, FIND_COORDINATOR, version, {"key": "g1", "key_type": 0})
             assert (response["error_code"], response["node_id"], response["host"], response["port"]) == (
@@ -97,7 +99,7 @@ def test_find_coordinator_returns_this_node_for_groups(server: KcoordServer, ver
             )
             if version >= 1:
                 txn = call(sock, FIND_COORDINATOR, version, {"key": "t", "key_type": 1})
-                assert (txn["error_code"], txn["node_id"], txn["port"]) == (53, -1, -1)
+                assert (txn["error_code"], txn["node_id"], txn["port"]) == (0, 0, server.port)
 
 
 def test_create_topics_validates_like_kafka(server: KcoordServer) -> None:
