@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Self
 
 __all__ = [
     "CLUSTER_NAME",
@@ -32,7 +33,7 @@ CLUSTER_NAME = "kafka-cluster"  # ResourcePattern / AuthorizerUtils: the only CL
 
 class _Coded(enum.IntEnum):
     @classmethod
-    def of(cls, code: int) -> _Coded:
+    def of(cls, code: int) -> Self:
         """Kafka's fromCode: anything unknown is UNKNOWN (0)."""
         try:
             return cls(code)
