@@ -29,6 +29,8 @@ from coordinator.http import HttpEndpoint, Observed
 from coordinator.metrics import MetricsSource, TimedFileOps
 from coordinator.persistence import Replayer, StorageRecordLog, storage_config
 from coordinator.producer_ids import ProducerIds
+from coordinator.security.acls_store import AclStore
+from coordinator.security.authorizer import StandardAuthorizer
 from coordinator.server.apis import HANDLERS, served_versions
 from coordinator.server.connection import Connection
 from coordinator.server.context import DelayedResponses, ServerContext
@@ -57,6 +59,7 @@ class App:
         self._timers: AsyncioTimers | None = None
         self._data: TopicData | None = None
         self.ctx: ServerContext | None = None
+        self._acls: AclStore | None = None
         self.bound: HostPort | None = None
         # The HTTP endpoint and what it counts: only with --http-listen (no cost on requests otherwise).
         self.metrics = MetricsSource() if config.http_listen is not None else None
@@ -79,7 +82,10 @@ class App:
             self.config.transaction_config(), SystemClock(), self._timers, record_log, producer_ids,
             coordinator_markers,
         )  # fmt: skip
-        replayer = Replayer(manager, topics, producer_ids, transactions)
+        # The authorizer (issue 25): only with --authorizer standard; its ACLs are replayed with the rest.
+        acls = _acl_store(self.config, record_log)
+        replayer = Replayer(manager, topics, producer_ids, transactions, acls)
+        self._acls = acls
         started = time.monotonic()
         ops = None
         if self.metrics is not None:
@@ -174,6 +180,8 @@ class App:
             served=served_versions(dict(SERVED_VERSIONS)),
             handlers=dict(HANDLERS),
             stats=None if self.metrics is None else self.metrics.requests,
+            authorizer=None if self._acls is None else self._acls.authorizer,
+            acls=self._acls,
         )
         await self._server.start_serving()
         log.info(
@@ -229,6 +237,20 @@ class App:
 # timer exits even if the event loop is stuck (a hung file system call) - well within 1 s either way.
 HALT_DELAY_S = 0.2
 HALT_BACKSTOP_S = 0.8
+
+
+def _acl_store(config: Config, record_log: StorageRecordLog) -> AclStore | None:
+    """Kafka's authorizer.class.name=StandardAuthorizer with super.users and
+    allow.everyone.if.no.acl.found; None (no authorizer, the default) otherwise."""
+    if config.authorizer != "standard":
+        return None
+    authorizer = StandardAuthorizer(config.super_users, config.allow_everyone_if_no_acl_found)
+    log.info(
+        "authorizer=standard super_users=%s allow_everyone_if_no_acl_found=%s",
+        ",".join(config.super_users) or "-",
+        config.allow_everyone_if_no_acl_found,
+    )
+    return AclStore(authorizer, record_log)
 
 
 def _halt_soon(fault: StorageFault) -> None:

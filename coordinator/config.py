@@ -93,6 +93,12 @@ class Config:
     enable_test_controls: bool = False
     # Per-group series in /metrics: at most this many groups (the largest total lag first).
     metrics_max_groups: int = 100
+    # -- authorization (issue 25, h/acl): Kafka's authorizer.class.name, super.users and
+    # allow.everyone.if.no.acl.found. None = no authorizer: every request is allowed, ACL APIs answer
+    # SECURITY_DISABLED. "standard" = StandardAuthorizer (coordinator/security/authorizer.py).
+    authorizer: str | None = None
+    super_users: tuple[str, ...] = ()  # `User:admin;User:ops`, compared as principal strings
+    allow_everyone_if_no_acl_found: bool = False
 
     def group_config(self) -> GroupConfig:
         """The subset the pure group logic needs."""
@@ -218,6 +224,24 @@ def parse_transaction_version(text: str) -> int:
     return int(text)
 
 
+def parse_authorizer(text: str) -> str | None:
+    """`standard` (Kafka's StandardAuthorizer) or `none`."""
+    lowered = text.strip().lower()
+    if lowered in ("standard", "none"):
+        return None if lowered == "none" else lowered
+    raise argparse.ArgumentTypeError(f"expected standard or none, got {text!r}")
+
+
+def parse_super_users(text: str) -> tuple[str, ...]:
+    """super.users: `;`-separated `Type:name` principals (StandardAuthorizer.getConfiguredSuperUsers)."""
+    users = tuple(value.strip() for value in text.split(";") if value.strip())
+    for user in users:
+        principal_type, sep, name = user.partition(":")
+        if not sep or not principal_type or not name:
+            raise argparse.ArgumentTypeError(f"expected principals as Type:name;..., got {user!r}")
+    return users
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -289,6 +313,10 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--log-format", parse_log_format, "text|json, default text"),
     ("--http-listen", parse_host_port, "host:port of the HTTP endpoint (/metrics, /v1/groups), default off"),
     ("--metrics-max-groups", _non_negative_int, "groups with per-group series in /metrics, default 100"),
+    # -- authorization (issue 25, h/acl) --
+    ("--authorizer", parse_authorizer, "standard = Kafka's StandardAuthorizer with ACLs; default none"),
+    ("--super-users", parse_super_users, "super.users: principals allowed everything, `User:a;User:b`"),
+    ("--allow-everyone-if-no-acl-found", _parse_bool, "allow a resource no ACL applies to, default false"),
 )
 # Switches without a value (`--enable-test-controls`); the env var takes true/false.
 _SWITCHES: tuple[tuple[str, str], ...] = (
@@ -303,6 +331,8 @@ _METAVARS: dict[object, str] = {
     parse_log_format: "text|json",
     parse_assignors: "NAME[,NAME]",
     parse_migration_policy: "POLICY",
+    parse_authorizer: "standard|none",
+    parse_super_users: "PRINCIPAL[;PRINCIPAL]",
 }
 
 

@@ -31,6 +31,9 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     26: (0, 5),  # EndTxn
     27: (0, 1),  # WriteTxnMarkers (Kafka 4.0 serves 1 and up)
     28: (0, 5),  # TxnOffsetCommit
+    29: (0, 3),  # DescribeAcls
+    30: (0, 3),  # CreateAcls
+    31: (0, 3),  # DeleteAcls
     32: (0, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
     37: (0, 3),  # CreatePartitions

@@ -9,6 +9,7 @@ The storage record types, their key and value schemas and the versions written a
 * 5 ProducerIds: the end of the newest producer id block (`coordinator/producer_ids.py`);
 * 6 Transaction: TransactionLogKey v0 / TransactionLogValue v0-1 (`txn_codec`).
 * 7 TxnOffsetCommit: a pending transactional offset (`txn_offset_codec.py`).
+* 10 Acl: an ACL binding, keyed by the binding (`coordinator/security/acls_store.py`).
 Every key and value starts with its INT16 version; a None value is a tombstone.
 """
 
@@ -36,6 +37,12 @@ from coordinator.groups.records import (
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
 )
+from coordinator.persistence.acl_codec import (
+    ACL_RECORD_TYPE,
+    acl_record_from_storage,
+    acl_to_storage,
+    render_acl,
+)
 from coordinator.persistence.consumer_codec import (
     CONSUMER_RECORD_TYPES,
     consumer_from_storage,
@@ -61,6 +68,7 @@ from coordinator.producer_ids import (
     encode_block_key,
     encode_block_value,
 )
+from coordinator.security.acls_store import AclRecord, AclTombstone
 from coordinator.topics import TopicRecord, TopicTombstone
 from coordinator.topics.records import (
     TOPIC_RECORD_TYPE,
@@ -77,7 +85,9 @@ __all__ = ["GROUP_METADATA_TYPE", "OFFSET_COMMIT_TYPE", "AnyRecord", "from_stora
 
 OFFSET_COMMIT_TYPE = schemas.OFFSET_COMMIT_RECORD_TYPE
 GROUP_METADATA_TYPE = schemas.GROUP_METADATA_RECORD_TYPE
-AnyRecord = LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock | TransactionRecord
+AnyRecord = (
+    LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock | TransactionRecord | AclRecord | AclTombstone
+)
 
 
 # -- encoding ---------------------------------------------------------------------------------------
@@ -158,6 +168,8 @@ _ENCODERS: dict[type, Callable[[Any], storage.Record]] = {
     TransactionRecord: transaction_to_storage,
     TxnOffsetCommitRecord: txn_offset_to_storage,
     TxnOffsetTombstone: txn_offset_to_storage,
+    AclRecord: acl_to_storage,
+    AclTombstone: acl_to_storage,
 }
 
 
@@ -183,7 +195,13 @@ def to_storage(record: AnyRecord) -> storage.Record:
             return storage.Record(TOPIC_RECORD_TYPE, encode_topic_key(record.name), None)
         case ProducerIdBlock():
             return storage.Record(PRODUCER_IDS_RECORD_TYPE, encode_block_key(), encode_block_value(record))
-        case TransactionRecord() | TxnOffsetCommitRecord() | TxnOffsetTombstone():
+        case (
+            TransactionRecord()
+            | TxnOffsetCommitRecord()
+            | TxnOffsetTombstone()
+            | AclRecord()
+            | AclTombstone()
+        ):
             return _ENCODERS[type(record)](record)  # record types with a codec module of their own
         case (
             ConsumerGroupEpoch()
@@ -260,6 +278,7 @@ _DECODERS: dict[int, Callable[[storage.Record], AnyRecord]] = {
     **dict.fromkeys(CONSUMER_RECORD_TYPES, consumer_from_storage),
     TRANSACTION_TYPE: transaction_from_storage,
     TXN_OFFSET_RECORD_TYPE: txn_offset_from_storage,
+    ACL_RECORD_TYPE: acl_record_from_storage,
 }
 
 
@@ -332,4 +351,4 @@ def _render_domain(domain: AnyRecord) -> str:
             return render_transaction(domain)
         case TxnOffsetCommitRecord() | TxnOffsetTombstone():
             return render_txn_offset(domain)
-    return render_consumer(domain)
+    return render_acl(domain) if isinstance(domain, AclRecord | AclTombstone) else render_consumer(domain)

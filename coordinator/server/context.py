@@ -18,6 +18,8 @@ from coordinator.transactions import TransactionCoordinator
 
 if TYPE_CHECKING:
     from coordinator.metrics import RequestStats
+    from coordinator.security.acls_store import AclStore
+    from coordinator.security.authorizer import StandardAuthorizer
     from coordinator.server.markers import TxnMarkers
 
 __all__ = ["DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
@@ -103,6 +105,11 @@ class ServerContext:
     handlers: dict[int, Handler] = field(default_factory=dict)
     # Counted once per answered request when metrics are on.
     stats: RequestStats | None = None
+    # -- authorization (issue 25): both None unless --authorizer standard. Handlers check
+    # `ctx.authorizer is None` first, so the default path pays one attribute test per check
+    # (coordinator/server/authz.py has the calls; the ACL APIs write through `acls`).
+    authorizer: StandardAuthorizer | None = None
+    acls: AclStore | None = None
 
     @property
     def node_id(self) -> int:

@@ -19,6 +19,8 @@ from coordinator.groups.records import (
 )
 from coordinator.persistence import from_storage, render, to_storage
 from coordinator.producer_ids import ProducerIdBlock
+from coordinator.security.acls import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from coordinator.security.acls_store import AclRecord, AclTombstone
 from coordinator.topics import TopicRecord, TopicTombstone
 from protocol.messages import records as schemas
 from protocol.messages.records import RECORD_TYPES, decode_exact, decode_key, decode_value, encode_versioned
@@ -62,6 +64,28 @@ def test_every_domain_record_round_trips() -> None:
         TxnOffsetCommitRecord(7, 2, "g", "t", 3, 42, 5, "meta", 1234),
         TxnOffsetCommitRecord(2**40, 0, "g", "t", 0, 0, -1, "", -1),
         TxnOffsetTombstone(7, "g", "t", 3),
+        AclRecord(
+            AclBinding(
+                ResourceType.TOPIC,
+                "orders-",
+                PatternType.PREFIXED,
+                "User:alice",
+                "*",
+                AclOperation.READ,
+                AclPermissionType.ALLOW,
+            )
+        ),
+        AclTombstone(
+            AclBinding(
+                ResourceType.GROUP,
+                "g",
+                PatternType.LITERAL,
+                "User:*",
+                "10.0.0.1",
+                AclOperation.ALL,
+                AclPermissionType.DENY,
+            )
+        ),
     ]
     for record in records:
         stored = to_storage(record)
@@ -91,6 +115,7 @@ def test_the_table_of_record_types_keeps_the_bytes_already_on_disk() -> None:
         5,
         6,
         7,
+        10,  # ACL bindings (issue 25)
         0x43,
         0x45,
         0x46,

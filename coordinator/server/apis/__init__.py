@@ -8,6 +8,7 @@ for any API it does not serve (docs/compat.md).
 from __future__ import annotations
 
 from coordinator.server.apis import (
+    acls,
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
@@ -82,6 +83,9 @@ HANDLERS: dict[int, Handler] = {
     66: list_transactions.handle,
     68: consumer_group_heartbeat.handle,
     69: consumer_group_describe.handle,
+    29: acls.handle_describe,
+    30: acls.handle_create,
+    31: acls.handle_delete,
 }
 
 
