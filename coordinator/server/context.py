@@ -110,6 +110,13 @@ class ServerContext:
     # (coordinator/server/authz.py has the calls; the ACL APIs write through `acls`).
     authorizer: StandardAuthorizer | None = None
     acls: AclStore | None = None
+    # -- listeners (issue 25): listener name -> the endpoint it advertises (Metadata, FindCoordinator,
+    # DescribeCluster answer with the listener the request came in on); empty = `advertised` for all.
+    endpoints: dict[str, HostPort] = field(default_factory=dict)
+
+    def endpoint(self, meta: RequestMeta) -> HostPort:
+        """The advertised endpoint of the listener this request arrived on."""
+        return self.endpoints.get(meta.listener_name, self.advertised)
 
     @property
     def node_id(self) -> int:

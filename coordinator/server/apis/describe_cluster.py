@@ -28,9 +28,8 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         )
         respond(body)
         return
-    body["brokers"] = [
-        {"broker_id": ctx.node_id, "host": ctx.advertised.host, "port": ctx.advertised.port, "rack": None}
-    ]
+    endpoint = ctx.endpoint(meta)  # the listener the request arrived on (issue 25)
+    body["brokers"] = [{"broker_id": ctx.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}]
     if req["include_cluster_authorized_operations"]:
         body["cluster_authorized_operations"] = CLUSTER_AUTHORIZED_OPERATIONS  # no authorizer: all
     respond(body)

@@ -23,18 +23,18 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     key_type = int(req["key_type"])
     if version >= 4:
         keys = req["coordinator_keys"]
-        respond({"coordinators": [_lookup(ctx, str(key), key_type) for key in keys]})
+        respond({"coordinators": [_lookup(ctx, meta, str(key), key_type) for key in keys]})
         return
-    entry = _lookup(ctx, str(req["key"]), key_type)
+    entry = _lookup(ctx, meta, str(req["key"]), key_type)
     del entry["key"]
     if version == 0:
         del entry["error_message"]
     respond(entry)
 
 
-def _lookup(ctx: ServerContext, key: str, key_type: int) -> dict[str, Any]:
+def _lookup(ctx: ServerContext, meta: RequestMeta, key: str, key_type: int) -> dict[str, Any]:
     if key_type in (GROUP, TRANSACTION):
-        node = ctx.advertised
+        node = ctx.endpoint(meta)  # the listener the request arrived on (issue 25)
         return {
             "key": key,
             "node_id": ctx.node_id,

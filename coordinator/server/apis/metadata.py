@@ -43,12 +43,12 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         ]
     )
     if not missing:
-        respond(_response(ctx, req, wanted, version))
+        respond(_response(ctx, req, wanted, meta))
         return
     # Answer once the new topics are durable (a failed write leaves them unknown: a retriable error).
     ctx.topics.create(
         [(name, ctx.config.num_partitions, {}) for name in missing],
-        lambda error: respond(_response(ctx, req, wanted, version)),
+        lambda error: respond(_response(ctx, req, wanted, meta)),
     )
 
 
@@ -67,7 +67,8 @@ def _requested(ctx: ServerContext, req: Request, version: int) -> Wanted | None:
     return wanted
 
 
-def _response(ctx: ServerContext, req: Request, wanted: Wanted | None, version: int) -> dict[str, Any]:
+def _response(ctx: ServerContext, req: Request, wanted: Wanted | None, meta: RequestMeta) -> dict[str, Any]:
+    version = meta.api_version
     if wanted is None:
         topics = [_topic_entry(ctx, t.name, t, version) for t in ctx.topics.all()]
     else:
@@ -77,7 +78,7 @@ def _response(ctx: ServerContext, req: Request, wanted: Wanted | None, version: 
             else {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id}
             for name, topic_id in wanted
         ]
-    body: dict[str, Any] = {"brokers": [broker_entry(ctx)], "topics": topics}
+    body: dict[str, Any] = {"brokers": [broker_entry(ctx, meta)], "topics": topics}
     if version >= 1:
         body["controller_id"] = ctx.node_id
     if version >= 2:
@@ -91,8 +92,10 @@ def _response(ctx: ServerContext, req: Request, wanted: Wanted | None, version: 
     return body
 
 
-def broker_entry(ctx: ServerContext) -> dict[str, Any]:
-    return {"node_id": ctx.node_id, "host": ctx.advertised.host, "port": ctx.advertised.port}
+def broker_entry(ctx: ServerContext, meta: RequestMeta) -> dict[str, Any]:
+    """This broker as the listener the request arrived on advertises it (issue 25)."""
+    endpoint = ctx.endpoint(meta)
+    return {"node_id": ctx.node_id, "host": endpoint.host, "port": endpoint.port}
 
 
 def _topic_entry(ctx: ServerContext, name: str, topic: TopicRecord | None, version: int) -> dict[str, Any]:
