@@ -113,7 +113,9 @@ class Connection:
             return context.wrap_socket(sock, server_hostname=host)
         except ssl.SSLCertVerificationError as exc:
             sock.close()
-            raise ToolError(f"TLS handshake with {self.address} failed: {exc.verify_message}") from None
+            raise ToolError(
+                f"TLS handshake with {self.address} failed: certificate verify failed: {exc.verify_message}"
+            ) from None
         except (ssl.SSLError, OSError) as exc:
             sock.close()
             raise ToolError(f"TLS handshake with {self.address} failed: {exc}") from None

@@ -1,0 +1,138 @@
+"""The client commands over a real SASL_SSL listener with `--command-config` (the real CLI, in its own
+process, against a real `kcoord serve`): what `kcoord groups` reports is what a stock client
+(confluent-kafka over the same listener) committed; a wrong password, an untrusted server and a
+plaintext attempt are one-line failures. Certificates come from `kcoord dev certs`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import unique
+from tests.kcoord_process import REPO, KcoordServer
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+
+class SecureServer(KcoordServer):
+    """kcoord with a PLAINTEXT listener (the readiness probe's) and a SASL_SSL one (the tests')."""
+
+    def argv(self) -> list[str]:
+        return [
+            sys.executable, "-m", "coordinator", "serve",
+            "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+            "--data-dir", str(self.data_dir),
+            "--group-initial-rebalance-delay-ms", "0",
+            *self.extra,
+        ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("certs")
+    done = run("dev", "certs", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def secure(certs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The SASL_SSL bootstrap address (localhost:PORT) of a server with PLAIN users."""
+    tmp = tmp_path_factory.mktemp("secure")
+    env = {"KCOORD_SASL_PLAIN_USERS": ",".join(f"{u}={p}" for u, p in USERS.items())}
+    extra = ("--ssl-keystore-location", str(certs / "server.pem"), "--sasl-enabled-mechanisms", "PLAIN")
+    server = SecureServer(tmp / "data", *extra, log_path=tmp / "server.log", env=env)
+    try:
+        server.start()
+        port = server.wait_for(r"listening on \S+:(\d+) .*listener=SASL_SSL").group(1)
+        yield f"localhost:{port}"
+    finally:
+        server.kill()
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator", *args], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+
+
+def properties(path: Path, certs: Path, user: str, password: str) -> str:
+    path.write_text(
+        "security.protocol=SASL_SSL\n"
+        f"ssl.truststore.location={certs / 'ca.pem'}\n"
+        "sasl.mechanism=PLAIN\n"
+        f'sasl.jaas.config={PLAIN_MODULE} required username="{user}" password="{password}";\n'
+    )
+    return str(path)
+
+
+def stock_config(bootstrap: str, certs: Path) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "alice",
+        "sasl.password": USERS["alice"],
+        "ssl.ca.location": str(certs / "ca.pem"),
+    }
+
+
+def test_groups_describe_over_sasl_ssl_shows_what_a_stock_client_committed(
+    secure: str, certs: Path, tmp_path: Path
+) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, group = unique("secure"), unique("secure-group")
+    admin = AdminClient(stock_config(secure, certs))
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(timeout=30)
+    offsets = [TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)]
+    request = ConsumerGroupTopicPartitions(group, offsets)
+    admin.alter_consumer_group_offsets([request])[group].result(timeout=30)
+
+    config = properties(tmp_path / "admin.properties", certs, "admin", USERS["admin"])
+    listed = run("groups", "--bootstrap-server", secure, "--command-config", config, "--list")
+    assert listed.returncode == 0, listed.stderr
+    assert group in listed.stdout.split()
+    described = run(
+        "groups", "--bootstrap-server", secure, "--command-config", config, "--describe", "--group", group
+    )
+    assert described.returncode == 0, described.stderr
+    rows = [line.split() for line in described.stdout.splitlines()[1:] if line.strip()]
+    assert sorted((row[1], row[2], row[3]) for row in rows) == [(topic, "0", "0"), (topic, "1", "0")]
+
+
+def test_refusals_are_one_line_errors(secure: str, certs: Path, tmp_path: Path) -> None:
+    wrong = properties(tmp_path / "wrong.properties", certs, "admin", "not-the-password")
+    refused = run("groups", "--bootstrap-server", secure, "--command-config", wrong, "--list")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("kcoord groups: authentication with PLAIN failed at ")
+    assert "Traceback" not in refused.stderr
+
+    untrusted = tmp_path / "untrusted.properties"
+    untrusted.write_text(
+        Path(wrong).read_text().replace(f"ssl.truststore.location={certs / 'ca.pem'}\n", "")
+    )  # the system CAs do not know the test CA
+    refused = run("transactions", "--bootstrap-server", secure, "--command-config", str(untrusted), "--list")
+    assert refused.returncode == 1
+    assert "TLS handshake with" in refused.stderr and "certificate verify failed" in refused.stderr
+
+    plaintext = run("groups", "--bootstrap-server", secure, "--list")  # no --command-config
+    assert plaintext.returncode == 1
+    assert plaintext.stderr.startswith("kcoord groups: ") and "Traceback" not in plaintext.stderr
+
+    broken = tmp_path / "broken.properties"
+    broken.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\nsasl.jaas.config=x.Y required user=;\n"
+    )
+    refused = run("acls", "--bootstrap-server", secure, "--command-config", str(broken), "--list")
+    assert refused.returncode == 1
+    assert "Value not specified for key 'user' in JAAS config" in refused.stderr
