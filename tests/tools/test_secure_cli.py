@@ -48,7 +48,7 @@ def secure(certs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
     """The SASL_SSL bootstrap address (localhost:PORT) of a server with PLAIN users."""
     tmp = tmp_path_factory.mktemp("secure")
     env = {"KCOORD_SASL_PLAIN_USERS": ",".join(f"{u}={p}" for u, p in USERS.items())}
-    extra = ("--ssl-keystore-location", str(certs / "server.pem"), "--sasl-enabled-mechanisms", "PLAIN")
+    extra = ("--ssl-keystore-location", str(certs / "server.pem"))  # PLAIN and both SCRAMs (the default)
     server = SecureServer(tmp / "data", *extra, log_path=tmp / "server.log", env=env)
     try:
         server.start()
@@ -136,3 +136,58 @@ def test_refusals_are_one_line_errors(secure: str, certs: Path, tmp_path: Path) 
     refused = run("acls", "--bootstrap-server", secure, "--command-config", str(broken), "--list")
     assert refused.returncode == 1
     assert "Value not specified for key 'user' in JAAS config" in refused.stderr
+
+
+def scram_properties(path: Path, certs: Path, mechanism: str, user: str, password: str) -> str:
+    properties(path, certs, user, password)
+    text = path.read_text().replace("sasl.mechanism=PLAIN", f"sasl.mechanism={mechanism}")
+    path.write_text(text.replace(PLAIN_MODULE, "org.apache.kafka.common.security.scram.ScramLoginModule"))
+    return str(path)
+
+
+def test_users_alter_then_scram_logins_with_a_stock_client_and_with_the_tools(
+    secure: str, certs: Path, tmp_path: Path
+) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = properties(tmp_path / "admin.properties", certs, "admin", USERS["admin"])
+    users = ["users", "--bootstrap-server", secure, "--command-config", admin]
+    user = unique("carol")
+    add = "SCRAM-SHA-256=[iterations=8192,password=carol-256],SCRAM-SHA-512=[password=carol-512]"
+    altered = run(*users, "--alter", "--user", user, "--add-config", add)
+    assert altered.returncode == 0, altered.stderr
+    assert altered.stdout == f"Completed updating config for user {user}.\n"
+    described = run(*users, "--describe", "--user", user)
+    assert described.returncode == 0, described.stderr
+    prefix = f"SCRAM credential configs for user-principal '{user}' are "
+    assert described.stdout.startswith(prefix)
+    assert set(described.stdout.removeprefix(prefix).strip().split(", ")) == {
+        "SCRAM-SHA-256=iterations=8192",
+        "SCRAM-SHA-512=iterations=4096",
+    }
+
+    def stock_login(password: str) -> bool:
+        config = {
+            **stock_config(secure, certs),
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": user,
+            "sasl.password": password,
+        }
+        try:
+            AdminClient(config).list_topics(timeout=10)
+        except Exception:  # confluent_kafka.KafkaException: authentication failed (or its timeout)
+            return False
+        return True
+
+    assert stock_login("carol-256")
+    assert not stock_login("carol-512")
+
+    ours = scram_properties(tmp_path / "carol.properties", certs, "SCRAM-SHA-512", user, "carol-512")
+    listed = run("groups", "--bootstrap-server", secure, "--command-config", ours, "--list")
+    assert listed.returncode == 0, listed.stderr
+    deleted = run(*users, "--alter", "--user", user, "--delete-config", "SCRAM-SHA-512")
+    assert deleted.returncode == 0, deleted.stderr
+    assert run(*users, "--describe", "--user", user).stdout == f"{prefix}SCRAM-SHA-256=iterations=8192\n"
+    refused = run("groups", "--bootstrap-server", secure, "--command-config", ours, "--list")
+    assert refused.returncode == 1
+    assert "authentication with SCRAM-SHA-512 failed" in refused.stderr
