@@ -29,6 +29,7 @@ from coordinator.http import HttpEndpoint, Observed
 from coordinator.metrics import MetricsSource, TimedFileOps
 from coordinator.persistence import Replayer, StorageRecordLog, storage_config
 from coordinator.producer_ids import ProducerIds
+from coordinator.security.credentials import ScramCredentials
 from coordinator.security.listeners import Listener
 from coordinator.server.apis import HANDLERS, served_versions
 from coordinator.server.connection import Connection
@@ -56,6 +57,7 @@ class App:
         self.connections: set[Connection] = set()
         self._servers: list[asyncio.Server] = []
         self.security = Security(config)
+        self._credentials: ScramCredentials | None = None
         # listener name -> the bound address (port 0 resolved); `bound` is the first listener's
         self.bound_by_listener: dict[str, HostPort] = {}
         self._log: Any = None
@@ -84,7 +86,9 @@ class App:
             self.config.transaction_config(), SystemClock(), self._timers, record_log, producer_ids,
             coordinator_markers,
         )  # fmt: skip
-        replayer = Replayer(manager, topics, producer_ids, transactions)
+        credentials = ScramCredentials(record_log)
+        self.security.add_scram(credentials.lookup)
+        replayer = Replayer(manager, topics, producer_ids, transactions, credentials)
         started = time.monotonic()
         ops = None
         if self.metrics is not None:
@@ -119,6 +123,7 @@ class App:
             len(topics.all()),
             time.monotonic() - started,
         )
+        self._credentials = credentials
         await self._bind(loop, manager, topics, producer_ids, transactions, markers)
         await self._start_http()
 
@@ -179,6 +184,7 @@ class App:
             handlers=dict(HANDLERS),
             stats=None if self.metrics is None else self.metrics.requests,
             endpoints=endpoints,
+            credentials=self._credentials,
         )
         for server, listener in zip(self._servers, listeners, strict=True):
             await server.start_serving()

@@ -10,6 +10,7 @@ from coordinator.groups.manager import GroupManager
 from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone, TxnOffsetCommitRecord
 from coordinator.persistence.codec import from_storage
 from coordinator.producer_ids import ProducerIdBlock, ProducerIds
+from coordinator.security.credentials import ScramCredentialRecord, ScramCredentials, ScramCredentialTombstone
 from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone
 from coordinator.transactions import TransactionCoordinator, TransactionRecord
 
@@ -31,7 +32,9 @@ class Replayer:
         topics: TopicRegistry,
         producer_ids: ProducerIds,
         transactions: TransactionCoordinator | None = None,
+        credentials: ScramCredentials | None = None,
     ) -> None:
+        self._credentials = credentials
         self._manager = manager
         self._transactions = transactions
         self._topics = topics
@@ -54,6 +57,10 @@ class Replayer:
             case ProducerIdBlock():
                 self._counts["producer_ids"] += 1
                 self._producer_ids.apply(domain)
+            case ScramCredentialRecord() | ScramCredentialTombstone():
+                self._counts["scram_credential"] += 1
+                if self._credentials is not None:
+                    self._credentials.apply(domain)
             case TransactionRecord():
                 self._counts["transaction"] += 1
                 if self._transactions is not None:
