@@ -11,6 +11,7 @@ visible (and answered) only once durable.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -22,6 +23,7 @@ from coordinator.security.scram import (
     MIN_ITERATIONS,
     ScramCredential,
     derive_credential,
+    salted_password,
 )
 from protocol.errors import ErrorCode
 from protocol.messages.records import decode_exact, encode_versioned
@@ -205,6 +207,40 @@ class ScramCredentials:
                 for record in records:
                     self.apply(record)
             done(results)
+
+        self._log.append(records, durable)
+
+    def bootstrap(
+        self, users: dict[str, bytes], iterations: int, done: Callable[[list[Result]], None]
+    ) -> None:
+        """Credentials for users that have none yet (both mechanisms), from passwords: a random salt
+        per credential, no SASLprep (Kafka's ScramFormatter). Existing ones are kept."""
+        upsertions = []
+        for name, password in users.items():
+            if any((name, code) in self._table for code in MECHANISM_NAMES):
+                continue
+            for code, mechanism in MECHANISM_NAMES.items():
+                salt = secrets.token_bytes(16)
+                salted = salted_password(mechanism, password.decode(), salt, iterations)
+                upsertions.append(
+                    {
+                        "name": name,
+                        "mechanism": code,
+                        "iterations": iterations,
+                        "salt": salt,
+                        "salted_password": salted,
+                    }
+                )
+        records = [_record(item, False) for item in upsertions]
+        if not records:
+            done([])
+            return
+
+        def durable(error: BaseException | None) -> None:
+            if error is None:
+                for record in records:
+                    self.apply(record)
+            done([{"user": item["name"], "error": error} for item in upsertions])
 
         self._log.append(records, durable)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from coordinator.config import Config
 from coordinator.security.listeners import Listener
+from coordinator.security.oauth import OAuthBearerServer, TokenValidator
 from coordinator.security.sasl import MechanismServer, PlainServer, load_plain_users
 from coordinator.security.scram import CredentialLookup, ScramServer
 from coordinator.security.ssl_principal import SslPrincipalMapper
@@ -62,6 +63,10 @@ class Security:
         for name in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
             if name in self.config.sasl_enabled_mechanisms:
                 self.mechanisms[name] = functools.partial(ScramServer, name, lookup)
+
+    def add_oauthbearer(self, validator: TokenValidator) -> None:
+        if "OAUTHBEARER" in self.config.sasl_enabled_mechanisms:
+            self.mechanisms["OAUTHBEARER"] = functools.partial(OAuthBearerServer, validator)
 
     def tls_server(self, listener: Listener) -> TlsServer | None:
         """The TLS context of an SSL or SASL_SSL listener (built on first use), else None."""
