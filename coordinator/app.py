@@ -31,7 +31,10 @@ from coordinator.persistence import Replayer, StorageRecordLog, storage_config
 from coordinator.producer_ids import ProducerIds
 from coordinator.security.acls_store import AclStore
 from coordinator.security.authorizer import StandardAuthorizer
+from coordinator.security.credentials import ScramCredentials
 from coordinator.security.listeners import Listener
+from coordinator.security.oauth import JwksKeys, TokenValidator
+from coordinator.security.sasl import parse_plain_users
 from coordinator.server.apis import HANDLERS, served_versions
 from coordinator.server.connection import Connection
 from coordinator.server.context import DelayedResponses, ServerContext
@@ -58,6 +61,7 @@ class App:
         self.connections: set[Connection] = set()
         self._servers: list[asyncio.Server] = []
         self.security = Security(config)
+        self._credentials: ScramCredentials | None = None
         # listener name -> the bound address (port 0 resolved); `bound` is the first listener's
         self.bound_by_listener: dict[str, HostPort] = {}
         self._log: Any = None
@@ -89,8 +93,10 @@ class App:
         )  # fmt: skip
         # The authorizer (issue 25): only with --authorizer standard; its ACLs are replayed with the rest.
         acls = _acl_store(self.config, record_log)
-        replayer = Replayer(manager, topics, producer_ids, transactions, acls)
         self._acls = acls
+        credentials = ScramCredentials(record_log)
+        self.security.add_scram(credentials.lookup)
+        replayer = Replayer(manager, topics, producer_ids, transactions, acls=acls, credentials=credentials)
         started = time.monotonic()
         ops = None
         if self.metrics is not None:
@@ -125,8 +131,51 @@ class App:
             len(topics.all()),
             time.monotonic() - started,
         )
+        self._credentials = credentials
+        await self._bootstrap_scram(credentials)
+        await self._load_jwks(loop)
         await self._bind(loop, manager, topics, producer_ids, transactions, markers)
         await self._start_http()
+
+    async def _load_jwks(self, loop: asyncio.AbstractEventLoop) -> None:
+        """OAUTHBEARER's verification keys: fetched in a worker thread before the listeners open, then
+        refreshed every sasl.oauthbearer.jwks.endpoint.refresh.ms (also in a thread)."""
+        config = self.config
+        url = config.sasl_oauthbearer_jwks_endpoint_url
+        uses_sasl = any(listener.uses_sasl for listener in config.resolved_listeners())
+        if url is None or not uses_sasl or "OAUTHBEARER" not in config.sasl_enabled_mechanisms:
+            return
+        keys = JwksKeys(url, config.sasl_oauthbearer_jwks_endpoint_refresh_ms)
+        await asyncio.to_thread(keys.refresh)
+        self.security.add_oauthbearer(
+            TokenValidator(
+                keys,
+                config.sasl_oauthbearer_expected_audience,
+                config.sasl_oauthbearer_expected_issuer,
+                config.sasl_oauthbearer_sub_claim_name,
+                config.sasl_oauthbearer_clock_skew_seconds,
+            )
+        )
+
+        def refresh() -> None:
+            if self.ctx is not None and self.ctx.shutting_down:
+                return
+            loop.run_in_executor(None, keys.refresh)
+            loop.call_later(keys.refresh_s, refresh)
+
+        loop.call_later(keys.refresh_s, refresh)
+
+    async def _bootstrap_scram(self, credentials: ScramCredentials) -> None:
+        """--sasl-scram-bootstrap-users: durable before the listeners open."""
+        if not self.config.sasl_scram_bootstrap_users:
+            return
+        users = parse_plain_users(self.config.sasl_scram_bootstrap_users)
+        future: asyncio.Future[list[dict[str, object]]] = asyncio.get_running_loop().create_future()
+        credentials.bootstrap(users, BOOTSTRAP_SCRAM_ITERATIONS, future.set_result)
+        for result in await future:
+            if result["error"] is not None:
+                raise storage.StorageError(f"SCRAM bootstrap of {result['user']} failed: {result['error']}")
+        log.info("SCRAM bootstrap: %d credentials created", len(await future))
 
     async def _start_http(self) -> None:
         """After recovery and the Kafka listener: /readyz means recovered and listening."""
@@ -187,6 +236,7 @@ class App:
             authorizer=None if self._acls is None else self._acls.authorizer,
             acls=self._acls,
             endpoints=endpoints,
+            credentials=self._credentials,
         )
         for server, listener in zip(self._servers, listeners, strict=True):
             await server.start_serving()
@@ -279,6 +329,9 @@ class App:
                 return
             await asyncio.sleep(0.01)
 
+
+# kafka-storage format --add-scram's default iterations (ScramMechanism.minIterations).
+BOOTSTRAP_SCRAM_ITERATIONS = 4096
 
 # How often the TLS key, certificate and CA files are checked for a change (a stat() each).
 CERTIFICATE_CHECK_S = 5.0

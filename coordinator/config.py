@@ -64,6 +64,9 @@ class Config:
     sasl_enabled_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
     sasl_plain_users: str | None = None  # user=password[,user=password]: prefer the env variable
     sasl_plain_users_file: Path | None = None  # one user=password per line
+    # user=password,...: SCRAM credentials (both mechanisms) created at startup if the user has none,
+    # like kafka-storage format --add-scram; the first admin of a SASL-only deployment.
+    sasl_scram_bootstrap_users: str | None = None
     sasl_server_max_receive_size: int = 524_288  # sasl.server.max.receive.size: pre-auth frame cap
     connection_failed_authentication_delay_ms: int = 100  # connection.failed.authentication.delay.ms
     connections_max_reauth_ms: int = 0  # KIP-368; 0 = sessions never expire
@@ -400,6 +403,11 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ),
     ("--sasl-plain-users", _text, "PLAIN users as user=password,... (use the env variable)"),
     ("--sasl-plain-users-file", Path, "PLAIN users, one user=password per line"),
+    (
+        "--sasl-scram-bootstrap-users",
+        _text,
+        "user=password,...: SCRAM credentials made at startup for users without any (use the env variable)",
+    ),
     ("--sasl-server-max-receive-size", _positive_int, "largest frame before authentication, default 524288"),
     (
         "--connection-failed-authentication-delay-ms",

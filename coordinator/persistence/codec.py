@@ -10,6 +10,7 @@ The storage record types, their key and value schemas and the versions written a
 * 6 Transaction: TransactionLogKey v0 / TransactionLogValue v0-1 (`txn_codec`).
 * 7 TxnOffsetCommit: a pending transactional offset (`txn_offset_codec.py`).
 * 10 Acl: an ACL binding, keyed by the binding (`coordinator/security/acls_store.py`).
+* 9 ScramCredential: a user's SCRAM credential (`coordinator/security/credentials.py`).
 Every key and value starts with its INT16 version; a None value is a tombstone.
 """
 
@@ -69,6 +70,14 @@ from coordinator.producer_ids import (
     encode_block_value,
 )
 from coordinator.security.acls_store import AclRecord, AclTombstone
+from coordinator.security.credentials import (
+    SCRAM_CREDENTIAL_RECORD_TYPE,
+    ScramCredentialRecord,
+    ScramCredentialTombstone,
+    decode_credential,
+    encode_credential,
+    render_credential,
+)
 from coordinator.topics import TopicRecord, TopicTombstone
 from coordinator.topics.records import (
     TOPIC_RECORD_TYPE,
@@ -86,7 +95,15 @@ __all__ = ["GROUP_METADATA_TYPE", "OFFSET_COMMIT_TYPE", "AnyRecord", "from_stora
 OFFSET_COMMIT_TYPE = schemas.OFFSET_COMMIT_RECORD_TYPE
 GROUP_METADATA_TYPE = schemas.GROUP_METADATA_RECORD_TYPE
 AnyRecord = (
-    LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock | TransactionRecord | AclRecord | AclTombstone
+    LogRecord
+    | TopicRecord
+    | TopicTombstone
+    | ProducerIdBlock
+    | TransactionRecord
+    | AclRecord
+    | AclTombstone
+    | ScramCredentialRecord
+    | ScramCredentialTombstone
 )
 
 
@@ -170,7 +187,13 @@ _ENCODERS: dict[type, Callable[[Any], storage.Record]] = {
     TxnOffsetTombstone: txn_offset_to_storage,
     AclRecord: acl_to_storage,
     AclTombstone: acl_to_storage,
+    ScramCredentialRecord: lambda record: _credential_to_storage(record),
+    ScramCredentialTombstone: lambda record: _credential_to_storage(record),
 }
+
+
+def _credential_to_storage(record: ScramCredentialRecord | ScramCredentialTombstone) -> storage.Record:
+    return storage.Record(SCRAM_CREDENTIAL_RECORD_TYPE, *encode_credential(record))
 
 
 def to_storage(record: AnyRecord) -> storage.Record:
@@ -201,6 +224,8 @@ def to_storage(record: AnyRecord) -> storage.Record:
             | TxnOffsetTombstone()
             | AclRecord()
             | AclTombstone()
+            | ScramCredentialRecord()
+            | ScramCredentialTombstone()
         ):
             return _ENCODERS[type(record)](record)  # record types with a codec module of their own
         case (
@@ -279,6 +304,7 @@ _DECODERS: dict[int, Callable[[storage.Record], AnyRecord]] = {
     TRANSACTION_TYPE: transaction_from_storage,
     TXN_OFFSET_RECORD_TYPE: txn_offset_from_storage,
     ACL_RECORD_TYPE: acl_record_from_storage,
+    SCRAM_CREDENTIAL_RECORD_TYPE: lambda record: decode_credential(record.key, record.value),
 }
 
 
@@ -347,8 +373,12 @@ def _render_domain(domain: AnyRecord) -> str:
             return f"topic name={domain.name} tombstone"
         case ProducerIdBlock():
             return f"producer_ids block_end={domain.block_end}"
-        case TransactionRecord():
-            return render_transaction(domain)
-        case TxnOffsetCommitRecord() | TxnOffsetTombstone():
-            return render_txn_offset(domain)
+        case TransactionRecord() | TxnOffsetCommitRecord() | TxnOffsetTombstone():
+            return (
+                render_transaction(domain)
+                if isinstance(domain, TransactionRecord)
+                else render_txn_offset(domain)
+            )
+        case ScramCredentialRecord() | ScramCredentialTombstone():
+            return render_credential(domain)
     return render_acl(domain) if isinstance(domain, AclRecord | AclTombstone) else render_consumer(domain)

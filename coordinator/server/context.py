@@ -12,6 +12,7 @@ from coordinator.config import Config, HostPort
 from coordinator.groups.manager import GroupManager
 from coordinator.producer_ids import ProducerIds
 from coordinator.security import ANONYMOUS, KafkaPrincipal
+from coordinator.security.credentials import ScramCredentials
 from coordinator.topics import TopicRegistry
 from coordinator.topics.data import TopicData
 from coordinator.transactions import TransactionCoordinator
@@ -113,6 +114,8 @@ class ServerContext:
     # -- listeners (issue 25): listener name -> the endpoint it advertises (Metadata, FindCoordinator,
     # DescribeCluster answer with the listener the request came in on); empty = `advertised` for all.
     endpoints: dict[str, HostPort] = field(default_factory=dict)
+    # SCRAM credentials (coordinator log record type 9); None only in tests that build a bare context.
+    credentials: ScramCredentials | None = None
 
     def endpoint(self, meta: RequestMeta) -> HostPort:
         """The advertised endpoint of the listener this request arrived on."""

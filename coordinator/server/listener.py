@@ -8,13 +8,16 @@ SASL_SSL listeners never ask for a certificate) and one SASL mechanism factory.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.config import Config
 from coordinator.security.listeners import Listener
+from coordinator.security.oauth import OAuthBearerServer, TokenValidator
 from coordinator.security.sasl import MechanismServer, PlainServer, load_plain_users
+from coordinator.security.scram import CredentialLookup, ScramServer
 from coordinator.security.ssl_principal import SslPrincipalMapper
 from coordinator.security.tls import TlsFiles, TlsServer
 from coordinator.server.sasl_gate import SaslSetup
@@ -54,6 +57,16 @@ class Security:
         if "PLAIN" in config.sasl_enabled_mechanisms:
             users = load_plain_users(config.sasl_plain_users, config.sasl_plain_users_file)
             self.mechanisms["PLAIN"] = lambda: PlainServer(users)
+
+    def add_scram(self, lookup: CredentialLookup) -> None:
+        """SCRAM-SHA-256/512 exchanges against the credential table (once it is recovered)."""
+        for name in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            if name in self.config.sasl_enabled_mechanisms:
+                self.mechanisms[name] = functools.partial(ScramServer, name, lookup)
+
+    def add_oauthbearer(self, validator: TokenValidator) -> None:
+        if "OAUTHBEARER" in self.config.sasl_enabled_mechanisms:
+            self.mechanisms["OAUTHBEARER"] = functools.partial(OAuthBearerServer, validator)
 
     def tls_server(self, listener: Listener) -> TlsServer | None:
         """The TLS context of an SSL or SASL_SSL listener (built on first use), else None."""

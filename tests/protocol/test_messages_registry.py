@@ -17,7 +17,7 @@ def test_every_served_version_is_defined_for_request_and_response() -> None:
 FIRST_SERVED = {0: 3, 1: 4}
 # Defined before their handlers exist (issue 24, transactions): not advertised until the server answers
 # them. Whoever enables one in api_versions_table.py removes it here.
-NOT_YET_SERVED: frozenset[int] = frozenset({50, 51})  # security (issue 25)
+NOT_YET_SERVED: frozenset[int] = frozenset()
 # Served short of the newest defined version: WriteTxnMarkers v2 (KIP-1228's transaction_version, which
 # only brokers newer than Kafka 4.1 send to each other).
 LAST_SERVED = {27: 1}

@@ -43,6 +43,7 @@ from coordinator.server.apis import (
     sasl,
     sync_group,
     txn_offset_commit,
+    user_scram_credentials,
     write_txn_markers,
 )
 from coordinator.server.context import Handler
@@ -80,6 +81,8 @@ HANDLERS: dict[int, Handler] = {
     42: delete_groups.handle,
     44: alter_configs.handle_incremental,
     47: offset_delete.handle,
+    50: user_scram_credentials.handle_describe,
+    51: user_scram_credentials.handle_alter,
     60: describe_cluster.handle,
     61: describe_producers.handle,
     65: describe_transactions.handle,
