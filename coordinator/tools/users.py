@@ -87,14 +87,19 @@ def _alteration(args: argparse.Namespace, user: str) -> tuple[list[dict[str, Any
 
 
 def alter(cluster: Cluster, args: argparse.Namespace) -> int:
+    """One request per mechanism: Kafka's controller refuses a second alteration of the same user in one
+    request (ScramControlManager.alterCredentials: DUPLICATE_RESOURCE), which would make
+    `--add-config 'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...]'` fail (docs/compat.md)."""
     user = args.users[0]
     deletions, upsertions = _alteration(args, user)
-    body = {"deletions": deletions, "upsertions": upsertions}
-    response = cluster.bootstrap.request(ALTER_USER_SCRAM_CREDENTIALS, body)
-    for result in response["results"]:
-        if result["error_code"] != 0:
-            message = result["error_message"] or error_text(result["error_code"])
-            raise ToolError(f"cannot alter the SCRAM credentials of user '{result['user']}': {message}")
+    bodies = [{"deletions": [d], "upsertions": []} for d in deletions]
+    bodies += [{"deletions": [], "upsertions": [u]} for u in upsertions]
+    for body in bodies:
+        response = cluster.bootstrap.request(ALTER_USER_SCRAM_CREDENTIALS, body)
+        for result in response["results"]:
+            if result["error_code"] != 0:
+                message = result["error_message"] or error_text(result["error_code"])
+                raise ToolError(f"cannot alter the SCRAM credentials of user '{result['user']}': {message}")
     print(f"Completed updating config for user {user}.")
     return 0
 
