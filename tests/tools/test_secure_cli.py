@@ -1,12 +1,15 @@
 """The client commands over a real SASL_SSL listener with `--command-config` (the real CLI, in its own
 process, against a real `kcoord serve`): what `kcoord groups` reports is what a stock client
-(confluent-kafka over the same listener) committed; a wrong password, an untrusted server and a
-plaintext attempt are one-line failures. Certificates come from `kcoord dev certs`."""
+(confluent-kafka over the same listener) committed; `kcoord users` makes SCRAM credentials a stock
+client logs in with; OAUTHBEARER from a token file; a wrong password, an expired token, an untrusted
+server and a plaintext attempt are one-line failures. Certificates come from `kcoord dev certs`."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,11 +47,29 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def secure(certs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The SASL_SSL bootstrap address (localhost:PORT) of a server with PLAIN users."""
+def issuer(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    """An OAuth issuer's signing key and its JWKS file (kid "k1")."""
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    jwk = json.loads(jwt.algorithms.ECAlgorithm.to_jwk(key.public_key()))
+    path = tmp_path_factory.mktemp("jwks") / "jwks.json"
+    path.write_text(json.dumps({"keys": [{**jwk, "kid": "k1", "alg": "ES256", "use": "sig"}]}))
+    return key, path
+
+
+@pytest.fixture(scope="module")
+def secure(certs: Path, issuer: tuple[Any, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The SASL_SSL bootstrap address (localhost:PORT) of a server with PLAIN users, SCRAM and
+    OAUTHBEARER (tokens signed by `issuer`)."""
     tmp = tmp_path_factory.mktemp("secure")
     env = {"KCOORD_SASL_PLAIN_USERS": ",".join(f"{u}={p}" for u, p in USERS.items())}
-    extra = ("--ssl-keystore-location", str(certs / "server.pem"))  # PLAIN and both SCRAMs (the default)
+    extra = (
+        "--ssl-keystore-location", str(certs / "server.pem"),
+        "--sasl-enabled-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "--sasl-oauthbearer-jwks-endpoint-url", issuer[1].as_uri(),
+    )  # fmt: skip
     server = SecureServer(tmp / "data", *extra, log_path=tmp / "server.log", env=env)
     try:
         server.start()
@@ -191,3 +212,34 @@ def test_users_alter_then_scram_logins_with_a_stock_client_and_with_the_tools(
     refused = run("groups", "--bootstrap-server", secure, "--command-config", ours, "--list")
     assert refused.returncode == 1
     assert "authentication with SCRAM-SHA-512 failed" in refused.stderr
+
+
+def test_oauthbearer_token_file_and_static_token(
+    secure: str, certs: Path, issuer: tuple[Any, Path], tmp_path: Path
+) -> None:
+    import jwt
+
+    def token(expires_in: int) -> str:
+        now = int(time.time())
+        claims = {"sub": "alice", "iat": now, "exp": now + expires_in}
+        return jwt.encode(claims, issuer[0], algorithm="ES256", headers={"kid": "k1"})
+
+    module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+    token_file = tmp_path / "token.jwt"
+    token_file.write_text(token(300) + "\n")
+    config = tmp_path / "oauth.properties"
+    config.write_text(
+        "security.protocol=SASL_SSL\n"
+        f"ssl.truststore.location={certs / 'ca.pem'}\n"
+        "sasl.mechanism=OAUTHBEARER\n"
+        f"sasl.jaas.config={module} required;\n"
+        f"sasl.oauthbearer.token.endpoint.url={token_file.as_uri()}\n"
+    )
+    listed = run("groups", "--bootstrap-server", secure, "--command-config", str(config), "--list")
+    assert listed.returncode == 0, listed.stderr
+
+    expired = config.read_text() + f"kcoord.sasl.oauthbearer.token={token(-120)}\n"  # past the 30 s skew
+    config.write_text(expired)
+    refused = run("groups", "--bootstrap-server", secure, "--command-config", str(config), "--list")
+    assert refused.returncode == 1
+    assert "authentication with OAUTHBEARER failed" in refused.stderr
