@@ -26,12 +26,14 @@ PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 
 class SecureServer(KcoordServer):
-    """kcoord with a PLAINTEXT listener (the readiness probe's) and a SASL_SSL one (the tests')."""
+    """kcoord with a PLAINTEXT listener (the readiness probe's) and a secured one (the tests')."""
+
+    listeners = "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
 
     def argv(self) -> list[str]:
         return [
             sys.executable, "-m", "coordinator", "serve",
-            "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+            "--listeners", self.listeners,
             "--data-dir", str(self.data_dir),
             "--group-initial-rebalance-delay-ms", "0",
             *self.extra,
@@ -243,3 +245,42 @@ def test_oauthbearer_token_file_and_static_token(
     refused = run("groups", "--bootstrap-server", secure, "--command-config", str(config), "--list")
     assert refused.returncode == 1
     assert "authentication with OAUTHBEARER failed" in refused.stderr
+
+
+def test_mutual_tls_listener_with_a_client_keystore(certs: Path, tmp_path: Path) -> None:
+    """An SSL listener that requires client certificates: the tools present `ssl.keystore.location`
+    (the encrypted key opened with `ssl.key.password`); without one the broker refuses the handshake."""
+    keyed = tmp_path / "keyed-certs"
+    made = run("dev", "certs", "--out", str(keyed), "--client-key-password", "kpw")
+    assert made.returncode == 0, made.stderr
+    extra = (
+        "--ssl-keystore-location", str(keyed / "server.pem"),
+        "--ssl-truststore-location", str(keyed / "ca.pem"),
+        "--ssl-client-auth", "required",
+    )  # fmt: skip
+    server = SecureServer(tmp_path / "data", *extra, log_path=tmp_path / "server.log")
+    server.listeners = "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"
+    trust = f"security.protocol=SSL\nssl.truststore.location={keyed / 'ca.pem'}\n"
+    with_key = tmp_path / "mtls.properties"
+    with_key.write_text(trust + f"ssl.keystore.location={keyed / 'client.pem'}\nssl.key.password=kpw\n")
+    without_key = tmp_path / "tls.properties"
+    without_key.write_text(trust)
+    try:
+        server.start()
+        port = server.wait_for(r"listening on \S+:(\d+) .*listener=SSL").group(1)
+        ok = run(
+            "groups", "--bootstrap-server", f"localhost:{port}", "--command-config", str(with_key), "--list"
+        )
+        assert ok.returncode == 0, ok.stderr
+        refused = run(
+            "groups",
+            "--bootstrap-server",
+            f"localhost:{port}",
+            "--command-config",
+            str(without_key),
+            "--list",
+        )
+        assert refused.returncode == 1
+        assert refused.stderr.startswith("kcoord groups: ") and "Traceback" not in refused.stderr
+    finally:
+        server.kill()
