@@ -133,7 +133,8 @@ def _entries(args: argparse.Namespace, operations: Sequence[AclOperation]) -> li
     return entries
 
 
-def _operations(p: ToolParser, args: argparse.Namespace) -> list[AclOperation]:
+def _operations(args: argparse.Namespace) -> list[AclOperation]:
+    """--operation, Kafka's default All; an unknown name is UNKNOWN, refused by _validate_operations."""
     operations = [operation_from_name(name.strip()) for name in args.operation or ["All"]]
     return list(dict.fromkeys(operations))
 
@@ -143,7 +144,7 @@ def plan(p: ToolParser, args: argparse.Namespace) -> Plan:
     filters = resource_filters(args)
     result: Plan = {}
     if not args.producer and not args.consumer:
-        entries = _entries(args, _operations(p, args))
+        entries = _entries(args, _operations(args))
         result = {f: entries for f in filters}
     if args.producer:
         for f in filters:
