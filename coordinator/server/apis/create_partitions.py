@@ -27,9 +27,7 @@ Topic = dict[str, Any]
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     topics: list[Topic] = req["topics"]
     counts = Counter(str(t["name"]) for t in topics)
-    outcome: dict[str, Outcome] = {
-        str(t["name"]): _check(ctx, t, counts[str(t["name"])] > 1) for t in topics
-    }
+    outcome: dict[str, Outcome] = {str(t["name"]): _check(ctx, t, counts[str(t["name"])] > 1) for t in topics}
     if ctx.authorizer is not None:  # ControllerApis.createPartitions: ALTER on each (non-duplicate) topic
         names = [name for name, n in counts.items() if n == 1]
         alterable = authz.filter_allowed(ctx, meta, 37, AclOperation.ALTER, ResourceType.TOPIC, names)
