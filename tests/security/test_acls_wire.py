@@ -199,6 +199,7 @@ def test_a_hidden_topic_answers_exactly_as_a_missing_one(acl_server: KcoordServe
         assert everything[0]["topic_authorized_operations"] == sum(
             1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11)
         )
+        assert _data_plane(sock, "visible")[1] == 0  # Fetch: READ on `visible`
         hidden, missing = _data_plane(sock, "secret"), _data_plane(sock, "ghost")
         assert hidden == missing
         denied = E.TOPIC_AUTHORIZATION_FAILED

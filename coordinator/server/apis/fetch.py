@@ -58,22 +58,18 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 def _readable(ctx: ServerContext, req: Request, meta: RequestMeta) -> set[str]:
     """KafkaApis.handleFetchRequest: a follower (replica id >= 0) needs CLUSTER_ACTION on the cluster
     for every partition; a consumer READ on each topic."""
-    if (
-        int(req.get("replica_id", -1)) >= 0
-        or int((req.get("replica_state") or {}).get("replica_id", -1)) >= 0
-    ):
-        return (
-            set()
-            if not authz.cluster_allowed(ctx, meta, 1, AclOperation.CLUSTER_ACTION)
-            else _names(ctx, req)
-        )
-    return authz.filter_allowed(ctx, meta, 1, AclOperation.READ, ResourceType.TOPIC, _names(ctx, req))
+    names = _names(ctx, req, meta.api_version)
+    state = req.get("replica_state") or {}
+    if int(req.get("replica_id", -1)) >= 0 or int(state.get("replica_id", -1)) >= 0:
+        return names if authz.cluster_allowed(ctx, meta, 1, AclOperation.CLUSTER_ACTION) else set()
+    return authz.filter_allowed(ctx, meta, 1, AclOperation.READ, ResourceType.TOPIC, names)
 
 
-def _names(ctx: ServerContext, req: Request) -> set[str]:
+def _names(ctx: ServerContext, req: Request, version: int) -> set[str]:
+    """The topics' names: by id from v13 (an unknown id has none), else as given."""
     names = set()
     for topic in req["topics"]:
-        name = ctx.topics.name_for_id(topic["topic_id"]) if "topic_id" in topic else topic.get("topic")
+        name = ctx.topics.name_for_id(topic["topic_id"]) if version >= 13 else topic["topic"]
         if name is not None:
             names.add(str(name))
     return names
