@@ -13,7 +13,7 @@ from coordinator.security.acls import (
     PatternType,
     ResourceType,
 )
-from coordinator.security.acls_store import AclStore
+from coordinator.security.acls_store import AclRecord, AclStore, AclTombstone
 from coordinator.security.authorizer import StandardAuthorizer
 from coordinator.security.principal import ANONYMOUS
 from tests.unit.fakes import MemoryRecordLog
@@ -48,6 +48,7 @@ def test_created_acls_apply_once_durable_and_replay_to_the_same_set() -> None:
     assert answers[-1] == [None] and len(log.batches) == 1
     replayed, _ = store()
     for record in log.records:
+        assert isinstance(record, AclRecord | AclTombstone)
         replayed.apply(record)
     assert replayed.authorizer.acls() == acls.authorizer.acls() == [READ_T, READ_G]
 
@@ -65,5 +66,6 @@ def test_deleted_acls_are_tombstoned_and_a_failed_write_changes_nothing() -> Non
     assert deleted == [[(None, [READ_T])]] and acls.authorizer.acls() == [READ_G]
     replayed, _ = store()
     for record in log.records:
+        assert isinstance(record, AclRecord | AclTombstone)
         replayed.apply(record)
     assert replayed.authorizer.acls() == [READ_G]
