@@ -29,9 +29,16 @@ from coordinator.http import HttpEndpoint, Observed
 from coordinator.metrics import MetricsSource, TimedFileOps
 from coordinator.persistence import Replayer, StorageRecordLog, storage_config
 from coordinator.producer_ids import ProducerIds
+from coordinator.security.acls_store import AclStore
+from coordinator.security.authorizer import StandardAuthorizer
+from coordinator.security.credentials import ScramCredentials
+from coordinator.security.listeners import Listener
+from coordinator.security.oauth import JwksKeys, TokenValidator
+from coordinator.security.sasl import parse_plain_users
 from coordinator.server.apis import HANDLERS, served_versions
 from coordinator.server.connection import Connection
 from coordinator.server.context import DelayedResponses, ServerContext
+from coordinator.server.listener import ListenerSetup, Security
 from coordinator.server.markers import CoordinatorMarkers, TxnMarkers
 from coordinator.server.timers import AsyncioTimers, SystemClock
 from coordinator.topics import TopicRegistry
@@ -52,11 +59,16 @@ class App:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.connections: set[Connection] = set()
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
+        self.security = Security(config)
+        self._credentials: ScramCredentials | None = None
+        # listener name -> the bound address (port 0 resolved); `bound` is the first listener's
+        self.bound_by_listener: dict[str, HostPort] = {}
         self._log: Any = None
         self._timers: AsyncioTimers | None = None
         self._data: TopicData | None = None
         self.ctx: ServerContext | None = None
+        self._acls: AclStore | None = None
         self.bound: HostPort | None = None
         # The HTTP endpoint and what it counts: only with --http-listen (no cost on requests otherwise).
         self.metrics = MetricsSource() if config.http_listen is not None else None
@@ -79,7 +91,12 @@ class App:
             self.config.transaction_config(), SystemClock(), self._timers, record_log, producer_ids,
             coordinator_markers,
         )  # fmt: skip
-        replayer = Replayer(manager, topics, producer_ids, transactions)
+        # The authorizer (issue 25): only with --authorizer standard; its ACLs are replayed with the rest.
+        acls = _acl_store(self.config, record_log)
+        self._acls = acls
+        credentials = ScramCredentials(record_log)
+        self.security.add_scram(credentials.lookup)
+        replayer = Replayer(manager, topics, producer_ids, transactions, acls=acls, credentials=credentials)
         started = time.monotonic()
         ops = None
         if self.metrics is not None:
@@ -114,8 +131,51 @@ class App:
             len(topics.all()),
             time.monotonic() - started,
         )
+        self._credentials = credentials
+        await self._bootstrap_scram(credentials)
+        await self._load_jwks(loop)
         await self._bind(loop, manager, topics, producer_ids, transactions, markers)
         await self._start_http()
+
+    async def _load_jwks(self, loop: asyncio.AbstractEventLoop) -> None:
+        """OAUTHBEARER's verification keys: fetched in a worker thread before the listeners open, then
+        refreshed every sasl.oauthbearer.jwks.endpoint.refresh.ms (also in a thread)."""
+        config = self.config
+        url = config.sasl_oauthbearer_jwks_endpoint_url
+        uses_sasl = any(listener.uses_sasl for listener in config.resolved_listeners())
+        if url is None or not uses_sasl or "OAUTHBEARER" not in config.sasl_enabled_mechanisms:
+            return
+        keys = JwksKeys(url, config.sasl_oauthbearer_jwks_endpoint_refresh_ms)
+        await asyncio.to_thread(keys.refresh)
+        self.security.add_oauthbearer(
+            TokenValidator(
+                keys,
+                config.sasl_oauthbearer_expected_audience,
+                config.sasl_oauthbearer_expected_issuer,
+                config.sasl_oauthbearer_sub_claim_name,
+                config.sasl_oauthbearer_clock_skew_seconds,
+            )
+        )
+
+        def refresh() -> None:
+            if self.ctx is not None and self.ctx.shutting_down:
+                return
+            loop.run_in_executor(None, keys.refresh)
+            loop.call_later(keys.refresh_s, refresh)
+
+        loop.call_later(keys.refresh_s, refresh)
+
+    async def _bootstrap_scram(self, credentials: ScramCredentials) -> None:
+        """--sasl-scram-bootstrap-users: durable before the listeners open."""
+        if not self.config.sasl_scram_bootstrap_users:
+            return
+        users = parse_plain_users(self.config.sasl_scram_bootstrap_users)
+        future: asyncio.Future[list[dict[str, object]]] = asyncio.get_running_loop().create_future()
+        credentials.bootstrap(users, BOOTSTRAP_SCRAM_ITERATIONS, future.set_result)
+        for result in await future:
+            if result["error"] is not None:
+                raise storage.StorageError(f"SCRAM bootstrap of {result['user']} failed: {result['error']}")
+        log.info("SCRAM bootstrap: %d credentials created", len(await future))
 
     async def _start_http(self) -> None:
         """After recovery and the Kafka listener: /readyz means recovered and listening."""
@@ -144,22 +204,21 @@ class App:
         transactions: TransactionCoordinator,
         markers: TxnMarkers,
     ) -> None:
-        listen = self.config.listen
-        # The context needs the advertised address, which depends on the bound port (port 0 = any):
-        # bind without serving, build the context, then start accepting.
-        self._server = await loop.create_server(
-            self._new_connection,
-            listen.host,
-            listen.port,
-            backlog=4096,
-            reuse_address=True,
-            start_serving=False,
-        )
-        port = self._server.sockets[0].getsockname()[1]
-        self.bound = HostPort(listen.host, port)
-        advertised = self.config.advertised_listener or HostPort(
-            "127.0.0.1" if listen.host in ("0.0.0.0", "::", "") else listen.host, port
-        )
+        # The context needs the advertised addresses, which depend on the bound ports (port 0 = any):
+        # bind every listener without serving, build the context, then start accepting.
+        listeners = self.config.resolved_listeners()
+        endpoints: dict[str, HostPort] = {}
+        for listener in listeners:
+            server = await self._listen(loop, listener, self.security.setup(listener))
+            port = server.sockets[0].getsockname()[1]
+            self.bound_by_listener[listener.name] = HostPort(listener.host, port)
+            endpoints[listener.name] = (
+                HostPort(*listener.advertised)
+                if listener.advertised is not None
+                else HostPort("127.0.0.1" if listener.host in ("0.0.0.0", "::", "") else listener.host, port)
+            )
+        first = listeners[0].name
+        self.bound = self.bound_by_listener[first]
         assert self._data is not None, "the partition logs open before the listener binds"
         self.ctx = ServerContext(
             config=self.config,
@@ -169,26 +228,72 @@ class App:
             producer_ids=producer_ids,
             transactions=transactions,
             markers=markers,
-            advertised=advertised,
+            advertised=endpoints[first],
             delayed=DelayedResponses(loop),
             served=served_versions(dict(SERVED_VERSIONS)),
             handlers=dict(HANDLERS),
             stats=None if self.metrics is None else self.metrics.requests,
+            authorizer=None if self._acls is None else self._acls.authorizer,
+            acls=self._acls,
+            endpoints=endpoints,
+            credentials=self._credentials,
         )
-        await self._server.start_serving()
-        log.info(
-            "listening on %s:%d advertised=%s node_id=%d", listen.host, port, advertised, self.config.node_id
-        )
+        for server, listener in zip(self._servers, listeners, strict=True):
+            await server.start_serving()
+            bound = self.bound_by_listener[listener.name]
+            log.info(
+                "listening on %s:%d advertised=%s node_id=%d listener=%s protocol=%s",
+                bound.host,
+                bound.port,
+                endpoints[listener.name],
+                self.config.node_id,
+                listener.name,
+                listener.security_protocol,
+            )
+        if self.security.tls:
+            self._watch_certificates(loop)
 
-    def _new_connection(self) -> Connection:
+    async def _listen(
+        self, loop: asyncio.AbstractEventLoop, listener: Listener, setup: ListenerSetup
+    ) -> asyncio.Server:
+        tls = self.security.tls_server(listener)
+        server = await loop.create_server(
+            lambda: self._new_connection(setup),
+            listener.host,
+            listener.port,
+            backlog=4096,
+            reuse_address=True,
+            start_serving=False,
+            ssl=None if tls is None else tls.context,
+            ssl_handshake_timeout=None if tls is None else self.config.ssl_handshake_timeout_ms / 1000,
+        )
+        self._servers.append(server)
+        return server
+
+    def _watch_certificates(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Reload TLS files when they change (checked every ssl_reload_check_s); SIGHUP reloads at once."""
+
+        def check() -> None:
+            if self.ctx is None or self.ctx.shutting_down:
+                return
+            self.security.reload_tls_if_changed()
+            loop.call_later(CERTIFICATE_CHECK_S, check)
+
+        loop.call_later(CERTIFICATE_CHECK_S, check)
+
+    def reload_certificates(self) -> None:
+        """SIGHUP: rebuild every TLS context from its files (new connections get the new ones)."""
+        self.security.reload_tls()
+
+    def _new_connection(self, setup: ListenerSetup) -> Connection:
         assert self.ctx is not None, "connection accepted before the context was built"
-        return Connection(self.ctx, self.connections)
+        return Connection(self.ctx, self.connections, setup)
 
     async def shutdown(self) -> None:
         """Stop accepting, settle in-flight requests, close the log with a snapshot."""
         ctx = self.ctx
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         if ctx is not None:
             ctx.shutting_down = True  # /readyz answers 503 from here on
         http, self.http = self.http, None
@@ -225,10 +330,30 @@ class App:
             await asyncio.sleep(0.01)
 
 
+# kafka-storage format --add-scram's default iterations (ScramMechanism.minIterations).
+BOOTSTRAP_SCRAM_ITERATIONS = 4096
+
+# How often the TLS key, certificate and CA files are checked for a change (a stat() each).
+CERTIFICATE_CHECK_S = 5.0
+
 # A fatal storage fault's in-flight answers (retriable codes) get this long to leave; the backstop
 # timer exits even if the event loop is stuck (a hung file system call) - well within 1 s either way.
 HALT_DELAY_S = 0.2
 HALT_BACKSTOP_S = 0.8
+
+
+def _acl_store(config: Config, record_log: StorageRecordLog) -> AclStore | None:
+    """Kafka's authorizer.class.name=StandardAuthorizer with super.users and
+    allow.everyone.if.no.acl.found; None (no authorizer, the default) otherwise."""
+    if config.authorizer != "standard":
+        return None
+    authorizer = StandardAuthorizer(config.super_users, config.allow_everyone_if_no_acl_found)
+    log.info(
+        "authorizer=standard super_users=%s allow_everyone_if_no_acl_found=%s",
+        ",".join(config.super_users) or "-",
+        config.allow_everyone_if_no_acl_found,
+    )
+    return AclStore(authorizer, record_log)
 
 
 def _halt_soon(fault: StorageFault) -> None:
@@ -282,7 +407,12 @@ async def _main(config: Config) -> int:
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
-    app = App(config)
+    try:
+        app = App(config)
+    except (OSError, ValueError) as exc:  # e.g. an unreadable PLAIN users file
+        log.error("startup failed: %s", exc)
+        return 1
+    loop.add_signal_handler(signal.SIGHUP, app.reload_certificates)
     try:
         await app.startup()
     except (storage.StorageError, OSError) as exc:  # e.g. data dir locked, listen address in use

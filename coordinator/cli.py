@@ -1,6 +1,7 @@
 """The `kcoord` command line: `kcoord serve [flags]`, `kcoord health`, `kcoord storage
 dump|verify|compact|repair`, `kcoord pipeline offsets|rebalances|lag|compact`, `kcoord groups` and
-`kcoord transactions` (Kafka-protocol clients).
+`kcoord transactions`, `kcoord acls` and `kcoord users` (Kafka-protocol clients, all taking
+--command-config), `kcoord dev certs` (a test CA and certificates).
 
 `python -m coordinator` is the same program; without a subcommand it serves.
 """
@@ -20,6 +21,7 @@ from coordinator.config import ENV_PREFIX, HostPort, add_serve_arguments, config
 __all__ = ["main"]
 
 STORAGE_COMMANDS = ("dump", "verify", "compact", "repair")
+CLIENT_COMMANDS = ("groups", "transactions", "acls", "users")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -71,6 +73,22 @@ def _parser() -> argparse.ArgumentParser:
         help="list and describe transactions, find and abort hanging ones (like kafka-transactions.sh): "
         "--bootstrap-server ...",
     )
+    sub.add_parser(
+        "acls",
+        add_help=False,
+        help="add, remove and list ACLs (like kafka-acls.sh): --bootstrap-server ... --add|--remove|--list",
+    )
+    sub.add_parser(
+        "users",
+        add_help=False,
+        help="SCRAM credentials (like kafka-configs.sh --entity-type users): --bootstrap-server ... "
+        "--alter --user NAME --add-config 'SCRAM-SHA-256=[password=...]' | --describe",
+    )
+    sub.add_parser(
+        "dev",
+        add_help=False,
+        help="development helpers: certs --out DIR [--hostname NAME ...] (a test CA and certificates)",
+    )
     return parser
 
 
@@ -82,14 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _storage(args_list[1:])
     if args_list[0] == "pipeline":
         return _pipeline(args_list[1:])
-    if args_list[0] == "groups":
-        from coordinator.tools.groups import main as groups_main
-
-        return groups_main(args_list[1:])
-    if args_list[0] == "transactions":
-        from coordinator.tools.transactions import main as transactions_main
-
-        return transactions_main(args_list[1:])
+    if args_list[0] in CLIENT_COMMANDS:
+        return _client_command(args_list[0], args_list[1:])
+    if args_list[0] == "dev":
+        return _dev(args_list[1:])
     args = _parser().parse_args(args_list)
     if args.command == "health":
         status = _health(args.bootstrap, args.timeout)
@@ -101,6 +115,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     setup_logging(config.log_level, config.log_format)
     return run(config)
+
+
+def _client_command(name: str, argv: list[str]) -> int:
+    """Imported only when run: `kcoord serve` never loads the tools."""
+    import importlib
+
+    module = importlib.import_module(f"coordinator.tools.{name}")
+    return int(module.main(argv))
+
+
+def _dev(argv: list[str]) -> int:
+    if argv[:1] != ["certs"]:
+        print("usage: kcoord dev certs --out DIR [--hostname NAME ...] [--client-cn CN]", file=sys.stderr)
+        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    try:
+        from coordinator.tools.dev_certs import main as certs_main
+    except ImportError as exc:
+        print(f"kcoord dev certs: {exc} (pip install cryptography)", file=sys.stderr)
+        return 2
+    return certs_main(argv[1:])
 
 
 def _health(address: HostPort | None, timeout_s: float) -> int:

@@ -17,6 +17,13 @@ from pathlib import Path
 from typing import Literal
 
 from coordinator.groups.config import GroupConfig
+from coordinator.security.listeners import (
+    Endpoint,
+    Listener,
+    parse_endpoints,
+    parse_protocol_map,
+    resolve_listeners,
+)
 from coordinator.transactions.config import TransactionConfig
 
 __all__ = ["Config", "HostPort", "add_serve_arguments", "config_from_args", "parse_host_port"]
@@ -44,6 +51,36 @@ class Config:
     # advertised.listeners: what Metadata/FindCoordinator return. None = the bound listen address,
     # with 0.0.0.0 replaced by 127.0.0.1 (a client cannot connect to the wildcard address).
     advertised_listener: HostPort | None = None
+    # -- listeners, TLS and SASL (issue 25): Kafka's settings; none set = the one PLAINTEXT listener above --
+    listeners: tuple[Endpoint, ...] | None = None  # listeners: NAME://host:port,...
+    advertised_listeners: tuple[Endpoint, ...] | None = None  # advertised.listeners
+    listener_security_protocol_map: tuple[tuple[str, str], ...] | None = None  # None = Kafka's default
+    ssl_keystore_location: Path | None = None  # PEM: private key and certificate chain
+    ssl_key_password: str | None = None  # the PEM key's password, if encrypted
+    ssl_truststore_location: Path | None = None  # PEM CA bundle for client certificates
+    ssl_client_auth: str = "none"  # none|requested|required (SSL listeners only, KIP-684)
+    ssl_principal_mapping_rules: str = "DEFAULT"  # ssl.principal.mapping.rules (RULE:...,DEFAULT)
+    ssl_handshake_timeout_ms: int = 10_000  # a TLS handshake not done by then closes the socket
+    sasl_enabled_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+    sasl_plain_users: str | None = None  # user=password[,user=password]: prefer the env variable
+    sasl_plain_users_file: Path | None = None  # one user=password per line
+    # user=password,...: SCRAM credentials (both mechanisms) created at startup if the user has none,
+    # like kafka-storage format --add-scram; the first admin of a SASL-only deployment.
+    sasl_scram_bootstrap_users: str | None = None
+    sasl_server_max_receive_size: int = 524_288  # sasl.server.max.receive.size: pre-auth frame cap
+    connection_failed_authentication_delay_ms: int = 100  # connection.failed.authentication.delay.ms
+    connections_max_reauth_ms: int = 0  # KIP-368; 0 = sessions never expire
+    sasl_oauthbearer_jwks_endpoint_url: str | None = None  # https://... or file:///... (KIP-768)
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: int = 3_600_000
+    sasl_oauthbearer_expected_audience: tuple[str, ...] = ()  # any of them in `aud`; () = not checked
+    sasl_oauthbearer_expected_issuer: str | None = None  # `iss` must equal it; None = not checked
+    sasl_oauthbearer_sub_claim_name: str = "sub"  # the claim that names the principal
+    sasl_oauthbearer_scope_claim_name: str = "scope"
+    sasl_oauthbearer_clock_skew_seconds: int = 30
+    # The HTTP endpoint's TLS (PEM key + chain) and bearer token (every path but /healthz and /readyz).
+    http_ssl_keystore_location: Path | None = None
+    http_ssl_key_password: str | None = None
+    http_bearer_token: str | None = None
     data_dir: Path = Path("./data")  # log.dirs
     node_id: int = 0  # node.id / broker.id
     group_initial_rebalance_delay_ms: int = 3000
@@ -93,6 +130,12 @@ class Config:
     enable_test_controls: bool = False
     # Per-group series in /metrics: at most this many groups (the largest total lag first).
     metrics_max_groups: int = 100
+    # -- authorization (issue 25, h/acl): Kafka's authorizer.class.name, super.users and
+    # allow.everyone.if.no.acl.found. None = no authorizer: every request is allowed, ACL APIs answer
+    # SECURITY_DISABLED. "standard" = StandardAuthorizer (coordinator/security/authorizer.py).
+    authorizer: str | None = None
+    super_users: tuple[str, ...] = ()  # `User:admin;User:ops`, compared as principal strings
+    allow_everyone_if_no_acl_found: bool = False
 
     def group_config(self) -> GroupConfig:
         """The subset the pure group logic needs."""
@@ -108,6 +151,24 @@ class Config:
             consumer_migration_policy=self.group_consumer_migration_policy,
             offsets_retention_ms=self.offsets_retention_minutes * 60_000,
             offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
+        )
+
+    def resolved_listeners(self) -> tuple[Listener, ...]:
+        """The sockets to bind: `--listeners` joined with the map and the advertised entries, or the
+        single PLAINTEXT listener of `--listen` / `--advertised-listener` (today's default)."""
+        if self.listeners is None:
+            shown = self.advertised_listener
+            return (
+                Listener(
+                    "PLAINTEXT",
+                    "PLAINTEXT",
+                    self.listen.host,
+                    self.listen.port,
+                    None if shown is None else (shown.host, shown.port),
+                ),
+            )
+        return resolve_listeners(
+            self.listeners, self.advertised_listeners, self.listener_security_protocol_map
         )
 
     def transaction_config(self) -> TransactionConfig:
@@ -211,11 +272,54 @@ def check_consumer_bounds(config: Config) -> None:
         )
 
 
+def check_security(config: Config, given: Mapping[str, object]) -> None:
+    """The listener, TLS and SASL settings must fit together (KafkaConfig's validation, in words)."""
+    if config.listeners is not None and ("listen" in given or "advertised_listener" in given):
+        raise SystemExit("kcoord: --listeners replaces --listen/--advertised-listener: give one or the other")
+    if config.listeners is None and (
+        config.advertised_listeners is not None or config.listener_security_protocol_map is not None
+    ):
+        raise SystemExit("kcoord: --advertised-listeners and the protocol map need --listeners")
+    try:
+        listeners = config.resolved_listeners()
+    except ValueError as exc:
+        raise SystemExit(f"kcoord: {exc}") from None
+    if any(listener.uses_tls for listener in listeners) and config.ssl_keystore_location is None:
+        raise SystemExit("kcoord: an SSL or SASL_SSL listener needs --ssl-keystore-location")
+    if config.ssl_client_auth != "none" and config.ssl_truststore_location is None:
+        raise SystemExit("kcoord: --ssl-client-auth requested|required needs --ssl-truststore-location")
+    sasl = any(listener.uses_sasl for listener in listeners)
+    if (
+        sasl
+        and "OAUTHBEARER" in config.sasl_enabled_mechanisms
+        and not config.sasl_oauthbearer_jwks_endpoint_url
+    ):
+        raise SystemExit("kcoord: OAUTHBEARER needs --sasl-oauthbearer-jwks-endpoint-url")
+
+
 def parse_transaction_version(text: str) -> int:
     """The `transaction.version` feature level (Kafka 4's TransactionVersion: 0, 1 or 2)."""
     if text.strip() not in ("0", "1", "2"):
         raise argparse.ArgumentTypeError(f"expected 0, 1 or 2, got {text!r}")
     return int(text)
+
+
+def parse_authorizer(text: str) -> str | None:
+    """`standard` (Kafka's StandardAuthorizer) or `none`."""
+    lowered = text.strip().lower()
+    if lowered in ("standard", "none"):
+        return None if lowered == "none" else lowered
+    raise argparse.ArgumentTypeError(f"expected standard or none, got {text!r}")
+
+
+def parse_super_users(text: str) -> tuple[str, ...]:
+    """super.users: `;`-separated `Type:name` principals (StandardAuthorizer.getConfiguredSuperUsers)."""
+    users = tuple(value.strip() for value in text.split(";") if value.strip())
+    for user in users:
+        principal_type, sep, name = user.partition(":")
+        if not sep or not principal_type or not name:
+            raise argparse.ArgumentTypeError(f"expected principals as Type:name;..., got {user!r}")
+    return users
 
 
 def _positive_int(text: str) -> int:
@@ -232,10 +336,95 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _parse_endpoints(text: str) -> tuple[Endpoint, ...]:
+    try:
+        return parse_endpoints(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _parse_protocol_map(text: str) -> tuple[tuple[str, str], ...]:
+    try:
+        return parse_protocol_map(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_client_auth(text: str) -> str:
+    """ssl.client.auth: none | requested | required."""
+    value = text.strip().lower()
+    if value not in ("none", "requested", "required"):
+        raise argparse.ArgumentTypeError(f"expected none, requested or required, got {text!r}")
+    return value
+
+
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+
+def parse_mechanisms(text: str) -> tuple[str, ...]:
+    """sasl.enabled.mechanisms: a comma-separated list of the mechanisms kcoord serves."""
+    names = tuple(name.strip().upper() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in SASL_MECHANISMS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"expected a list of {', '.join(SASL_MECHANISMS)}, got {text!r}")
+    return names
+
+
+def _parse_list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def _text(text: str) -> str:
+    return text
+
+
 # (flag, parser, help). The dataclass field is the flag without dashes, the env var is KCOORD_ + it.
 _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--listen", parse_host_port, "host:port to bind (listeners), default 0.0.0.0:9092; port 0 = any"),
     ("--advertised-listener", parse_host_port, "host:port returned to clients (advertised.listeners)"),
+    # -- listeners, TLS and SASL (issue 25) --
+    ("--listeners", _parse_endpoints, "NAME://host:port,... (listeners); default: --listen as PLAINTEXT"),
+    ("--advertised-listeners", _parse_endpoints, "NAME://host:port,... returned to clients per listener"),
+    (
+        "--listener-security-protocol-map",
+        _parse_protocol_map,
+        "NAME:PROTOCOL,... (PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL); default each protocol to itself",
+    ),
+    ("--ssl-keystore-location", Path, "PEM file: private key and certificate chain (SSL listeners)"),
+    ("--ssl-key-password", _text, "password of the PEM private key, if encrypted"),
+    ("--ssl-truststore-location", Path, "PEM CA bundle that client certificates are checked against"),
+    ("--ssl-client-auth", parse_client_auth, "none|requested|required (SSL listeners), default none"),
+    ("--ssl-principal-mapping-rules", _text, "RULE:pattern/replacement/[LU],...,DEFAULT; default DEFAULT"),
+    ("--ssl-handshake-timeout-ms", _positive_int, "TLS handshake deadline, default 10000"),
+    (
+        "--sasl-enabled-mechanisms",
+        parse_mechanisms,
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER; default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    ),
+    ("--sasl-plain-users", _text, "PLAIN users as user=password,... (use the env variable)"),
+    ("--sasl-plain-users-file", Path, "PLAIN users, one user=password per line"),
+    (
+        "--sasl-scram-bootstrap-users",
+        _text,
+        "user=password,...: SCRAM credentials made at startup for users without any (use the env variable)",
+    ),
+    ("--sasl-server-max-receive-size", _positive_int, "largest frame before authentication, default 524288"),
+    (
+        "--connection-failed-authentication-delay-ms",
+        _non_negative_int,
+        "delay before a failed authentication is answered and closed, default 100",
+    ),
+    ("--connections-max-reauth-ms", _non_negative_int, "SASL session lifetime (KIP-368), default 0 = none"),
+    ("--sasl-oauthbearer-jwks-endpoint-url", _text, "OAUTHBEARER: JWKS https:// or file:// URL"),
+    ("--sasl-oauthbearer-jwks-endpoint-refresh-ms", _positive_int, "JWKS refresh, default 3600000"),
+    ("--sasl-oauthbearer-expected-audience", _parse_list, "OAUTHBEARER: accepted aud values, default any"),
+    ("--sasl-oauthbearer-expected-issuer", _text, "OAUTHBEARER: required iss, default any"),
+    ("--sasl-oauthbearer-sub-claim-name", _text, "OAUTHBEARER: the principal's claim, default sub"),
+    ("--sasl-oauthbearer-scope-claim-name", _text, "OAUTHBEARER: the scope claim, default scope"),
+    ("--sasl-oauthbearer-clock-skew-seconds", _non_negative_int, "OAUTHBEARER: exp/iat skew, default 30"),
+    ("--http-ssl-keystore-location", Path, "PEM key and chain: serve the HTTP endpoint over TLS"),
+    ("--http-ssl-key-password", _text, "password of the HTTP PEM private key, if encrypted"),
+    ("--http-bearer-token", _text, "require Authorization: Bearer <token> on HTTP (not /healthz, /readyz)"),
     ("--data-dir", Path, "directory of the durable log (log.dirs), default ./data"),
     ("--node-id", _non_negative_int, "broker id returned in Metadata/FindCoordinator, default 0"),
     ("--group-initial-rebalance-delay-ms", _non_negative_int, "default 3000"),
@@ -289,6 +478,10 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--log-format", parse_log_format, "text|json, default text"),
     ("--http-listen", parse_host_port, "host:port of the HTTP endpoint (/metrics, /v1/groups), default off"),
     ("--metrics-max-groups", _non_negative_int, "groups with per-group series in /metrics, default 100"),
+    # -- authorization (issue 25, h/acl) --
+    ("--authorizer", parse_authorizer, "standard = Kafka's StandardAuthorizer with ACLs; default none"),
+    ("--super-users", parse_super_users, "super.users: principals allowed everything, `User:a;User:b`"),
+    ("--allow-everyone-if-no-acl-found", _parse_bool, "allow a resource no ACL applies to, default false"),
 )
 # Switches without a value (`--enable-test-controls`); the env var takes true/false.
 _SWITCHES: tuple[tuple[str, str], ...] = (
@@ -303,6 +496,14 @@ _METAVARS: dict[object, str] = {
     parse_log_format: "text|json",
     parse_assignors: "NAME[,NAME]",
     parse_migration_policy: "POLICY",
+    parse_authorizer: "standard|none",
+    parse_super_users: "PRINCIPAL[;PRINCIPAL]",
+    _parse_endpoints: "NAME://HOST:PORT,...",
+    _parse_protocol_map: "NAME:PROTOCOL,...",
+    parse_client_auth: "none|requested|required",
+    parse_mechanisms: "MECH[,MECH]",
+    _parse_list: "A[,B]",
+    _text: "TEXT",
 }
 
 
@@ -347,6 +548,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = N
             values[name] = value
     config = dataclasses.replace(Config(), **values)  # type: ignore[arg-type]
     check_consumer_bounds(config)
+    check_security(config, values)
     if config.enable_test_controls and config.http_listen is None:
         raise SystemExit("kcoord: --enable-test-controls needs --http-listen (the controls are HTTP calls)")
     return config

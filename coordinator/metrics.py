@@ -56,6 +56,11 @@ API_NAMES: dict[int, str] = {
     15: "DescribeGroups", 16: "ListGroups", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics",
     21: "DeleteRecords", 22: "InitProducerId", 37: "CreatePartitions", 42: "DeleteGroups",
     47: "OffsetDelete", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
+    24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn", 27: "WriteTxnMarkers",
+    28: "TxnOffsetCommit",
+    29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls", 32: "DescribeConfigs", 33: "AlterConfigs",
+    44: "IncrementalAlterConfigs", 60: "DescribeCluster", 61: "DescribeProducers", 65: "DescribeTransactions",
+    66: "ListTransactions",
 }  # fmt: skip
 JOIN_GROUP, HEARTBEAT, SYNC_GROUP, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 11, 12, 14, 8, 68
 MAX_API_KEYS, MAX_VERSIONS = 128, 32  # every key and version the protocol table can serve
@@ -123,12 +128,14 @@ class RequestStats:
     heartbeat cost ~10 % of the heartbeat throughput.
     """
 
-    __slots__ = ("counts", "errors", "latency")
+    __slots__ = ("counts", "denials", "errors", "latency")
 
     def __init__(self) -> None:
         self.counts: list[list[int]] = [[0] * MAX_VERSIONS for _ in range(MAX_API_KEYS)]
         self.latency: dict[tuple[int, int], Histogram] = {}
         self.errors: dict[tuple[int, int], int] = {}
+        # api key -> authorization checks denied (coordinator/server/authz.py; issue 25)
+        self.denials: dict[int, int] = {}
 
     def received(self, api_key: int, api_version: int) -> float:
         """Count one request; its receipt time if this one is timed, else 0.0."""
@@ -331,6 +338,12 @@ class KcoordCollector(Collector):
             latency.add_metric(labels, histogram.cumulative(), histogram.total)
         yield total
         yield latency
+        denials = CounterMetricFamily(
+            "kcoord_authorization_denials", "Authorization checks denied, by API", labels=["api"]
+        )
+        for api_key, count in sorted(list(stats.denials.items())):
+            denials.add_metric([API_NAMES.get(api_key, str(api_key))], count)
+        yield denials
         errors = CounterMetricFamily("kcoord_errors", "Error codes answered", labels=["api", "error"])
         for (api_key, code), count in sorted(list(stats.errors.items())):
             errors.add_metric([API_NAMES.get(api_key, str(api_key)), _error_name(code)], count)

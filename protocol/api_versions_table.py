@@ -21,6 +21,7 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     14: (0, 5),  # SyncGroup
     15: (0, 5),  # DescribeGroups
     16: (0, 5),  # ListGroups
+    17: (0, 1),  # SaslHandshake (v1: tokens in SaslAuthenticate)
     18: (0, 4),  # ApiVersions
     19: (0, 7),  # CreateTopics
     20: (0, 6),  # DeleteTopics
@@ -31,12 +32,18 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     26: (0, 5),  # EndTxn
     27: (0, 1),  # WriteTxnMarkers (Kafka 4.0 serves 1 and up)
     28: (0, 5),  # TxnOffsetCommit
+    29: (0, 3),  # DescribeAcls
+    30: (0, 3),  # CreateAcls
+    31: (0, 3),  # DeleteAcls
     32: (0, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
+    36: (0, 2),  # SaslAuthenticate (v1: session_lifetime_ms, KIP-368)
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
     44: (0, 1),  # IncrementalAlterConfigs
     47: (0, 0),  # OffsetDelete
+    50: (0, 0),  # DescribeUserScramCredentials (KIP-554)
+    51: (0, 0),  # AlterUserScramCredentials (KIP-554)
     60: (0, 1),  # DescribeCluster
     61: (0, 0),  # DescribeProducers
     65: (0, 0),  # DescribeTransactions

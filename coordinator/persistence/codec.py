@@ -9,6 +9,8 @@ The storage record types, their key and value schemas and the versions written a
 * 5 ProducerIds: the end of the newest producer id block (`coordinator/producer_ids.py`);
 * 6 Transaction: TransactionLogKey v0 / TransactionLogValue v0-1 (`txn_codec`).
 * 7 TxnOffsetCommit: a pending transactional offset (`txn_offset_codec.py`).
+* 10 Acl: an ACL binding, keyed by the binding (`coordinator/security/acls_store.py`).
+* 9 ScramCredential: a user's SCRAM credential (`coordinator/security/credentials.py`).
 Every key and value starts with its INT16 version; a None value is a tombstone.
 """
 
@@ -36,6 +38,12 @@ from coordinator.groups.records import (
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
 )
+from coordinator.persistence.acl_codec import (
+    ACL_RECORD_TYPE,
+    acl_record_from_storage,
+    acl_to_storage,
+    render_acl,
+)
 from coordinator.persistence.consumer_codec import (
     CONSUMER_RECORD_TYPES,
     consumer_from_storage,
@@ -61,6 +69,15 @@ from coordinator.producer_ids import (
     encode_block_key,
     encode_block_value,
 )
+from coordinator.security.acls_store import AclRecord, AclTombstone
+from coordinator.security.credentials import (
+    SCRAM_CREDENTIAL_RECORD_TYPE,
+    ScramCredentialRecord,
+    ScramCredentialTombstone,
+    decode_credential,
+    encode_credential,
+    render_credential,
+)
 from coordinator.topics import TopicRecord, TopicTombstone
 from coordinator.topics.records import (
     TOPIC_RECORD_TYPE,
@@ -77,7 +94,17 @@ __all__ = ["GROUP_METADATA_TYPE", "OFFSET_COMMIT_TYPE", "AnyRecord", "from_stora
 
 OFFSET_COMMIT_TYPE = schemas.OFFSET_COMMIT_RECORD_TYPE
 GROUP_METADATA_TYPE = schemas.GROUP_METADATA_RECORD_TYPE
-AnyRecord = LogRecord | TopicRecord | TopicTombstone | ProducerIdBlock | TransactionRecord
+AnyRecord = (
+    LogRecord
+    | TopicRecord
+    | TopicTombstone
+    | ProducerIdBlock
+    | TransactionRecord
+    | AclRecord
+    | AclTombstone
+    | ScramCredentialRecord
+    | ScramCredentialTombstone
+)
 
 
 # -- encoding ---------------------------------------------------------------------------------------
@@ -158,7 +185,15 @@ _ENCODERS: dict[type, Callable[[Any], storage.Record]] = {
     TransactionRecord: transaction_to_storage,
     TxnOffsetCommitRecord: txn_offset_to_storage,
     TxnOffsetTombstone: txn_offset_to_storage,
+    AclRecord: acl_to_storage,
+    AclTombstone: acl_to_storage,
+    ScramCredentialRecord: lambda record: _credential_to_storage(record),
+    ScramCredentialTombstone: lambda record: _credential_to_storage(record),
 }
+
+
+def _credential_to_storage(record: ScramCredentialRecord | ScramCredentialTombstone) -> storage.Record:
+    return storage.Record(SCRAM_CREDENTIAL_RECORD_TYPE, *encode_credential(record))
 
 
 def to_storage(record: AnyRecord) -> storage.Record:
@@ -183,7 +218,15 @@ def to_storage(record: AnyRecord) -> storage.Record:
             return storage.Record(TOPIC_RECORD_TYPE, encode_topic_key(record.name), None)
         case ProducerIdBlock():
             return storage.Record(PRODUCER_IDS_RECORD_TYPE, encode_block_key(), encode_block_value(record))
-        case TransactionRecord() | TxnOffsetCommitRecord() | TxnOffsetTombstone():
+        case (
+            TransactionRecord()
+            | TxnOffsetCommitRecord()
+            | TxnOffsetTombstone()
+            | AclRecord()
+            | AclTombstone()
+            | ScramCredentialRecord()
+            | ScramCredentialTombstone()
+        ):
             return _ENCODERS[type(record)](record)  # record types with a codec module of their own
         case (
             ConsumerGroupEpoch()
@@ -260,6 +303,8 @@ _DECODERS: dict[int, Callable[[storage.Record], AnyRecord]] = {
     **dict.fromkeys(CONSUMER_RECORD_TYPES, consumer_from_storage),
     TRANSACTION_TYPE: transaction_from_storage,
     TXN_OFFSET_RECORD_TYPE: txn_offset_from_storage,
+    ACL_RECORD_TYPE: acl_record_from_storage,
+    SCRAM_CREDENTIAL_RECORD_TYPE: lambda record: decode_credential(record.key, record.value),
 }
 
 
@@ -328,8 +373,12 @@ def _render_domain(domain: AnyRecord) -> str:
             return f"topic name={domain.name} tombstone"
         case ProducerIdBlock():
             return f"producer_ids block_end={domain.block_end}"
-        case TransactionRecord():
-            return render_transaction(domain)
-        case TxnOffsetCommitRecord() | TxnOffsetTombstone():
-            return render_txn_offset(domain)
-    return render_consumer(domain)
+        case TransactionRecord() | TxnOffsetCommitRecord() | TxnOffsetTombstone():
+            return (
+                render_transaction(domain)
+                if isinstance(domain, TransactionRecord)
+                else render_txn_offset(domain)
+            )
+        case ScramCredentialRecord() | ScramCredentialTombstone():
+            return render_credential(domain)
+    return render_acl(domain) if isinstance(domain, AclRecord | AclTombstone) else render_consumer(domain)

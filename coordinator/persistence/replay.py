@@ -10,6 +10,8 @@ from coordinator.groups.manager import GroupManager
 from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone, TxnOffsetCommitRecord
 from coordinator.persistence.codec import from_storage
 from coordinator.producer_ids import ProducerIdBlock, ProducerIds
+from coordinator.security.acls_store import AclRecord, AclStore, AclTombstone
+from coordinator.security.credentials import ScramCredentialRecord, ScramCredentials, ScramCredentialTombstone
 from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone
 from coordinator.transactions import TransactionCoordinator, TransactionRecord
 
@@ -31,7 +33,11 @@ class Replayer:
         topics: TopicRegistry,
         producer_ids: ProducerIds,
         transactions: TransactionCoordinator | None = None,
+        acls: AclStore | None = None,
+        credentials: ScramCredentials | None = None,
     ) -> None:
+        self._acls = acls  # None without an authorizer: ACL records are kept in the log, not loaded
+        self._credentials = credentials
         self._manager = manager
         self._transactions = transactions
         self._topics = topics
@@ -54,6 +60,8 @@ class Replayer:
             case ProducerIdBlock():
                 self._counts["producer_ids"] += 1
                 self._producer_ids.apply(domain)
+            case AclRecord() | AclTombstone() | ScramCredentialRecord() | ScramCredentialTombstone():
+                self._apply_security(domain)
             case TransactionRecord():
                 self._counts["transaction"] += 1
                 if self._transactions is not None:
@@ -66,6 +74,19 @@ class Replayer:
                 ] += 1
                 self._manager.apply(domain)
 
+    def _apply_security(
+        self, domain: AclRecord | AclTombstone | ScramCredentialRecord | ScramCredentialTombstone
+    ) -> None:
+        """ACL bindings (h/acl) and SCRAM credentials (h/auth): counted always, loaded when configured."""
+        if isinstance(domain, AclRecord | AclTombstone):
+            self._counts["acl"] += 1
+            if self._acls is not None:
+                self._acls.apply(domain)
+            return
+        self._counts["scram_credential"] += 1
+        if self._credentials is not None:
+            self._credentials.apply(domain)
+
     def finish(self) -> None:
         self._finished = True
 
@@ -73,6 +94,6 @@ class Replayer:
         counts = self._counts
         return (
             f"records={sum(counts.values())} offsets={counts['offset']} groups={counts['group']} "
-            f"topic_records={counts['topic']} transactions={counts['transaction']} "
+            f"topic_records={counts['topic']} transactions={counts['transaction']} acls={counts['acl']} "
             f"skipped={counts['skipped']}"
         )

@@ -4,6 +4,10 @@ Kafka answers the requests of one connection strictly in order (the socket is mu
 is in flight, `docs/kafka-group-protocol.md` §1.1). We read ahead instead, but keep a FIFO of response
 slots: a parked JoinGroup holds back every later response on its socket, exactly as clients expect.
 
+A SASL listener's connection is read through its `SaslGate` until authenticated (sasl_gate.py); an
+SSL listener's principal is the client certificate's mapped DN, taken once the handshake is done.
+Either way the per-request path is the PLAINTEXT one: one `is not None` check of the gate.
+
 Bad input (malformed or oversized frame, unknown API key or version, undecodable body) closes only
 this connection, with one log line. ApiVersions at a version we do not serve gets the v0-layout
 UNSUPPORTED_VERSION answer instead (KIP-511), handled in `apis/api_versions.py`.
@@ -19,8 +23,13 @@ import time
 from typing import cast
 
 from coordinator.metrics import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY
+from coordinator.security.principal import ANONYMOUS, KafkaPrincipal
+from coordinator.security.ssl_principal import NoMatchingRule
+from coordinator.security.tls import ssl_principal
 from coordinator.server.apis import HANDLERS, api_versions, produce
 from coordinator.server.context import RequestMeta, Respond, ServerContext
+from coordinator.server.listener import PLAINTEXT_LISTENER, ListenerSetup
+from coordinator.server.sasl_gate import COMPLETE, SASL_HANDSHAKE, Outcome, SaslGate
 from protocol.errors import DecodeError, UnsupportedVersion
 from protocol.frames import FrameSplitter, FrameTooLarge, decode_request, encode_response
 
@@ -79,8 +88,13 @@ def _discard(body: dict[str, object]) -> None:
 class Connection(asyncio.Protocol):
     """Per-socket state: frame splitter, FIFO of response slots, read/write flow control."""
 
-    def __init__(self, ctx: ServerContext, connections: set[Connection]) -> None:
+    def __init__(
+        self, ctx: ServerContext, connections: set[Connection], listener: ListenerSetup = PLAINTEXT_LISTENER
+    ) -> None:
         self._ctx = ctx
+        self._listener = listener
+        self._principal: KafkaPrincipal = ANONYMOUS
+        self._gate: SaslGate | None = None  # SASL listeners: until authenticated (or while it may expire)
         self._handlers = ctx.handlers or HANDLERS  # the same dict object: test controls swap entries
         self._stats = ctx.stats  # one attribute load per request fewer than through the context
         self._connections = connections
@@ -109,6 +123,21 @@ class Connection(asyncio.Protocol):
         self._connections.add(self)
         if self._ctx.shutting_down:
             transport.close()
+            return
+        listener = self._listener
+        if listener.principal_mapper is not None:
+            try:
+                self._principal = ssl_principal(
+                    transport.get_extra_info("ssl_object"), listener.principal_mapper
+                )
+            except (NoMatchingRule, ValueError) as exc:
+                self.abort(f"no SSL principal: {exc}")
+                return
+        if listener.sasl is not None:
+            self._gate = SaslGate(listener.sasl, self._api_versions_frame)
+            self._splitter.max_frame_bytes = min(
+                listener.sasl_max_receive_size, self._splitter.max_frame_bytes
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -129,7 +158,8 @@ class Connection(asyncio.Protocol):
             for payload in frames:
                 if self._closed:
                     return
-                self._handle(payload)
+                if self._gate is None or not self._gated(payload):
+                    self._handle(payload)
         finally:
             self._in_batch = False
         self._flush()
@@ -195,10 +225,65 @@ class Connection(asyncio.Protocol):
     def _meta(self, api_version: int, client_id: str | None) -> RequestMeta:
         """The same client sends the same header fields on every request: one RequestMeta per
         (version, client id) for the connection's life, not one per request."""
-        meta = RequestMeta(api_version, client_id or "", self._client_host)
+        meta = RequestMeta(
+            api_version, client_id or "", self._client_host, self._principal, self._listener.name
+        )
         if len(self._metas) < 64:
             self._metas[api_version, client_id] = meta
         return meta
+
+    # -- SASL (sasl_gate.py) ------------------------------------------------------------------------
+    def _gated(self, payload: bytes) -> bool:
+        """True if the gate took this frame; False lets an authenticated connection's request through."""
+        gate = self._gate
+        assert gate is not None
+        if gate.state == COMPLETE:  # attached after authentication only because the session expires
+            now = time.monotonic()
+            handshake = len(payload) >= _HEAD.size and _HEAD.unpack_from(payload)[0] == SASL_HANDSHAKE
+            if not (handshake and gate.begin_reauthentication(now)):
+                if gate.expired(now):
+                    self.abort(
+                        "SASL session expired (connections.max.reauth.ms or the credential's lifetime)"
+                    )
+                    return True
+                return False
+        self._apply(gate.receive(payload))
+        return True
+
+    def _apply(self, outcome: Outcome) -> None:
+        gate = self._gate
+        assert gate is not None
+        if outcome.frame is not None:
+            self._enqueue_frame(outcome.frame)
+        if outcome.failed:
+            self._fail_authentication(outcome.failure_frame, gate.failure_reason, outcome.immediate)
+            return
+        if outcome.authenticated:
+            assert gate.principal is not None
+            self._principal = gate.principal
+            self._metas.clear()
+            self._splitter.max_frame_bytes = self._ctx.config.socket_request_max_bytes
+            if gate.expires_at is None:
+                self._gate = None  # nothing more to check: the request path is PLAINTEXT's again
+
+    def _fail_authentication(self, frame: bytes | None, reason: str, immediate: bool) -> None:
+        """Kafka mutes the channel, waits connection.failed.authentication.delay.ms, sends the failure
+        response (if any) and closes."""
+        log.info("authentication failed peer=%s listener=%s: %s", self._peer, self._listener.name, reason)
+        self._draining = True
+        self._update_reading()
+        delay = 0.0 if immediate else self._listener.failed_authentication_delay_s
+
+        def finish() -> None:
+            if frame is not None and not self._closed:
+                self._enqueue_frame(frame)
+                self._flush()
+            self.close()
+
+        asyncio.get_running_loop().call_later(delay, finish)
+
+    def _api_versions_frame(self, api_version: int, correlation_id: int, payload: bytes) -> bytes:
+        return api_versions.frame(self._ctx, api_version, correlation_id, payload)
 
     def _new_slot(self, api_key: int, api_version: int, correlation_id: int) -> Respond:
         slot = _Slot(self, api_key, api_version, correlation_id)

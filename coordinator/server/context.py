@@ -12,12 +12,15 @@ from coordinator.config import Config, HostPort
 from coordinator.groups.manager import GroupManager
 from coordinator.producer_ids import ProducerIds
 from coordinator.security import ANONYMOUS, KafkaPrincipal
+from coordinator.security.credentials import ScramCredentials
 from coordinator.topics import TopicRegistry
 from coordinator.topics.data import TopicData
 from coordinator.transactions import TransactionCoordinator
 
 if TYPE_CHECKING:
     from coordinator.metrics import RequestStats
+    from coordinator.security.acls_store import AclStore
+    from coordinator.security.authorizer import StandardAuthorizer
     from coordinator.server.markers import TxnMarkers
 
 __all__ = ["DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
@@ -103,6 +106,20 @@ class ServerContext:
     handlers: dict[int, Handler] = field(default_factory=dict)
     # Counted once per answered request when metrics are on.
     stats: RequestStats | None = None
+    # -- authorization (issue 25): both None unless --authorizer standard. Handlers check
+    # `ctx.authorizer is None` first, so the default path pays one attribute test per check
+    # (coordinator/server/authz.py has the calls; the ACL APIs write through `acls`).
+    authorizer: StandardAuthorizer | None = None
+    acls: AclStore | None = None
+    # -- listeners (issue 25): listener name -> the endpoint it advertises (Metadata, FindCoordinator,
+    # DescribeCluster answer with the listener the request came in on); empty = `advertised` for all.
+    endpoints: dict[str, HostPort] = field(default_factory=dict)
+    # SCRAM credentials (coordinator log record type 9); None only in tests that build a bare context.
+    credentials: ScramCredentials | None = None
+
+    def endpoint(self, meta: RequestMeta) -> HostPort:
+        """The advertised endpoint of the listener this request arrived on."""
+        return self.endpoints.get(meta.listener_name, self.advertised)
 
     @property
     def node_id(self) -> int:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from coordinator.tools.command import add_connection_arguments, run_command
 from coordinator.tools.describe import CLASSIC, CONSUMER, Group, Member, by_topic, describe_group
 from coordinator.tools.kafka_client import (
     COORDINATOR_RETRIABLE,
@@ -37,7 +38,6 @@ from coordinator.tools.kafka_client import (
     ToolError,
     TopicPartition,
     error_text,
-    parse_bootstrap,
 )
 from coordinator.tools.output import MISSING, ToolParser, print_json, print_table
 from protocol.errors import ErrorCode
@@ -598,7 +598,7 @@ def _parser() -> argparse.ArgumentParser:
         description="List, describe, reset and delete consumer groups "
         "(like kafka-consumer-groups.sh), over the Kafka protocol.",
     )
-    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_connection_arguments(p)
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="list the consumer groups")
     action.add_argument(
@@ -738,14 +738,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = _parser()
     args = p.parse_args(argv)
     _validate(p, args)
-    try:
-        if args.to_datetime is not None:
+    if args.to_datetime is not None:
+        try:
             args.to_datetime = parse_datetime(args.to_datetime)
-        bootstrap = parse_bootstrap(args.bootstrap_server)
-        action = next(ACTIONS[name] for name in ACTIONS if getattr(args, name))
-        with Cluster(bootstrap, args.timeout / 1000) as cluster:
-            return action(cluster, args)
-    except ToolError as exc:
-        sys.stdout.flush()
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 1
+        except ToolError as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 1
+    action = next(ACTIONS[name] for name in ACTIONS if getattr(args, name))
+    return run_command(PROG, args, action)

@@ -1,6 +1,7 @@
 """A small blocking Kafka admin client over plain sockets, built on kcoord's own codec (`protocol/`).
 
-One `Cluster` per command: it connects to the first reachable bootstrap server, negotiates versions
+One `Cluster` per command: it connects (with TLS and SASL when the command's --command-config says so:
+coordinator/tools/client_config.py) to the first reachable bootstrap server, negotiates versions
 with ApiVersions on every connection (the highest version both sides speak, as Kafka's
 NetworkClient does), finds group coordinators with FindCoordinator and partition leaders with
 Metadata, and keeps one connection per broker. Retriable coordinator errors (loading, not available,
@@ -14,12 +15,16 @@ from __future__ import annotations
 
 import itertools
 import socket
+import ssl
 import struct
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from coordinator.tools.client_config import PLAINTEXT, ClientSecurity
+from coordinator.tools.error_text import error_text
+from coordinator.tools.sasl_client import SaslError, authenticate
 from protocol.errors import DecodeError, ErrorCode
 from protocol.frames import decode_response, encode_request
 from protocol.messages import REQUEST_SCHEMAS
@@ -56,39 +61,10 @@ COORDINATOR_RETRIABLE = frozenset(
         ErrorCode.NOT_COORDINATOR,
     }
 )
-# Kafka's texts (Errors.java) for the codes this tool shows to users; other codes show their name.
-_MESSAGES = {
-    ErrorCode.NON_EMPTY_GROUP: "The group is not empty.",
-    ErrorCode.GROUP_ID_NOT_FOUND: "The group id does not exist.",
-    ErrorCode.INVALID_GROUP_ID: "The configured groupId is invalid.",
-    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
-    ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC: "The consumer group is actively subscribed to the topic",
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
-    ErrorCode.UNKNOWN_MEMBER_ID: "The coordinator is not aware of this member.",
-    ErrorCode.REBALANCE_IN_PROGRESS: "The group is rebalancing, so a rejoin is needed.",
-    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
-    ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
-    ErrorCode.TRANSACTIONAL_ID_NOT_FOUND: "The transactionalId could not be found.",
-    ErrorCode.INVALID_PRODUCER_EPOCH: "Producer attempted to produce with an old epoch.",
-    ErrorCode.INVALID_TXN_STATE: "The producer attempted a transactional operation in an invalid state.",
-    ErrorCode.TRANSACTION_COORDINATOR_FENCED: "The transaction coordinator sending a WriteTxnMarker is no "
-    "longer the current coordinator for a given producer.",
-}
 
 
 class ToolError(Exception):
     """A failure to report to the user in one line (the command exits non-zero)."""
-
-
-def error_text(code: int) -> str:
-    """`NAME: Kafka's message` for an error code (`NAME` alone when we carry no message for it)."""
-    try:
-        error = ErrorCode(code)
-    except ValueError:
-        return f"error code {code}"
-    message = _MESSAGES.get(error)
-    return f"{error.name}: {message}" if message else error.name
 
 
 def parse_bootstrap(value: str) -> list[tuple[str, int]]:
@@ -111,17 +87,38 @@ def _api_name(api_key: int) -> str:
 class Connection:
     """One blocking socket to one broker, with the API versions negotiated on it."""
 
-    def __init__(self, host: str, port: int, timeout: float) -> None:
+    def __init__(self, host: str, port: int, timeout: float, security: ClientSecurity = PLAINTEXT) -> None:
         self.address = f"{host}:{port}"
         self.timeout = timeout
         self._ids = itertools.count(1)
-        try:
-            self._sock = socket.create_connection((host, port), timeout=timeout)
-        except OSError as exc:
-            raise ToolError(f"cannot connect to {self.address}: {exc.strerror or exc}") from None
-        self._sock.settimeout(timeout)
+        self._sock = self._open(host, port, security.ssl_context)
         self.versions: dict[int, tuple[int, int]] = {}
         self.versions = self._negotiate()
+        if security.sasl is not None:  # after ApiVersions, as SaslClientAuthenticator does
+            try:
+                authenticate(self, security.sasl())
+            except SaslError as exc:
+                self.close()
+                raise ToolError(str(exc)) from None
+
+    def _open(self, host: str, port: int, context: ssl.SSLContext | None) -> socket.socket:
+        try:
+            sock = socket.create_connection((host, port), timeout=self.timeout)
+        except OSError as exc:
+            raise ToolError(f"cannot connect to {self.address}: {exc.strerror or exc}") from None
+        sock.settimeout(self.timeout)
+        if context is None:
+            return sock
+        try:
+            return context.wrap_socket(sock, server_hostname=host)
+        except ssl.SSLCertVerificationError as exc:
+            sock.close()
+            raise ToolError(
+                f"TLS handshake with {self.address} failed: certificate verify failed: {exc.verify_message}"
+            ) from None
+        except (ssl.SSLError, OSError) as exc:
+            sock.close()
+            raise ToolError(f"TLS handshake with {self.address} failed: {exc}") from None
 
     def close(self) -> None:
         self._sock.close()
@@ -228,8 +225,11 @@ class Metadata:
 class Cluster:
     """Connections to the brokers of one cluster, found from the bootstrap servers."""
 
-    def __init__(self, bootstrap: Iterable[tuple[str, int]], timeout: float) -> None:
+    def __init__(
+        self, bootstrap: Iterable[tuple[str, int]], timeout: float, security: ClientSecurity = PLAINTEXT
+    ) -> None:
         self.timeout = timeout
+        self.security = security
         self._connections: dict[tuple[str, int], Connection] = {}
         self._coordinators: dict[tuple[int, str], Broker] = {}
         failures = []
@@ -256,7 +256,7 @@ class Cluster:
     def _connect(self, host: str, port: int) -> Connection:
         connection = self._connections.get((host, port))
         if connection is None:
-            connection = self._connections[host, port] = Connection(host, port, self.timeout)
+            connection = self._connections[host, port] = Connection(host, port, self.timeout, self.security)
         return connection
 
     def connection(self, broker: Broker) -> Connection:

@@ -31,7 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.tools.kafka_client import Cluster, ToolError, TopicPartition, parse_bootstrap
+from coordinator.tools.command import run_command
+from coordinator.tools.kafka_client import Cluster, ToolError, TopicPartition
 from coordinator.tools.output import print_json, print_table
 from coordinator.tools.transactions_args import parse_args
 from coordinator.tools.txn_admin import (
@@ -316,12 +317,5 @@ ACTIONS: dict[str, Callable[[Cluster, argparse.Namespace], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(PROG, argv)
-    try:
-        bootstrap = parse_bootstrap(args.bootstrap_server)
-        action = next(ACTIONS[name] for name in ACTIONS if getattr(args, name))
-        with Cluster(bootstrap, args.timeout / 1000) as cluster:
-            return action(cluster, args)
-    except ToolError as exc:
-        sys.stdout.flush()
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 1
+    action = next(ACTIONS[name] for name in ACTIONS if getattr(args, name))
+    return run_command(PROG, args, action)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from coordinator.tools.command import add_connection_arguments
 from coordinator.tools.output import ToolParser
 
 __all__ = ["parse_args"]
@@ -41,7 +42,7 @@ def _parser(prog: str) -> ToolParser:
         description="Analyze the transactional state of producers (like kafka-transactions.sh): "
         "list and describe transactions, find and abort hanging ones, over the Kafka protocol.",
     )
-    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT[,HOST:PORT]")
+    add_connection_arguments(p)
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="list transactions (every broker)")
     action.add_argument("--describe", action="store_true", help="describe --transactional-id's transaction")

@@ -11,6 +11,18 @@ BOOTSTRAP = os.environ.get("BOOTSTRAP", "kcoord:9092")
 TOPIC = os.environ.get("TOPIC", "orders")
 GROUP = os.environ.get("GROUP", "order-processors")
 MESSAGES = int(os.environ.get("MESSAGES", "1000"))
+# Security settings when docker-compose.secure.yml sets them: kafka-python's own option names, upper-cased.
+SECURITY = {
+    name.lower(): os.environ[name]
+    for name in (
+        "SECURITY_PROTOCOL",
+        "SASL_MECHANISM",
+        "SASL_PLAIN_USERNAME",
+        "SASL_PLAIN_PASSWORD",
+        "SSL_CAFILE",
+    )
+    if os.environ.get(name)
+}
 
 consumer = KafkaConsumer(
     TOPIC,
@@ -21,6 +33,7 @@ consumer = KafkaConsumer(
     # Fast rebalances for tests: a short session timeout (kcoord's minimum is Kafka's, 6 s).
     session_timeout_ms=6000,
     heartbeat_interval_ms=1000,
+    **SECURITY,
 )
 
 

@@ -181,6 +181,25 @@ VALUE_SCHEMAS: dict[str, Schema] = {
     GROUP_METADATA_KEY.name: GROUP_METADATA_VALUE,
 }
 
+# An ACL binding (storage record type 10, issue 25): kcoord's own record, one per binding, keyed by the
+# whole binding (Kafka's AccessControlEntryRecord keys by a random id; the binding is its identity here,
+# so a DeleteAcls tombstone needs no id table). The value holds only its version; a tombstone removes.
+ACL_RECORD_TYPE = 10
+ACL_KEY = Schema(
+    "AclKey",
+    versions=range(0, 1),
+    fields=(
+        Field("resource_type", INT8),
+        Field("resource_name", STRING),
+        Field("pattern_type", INT8),
+        Field("principal", STRING),
+        Field("host", STRING),
+        Field("operation", INT8),
+        Field("permission_type", INT8),
+    ),
+)
+ACL_VALUE = Schema("AclValue", versions=range(0, 1), fields=())
+
 OFFSET_COMMIT_RECORD_TYPE = 0
 GROUP_METADATA_RECORD_TYPE = 1
 CONSUMER_GROUP_METADATA_RECORD_TYPE = 0x40 + 3
@@ -215,6 +234,7 @@ RECORD_TYPES: dict[int, RecordType] = {
                    TRANSACTION_LOG_KEY_VERSION, TRANSACTION_LOG_VALUE_VERSION),
         RecordType(TXN_OFFSET_COMMIT_RECORD_TYPE, "txn_offset_commit", TXN_OFFSET_COMMIT_KEY,
                    TXN_OFFSET_COMMIT_VALUE, 0, 0),
+        RecordType(ACL_RECORD_TYPE, "acl", ACL_KEY, ACL_VALUE, 0, 0),
         # The consumer protocol's records (KIP-848): 0x40 + Kafka's key type (consumer_group_records.py).
         RecordType(CONSUMER_GROUP_METADATA_RECORD_TYPE, "consumer_group_metadata",
                    cg.CONSUMER_GROUP_METADATA_KEY, cg.CONSUMER_GROUP_METADATA_VALUE, 3, 0),

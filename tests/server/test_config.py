@@ -129,3 +129,24 @@ def test_consumer_protocol_settings_out_of_bounds_are_one_line_errors(argv: list
     with pytest.raises(SystemExit) as exited:
         parse_serve_argv(argv, env={})
     assert message in str(exited.value) and "\n" not in str(exited.value)
+
+
+def test_authorizer_settings_are_kafkas() -> None:
+    """authorizer.class.name, super.users (`;`-separated, getConfiguredSuperUsers), and
+    allow.everyone.if.no.acl.found (default false); no authorizer by default."""
+    default = parse_serve_argv([], env={})
+    assert (default.authorizer, default.super_users, default.allow_everyone_if_no_acl_found) == (
+        None,
+        (),
+        False,
+    )
+    config = parse_serve_argv(
+        ["--authorizer", "standard", "--super-users", "User:admin; User:CN=ops,O=acme;"],
+        env={"KCOORD_ALLOW_EVERYONE_IF_NO_ACL_FOUND": "true"},
+    )
+    assert config.authorizer == "standard"
+    assert config.super_users == ("User:admin", "User:CN=ops,O=acme")
+    assert config.allow_everyone_if_no_acl_found is True
+    for bad in (["--authorizer", "acl"], ["--super-users", "admin"]):
+        with pytest.raises(SystemExit):
+            parse_serve_argv(bad, env={})

@@ -19,6 +19,8 @@ from coordinator.groups.records import (
 )
 from coordinator.persistence import from_storage, render, to_storage
 from coordinator.producer_ids import ProducerIdBlock
+from coordinator.security.acls import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from coordinator.security.acls_store import AclRecord, AclTombstone
 from coordinator.topics import TopicRecord, TopicTombstone
 from protocol.messages import records as schemas
 from protocol.messages.records import RECORD_TYPES, decode_exact, decode_key, decode_value, encode_versioned
@@ -62,6 +64,28 @@ def test_every_domain_record_round_trips() -> None:
         TxnOffsetCommitRecord(7, 2, "g", "t", 3, 42, 5, "meta", 1234),
         TxnOffsetCommitRecord(2**40, 0, "g", "t", 0, 0, -1, "", -1),
         TxnOffsetTombstone(7, "g", "t", 3),
+        AclRecord(
+            AclBinding(
+                ResourceType.TOPIC,
+                "orders-",
+                PatternType.PREFIXED,
+                "User:alice",
+                "*",
+                AclOperation.READ,
+                AclPermissionType.ALLOW,
+            )
+        ),
+        AclTombstone(
+            AclBinding(
+                ResourceType.GROUP,
+                "g",
+                PatternType.LITERAL,
+                "User:*",
+                "10.0.0.1",
+                AclOperation.ALL,
+                AclPermissionType.DENY,
+            )
+        ),
     ]
     for record in records:
         stored = to_storage(record)
@@ -91,6 +115,7 @@ def test_the_table_of_record_types_keeps_the_bytes_already_on_disk() -> None:
         5,
         6,
         7,
+        10,  # ACL bindings (issue 25)
         0x43,
         0x45,
         0x46,
@@ -114,6 +139,6 @@ def test_offset_commit_value_v0_from_old_logs_is_read_through_the_schemas() -> N
 
 
 def test_unknown_record_types_and_key_versions_are_skipped() -> None:
-    assert from_storage(storage.Record(9, b"\x00\x00", b"")) is None
+    assert from_storage(storage.Record(99, b"\x00\x00", b"")) is None
     kip848_key = b"\x00\x03" + b"\x00\x01g"
     assert from_storage(storage.Record(1, kip848_key, b"\x00\x00")) is None

@@ -8,6 +8,7 @@ for any API it does not serve (docs/compat.md).
 from __future__ import annotations
 
 from coordinator.server.apis import (
+    acls,
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
@@ -39,8 +40,10 @@ from coordinator.server.apis import (
     offset_delete,
     offset_fetch,
     produce,
+    sasl,
     sync_group,
     txn_offset_commit,
+    user_scram_credentials,
     write_txn_markers,
 )
 from coordinator.server.context import Handler
@@ -61,6 +64,7 @@ HANDLERS: dict[int, Handler] = {
     14: sync_group.handle,
     15: describe_groups.handle,
     16: list_groups.handle,
+    17: sasl.handle_handshake,
     19: create_topics.handle,
     20: delete_topics.handle,
     21: delete_records.handle,
@@ -72,16 +76,22 @@ HANDLERS: dict[int, Handler] = {
     28: txn_offset_commit.handle,
     32: describe_configs.handle,
     33: alter_configs.handle_alter,
+    36: sasl.handle_authenticate,
     37: create_partitions.handle,
     42: delete_groups.handle,
     44: alter_configs.handle_incremental,
     47: offset_delete.handle,
+    50: user_scram_credentials.handle_describe,
+    51: user_scram_credentials.handle_alter,
     60: describe_cluster.handle,
     61: describe_producers.handle,
     65: describe_transactions.handle,
     66: list_transactions.handle,
     68: consumer_group_heartbeat.handle,
     69: consumer_group_describe.handle,
+    29: acls.handle_describe,
+    30: acls.handle_create,
+    31: acls.handle_delete,
 }
 
 

@@ -6,12 +6,24 @@ partitionFor(groupId)); the offsets themselves come with TxnOffsetCommit, to the
 
 from __future__ import annotations
 
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    if ctx.authorizer is not None:
+        # KafkaApis.handleAddOffsetsToTxnRequest: WRITE on the transactional id, then READ on the group
+        tid, group_id = str(req["transactional_id"]), str(req["group_id"])
+        if not authz.allowed(ctx, meta, 25, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+            respond({"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
+            return
+        if not authz.allowed(ctx, meta, 25, AclOperation.READ, ResourceType.GROUP, group_id):
+            respond({"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED})
+            return
     ctx.transactions.add_offsets(
         str(req["transactional_id"]),
         int(req["producer_id"]),

@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 
 Partition = tuple[str, int]
+_TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -35,6 +38,13 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         ]
     else:
         transactions = req["transactions"]
+    if (
+        version >= 4
+        and ctx.authorizer is not None
+        and not authz.cluster_allowed(ctx, meta, 24, AclOperation.CLUSTER_ACTION)
+    ):  # the broker form: authorizeClusterOperation(CLUSTER_ACTION), an error for the whole request
+        respond({"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results_by_transaction": []})
+        return
     results: list[dict[str, Any] | None] = [None] * len(transactions)
     outstanding = len(transactions)
     if not transactions:
@@ -54,18 +64,25 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             respond({"error_code": ErrorCode.NONE, "results_by_transaction": results})
 
     for index, txn in enumerate(transactions):
-        _one(
-            ctx, txn, version, lambda errors, i=index, t=str(txn["transactional_id"]): answered(i, t, errors)
-        )
+        _one(ctx, meta, txn, lambda errors, i=index, t=str(txn["transactional_id"]): answered(i, t, errors))
 
 
-def _one(ctx: ServerContext, txn: Request, version: int, done: Any) -> None:
+def _one(ctx: ServerContext, meta: RequestMeta, txn: Request, done: Any) -> None:
+    version = meta.api_version
     transactional_id = str(txn["transactional_id"])
     partitions = [(str(t["name"]), int(p)) for t in txn["topics"] for p in t["partitions"]]
-    unknown = [p for p in partitions if not ctx.topics.has_partition(*p)]
-    if unknown:
-        done({p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if p in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
-              for p in partitions})  # fmt: skip
+    refused: dict[Partition, ErrorCode] = {}
+    if version < 4 and ctx.authorizer is not None:  # a client's request: WRITE on the transactional id
+        if not authz.allowed(
+            ctx, meta, 24, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        ):
+            done(dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            return
+        refused = _unwritable(ctx, meta, partitions)
+    unknown = [p for p in partitions if p not in refused and not ctx.topics.has_partition(*p)]
+    if unknown or refused:
+        failed = {p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for p in unknown} | refused
+        done({p: failed.get(p, ErrorCode.OPERATION_NOT_ATTEMPTED) for p in partitions})
         return
     producer_id, producer_epoch = int(txn["producer_id"]), int(txn["producer_epoch"])
     coordinator = ctx.transactions
@@ -83,3 +100,17 @@ def _by_topic(errors: Mapping[Partition, ErrorCode]) -> list[dict[str, Any]]:
     for (topic, partition), error in errors.items():
         topics.setdefault(topic, []).append({"partition_index": partition, "partition_error_code": error})
     return [{"name": name, "results_by_partition": parts} for name, parts in topics.items()]
+
+
+_INTERNAL = frozenset({"__consumer_offsets", "__transaction_state"})  # Topic.isInternal
+
+
+def _unwritable(
+    ctx: ServerContext, meta: RequestMeta, partitions: list[Partition]
+) -> dict[Partition, ErrorCode]:
+    """KafkaApis.handleAddPartitionsToTxnRequest for clients (v0-3): WRITE on each topic, internal
+    topics never authorized (TOPIC_AUTHORIZATION_FAILED), before existence; any refusal fails the
+    whole transaction (OPERATION_NOT_ATTEMPTED for the rest)."""
+    names = {topic for topic, _ in partitions if topic not in _INTERNAL}
+    writable = authz.filter_allowed(ctx, meta, 24, AclOperation.WRITE, ResourceType.TOPIC, names)
+    return {p: ErrorCode.TOPIC_AUTHORIZATION_FAILED for p in partitions if p[0] not in writable}

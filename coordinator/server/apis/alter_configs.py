@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from coordinator.server.apis.describe_configs import BROKER, TOPIC
+from coordinator.security.acls import AclOperation
+from coordinator.server.apis.describe_configs import BROKER, TOPIC, config_refusal
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.topics import validate_topic_name
 from coordinator.topics.configs import TOPIC_CONFIGS, ConfigType, InvalidConfig, validate_topic_configs
@@ -28,27 +29,24 @@ __all__ = ["handle_alter", "handle_incremental"]
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
-Failure = tuple[ErrorCode, str]
+Failure = tuple[ErrorCode, str | None]
 
 
 def handle_alter(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-    _handle(ctx, req, respond, incremental=False)
+    _handle(ctx, req, meta, respond, incremental=False)
 
 
 def handle_incremental(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-    _handle(ctx, req, respond, incremental=True)
+    _handle(ctx, req, meta, respond, incremental=True)
 
 
-def _handle(ctx: ServerContext, req: Request, respond: Respond, incremental: bool) -> None:
+def _handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond, incremental: bool) -> None:
     resources: list[dict[str, Any]] = req["resources"]
     counts = Counter((int(r["resource_type"]), str(r["resource_name"])) for r in resources)
     outcomes: list[tuple[dict[str, Any], Failure | dict[str, str]]] = []
     for resource in resources:
         key = (int(resource["resource_type"]), str(resource["resource_name"]))
-        if counts[key] > 1:
-            outcomes.append((resource, (ErrorCode.INVALID_REQUEST, "Duplicate resource.")))
-        else:
-            outcomes.append((resource, _new_configs(ctx, resource, incremental)))
+        outcomes.append((resource, _outcome(ctx, meta, resource, counts[key] > 1, incremental)))
     changes = [(str(r["resource_name"]), c) for r, c in outcomes if isinstance(c, dict)]
 
     def answer(error: BaseException | None) -> None:
@@ -139,3 +137,16 @@ def _apply_operations(current: dict[str, str], entries: list[dict[str, Any]]) ->
                 items = [i for i in items if i not in given]
             configs[key] = ",".join(items)
     return configs
+
+
+def _outcome(
+    ctx: ServerContext, meta: RequestMeta, resource: dict[str, Any], duplicate: bool, incremental: bool
+) -> Failure | dict[str, str]:
+    if duplicate:
+        return ErrorCode.INVALID_REQUEST, "Duplicate resource."
+    if ctx.authorizer is not None:  # ALTER_CONFIGS; no message (KafkaApis.configsAuthorizationApiError)
+        kind, name = int(resource["resource_type"]), str(resource["resource_name"])
+        refused = config_refusal(ctx, meta, 44 if incremental else 33, AclOperation.ALTER_CONFIGS, kind, name)
+        if refused is not None:
+            return refused[0], None
+    return _new_configs(ctx, resource, incremental)

@@ -11,6 +11,8 @@ from typing import Any
 from coordinator.groups import GROUP_AUTHORIZED_OPERATIONS
 from coordinator.groups.consumer.describe import ConsumerGroupDescription, NamedAssignment
 from coordinator.groups.errors import ErrorCode
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
@@ -64,5 +66,26 @@ def _group(d: ConsumerGroupDescription, ops: int, version: int) -> dict[str, Any
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     ops = GROUP_AUTHORIZED_OPERATIONS if req["include_authorized_operations"] else INT32_MIN
-    described = ctx.manager.consumer.describe([str(g) for g in req["group_ids"]])
-    respond({"groups": [_group(d, ops, meta.api_version) for d in described]})
+    group_ids = [str(g) for g in req["group_ids"]]
+    if ctx.authorizer is None:
+        described = ctx.manager.consumer.describe(group_ids)
+        respond({"groups": [_group(d, ops, meta.api_version) for d in described]})
+        return
+    # KafkaApis.handleConsumerGroupDescribe: DESCRIBE on each group (refused ones first, the id and the
+    # code alone), authorized operations from the ACLs.
+    allowed = [
+        g for g in group_ids if authz.allowed(ctx, meta, 69, AclOperation.DESCRIBE, ResourceType.GROUP, g)
+    ]
+    groups = [_refused(g) for g in group_ids if g not in allowed]
+    for d in ctx.manager.consumer.describe(allowed):
+        if req["include_authorized_operations"]:
+            ops = authz.authorized_operations(ctx, meta, ResourceType.GROUP, d.group_id)
+        groups.append(_group(d, ops, meta.api_version))
+    respond({"groups": groups})
+
+
+def _refused(group_id: str) -> dict[str, Any]:
+    denied = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    return {"error_code": denied, "error_message": None, "group_id": group_id, "group_state": "",
+            "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
+            "authorized_operations": INT32_MIN}  # fmt: skip

@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.apis.topic_checks import Failure, check_assignments
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
+
+Outcome = tuple[ErrorCode, str | None] | int
 
 Topic = dict[str, Any]
 
@@ -23,9 +27,13 @@ Topic = dict[str, Any]
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     topics: list[Topic] = req["topics"]
     counts = Counter(str(t["name"]) for t in topics)
-    outcome: dict[str, Failure | int] = {
-        str(t["name"]): _check(ctx, t, counts[str(t["name"])] > 1) for t in topics
-    }
+    outcome: dict[str, Outcome] = {str(t["name"]): _check(ctx, t, counts[str(t["name"])] > 1) for t in topics}
+    if ctx.authorizer is not None:  # ControllerApis.createPartitions: ALTER on each (non-duplicate) topic
+        names = [name for name, n in counts.items() if n == 1]
+        alterable = authz.filter_allowed(ctx, meta, 37, AclOperation.ALTER, ResourceType.TOPIC, names)
+        outcome.update(
+            {name: (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None) for name in names if name not in alterable}
+        )
     changes = [(name, count) for name, count in outcome.items() if isinstance(count, int)]
     if not changes or req["validate_only"]:
         respond(_response(outcome))
@@ -70,7 +78,7 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
     return count
 
 
-def _response(outcome: dict[str, Failure | int]) -> dict[str, Any]:
+def _response(outcome: dict[str, Outcome]) -> dict[str, Any]:
     results = []
     for name, result in outcome.items():
         error, message = (ErrorCode.NONE, None) if isinstance(result, int) else result

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.apis.topic_checks import Failure, check_assignments, check_replication
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.topics import validate_topic_name
@@ -32,8 +34,15 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     counts = Counter(str(t["name"]) for t in topics)
     outcome: dict[str, Failure | int] = {}
     configs: dict[str, dict[str, str]] = {}
+    creatable: set[str] | None = None
+    describable: set[str] | None = None
+    if ctx.authorizer is not None:
+        creatable, describable = _authorized(ctx, meta, set(counts))
     for topic in topics:
         name = str(topic["name"])
+        if creatable is not None and name not in creatable and counts[name] == 1:
+            outcome[name] = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            continue
         outcome[name] = _check(ctx, topic, counts[name] > 1)
         if isinstance(outcome[name], int):
             try:
@@ -42,16 +51,32 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
                 outcome[name] = ErrorCode.INVALID_CONFIG, str(exc)
     to_create = [(n, c, configs[n]) for n, c in outcome.items() if isinstance(c, int)]
     if not to_create or req["validate_only"]:
-        respond(_response(ctx, topics, outcome, version, configs))
+        respond(_response(ctx, topics, outcome, version, configs, describable))
         return
 
     def durable(error: BaseException | None) -> None:
         if error is not None:
             for name, _, _ in to_create:
                 outcome[name] = (ErrorCode.KAFKA_STORAGE_ERROR, f"storage failure: {error}")
-        respond(_response(ctx, topics, outcome, version, configs))
+        respond(_response(ctx, topics, outcome, version, configs, describable))
 
     ctx.topics.create(to_create, durable)
+
+
+def _authorized(ctx: ServerContext, meta: RequestMeta, names: set[str]) -> tuple[set[str], set[str]]:
+    """ControllerApis.createTopics: CREATE on the cluster, else on each topic (refused: 29 "Authorization
+    failed."); DESCRIBE_CONFIGS on each topic decides whether its configs are returned."""
+    authorizer = ctx.authorizer
+    assert authorizer is not None
+    principal, host = meta.principal, meta.client_host
+    if authorizer.authorize(principal, host, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
+        creatable = names
+    else:
+        creatable = authz.filter_allowed(ctx, meta, 19, AclOperation.CREATE, ResourceType.TOPIC, names)
+    describe = AclOperation.DESCRIBE_CONFIGS
+    return creatable, {
+        n for n in names if authorizer.authorize(principal, host, describe, ResourceType.TOPIC, n)
+    }
 
 
 def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
@@ -87,6 +112,7 @@ def _response(
     outcome: dict[str, Failure | int],
     version: int,
     configs: dict[str, dict[str, str]],
+    describable: set[str] | None = None,
 ) -> dict[str, Any]:
     results = []
     seen: set[str] = set()
@@ -95,7 +121,10 @@ def _response(
         if name in seen:  # one result per distinct name, as Kafka answers duplicates
             continue
         seen.add(name)
-        results.append(_result(ctx, name, outcome[name], version, configs.get(name, {})))
+        result = _result(ctx, name, outcome[name], version, configs.get(name, {}))
+        if describable is not None and name not in describable and result["error_code"] == ErrorCode.NONE:
+            _hide_configs(result, version)
+        results.append(result)
     return {"topics": results}
 
 
@@ -122,3 +151,12 @@ def _result(
     if version >= 7 and created is not None:
         result["topic_id"] = created.topic_id
     return result
+
+
+def _hide_configs(result: dict[str, Any], version: int) -> None:
+    """ReplicationControlManager.createTopic without DESCRIBE_CONFIGS: no configs, no counts, and
+    topic_config_error_code TOPIC_AUTHORIZATION_FAILED (v5+)."""
+    if version >= 5:
+        for key in ("configs", "num_partitions", "replication_factor"):
+            result.pop(key, None)
+        result["topic_config_error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED

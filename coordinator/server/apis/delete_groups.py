@@ -8,6 +8,8 @@ answers (group id, error) pairs once the tombstones are durable; this module bui
 from __future__ import annotations
 
 from coordinator.groups.errors import ErrorCode
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
@@ -15,8 +17,14 @@ __all__ = ["handle"]
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     group_ids = list(dict.fromkeys(str(g) for g in req.get("groups_names") or ()))
+    refused: list[tuple[str, ErrorCode]] = []
+    if ctx.authorizer is not None:  # KafkaApis.handleDeleteGroupsRequest: DELETE on each group
+        ok = authz.filter_allowed(ctx, meta, 42, AclOperation.DELETE, ResourceType.GROUP, group_ids)
+        refused = [(g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in group_ids if g not in ok]
+        group_ids = [g for g in group_ids if g in ok]
 
     def answer(results: list[tuple[str, ErrorCode]]) -> None:
-        respond({"results": [{"group_id": g, "error_code": int(e)} for g, e in results]})
+        # the refused groups after the coordinator's results, as Kafka adds them
+        respond({"results": [{"group_id": g, "error_code": int(e)} for g, e in [*results, *refused]]})
 
     ctx.manager.delete_groups(group_ids, answer)

@@ -13,6 +13,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
@@ -25,6 +27,10 @@ Entry = dict[str, Any]
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     topics: list[Entry] = []
     futures: list[tuple[asyncio.Future[int], Entry]] = []
+    deletable: set[str] | None = None
+    if ctx.authorizer is not None:  # KafkaApis.handleDeleteRecordsRequest: DELETE on each topic first
+        names = [str(topic["name"]) for topic in req["topics"]]
+        deletable = authz.filter_allowed(ctx, meta, 21, AclOperation.DELETE, ResourceType.TOPIC, names)
     for topic in req["topics"]:
         name = str(topic["name"])
         partitions: list[Entry] = []
@@ -32,6 +38,9 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         for part in topic["partitions"]:
             entry: Entry = {"partition_index": int(part["partition_index"]), "low_watermark": -1}
             partitions.append(entry)
+            if deletable is not None and name not in deletable:
+                entry["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             future = _delete(ctx, name, entry, int(part["offset"]))
             if future is not None:
                 futures.append((future, entry))

@@ -15,6 +15,8 @@ import asyncio
 import uuid
 from typing import Any
 
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
@@ -26,7 +28,12 @@ Result = dict[str, Any]
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
-    results = [_check(ctx, name, topic_id, version) for name, topic_id in _requested(req, version)]
+    requested = _requested(req, version)
+    if ctx.authorizer is not None:
+        results = [_refused(ctx, meta, name, topic_id) or _check(ctx, name, topic_id, version)
+                   for name, topic_id in requested]  # fmt: skip
+    else:
+        results = [_check(ctx, name, topic_id, version) for name, topic_id in requested]
     doomed = list(dict.fromkeys(str(r["name"]) for r in results if r["error_code"] == ErrorCode.NONE))
     if not doomed:
         respond({"responses": results})
@@ -84,3 +91,32 @@ def _result(
     if version >= 5:
         result["error_message"] = message
     return result
+
+
+def _refused(ctx: ServerContext, meta: RequestMeta, name: str | None, topic_id: uuid.UUID) -> Result | None:
+    """ControllerApis.deleteTopics: DELETE on the cluster, else DESCRIBE and DELETE on the topic. By name,
+    an undescribable topic is TOPIC_AUTHORIZATION_FAILED whether or not it exists; by id, the name is
+    answered only if the caller may describe it."""
+    authorizer = ctx.authorizer
+    assert authorizer is not None
+    principal, host = meta.principal, meta.client_host
+    if authorizer.authorize(principal, host, AclOperation.DELETE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return None
+    by_id = name is None
+    resolved = ctx.topics.name_for_id(topic_id) if by_id else name
+    if resolved is None:
+        return None  # an unknown id: UNKNOWN_TOPIC_ID (ids are not secret)
+    describable = authz.allowed(ctx, meta, 20, AclOperation.DESCRIBE, ResourceType.TOPIC, resolved)
+    if not by_id and not describable:
+        return _denied(resolved, topic_id, meta.api_version)
+    if authz.allowed(ctx, meta, 20, AclOperation.DELETE, ResourceType.TOPIC, resolved):
+        return None
+    if not by_id and ctx.topics.get(resolved) is None:
+        return None  # describable and missing: the existence error comes first
+    return _denied(resolved if describable else None, topic_id, meta.api_version)
+
+
+def _denied(name: str | None, topic_id: uuid.UUID, version: int) -> Result:
+    return _result(
+        name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.", version
+    )

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.apis.metadata import CLUSTER_AUTHORIZED_OPERATIONS
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
@@ -28,9 +30,13 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         )
         respond(body)
         return
-    body["brokers"] = [
-        {"broker_id": ctx.node_id, "host": ctx.advertised.host, "port": ctx.advertised.port, "rack": None}
-    ]
+    endpoint = ctx.endpoint(meta)  # the listener the request arrived on (issue 25)
+    body["brokers"] = [{"broker_id": ctx.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}]
     if req["include_cluster_authorized_operations"]:
-        body["cluster_authorized_operations"] = CLUSTER_AUTHORIZED_OPERATIONS  # no authorizer: all
+        ops = CLUSTER_AUTHORIZED_OPERATIONS  # no authorizer: all
+        if ctx.authorizer is not None:  # AuthHelper.computeDescribeClusterResponse: 0 without DESCRIBE
+            ops = 0
+            if authz.cluster_allowed(ctx, meta, 60, AclOperation.DESCRIBE):
+                ops = authz.authorized_operations(ctx, meta, ResourceType.CLUSTER, CLUSTER_NAME)
+        body["cluster_authorized_operations"] = ops
     respond(body)

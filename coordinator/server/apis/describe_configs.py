@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.topics import validate_topic_name
 from coordinator.topics.configs import (
@@ -25,7 +27,7 @@ from coordinator.topics.configs import (
 )
 from protocol.errors import ErrorCode
 
-__all__ = ["BROKER", "TOPIC", "broker_configs", "handle"]
+__all__ = ["BROKER", "TOPIC", "broker_configs", "config_refusal", "handle"]
 
 TOPIC = 2  # ConfigResource.Type
 BROKER = 4
@@ -40,7 +42,10 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         kind, name = int(resource["resource_type"]), str(resource["resource_name"])
         keys = resource["configuration_keys"]
         result: dict[str, Any] = {"resource_type": kind, "resource_name": name, "configs": []}
-        described = _describe(ctx, kind, name, keys)
+        refused = None
+        if ctx.authorizer is not None:  # ConfigHelper.handleDescribeConfigsRequest: the error's own message
+            refused = config_refusal(ctx, meta, 32, AclOperation.DESCRIBE_CONFIGS, kind, name)
+        described = refused or _describe(ctx, kind, name, keys)
         if isinstance(described, tuple):
             result["error_code"], result["error_message"] = described
         else:
@@ -48,6 +53,30 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             result["configs"] = [_entry(e, kind, version, synonyms, documentation) for e in described]
         results.append(result)
     respond({"results": results})
+
+
+# ConfigResource.Type -> what authorizes it and the error a refusal answers (ConfigHelper,
+# KafkaApis.configsAuthorizationApiError), with the error's default message.
+_CONFIG_RESOURCES = {
+    TOPIC: (ResourceType.TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."),
+    BROKER: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+    8: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+    32: (ResourceType.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."),
+}
+
+
+def config_refusal(
+    ctx: ServerContext, meta: RequestMeta, api_key: int, operation: AclOperation, kind: int, name: str
+) -> tuple[ErrorCode, str] | None:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on the resource (the cluster for a broker or broker logger)."""
+    known = _CONFIG_RESOURCES.get(kind)
+    if known is None:
+        return None  # refused by the resource checks that follow
+    resource_type, error, message = known
+    target = CLUSTER_NAME if resource_type == ResourceType.CLUSTER else name
+    if authz.allowed(ctx, meta, api_key, operation, resource_type, target):
+        return None
+    return error, message
 
 
 def _describe(

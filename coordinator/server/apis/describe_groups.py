@@ -12,6 +12,8 @@ from typing import Any
 
 from coordinator.groups import GROUP_AUTHORIZED_OPERATIONS, GroupDescription
 from coordinator.groups.errors import ErrorCode
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
@@ -21,9 +23,38 @@ INT32_MIN = -(2**31)
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
-    ops = GROUP_AUTHORIZED_OPERATIONS if req.get("include_authorized_operations") else INT32_MIN
-    described = ctx.manager.describe_groups([str(g) for g in req.get("groups") or ()])
+    include_ops = bool(req.get("include_authorized_operations"))
+    ops = GROUP_AUTHORIZED_OPERATIONS if include_ops else INT32_MIN
+    group_ids = [str(g) for g in req.get("groups") or ()]
+    if ctx.authorizer is not None:
+        respond({"groups": _describe_authorized(ctx, meta, group_ids, include_ops)})
+        return
+    described = ctx.manager.describe_groups(group_ids)
     respond({"groups": [_entry(d, version, ops) for d in described]})
+
+
+def _describe_authorized(
+    ctx: ServerContext, meta: RequestMeta, group_ids: list[str], include_ops: bool
+) -> list[dict[str, Any]]:
+    """KafkaApis.handleDescribeGroupsRequest: DESCRIBE on each group (refused ones first, as
+    GROUP_AUTHORIZATION_FAILED with only the id), authorized operations from the ACLs (v3+)."""
+    version = meta.api_version
+    refused: list[dict[str, Any]] = []
+    allowed: list[str] = []
+    for group_id in group_ids:
+        if authz.allowed(ctx, meta, 15, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            allowed.append(group_id)
+        else:  # DescribeGroupsResponse.groupError: the id and the code, state "" and no members
+            refused.append(_described(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, "", "", "", []))
+            if version >= 6:
+                refused[-1]["error_message"] = None
+    entries = refused
+    for d in ctx.manager.describe_groups(allowed):
+        ops = INT32_MIN
+        if include_ops:
+            ops = authz.authorized_operations(ctx, meta, ResourceType.GROUP, d.group_id)
+        entries.append(_entry(d, version, ops))
+    return entries
 
 
 def _entry(d: GroupDescription, version: int, ops: int) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
@@ -21,6 +23,18 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     topics = []
     for topic in req["topics"]:
         name = str(topic["name"])
+        # KafkaApis.handleDescribeProducersRequest: READ on the topic before its existence
+        if ctx.authorizer is not None and not authz.allowed(
+            ctx, meta, 61, AclOperation.READ, ResourceType.TOPIC, name
+        ):
+            denied = _error(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            topics.append(
+                {
+                    "name": name,
+                    "partitions": [denied | {"partition_index": int(i)} for i in topic["partition_indexes"]],
+                }
+            )
+            continue
         partitions = [_partition(ctx, name, int(index)) for index in topic["partition_indexes"]]
         topics.append({"name": name, "partitions": partitions})
     respond({"topics": topics})
@@ -29,12 +43,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 def _partition(ctx: ServerContext, name: str, index: int) -> dict[str, Any]:
     plog = ctx.data.log(name, index)
     if plog is None:
-        return {
-            "partition_index": index,
-            "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-            "error_message": None,
-            "active_producers": [],
-        }
+        return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) | {"partition_index": index}
     producers = [
         {
             "producer_id": row.producer_id,
@@ -52,3 +61,14 @@ def _partition(ctx: ServerContext, name: str, index: int) -> dict[str, Any]:
         "error_message": None,
         "active_producers": producers,
     }
+
+
+def _error(error: ErrorCode) -> dict[str, Any]:
+    """ApiError's message is the error's default one (Errors.message), as partitionError sets it."""
+    return {"error_code": error, "error_message": _MESSAGES.get(error), "active_producers": []}
+
+
+_MESSAGES = {
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: None,
+}

@@ -7,8 +7,11 @@ Answered once the PrepareCommit/PrepareAbort record is durable; the markers foll
 
 from __future__ import annotations
 
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.transactions import EndTxnResult
+from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 
@@ -23,6 +26,12 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             body["producer_epoch"] = result.producer_epoch
         respond(body)
 
+    # KafkaApis.handleEndTxnRequest: WRITE on the transactional id (the id and epoch stay -1)
+    if ctx.authorizer is not None and not authz.allowed(
+        ctx, meta, 26, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, str(req["transactional_id"])
+    ):
+        respond({"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED})
+        return
     ctx.transactions.end_txn(
         str(req["transactional_id"]),
         int(req["producer_id"]),

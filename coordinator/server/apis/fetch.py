@@ -25,6 +25,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from partition_log import PartitionLog
 from protocol.errors import ErrorCode
@@ -44,12 +46,33 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     if version >= 7 and int(req["session_epoch"]) not in (_SESSIONLESS, _NEW_SESSION):
         respond({"error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []})
         return
-    fetch = _Fetch(ctx, req, version, respond)
+    readable = None if ctx.authorizer is None else _readable(ctx, req, meta)
+    fetch = _Fetch(ctx, req, version, respond, readable)
     wait_ms = min(max(int(req["max_wait_ms"]), 0), MAX_WAIT_MS)
     if fetch.read() or wait_ms == 0 or ctx.shutting_down:
         fetch.respond()
     else:
         fetch.park(wait_ms)
+
+
+def _readable(ctx: ServerContext, req: Request, meta: RequestMeta) -> set[str]:
+    """KafkaApis.handleFetchRequest: a follower (replica id >= 0) needs CLUSTER_ACTION on the cluster
+    for every partition; a consumer READ on each topic."""
+    names = _names(ctx, req, meta.api_version)
+    state = req.get("replica_state") or {}
+    if int(req.get("replica_id", -1)) >= 0 or int(state.get("replica_id", -1)) >= 0:
+        return names if authz.cluster_allowed(ctx, meta, 1, AclOperation.CLUSTER_ACTION) else set()
+    return authz.filter_allowed(ctx, meta, 1, AclOperation.READ, ResourceType.TOPIC, names)
+
+
+def _names(ctx: ServerContext, req: Request, version: int) -> set[str]:
+    """The topics' names: by id from v13 (an unknown id has none), else as given."""
+    names = set()
+    for topic in req["topics"]:
+        name = ctx.topics.name_for_id(topic["topic_id"]) if version >= 13 else topic["topic"]
+        if name is not None:
+            names.add(str(name))
+    return names
 
 
 class _Wanted:
@@ -89,7 +112,14 @@ class _Fetch:
         "wanted",
     )
 
-    def __init__(self, ctx: ServerContext, req: Request, version: int, respond: Respond) -> None:
+    def __init__(
+        self,
+        ctx: ServerContext,
+        req: Request,
+        version: int,
+        respond: Respond,
+        readable: set[str] | None = None,
+    ) -> None:
         self._ctx = ctx
         self._respond = respond
         self._min_bytes = int(req["min_bytes"])
@@ -99,13 +129,13 @@ class _Fetch:
         self._responded = False
         self.wanted: list[_Wanted] = []
         committed = version >= 4 and int(req["isolation_level"]) == _READ_COMMITTED
-        topics = [self._topic(t, version, committed) for t in req["topics"]]
+        topics = [self._topic(t, version, committed, readable) for t in req["topics"]]
         self.body: dict[str, Any] = {"responses": topics}
         if version >= 7:
             self.body["error_code"] = ErrorCode.NONE
             self.body["session_id"] = 0
 
-    def _topic(self, topic: Request, version: int, committed: bool) -> Entry:
+    def _topic(self, topic: Request, version: int, committed: bool, readable: set[str] | None) -> Entry:
         if version >= 13:
             topic_id: uuid.UUID = topic["topic_id"]
             name = self._ctx.topics.name_for_id(topic_id)
@@ -116,12 +146,15 @@ class _Fetch:
             out = {"topic": name, "partitions": []}
         for part in topic["partitions"]:
             index = int(part["partition"])
-            log = None if name is None else self._ctx.data.log(name, index)
+            denied = readable is not None and name is not None and name not in readable
+            log = None if name is None or denied else self._ctx.data.log(name, index)
             entry: Entry = {"partition_index": index, "records": b""}
             if committed:
                 entry["aborted_transactions"] = []
             out["partitions"].append(entry)
-            if log is None:  # an unknown id (v13+), else an unknown topic name or partition
+            if denied:  # READ on the topic is checked before its existence (KafkaApis.handleFetchRequest)
+                error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif log is None:  # an unknown id (v13+), else an unknown topic name or partition
                 error = unknown if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 error = _leader_epoch_error(int(part["current_leader_epoch"]))

@@ -7,7 +7,10 @@ lacks), so no version branching is needed here.
 
 from __future__ import annotations
 
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from protocol.errors import ErrorCode
 
 __all__ = ["handle", "heartbeat_response"]
 
@@ -17,6 +20,12 @@ def heartbeat_response(error: int) -> dict[str, object]:
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    # KafkaApis.handleHeartbeatRequest: READ on the group first.
+    if ctx.authorizer is not None and not authz.allowed(
+        ctx, meta, 12, AclOperation.READ, ResourceType.GROUP, req["group_id"]
+    ):
+        respond({"error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)})
+        return
     error = ctx.manager.heartbeat(
         req["group_id"], req["generation_id"], req["member_id"], req["group_instance_id"]
     )

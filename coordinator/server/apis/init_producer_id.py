@@ -10,8 +10,11 @@ retries on CONCURRENT_TRANSACTIONS) and answers once its record is durable.
 
 from __future__ import annotations
 
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.transactions import InitProducerIdResult
+from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 
@@ -27,6 +30,9 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         )
 
     transactional_id = req["transactional_id"]
+    if ctx.authorizer is not None and (error := _refused(ctx, meta, transactional_id)) is not None:
+        respond({"error_code": error, "producer_id": -1, "producer_epoch": -1})  # getErrorResponse
+        return
     ctx.transactions.init_producer_id(
         None if transactional_id is None else str(transactional_id),
         int(req["transaction_timeout_ms"]),
@@ -35,3 +41,20 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         meta.api_version,
         answer,
     )
+
+
+def _refused(ctx: ServerContext, meta: RequestMeta, transactional_id: str | None) -> ErrorCode | None:
+    """KafkaApis.handleInitProducerIdRequest: WRITE on the transactional id; without one IDEMPOTENT_WRITE
+    on the cluster or else WRITE on some topic (authorizeByResourceType)."""
+    if transactional_id is not None:
+        if authz.allowed(ctx, meta, 22, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return None
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    authorizer = ctx.authorizer
+    assert authorizer is not None
+    idempotent = AclOperation.IDEMPOTENT_WRITE  # checked with logIfDenied=false: not a denial on its own
+    if authorizer.authorize(meta.principal, meta.client_host, idempotent, ResourceType.CLUSTER, CLUSTER_NAME):
+        return None
+    if authz.allowed_by_resource_type(ctx, meta, 22, AclOperation.WRITE, ResourceType.TOPIC):
+        return None
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from coordinator.groups.errors import ErrorCode
 from coordinator.groups.join import JoinRequest
-from coordinator.groups.responses import JoinAnswer, JoinMember
+from coordinator.groups.responses import JoinAnswer, JoinMember, join_error
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle", "join_body", "join_request"]
@@ -19,6 +22,12 @@ __all__ = ["handle", "join_body", "join_request"]
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
+    # KafkaApis.handleJoinGroupRequest: READ on the group before the coordinator sees it.
+    if ctx.authorizer is not None and not authz.allowed(
+        ctx, meta, 11, AclOperation.READ, ResourceType.GROUP, req["group_id"]
+    ):
+        respond(join_body(version, join_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
+        return
 
     def answer(join: JoinAnswer) -> None:
         respond(join_body(version, join))

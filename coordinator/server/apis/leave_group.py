@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from coordinator.groups.errors import ErrorCode
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle", "leave_response"]
@@ -17,6 +19,12 @@ __all__ = ["handle", "leave_response"]
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
+    # KafkaApis.handleLeaveGroupRequest: READ on the group; the error alone, no member results.
+    if ctx.authorizer is not None and not authz.allowed(
+        ctx, meta, 13, AclOperation.READ, ResourceType.GROUP, req["group_id"]
+    ):
+        respond(leave_response(version, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        return
     if version < 3:
         members: list[tuple[str, str | None]] = [(req["member_id"], None)]
     else:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.groups import GroupListing
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
@@ -19,6 +21,8 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     states = {str(s).lower() for s in req.get("states_filter") or ()} if version >= 4 else set()
     types = {str(t).lower() for t in req.get("types_filter") or ()} if version >= 5 else set()
     error, listed = ctx.manager.list_groups(states, types)
+    if ctx.authorizer is not None:
+        listed = _describable(ctx, meta, listed)
     groups = []
     for group in listed:
         entry: dict[str, Any] = {"group_id": group.group_id, "protocol_type": group.protocol_type}
@@ -28,3 +32,17 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             entry["group_type"] = group.group_type
         groups.append(entry)
     respond({"error_code": int(error), "groups": groups})
+
+
+def _describable(ctx: ServerContext, meta: RequestMeta, listed: list[GroupListing]) -> list[GroupListing]:
+    """KafkaApis.handleListGroupsRequest: DESCRIBE on the cluster lists every group; otherwise only
+    the groups the caller may DESCRIBE (filtering, not denials: logIfDenied=false)."""
+    authorizer = ctx.authorizer
+    assert authorizer is not None
+    principal, host = meta.principal, meta.client_host
+    if authorizer.authorize(principal, host, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return listed
+    return [
+        g for g in listed
+        if authorizer.authorize(principal, host, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)
+    ]  # fmt: skip

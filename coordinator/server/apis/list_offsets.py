@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from partition_log import PartitionLog
 from protocol.errors import ErrorCode
@@ -28,11 +30,22 @@ _READ_COMMITTED = 1
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
+    described: set[str] | None = None
+    if ctx.authorizer is not None:  # KafkaApis.handleListOffsetRequest: DESCRIBE on each topic first
+        names = [str(topic["name"]) for topic in req["topics"]]
+        described = authz.filter_allowed(ctx, meta, 2, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     topics = []
     for topic in req["topics"]:
         name = str(topic["name"])
         committed = version >= 2 and int(req["isolation_level"]) == _READ_COMMITTED
-        partitions = [_partition(ctx, name, p, version, committed) for p in topic["partitions"]]
+        if described is not None and name not in described:
+            denied = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            partitions = [
+                {"partition_index": int(p["partition_index"]), "error_code": denied}
+                for p in topic["partitions"]
+            ]
+        else:
+            partitions = [_partition(ctx, name, p, version, committed) for p in topic["partitions"]]
         topics.append({"name": name, "partitions": partitions})
     respond({"topics": topics})
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from protocol.errors import ErrorCode
 
@@ -38,6 +40,11 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         for t in result.transaction_states
         if pattern is None or pattern.fullmatch(t.transactional_id)
     ]
+    if ctx.authorizer is not None:  # KafkaApis.handleListTransactionsRequest: describable ids only
+        tid_type, describe = ResourceType.TRANSACTIONAL_ID, AclOperation.DESCRIBE
+        states = [
+            s for s in states if authz.allowed(ctx, meta, 66, describe, tid_type, str(s["transactional_id"]))
+        ]
     respond(
         {
             "error_code": result.error,

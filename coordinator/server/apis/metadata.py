@@ -13,6 +13,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.topics import TopicRecord, validate_topic_name
 from protocol.errors import ErrorCode
@@ -31,6 +33,9 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     version = meta.api_version
     wanted = _requested(ctx, req, version)
     allow = version < 4 or bool(req["allow_auto_topic_creation"])
+    refused: Refused = {}
+    if ctx.authorizer is not None and wanted is not None:
+        refused = _refused(ctx, meta, wanted, allow and ctx.config.auto_create_topics)
     missing = (
         []
         if wanted is None or not (allow and ctx.config.auto_create_topics)
@@ -40,16 +45,43 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             if ctx.topics.get(name) is None
             and not ctx.topics.is_pending(name)
             and validate_topic_name(name) is None
+            and name not in refused
         ]
     )
     if not missing:
-        respond(_response(ctx, req, wanted, version))
+        respond(_response(ctx, req, meta, wanted, refused))
         return
     # Answer once the new topics are durable (a failed write leaves them unknown: a retriable error).
     ctx.topics.create(
         [(name, ctx.config.num_partitions, {}) for name in missing],
-        lambda error: respond(_response(ctx, req, wanted, version)),
+        lambda error: respond(_response(ctx, req, meta, wanted, refused)),
     )
+
+
+# Topic names refused by the authorizer -> True if refused DESCRIBE (their existence stays hidden),
+# False if refused CREATE for an auto-creation.
+Refused = dict[str, bool]
+
+
+def _refused(ctx: ServerContext, meta: RequestMeta, wanted: Wanted, auto_create: bool) -> Refused:
+    """KafkaApis.handleTopicMetadataRequest: DESCRIBE on each named topic, before its existence is
+    looked at; an auto-creation also needs CREATE on the cluster or else on the topic."""
+    names = {n for n, _ in wanted if n is not None}
+    describable = authz.filter_allowed(ctx, meta, 3, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    refused = dict.fromkeys(names - describable, True)
+    absent = [n for n in describable if ctx.topics.get(n) is None]
+    authorizer = ctx.authorizer
+    assert authorizer is not None
+    if (
+        absent
+        and auto_create
+        and not authorizer.authorize(
+            meta.principal, meta.client_host, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME
+        )
+    ):
+        creatable = authz.filter_allowed(ctx, meta, 3, AclOperation.CREATE, ResourceType.TOPIC, absent)
+        refused.update(dict.fromkeys(set(absent) - creatable, False))
+    return refused
 
 
 Wanted = list[tuple[str | None, uuid.UUID]]
@@ -67,21 +99,27 @@ def _requested(ctx: ServerContext, req: Request, version: int) -> Wanted | None:
     return wanted
 
 
-def _response(ctx: ServerContext, req: Request, wanted: Wanted | None, version: int) -> dict[str, Any]:
+def _response(
+    ctx: ServerContext, req: Request, meta: RequestMeta, wanted: Wanted | None, refused: Refused
+) -> dict[str, Any]:
+    version = meta.api_version
     if wanted is None:
-        topics = [_topic_entry(ctx, t.name, t, version) for t in ctx.topics.all()]
+        topics = [_topic_entry(ctx, t.name, t, version) for t in _visible(ctx, meta)]
     else:
         topics = [
             _topic_entry(ctx, name, ctx.topics.get(name), version)
-            if name is not None
-            else {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id}
+            if name is not None and name not in refused
+            else _refused_entry(name, topic_id, refused)
             for name, topic_id in wanted
         ]
-    body: dict[str, Any] = {"brokers": [broker_entry(ctx)], "topics": topics}
+    body: dict[str, Any] = {"brokers": [broker_entry(ctx, meta)], "topics": topics}
     if version >= 1:
         body["controller_id"] = ctx.node_id
     if version >= 2:
         body["cluster_id"] = ctx.config.cluster_id
+    if ctx.authorizer is not None:
+        _operations_from_acls(ctx, req, meta, body, refused)
+        return body
     if 8 <= version <= 10 and req["include_cluster_authorized_operations"]:
         body["cluster_authorized_operations"] = CLUSTER_AUTHORIZED_OPERATIONS
     if version >= 8 and req["include_topic_authorized_operations"]:
@@ -91,8 +129,52 @@ def _response(ctx: ServerContext, req: Request, wanted: Wanted | None, version: 
     return body
 
 
-def broker_entry(ctx: ServerContext) -> dict[str, Any]:
-    return {"node_id": ctx.node_id, "host": ctx.advertised.host, "port": ctx.advertised.port}
+def _visible(ctx: ServerContext, meta: RequestMeta) -> list[TopicRecord]:
+    """All topics: those the caller may not DESCRIBE are left out (no denial: logIfDenied=false)."""
+    authorizer = ctx.authorizer
+    if authorizer is None:
+        return ctx.topics.all()
+    principal, host, describe, topic = (
+        meta.principal,
+        meta.client_host,
+        AclOperation.DESCRIBE,
+        ResourceType.TOPIC,
+    )
+    return [t for t in ctx.topics.all() if authorizer.authorize(principal, host, describe, topic, t.name)]
+
+
+def _refused_entry(name: str | None, topic_id: uuid.UUID, refused: Refused) -> dict[str, Any]:
+    if name is None:
+        return {"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id}
+    if topic_id != _NO_ID:  # asked by id: ids are not secret (Kafka answers the id, no name)
+        return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": None, "topic_id": topic_id}
+    return {"error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED, "name": name}
+
+
+def _operations_from_acls(
+    ctx: ServerContext, req: Request, meta: RequestMeta, body: dict[str, Any], refused: Refused
+) -> None:
+    """v8+: the authorized operations the caller's ACLs give (AuthHelper.authorizedOperations); the
+    cluster's only with DESCRIBE on it (else 0), as KafkaApis sets them."""
+    version = meta.api_version
+    if 8 <= version <= 10 and req["include_cluster_authorized_operations"]:
+        ops = 0
+        if authz.cluster_allowed(ctx, meta, 3, AclOperation.DESCRIBE):
+            ops = authz.authorized_operations(ctx, meta, ResourceType.CLUSTER, CLUSTER_NAME)
+        body["cluster_authorized_operations"] = ops
+    if version >= 8 and req["include_topic_authorized_operations"]:
+        for topic in body["topics"]:
+            name = topic.get("name")
+            if name is not None and name not in refused:
+                topic["topic_authorized_operations"] = authz.authorized_operations(
+                    ctx, meta, ResourceType.TOPIC, name
+                )
+
+
+def broker_entry(ctx: ServerContext, meta: RequestMeta) -> dict[str, Any]:
+    """This broker as the listener the request arrived on advertises it (issue 25)."""
+    endpoint = ctx.endpoint(meta)
+    return {"node_id": ctx.node_id, "host": endpoint.host, "port": endpoint.port}
 
 
 def _topic_entry(ctx: ServerContext, name: str, topic: TopicRecord | None, version: int) -> dict[str, Any]:

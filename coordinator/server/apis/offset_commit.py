@@ -12,6 +12,8 @@ from __future__ import annotations
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.offset_api import CommitErrors, CommitRequest, PartitionCommit
 from coordinator.metrics import OFFSET_COMMIT, RequestStats
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.apis.unknown_partitions import Topics, merge_topics, split_unknown
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
@@ -19,6 +21,9 @@ __all__ = ["commit_request", "handle"]
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    if ctx.authorizer is not None:
+        _handle_authorized(ctx, req, meta, respond)
+        return
     topics: Topics = req["topics"]
     has_partition = ctx.topics.has_partition
     # Plain loops, not comprehensions, on this path: in CPython 3.11 each comprehension is a
@@ -39,9 +44,31 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     ctx.manager.offset_commit(commit_request(req, meta.api_version, topics), answer)
 
 
-def _handle_with_unknown(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-    """Some partition is unknown: answered here, the rest by the group logic, then merged."""
-    known, unknown = split_unknown(ctx, req["topics"])
+def _handle_authorized(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    """KafkaApis.handleOffsetCommitRequest with an authorizer: READ on the group (else every partition
+    GROUP_AUTHORIZATION_FAILED), then READ on each topic before its existence (TOPIC_AUTHORIZATION_FAILED
+    per partition, so an unauthorized topic is never revealed to exist)."""
+    topics: Topics = req["topics"]
+    if not authz.allowed(ctx, meta, OFFSET_COMMIT, AclOperation.READ, ResourceType.GROUP, req["group_id"]):
+        respond({"topics": _topics(topics, ErrorCode.GROUP_AUTHORIZATION_FAILED, {})})
+        return
+    names = [str(t["name"]) for t in topics]
+    readable = authz.filter_allowed(ctx, meta, OFFSET_COMMIT, AclOperation.READ, ResourceType.TOPIC, names)
+    denied = [t for t in topics if t["name"] not in readable]
+    allowed = [t for t in topics if t["name"] in readable]
+    _handle_with_unknown(
+        ctx, req, meta, respond, allowed, _topics(denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED, {})
+    )
+
+
+def _handle_with_unknown(
+    ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond, topics: Topics | None = None,
+    answered: Topics | None = None,
+) -> None:  # fmt: skip
+    """Some partition is unknown: answered here, the rest by the group logic, then merged.
+    `answered`: partitions already refused (unauthorized topics)."""
+    known, unknown = split_unknown(ctx, req["topics"] if topics is None else topics)
+    unknown = [*(answered or ()), *unknown]
     if ctx.stats is not None:
         ctx.stats.partition_errors(OFFSET_COMMIT, _UNKNOWN, sum(len(t["partitions"]) for t in unknown))
     if not known:

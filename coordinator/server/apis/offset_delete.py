@@ -9,7 +9,11 @@ the whole answer.
 
 from __future__ import annotations
 
+from typing import Any
+
 from coordinator.groups.errors import ErrorCode
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.apis.unknown_partitions import merge_topics, split_unknown
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
@@ -17,7 +21,19 @@ __all__ = ["handle"]
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-    known, unknown = split_unknown(ctx, req["topics"])
+    topics, refused = req["topics"], []
+    if ctx.authorizer is not None:
+        group_id = str(req.get("group_id") or "")
+        # KafkaApis.handleOffsetDeleteRequest: DELETE on the group, then READ on each topic
+        if not authz.allowed(ctx, meta, 47, AclOperation.DELETE, ResourceType.GROUP, group_id):
+            respond({"error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "topics": []})
+            return
+        names = [str(t["name"]) for t in topics]
+        ok = authz.filter_allowed(ctx, meta, 47, AclOperation.READ, ResourceType.TOPIC, names)
+        refused = [_refused(t) for t in topics if t["name"] not in ok]
+        topics = [t for t in topics if t["name"] in ok]
+    known, unknown = split_unknown(ctx, topics)
+    unknown = [*refused, *unknown]
     typed = [(str(t["name"]), [int(p["partition_index"]) for p in t["partitions"]]) for t in known]
 
     def answer(error: ErrorCode, results: list[tuple[str, list[tuple[int, ErrorCode]]]]) -> None:
@@ -31,3 +47,9 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         respond({"error_code": 0, "topics": merge_topics(topics, unknown) if unknown else topics})
 
     ctx.manager.offset_delete(str(req.get("group_id") or ""), typed, answer)
+
+
+def _refused(topic: dict[str, Any]) -> dict[str, Any]:
+    denied = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    parts = [{"partition_index": p["partition_index"], "error_code": denied} for p in topic["partitions"]]
+    return {"name": topic["name"], "partitions": parts}

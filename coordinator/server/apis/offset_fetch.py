@@ -9,13 +9,18 @@ OffsetFetchResponse).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.groups.errors import ErrorCode
 from coordinator.groups.offset_api import FetchedOffset, FetchGroup, FetchResult, FetchTopics
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
+
+_OFFSET_FETCH = 9
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -31,7 +36,58 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     def answer(results: list[FetchResult]) -> None:
         respond(_response(version, results))
 
-    ctx.manager.offset_fetch(groups, version >= 7 and req["require_stable"], answer, members)
+    require_stable = version >= 7 and req["require_stable"]
+    if ctx.authorizer is not None:
+        _fetch_authorized(ctx, meta, groups, members, require_stable, answer)
+        return
+    ctx.manager.offset_fetch(groups, require_stable, answer, members)
+
+
+def _fetch_authorized(
+    ctx: ServerContext, meta: RequestMeta, groups: list[FetchGroup],
+    members: list[tuple[str | None, int]] | None, require_stable: bool,
+    answer: Callable[[list[FetchResult]], None],
+) -> None:  # fmt: skip
+    """KafkaApis.handleOffsetFetchRequestFromCoordinator: DESCRIBE on each group (else
+    GROUP_AUTHORIZATION_FAILED for it), DESCRIBE on each named topic (else its partitions -1 with
+    TOPIC_AUTHORIZATION_FAILED); all-topics fetches leave undescribable topics out."""
+    refused: dict[int, FetchResult] = {}
+    hidden: dict[int, FetchTopics] = {}
+    asked: list[int] = []
+    for i, (group_id, topics) in enumerate(groups):
+        if not authz.allowed(ctx, meta, _OFFSET_FETCH, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            denied = ErrorCode.GROUP_AUTHORIZATION_FAILED  # v0-1 carry it in each requested partition
+            refused[i] = (group_id, denied, [(n, [(p, denied) for p in parts]) for n, parts in topics or ()])
+            continue
+        if topics is not None:
+            ok = authz.filter_allowed(ctx, meta, _OFFSET_FETCH, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                      (name for name, _ in topics))  # fmt: skip
+            hidden[i] = [(n, parts) for n, parts in topics if n not in ok]
+            groups[i] = (group_id, [(n, parts) for n, parts in topics if n in ok])
+        asked.append(i)
+
+    def merged(results: list[FetchResult]) -> None:
+        by_index = dict(zip(asked, results, strict=True)) | refused
+        answer([_visible(ctx, meta, i, by_index[i], hidden) for i in range(len(groups))])
+
+    if not asked:
+        merged([])
+        return
+    chosen = None if members is None else [members[i] for i in asked]
+    ctx.manager.offset_fetch([groups[i] for i in asked], require_stable, merged, chosen)
+
+
+def _visible(ctx: ServerContext, meta: RequestMeta, i: int, result: FetchResult,
+             hidden: dict[int, FetchTopics]) -> FetchResult:  # fmt: skip
+    group_id, error, topics = result
+    if error:
+        return result
+    if i not in hidden:  # all topics: those the caller may not describe are left out
+        names = authz.filter_allowed(ctx, meta, _OFFSET_FETCH, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                     (name for name, _ in topics))  # fmt: skip
+        return group_id, error, [t for t in topics if t[0] in names]
+    denied: FetchedOffset = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return group_id, error, [*topics, *((n, [(p, denied) for p in parts]) for n, parts in hidden[i])]
 
 
 def _topics(topics: list[dict[str, Any]] | None) -> FetchTopics | None:

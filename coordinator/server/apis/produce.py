@@ -33,6 +33,8 @@ from collections.abc import Callable
 from typing import Any
 
 import storage
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from partition_log import AppendError, AppendResult, DuplicateAppend, PartitionLog, ValidatedAppend
 from protocol.errors import ErrorCode
@@ -50,12 +52,18 @@ def wants_response(req: Request) -> bool:
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
+    transactional_id = req["transactional_id"] if version >= 3 else None
+    writable: set[str] | None = None
+    if ctx.authorizer is not None:
+        writable = _writable(ctx, req, meta, transactional_id)
+        if writable is None:
+            respond(_all(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, version))
+            return
     acks = int(req["acks"])
     if acks not in _VALID_ACKS:
         respond(_all(req, ErrorCode.INVALID_REQUIRED_ACKS, version))
         return
     pending = _Pending(version, respond, acks)
-    transactional_id = req["transactional_id"] if version >= 3 else None
     for topic in req["topic_data"]:
         name = str(topic["name"])
         partitions: list[Entry] = []
@@ -63,8 +71,42 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         for part in topic["partition_data"]:
             entry: Entry = {"index": int(part["index"]), "base_offset": -1}
             partitions.append(entry)
+            if writable is not None and name not in writable:
+                _fail(entry, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, version)
+                continue
             _append(ctx, pending, name, entry, part["records"], version, transactional_id)
     pending.arm()
+
+
+def _writable(
+    ctx: ServerContext, req: Request, meta: RequestMeta, transactional_id: str | None
+) -> set[str] | None:
+    """KafkaApis.handleProduceRequest with an authorizer: transactional records need WRITE on the
+    transactional id (None: the whole request is refused), then the topics the caller may WRITE
+    (the others TOPIC_AUTHORIZATION_FAILED per partition, before their existence is looked at)."""
+    if _has_transactional_records(req) and (
+        transactional_id is None
+        or not authz.allowed(
+            ctx, meta, API_KEY, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        )
+    ):
+        return None
+    names = [str(topic["name"]) for topic in req["topic_data"]]
+    return authz.filter_allowed(ctx, meta, API_KEY, AclOperation.WRITE, ResourceType.TOPIC, names)
+
+
+_TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
+_ATTRIBUTES_AT, _TRANSACTIONAL = 21, 0x10  # v2 batch header: attributes after the crc; bit 4
+
+
+def _has_transactional_records(req: Request) -> bool:
+    """RequestUtils.hasTransactionalRecords: some partition's first batch is transactional."""
+    for topic in req["topic_data"]:
+        for part in topic["partition_data"]:
+            records = part["records"]
+            if records and len(records) > _ATTRIBUTES_AT + 1 and records[_ATTRIBUTES_AT + 1] & _TRANSACTIONAL:
+                return True
+    return False
 
 
 def _append(

@@ -14,6 +14,8 @@ from coordinator.groups.errors import ErrorCode
 from coordinator.groups.member import Parked
 from coordinator.groups.responses import SyncAnswer, sync_error
 from coordinator.groups.sync import SyncRequest
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle", "sync_body"]
@@ -28,6 +30,12 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             respond(sync_body(version, sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)))
             return
         protocol = (protocol_type, protocol_name)
+    # KafkaApis.handleSyncGroupRequest: READ on the group, after the protocol fields' check.
+    if ctx.authorizer is not None and not authz.allowed(
+        ctx, meta, 14, AclOperation.READ, ResourceType.GROUP, req["group_id"]
+    ):
+        respond(sync_body(version, sync_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
+        return
     request = SyncRequest(
         group_id=req["group_id"],
         generation_id=req["generation_id"],

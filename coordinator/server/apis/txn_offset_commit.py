@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.groups.txn_offset_api import TxnCommitRequest, TxnPartition
+from coordinator.security.acls import AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.transactions import offsets_partition_for
 from protocol.errors import ErrorCode
@@ -40,10 +42,20 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     version = meta.api_version
     known: list[TxnPartition] = []
     answer: Answer = []
+    readable: set[str] | None = None
+    if ctx.authorizer is not None:
+        whole, readable = _authorized(ctx, req, meta)
+        if whole is not None:  # TxnOffsetCommitRequest.getErrorResponse: the error for every partition
+            respond({"topics": _topics([(str(t["name"]), int(p["partition_index"]), whole)
+                                        for t in req["topics"] for p in t["partitions"]])})  # fmt: skip
+            return
     for topic in req["topics"]:
         name = str(topic["name"])
         for p in topic["partitions"]:
             index = int(p["partition_index"])
+            if readable is not None and name not in readable:
+                answer.append((name, index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if not ctx.topics.has_partition(name, index):
                 answer.append((name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
@@ -121,3 +133,15 @@ def _topics(rows: Answer) -> list[dict[str, Any]]:
     for topic, partition, error in rows:
         topics.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]
+
+
+def _authorized(ctx: ServerContext, req: Request, meta: RequestMeta) -> tuple[ErrorCode | None, set[str]]:
+    """KafkaApis.handleTxnOffsetCommitRequest: WRITE on the transactional id, READ on the group (either
+    refused: that error for the whole request), then READ on each topic, before existence."""
+    tid, group_id = str(req["transactional_id"]), str(req["group_id"])
+    if not authz.allowed(ctx, meta, 28, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, tid):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, set()
+    if not authz.allowed(ctx, meta, 28, AclOperation.READ, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, set()
+    names = [str(t["name"]) for t in req["topics"]]
+    return None, authz.filter_allowed(ctx, meta, 28, AclOperation.READ, ResourceType.TOPIC, names)

@@ -14,14 +14,27 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from coordinator.server.markers import Results
+from protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     markers = req["markers"]
+    if ctx.authorizer is not None and not _cluster_allowed(ctx, meta):
+        # WriteTxnMarkersRequest.getErrorResponse: CLUSTER_AUTHORIZATION_FAILED for every partition
+        denied = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        respond({"markers": [
+            {"producer_id": m["producer_id"], "topics": [
+                {"name": t["name"], "partitions": [{"partition_index": p, "error_code": denied}
+                                                   for p in t["partition_indexes"]]}
+                for t in m["topics"]]}
+            for m in markers]})  # fmt: skip
+        return
     answers: list[dict[str, Any] | None] = [None] * len(markers)
     outstanding = len(markers)
     if not markers:
@@ -52,3 +65,15 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             partitions,
             partial(answered, index, producer_id),
         )
+
+
+def _cluster_allowed(ctx: ServerContext, meta: RequestMeta) -> bool:
+    """KafkaApis.handleWriteTxnMarkersRequest: ALTER on the cluster (not a denial if missing), else
+    CLUSTER_ACTION (Admin.abortTransaction's callers hold one of them)."""
+    authorizer = ctx.authorizer
+    assert authorizer is not None
+    if authorizer.authorize(
+        meta.principal, meta.client_host, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME
+    ):
+        return True
+    return authz.cluster_allowed(ctx, meta, 27, AclOperation.CLUSTER_ACTION)

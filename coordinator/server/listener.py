@@ -1,0 +1,116 @@
+"""What the connections of one listener share, built once from the configuration.
+
+`ListenerSetup`: the listener's name (RequestMeta.listener_name), whether a client certificate names
+the principal (SSL), the SASL setup (SASL_PLAINTEXT, SASL_SSL). `Security` builds them all, with one
+TLS context per client-authentication mode (ssl.client.auth applies to SSL listeners only, KIP-684:
+SASL_SSL listeners never ask for a certificate) and one SASL mechanism factory.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from coordinator.config import Config
+from coordinator.security.listeners import Listener
+from coordinator.security.oauth import OAuthBearerServer, TokenValidator
+from coordinator.security.sasl import MechanismServer, PlainServer, load_plain_users
+from coordinator.security.scram import CredentialLookup, ScramServer
+from coordinator.security.ssl_principal import SslPrincipalMapper
+from coordinator.security.tls import TlsFiles, TlsServer
+from coordinator.server.sasl_gate import SaslSetup
+
+__all__ = ["PLAINTEXT_LISTENER", "ListenerSetup", "Security"]
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSetup:
+    name: str  # the listener name requests carry in RequestMeta.listener_name
+    security_protocol: str = "PLAINTEXT"
+    # SSL listeners: the client certificate's mapped DN is the principal (SASL_SSL: SASL names it).
+    principal_mapper: SslPrincipalMapper | None = None
+    sasl: SaslSetup | None = None  # SASL_PLAINTEXT / SASL_SSL
+    sasl_max_receive_size: int = 524_288  # sasl.server.max.receive.size: frames before authentication
+    failed_authentication_delay_s: float = 0.1  # connection.failed.authentication.delay.ms
+
+
+PLAINTEXT_LISTENER = ListenerSetup("PLAINTEXT")
+
+# Builds one mechanism exchange; the SCRAM and OAUTHBEARER ones are added by whoever owns their state.
+MechanismFactory = Callable[[], MechanismServer]
+
+
+@dataclass
+class Security:
+    """The listeners' shared security state: TLS contexts (reloadable), SASL mechanisms, counts."""
+
+    config: Config
+    mechanisms: dict[str, MechanismFactory] = field(default_factory=dict)
+    tls: dict[str, TlsServer] = field(default_factory=dict)  # client-auth mode -> context
+    # (mechanism, result) -> count, for /metrics
+    authentications: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        config = self.config
+        if "PLAIN" in config.sasl_enabled_mechanisms:
+            users = load_plain_users(config.sasl_plain_users, config.sasl_plain_users_file)
+            self.mechanisms["PLAIN"] = lambda: PlainServer(users)
+
+    def add_scram(self, lookup: CredentialLookup) -> None:
+        """SCRAM-SHA-256/512 exchanges against the credential table (once it is recovered)."""
+        for name in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            if name in self.config.sasl_enabled_mechanisms:
+                self.mechanisms[name] = functools.partial(ScramServer, name, lookup)
+
+    def add_oauthbearer(self, validator: TokenValidator) -> None:
+        if "OAUTHBEARER" in self.config.sasl_enabled_mechanisms:
+            self.mechanisms["OAUTHBEARER"] = functools.partial(OAuthBearerServer, validator)
+
+    def tls_server(self, listener: Listener) -> TlsServer | None:
+        """The TLS context of an SSL or SASL_SSL listener (built on first use), else None."""
+        if not listener.uses_tls:
+            return None
+        config = self.config
+        assert config.ssl_keystore_location is not None, "checked by config_from_args"
+        mode = config.ssl_client_auth if listener.security_protocol == "SSL" else "none"
+        if mode not in self.tls:
+            files = TlsFiles(
+                config.ssl_keystore_location, config.ssl_key_password, config.ssl_truststore_location, mode
+            )
+            self.tls[mode] = TlsServer(files)
+        return self.tls[mode]
+
+    def setup(self, listener: Listener) -> ListenerSetup:
+        config = self.config
+        mapper = None
+        if listener.security_protocol == "SSL":
+            mapper = SslPrincipalMapper(config.ssl_principal_mapping_rules)
+        sasl = None
+        if listener.uses_sasl:
+            sasl = SaslSetup(
+                mechanisms=config.sasl_enabled_mechanisms,
+                new_server=self._new_server,
+                connections_max_reauth_ms=config.connections_max_reauth_ms,
+                counts=self.authentications,
+            )
+        return ListenerSetup(
+            listener.name,
+            listener.security_protocol,
+            mapper,
+            sasl,
+            config.sasl_server_max_receive_size,
+            config.connection_failed_authentication_delay_ms / 1000,
+        )
+
+    def _new_server(self, mechanism: str) -> MechanismServer:
+        return self.mechanisms[mechanism]()
+
+    def reload_tls(self) -> None:
+        for server in self.tls.values():
+            server.reload()
+
+    def reload_tls_if_changed(self) -> None:
+        for server in self.tls.values():
+            server.reload_if_changed()
