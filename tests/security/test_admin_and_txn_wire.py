@@ -15,6 +15,7 @@ from tests.security.conftest import (
     CLUSTER,
     CREATE,
     DELETE_ACLS,
+    DESCRIBE,
     GROUP,
     READ,
     TOPIC,
@@ -140,6 +141,10 @@ def test_admin_transaction_and_consumer_protocol_apis_refuse_with_kafkas_errors(
         )
         described = call(sock, 69, 0, {"group_ids": ["g-closed"], "include_authorized_operations": True})
         assert described["groups"][0]["error_code"] == E.GROUP_AUTHORIZATION_FAILED
+        cluster_ops = {"include_cluster_authorized_operations": True}
+        assert call(sock, 60, 0, cluster_ops)["cluster_authorized_operations"] == (1 << ALTER) | (
+            1 << DESCRIBE
+        )
         # ANONYMOUS gives up ALTER on the cluster: markers and broker configs are refused
         cluster_filter = {
             "resource_type_filter": CLUSTER,
@@ -164,3 +169,4 @@ def test_admin_transaction_and_consumer_protocol_apis_refuse_with_kafkas_errors(
         assert written["error_code"] == E.CLUSTER_AUTHORIZATION_FAILED
         broker = {"resources": [{"resource_type": 4, "resource_name": "0", "configuration_keys": None}]}
         assert call(sock, 32, 4, broker)["results"][0]["error_code"] == E.CLUSTER_AUTHORIZATION_FAILED
+        assert call(sock, 60, 0, cluster_ops)["cluster_authorized_operations"] == 0  # no DESCRIBE: 0
