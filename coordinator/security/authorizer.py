@@ -79,10 +79,12 @@ def client_address(client_host: str) -> str:
         return host
     address, _, scope = host.partition("%")
     try:
-        exploded = ipaddress.IPv6Address(address).exploded
+        ipv6 = ipaddress.IPv6Address(address)
     except ValueError:
         return host
-    java = ":".join(f"{int(group, 16):x}" for group in exploded.split(":"))
+    if ipv6.ipv4_mapped is not None:  # Java's InetAddress makes ::ffff:a.b.c.d an Inet4Address
+        return str(ipv6.ipv4_mapped)
+    java = ":".join(f"{int(group, 16):x}" for group in ipv6.exploded.split(":"))
     return f"{java}%{scope}" if scope else java
 
 

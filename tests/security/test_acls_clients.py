@@ -20,6 +20,7 @@ from aiokafka.errors import GroupAuthorizationFailedError as AioGroupAuthorizati
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -118,6 +119,18 @@ def test_confluent_kafka_group_authorization(secured: KcoordServer) -> None:
         consumer.commit(message=message, asynchronous=False)
     finally:
         consumer.close()
+    # DescribeAcls / DeleteAcls through the same admin client
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap})
+    wanted = AclBindingFilter(
+        AdminResourceType.GROUP, group, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+        AclPermissionType.ANY,
+    )  # fmt: skip
+    assert [(b.name, b.principal, b.operation) for b in admin.describe_acls(wanted).result(timeout=15)] == [
+        (group, ANONYMOUS, AclOperation.READ)
+    ]
+    deleted = admin.delete_acls([wanted])[wanted].result(timeout=15)
+    assert [b.name for b in deleted] == [group]
+    assert admin.describe_acls(wanted).result(timeout=15) == []
     producer = Producer({"bootstrap.servers": secured.bootstrap, "message.timeout.ms": 10000})
     errors: list[Any] = []
     producer.produce("closed", b"v", on_delivery=lambda error, _: errors.append(error))

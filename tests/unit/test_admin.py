@@ -22,7 +22,7 @@ def _describe(h: Harness, *groups: str, version: int = 5, ops: bool = False) -> 
     reply = Reply()
     req = {"groups": list(groups), "include_authorized_operations": ops}
     meta = RequestMeta(version, "c", "/127.0.0.1")
-    describe_groups.handle(SimpleNamespace(manager=h.mgr), req, meta, reply)  # type: ignore[arg-type]
+    describe_groups.handle(SimpleNamespace(manager=h.mgr, authorizer=None), req, meta, reply)  # type: ignore[arg-type]
     return list(reply["groups"])
 
 
@@ -32,7 +32,9 @@ def _list(
     # through the door (server/apis/list_groups.py), which builds the version's response
     reply = Reply()
     req = {"states_filter": states or [], "types_filter": types or []}
-    list_groups.handle(SimpleNamespace(manager=h.mgr), req, RequestMeta(version, "c", "/127.0.0.1"), reply)  # type: ignore[arg-type]
+    list_groups.handle(
+        SimpleNamespace(manager=h.mgr, authorizer=None), req, RequestMeta(version, "c", "/127.0.0.1"), reply
+    )  # type: ignore[arg-type]
     return reply.value
 
 

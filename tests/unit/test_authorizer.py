@@ -143,6 +143,8 @@ def test_ipv6_host_is_matched_in_javas_form() -> None:
     """getHostAddress() of ::1 is 0:0:0:0:0:0:0:1: an ACL must name that form to match."""
     assert client_address("/::1") == "0:0:0:0:0:0:0:1"
     assert client_address("/127.0.0.1") == "127.0.0.1"
+    assert client_address("/::ffff:10.0.0.1") == "10.0.0.1"  # an IPv4-mapped address is an Inet4Address
+    assert client_address("/fe80::1%eth0") == "fe80:0:0:0:0:0:0:1%eth0"
     authorizer = StandardAuthorizer()
     authorizer.add(acl("t", host="0:0:0:0:0:0:0:1"))
     assert authorizer.authorize(ALICE, "/::1", Op.READ, R.TOPIC, "t")

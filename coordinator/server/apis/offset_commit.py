@@ -68,9 +68,11 @@ def _handle_with_unknown(
     """Some partition is unknown: answered here, the rest by the group logic, then merged.
     `answered`: partitions already refused (unauthorized topics)."""
     known, unknown = split_unknown(ctx, req["topics"] if topics is None else topics)
-    unknown = [*(answered or ()), *unknown]
     if ctx.stats is not None:
         ctx.stats.partition_errors(OFFSET_COMMIT, _UNKNOWN, sum(len(t["partitions"]) for t in unknown))
+        denied = sum(len(t["partitions"]) for t in answered or ())
+        ctx.stats.partition_errors(OFFSET_COMMIT, int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), denied)
+    unknown = [*(answered or ()), *unknown]
     if not known:
         respond({"topics": unknown})
         return
