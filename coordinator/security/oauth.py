@@ -30,7 +30,7 @@ __all__ = ["JwksKeys", "OAuthBearerServer", "TokenValidator"]
 
 log = logging.getLogger("kcoord.oauth")
 
-_INVALID = json.dumps({"status": "invalid_token"}).encode()
+_INVALID = json.dumps({"status": "invalid_token"}, separators=(",", ":")).encode()  # as Kafka writes it
 # OAuthBearerClientInitialResponse: gs2 header, %x01, key=value pairs each ended by %x01, a final %x01.
 _RESPONSE = re.compile(rb"n,(a=(?P<authzid>[^,]*))?,\x01(?P<kvpairs>([^\x01]*\x01)*)\x01")
 _AUTH = re.compile(r"(?P<scheme>\w+) +(?P<token>[-_.a-zA-Z0-9]+)")
