@@ -185,9 +185,13 @@ class App:
             sum(s.size for p in data.logs.partitions() for s in p.segments),
         )
         metrics.compactions = lambda: int(log_.compactions)
+        metrics.authentications = lambda: self.security.authentications
         observed = Observed(ctx, metrics, self.config.enable_test_controls, self.config.metrics_max_groups)
         self.http = HttpEndpoint(observed)
-        await self.http.start(self.config.http_listen)
+        tls = self.security.http_tls()
+        await self.http.start(
+            self.config.http_listen, None if tls is None else tls.context, self.config.http_bearer_token
+        )
 
     async def _bind(
         self,

@@ -48,7 +48,7 @@ class Security:
 
     config: Config
     mechanisms: dict[str, MechanismFactory] = field(default_factory=dict)
-    tls: dict[str, TlsServer] = field(default_factory=dict)  # client-auth mode -> context
+    tls: dict[str, TlsServer] = field(default_factory=dict)  # client-auth mode (or "http") -> context
     # (mechanism, result) -> count, for /metrics
     authentications: Counter[tuple[str, str]] = field(default_factory=Counter)
 
@@ -81,6 +81,17 @@ class Security:
             )
             self.tls[mode] = TlsServer(files)
         return self.tls[mode]
+
+    def http_tls(self) -> TlsServer | None:
+        """The HTTP endpoint's TLS context (--http-ssl-keystore-location), reloaded with the others."""
+        config = self.config
+        if config.http_ssl_keystore_location is None:
+            return None
+        if "http" not in self.tls:
+            self.tls["http"] = TlsServer(
+                TlsFiles(config.http_ssl_keystore_location, config.http_ssl_key_password)
+            )
+        return self.tls["http"]
 
     def setup(self, listener: Listener) -> ListenerSetup:
         config = self.config
