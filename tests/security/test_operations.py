@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kcoord_process import CommandProcess, api_versions_round_trip
+from coordinator.security.scram import salted_password
+from tests.kcoord_process import CommandProcess, KcoordServer, api_versions_round_trip
 from tests.security.certs import make_pki
 from tests.security.conftest import PASSWORD, USER, Security
 from tests.server.wire import call, connect
@@ -132,5 +133,33 @@ def test_the_old_listen_flags_still_make_one_plaintext_listener(tmp_path: Path) 
         with connect(("127.0.0.1", server.port)) as sock:
             brokers = call(sock, 3, 9, {"topics": []})["brokers"]
         assert [(b["host"], b["port"]) for b in brokers] == [("example.test", 1234)]
+    finally:
+        server.kill()
+
+
+def test_scram_credentials_survive_a_restart(tmp_path: Path) -> None:
+    """Record type 9 is replayed: the credential written before the restart still authenticates."""
+    server = KcoordServer(tmp_path / "data", "--fsync", "never")
+    server.start()
+    try:
+        salted = salted_password("SCRAM-SHA-512", "pw", b"0123456789", 8192)
+        upsert = {
+            "name": "erin",
+            "mechanism": 2,
+            "iterations": 8192,
+            "salt": b"0123456789",
+            "salted_password": salted,
+        }
+        with connect(server.address) as sock:
+            assert (
+                call(sock, 51, 0, {"upsertions": [upsert], "deletions": []})["results"][0]["error_code"] == 0
+            )
+        server.restart()
+        with connect(server.address) as sock:
+            [result] = call(sock, 50, 0, {"users": None})["results"]
+        assert (result["user"], result["credential_infos"]) == (
+            "erin",
+            [{"mechanism": 2, "iterations": 8192}],
+        )
     finally:
         server.kill()
