@@ -9,6 +9,7 @@ import signal
 import socket
 import ssl
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -161,5 +162,57 @@ def test_scram_credentials_survive_a_restart(tmp_path: Path) -> None:
             "erin",
             [{"mechanism": 2, "iterations": 8192}],
         )
+    finally:
+        server.kill()
+
+
+def test_librdkafka_reauthenticates_before_its_session_expires(tmp_path: Path) -> None:
+    """KIP-368 with a stock client: sessions of 1 s; librdkafka re-authenticates on the same connections
+    (same mechanism and principal), keeps producing, and no session is closed for expiry."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    server = CommandProcess(
+        [
+            sys.executable,
+            "-m",
+            "coordinator",
+            "serve",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--fsync",
+            "never",
+            "--listeners",
+            "SASL_PLAINTEXT://127.0.0.1:0",
+            "--connections-max-reauth-ms",
+            "1000",
+            "--http-listen",
+            "127.0.0.1:0",
+        ],
+        name="kcoord",
+    )
+    server.env["KCOORD_SASL_SCRAM_BOOTSTRAP_USERS"] = f"{USER}={PASSWORD}"
+    server.start()
+    try:
+        producer = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": f"127.0.0.1:{server.port}",
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-256",
+                "sasl.username": USER,
+                "sasl.password": PASSWORD,
+            }
+        )
+        metrics = f"http://127.0.0.1:{_http_port(server)}/metrics"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # bounded: until the sessions were renewed a few times
+            producer.produce("reauth", b"x")
+            assert producer.flush(5) == 0
+            counts = _authentications(urllib.request.urlopen(metrics, timeout=10).read().decode())
+            if counts.get(("SCRAM-SHA-256", "success"), 0) >= 6:
+                break
+            time.sleep(0.2)
+        assert counts.get(("SCRAM-SHA-256", "success"), 0) >= 6, counts
+        assert ("SCRAM-SHA-256", "failure") not in counts
+        assert server.count("SASL session expired") == 0
+        assert server.count("peer=") == 0  # no connection was closed as a failure
     finally:
         server.kill()
