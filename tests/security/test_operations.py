@@ -49,8 +49,10 @@ def test_metrics_count_authentications_by_mechanism_and_result(security: Securit
     assert after[("PLAIN", "failure")] == before.get(("PLAIN", "failure"), 0) + 1
 
 
-def _tls_subject(port: int, cafile: Path) -> str:
+def _tls_subject(port: int, cafile: Path, client: tuple[Path, Path] | None = None) -> str:
     context = ssl.create_default_context(cafile=str(cafile))
+    if client is not None:
+        context.load_cert_chain(*client)
     with (
         socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
         context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
@@ -59,7 +61,7 @@ def _tls_subject(port: int, cafile: Path) -> str:
         return str(tls.getpeercert()["issuer"])
 
 
-def test_sighup_reloads_certificates_and_http_has_tls_and_a_bearer_token(tmp_path: Path) -> None:
+def test_client_auth_required_sighup_reload_and_http_tls_with_a_bearer_token(tmp_path: Path) -> None:
     pki = make_pki(tmp_path / "pki")
     keystore = tmp_path / "server.pem"
     shutil.copy(pki.server, keystore)
@@ -83,13 +85,19 @@ def test_sighup_reloads_certificates_and_http_has_tls_and_a_bearer_token(tmp_pat
             str(keystore),
             "--http-bearer-token",
             "s3cret",
+            "--ssl-truststore-location",
+            str(pki.ca),
+            "--ssl-client-auth",
+            "required",
         ],
         name="kcoord",
     )
     server.start()
     try:
-        port = server.port
-        assert "kcoord test CA" in _tls_subject(port, pki.ca)
+        port, client = server.port, (pki.client_cert, pki.client_key)
+        assert "kcoord test CA" in _tls_subject(port, pki.ca, client)
+        with pytest.raises((ssl.SSLError, ConnectionError)):  # required: no certificate, no connection
+            _tls_subject(port, pki.ca)
         http = f"https://127.0.0.1:{_http_port(server)}"
         context = ssl.create_default_context(cafile=str(pki.ca))
         with pytest.raises(urllib.error.HTTPError) as refused:
@@ -104,7 +112,7 @@ def test_sighup_reloads_certificates_and_http_has_tls_and_a_bearer_token(tmp_pat
         shutil.copy(pki.other_server, keystore)
         server.proc.send_signal(signal.SIGHUP)  # type: ignore[union-attr]
         server.wait_for("TLS certificates reloaded")
-        assert "other CA" in _tls_subject(port, pki.other_ca)  # new connections get the new chain
+        assert "other CA" in _tls_subject(port, pki.other_ca, client)  # new connections get the new chain
     finally:
         server.kill()
 
