@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from coordinator.security.listeners import (
     parse_protocol_map,
     resolve_listeners,
 )
+from coordinator.security.ssl_principal import SslPrincipalMapper
 from coordinator.transactions.config import TransactionConfig
 
 __all__ = ["Config", "HostPort", "add_serve_arguments", "config_from_args", "parse_host_port"]
@@ -282,6 +284,10 @@ def check_security(config: Config, given: Mapping[str, object]) -> None:
         raise SystemExit("kcoord: an SSL or SASL_SSL listener needs --ssl-keystore-location")
     if config.ssl_client_auth != "none" and config.ssl_truststore_location is None:
         raise SystemExit("kcoord: --ssl-client-auth requested|required needs --ssl-truststore-location")
+    try:
+        SslPrincipalMapper(config.ssl_principal_mapping_rules)
+    except (ValueError, re.error) as exc:
+        raise SystemExit(f"kcoord: --ssl-principal-mapping-rules: {exc}") from None
     sasl = any(listener.uses_sasl for listener in listeners)
     if (
         sasl

@@ -5,6 +5,8 @@ and its records, and OAUTHBEARER's token checks."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +24,10 @@ from coordinator.security.oauth import JwksKeys, OAuthBearerServer, TokenValidat
 from coordinator.security.sasl import PlainServer, SaslFailure
 from coordinator.security.scram import salted_password
 from coordinator.security.ssl_principal import NoMatchingRule, SslPrincipalMapper
+from coordinator.security.tls import TlsFiles, TlsServer
 from coordinator.server.sasl_gate import _session_lifetime_ms
 from protocol.errors import ErrorCode
+from tests.security.certs import make_pki
 
 
 def test_listeners_join_the_map_and_the_advertised_entries() -> None:
@@ -55,6 +59,7 @@ def test_the_default_is_one_plaintext_listener_and_the_flags_must_fit() -> None:
         ["--advertised-listeners", "PLAINTEXT://x:1"],  # without --listeners
         ["--listeners", "SASL_PLAINTEXT://:1", "--sasl-enabled-mechanisms", "OAUTHBEARER"],  # no JWKS
         ["--ssl-client-auth", "required", "--listeners", "SSL://:1", "--ssl-keystore-location", "k"],  # no CA
+        ["--ssl-principal-mapping-rules", "RULE:^(.*$/$1/"],  # a broken pattern
     ):
         with pytest.raises(SystemExit):
             parse_serve_argv(argv)
@@ -191,3 +196,18 @@ def test_oauthbearer_tokens_are_checked_as_kip_768(
     assert server.evaluate(f"n,,\x01auth=Bearer {none}\x01\x01".encode()) == b'{"status":"invalid_token"}'
     with pytest.raises(SaslFailure, match="invalid_token"):
         server.evaluate(b"\x01")  # the client's acknowledgement fails the exchange
+
+
+def test_tls_files_are_reloaded_when_they_change(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki")
+    keystore = tmp_path / "server.pem"
+    shutil.copy(pki.server, keystore)
+    server = TlsServer(TlsFiles(keystore))
+    first = server.current
+    assert not server.reload_if_changed()
+    keystore.write_text("not a PEM file")
+    os.utime(keystore, ns=(time.time_ns(), time.time_ns() + 10**9))
+    assert not server.reload_if_changed() and server.current is first  # broken files: kept
+    shutil.copy(pki.other_server, keystore)
+    os.utime(keystore, ns=(time.time_ns(), time.time_ns() + 2 * 10**9))
+    assert server.reload_if_changed() and server.current is not first and server.reloads == 1
