@@ -73,6 +73,10 @@ def _parse_list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
+def _file(text: str) -> Path:
+    return Path(text)
+
+
 def _text(text: str) -> str:
     return text
 
@@ -85,9 +89,9 @@ SECURITY_OPTIONS: tuple[tuple[str, object, str], ...] = (
         _parse_protocol_map,
         "NAME:PROTOCOL,... (PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL); default each protocol to itself",
     ),
-    ("--ssl-keystore-location", Path, "PEM file: private key and certificate chain (SSL listeners)"),
+    ("--ssl-keystore-location", _file, "PEM file: private key and certificate chain (SSL listeners)"),
     ("--ssl-key-password", _text, "password of the PEM private key, if encrypted"),
-    ("--ssl-truststore-location", Path, "PEM CA bundle that client certificates are checked against"),
+    ("--ssl-truststore-location", _file, "PEM CA bundle that client certificates are checked against"),
     ("--ssl-client-auth", parse_client_auth, "none|requested|required (SSL listeners), default none"),
     ("--ssl-principal-mapping-rules", _text, "RULE:pattern/replacement/[LU],...,DEFAULT; default DEFAULT"),
     ("--ssl-handshake-timeout-ms", _positive_int, "TLS handshake deadline, default 10000"),
@@ -97,7 +101,7 @@ SECURITY_OPTIONS: tuple[tuple[str, object, str], ...] = (
         "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER; default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
     ),
     ("--sasl-plain-users", _text, "PLAIN users as user=password,... (use the env variable)"),
-    ("--sasl-plain-users-file", Path, "PLAIN users, one user=password per line"),
+    ("--sasl-plain-users-file", _file, "PLAIN users, one user=password per line"),
     (
         "--sasl-scram-bootstrap-users",
         _text,
@@ -117,7 +121,7 @@ SECURITY_OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--sasl-oauthbearer-sub-claim-name", _text, "OAUTHBEARER: the principal's claim, default sub"),
     ("--sasl-oauthbearer-scope-claim-name", _text, "OAUTHBEARER: the scope claim, default scope"),
     ("--sasl-oauthbearer-clock-skew-seconds", _non_negative_int, "OAUTHBEARER: exp/iat skew, default 30"),
-    ("--http-ssl-keystore-location", Path, "PEM key and chain: serve the HTTP endpoint over TLS"),
+    ("--http-ssl-keystore-location", _file, "PEM key and chain: serve the HTTP endpoint over TLS"),
     ("--http-ssl-key-password", _text, "password of the HTTP PEM private key, if encrypted"),
     ("--http-bearer-token", _text, "require Authorization: Bearer <token> on HTTP (not /healthz, /readyz)"),
 )
@@ -129,6 +133,7 @@ SECURITY_METAVARS: dict[object, str] = {
     parse_mechanisms: "MECH[,MECH]",
     _parse_list: "A[,B]",
     _text: "TEXT",
+    _file: "FILE",
 }
 
 
