@@ -63,7 +63,8 @@ class Outcome:
 
 
 class SaslGate:
-    """One connection's SASL state; `receive` takes each frame payload while `passes` says no."""
+    """One connection's SASL state: the connection hands it every frame until authentication completes
+    (and, while the session can expire, checks `expired` and `begin_reauthentication` per request)."""
 
     def __init__(self, setup: SaslSetup, api_versions_frame: Callable[[int, int, bytes], bytes]) -> None:
         self._setup = setup
