@@ -168,6 +168,7 @@ class Security:
                 config.sasl_oauthbearer_expected_issuer,
                 config.sasl_oauthbearer_sub_claim_name,
                 config.sasl_oauthbearer_clock_skew_seconds,
+                config.sasl_oauthbearer_scope_claim_name,
             )
         )
 

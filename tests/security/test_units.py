@@ -176,6 +176,8 @@ def test_oauthbearer_tokens_are_checked_as_kip_768(
     key, validator = signer
     good = jwt.encode(_claims(), key, algorithm="ES256", headers={"kid": "k"})
     assert validator.validate(good)[0] == "alice"
+    scoped = jwt.encode(_claims(scope=["read", "write"]), key, algorithm="ES256", headers={"kid": "k"})
+    assert validator.validate(scoped)[0] == "alice"
     none = jwt.encode(_claims(), None, algorithm="none", headers={"kid": "k"})
     bad = [
         none,
@@ -187,6 +189,7 @@ def test_oauthbearer_tokens_are_checked_as_kip_768(
         jwt.encode(_claims(aud="other"), key, algorithm="ES256", headers={"kid": "k"}),
         jwt.encode(_claims(iss="other"), key, algorithm="ES256", headers={"kid": "k"}),
         jwt.encode(_claims(sub=""), key, algorithm="ES256", headers={"kid": "k"}),
+        jwt.encode(_claims(scope=["read", " "]), key, algorithm="ES256", headers={"kid": "k"}),
         good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB"),
     ]
     for token in bad:
