@@ -33,8 +33,6 @@ from coordinator.security.acls_store import AclStore
 from coordinator.security.authorizer import StandardAuthorizer
 from coordinator.security.credentials import ScramCredentials
 from coordinator.security.listeners import Listener
-from coordinator.security.oauth import JwksKeys, TokenValidator
-from coordinator.security.sasl import parse_plain_users
 from coordinator.server.apis import HANDLERS, served_versions
 from coordinator.server.connection import Connection
 from coordinator.server.context import DelayedResponses, ServerContext
@@ -95,7 +93,6 @@ class App:
         acls = _acl_store(self.config, record_log)
         self._acls = acls
         credentials = ScramCredentials(record_log)
-        self.security.add_scram(credentials.lookup)
         replayer = Replayer(manager, topics, producer_ids, transactions, acls=acls, credentials=credentials)
         started = time.monotonic()
         ops = None
@@ -132,50 +129,9 @@ class App:
             time.monotonic() - started,
         )
         self._credentials = credentials
-        await self._bootstrap_scram(credentials)
-        await self._load_jwks(loop)
+        await self.security.start(loop, credentials, lambda: self.ctx is not None and self.ctx.shutting_down)
         await self._bind(loop, manager, topics, producer_ids, transactions, markers)
         await self._start_http()
-
-    async def _load_jwks(self, loop: asyncio.AbstractEventLoop) -> None:
-        """OAUTHBEARER's verification keys: fetched in a worker thread before the listeners open, then
-        refreshed every sasl.oauthbearer.jwks.endpoint.refresh.ms (also in a thread)."""
-        config = self.config
-        url = config.sasl_oauthbearer_jwks_endpoint_url
-        uses_sasl = any(listener.uses_sasl for listener in config.resolved_listeners())
-        if url is None or not uses_sasl or "OAUTHBEARER" not in config.sasl_enabled_mechanisms:
-            return
-        keys = JwksKeys(url, config.sasl_oauthbearer_jwks_endpoint_refresh_ms)
-        await asyncio.to_thread(keys.refresh)
-        self.security.add_oauthbearer(
-            TokenValidator(
-                keys,
-                config.sasl_oauthbearer_expected_audience,
-                config.sasl_oauthbearer_expected_issuer,
-                config.sasl_oauthbearer_sub_claim_name,
-                config.sasl_oauthbearer_clock_skew_seconds,
-            )
-        )
-
-        def refresh() -> None:
-            if self.ctx is not None and self.ctx.shutting_down:
-                return
-            loop.run_in_executor(None, keys.refresh)
-            loop.call_later(keys.refresh_s, refresh)
-
-        loop.call_later(keys.refresh_s, refresh)
-
-    async def _bootstrap_scram(self, credentials: ScramCredentials) -> None:
-        """--sasl-scram-bootstrap-users: durable before the listeners open."""
-        if not self.config.sasl_scram_bootstrap_users:
-            return
-        users = parse_plain_users(self.config.sasl_scram_bootstrap_users)
-        future: asyncio.Future[list[dict[str, object]]] = asyncio.get_running_loop().create_future()
-        credentials.bootstrap(users, BOOTSTRAP_SCRAM_ITERATIONS, future.set_result)
-        for result in await future:
-            if result["error"] is not None:
-                raise storage.StorageError(f"SCRAM bootstrap of {result['user']} failed: {result['error']}")
-        log.info("SCRAM bootstrap: %d credentials created", len(await future))
 
     async def _start_http(self) -> None:
         """After recovery and the Kafka listener: /readyz means recovered and listening."""
@@ -191,9 +147,13 @@ class App:
             sum(s.size for p in data.logs.partitions() for s in p.segments),
         )
         metrics.compactions = lambda: int(log_.compactions)
+        metrics.authentications = lambda: self.security.authentications
         observed = Observed(ctx, metrics, self.config.enable_test_controls, self.config.metrics_max_groups)
         self.http = HttpEndpoint(observed)
-        await self.http.start(self.config.http_listen)
+        tls = self.security.http_tls()
+        await self.http.start(
+            self.config.http_listen, None if tls is None else tls.context, self.config.http_bearer_token
+        )
 
     async def _bind(
         self,
@@ -250,8 +210,7 @@ class App:
                 listener.name,
                 listener.security_protocol,
             )
-        if self.security.tls:
-            self._watch_certificates(loop)
+        self.security.watch_certificates(loop)
 
     async def _listen(
         self, loop: asyncio.AbstractEventLoop, listener: Listener, setup: ListenerSetup
@@ -269,17 +228,6 @@ class App:
         )
         self._servers.append(server)
         return server
-
-    def _watch_certificates(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Reload TLS files when they change (checked every ssl_reload_check_s); SIGHUP reloads at once."""
-
-        def check() -> None:
-            if self.ctx is None or self.ctx.shutting_down:
-                return
-            self.security.reload_tls_if_changed()
-            loop.call_later(CERTIFICATE_CHECK_S, check)
-
-        loop.call_later(CERTIFICATE_CHECK_S, check)
 
     def reload_certificates(self) -> None:
         """SIGHUP: rebuild every TLS context from its files (new connections get the new ones)."""
@@ -329,12 +277,6 @@ class App:
                 return
             await asyncio.sleep(0.01)
 
-
-# kafka-storage format --add-scram's default iterations (ScramMechanism.minIterations).
-BOOTSTRAP_SCRAM_ITERATIONS = 4096
-
-# How often the TLS key, certificate and CA files are checked for a change (a stat() each).
-CERTIFICATE_CHECK_S = 5.0
 
 # A fatal storage fault's in-flight answers (retriable codes) get this long to leave; the backstop
 # timer exits even if the event loop is stuck (a hung file system call) - well within 1 s either way.

@@ -11,8 +11,10 @@ with a curl example.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +52,10 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CONTROL_TIMEOUT_S = 30.0
 
 
+# Liveness and readiness probes stay open with a bearer token (orchestrators probe without one).
+_PROBES = frozenset({"/healthz", "/readyz"})
+
+
 @dataclass(slots=True)
 class Observed:
     """What the endpoint reads: the server context (once bound) and the metrics' counts."""
@@ -74,20 +80,35 @@ class HttpEndpoint:
         self._registry.register(ProcessCollector(registry=None))
         self._faults: Faults | None = None
         self._runner: web.AppRunner | None = None
+        self._bearer: bytes | None = None
         self.bound: HostPort | None = None
 
-    async def start(self, listen: HostPort) -> HostPort:
+    async def start(
+        self, listen: HostPort, ssl_context: ssl.SSLContext | None = None, bearer_token: str | None = None
+    ) -> HostPort:
+        """Serve on `listen`; over TLS with `ssl_context`; with `bearer_token`, every path but the
+        probes (/healthz, /readyz) needs `Authorization: Bearer <token>` (compared in constant time)."""
+        self._bearer = None if not bearer_token else f"Bearer {bearer_token}".encode()
         if self._obs.test_controls:
             self._faults = Faults(self._obs.ctx, asyncio.get_running_loop())
         app = web.Application(middlewares=[self._guard])
         app.add_routes(self._routes())
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, listen.host, listen.port, backlog=128, reuse_address=True)
+        site = web.TCPSite(
+            self._runner, listen.host, listen.port, backlog=128, reuse_address=True, ssl_context=ssl_context
+        )
         await site.start()
         port = self._runner.addresses[0][1]
         self.bound = HostPort(listen.host, port)
-        log.info("http endpoint on %s:%d test_controls=%s", listen.host, port, self._obs.test_controls)
+        log.info(
+            "http endpoint on %s:%d test_controls=%s tls=%s bearer_token=%s",
+            listen.host,
+            port,
+            self._obs.test_controls,
+            ssl_context is not None,
+            self._bearer is not None,
+        )
         return self.bound
 
     async def stop(self) -> None:
@@ -119,6 +140,12 @@ class HttpEndpoint:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if self._bearer is not None and request.path not in _PROBES:
+            given = request.headers.get("Authorization", "").encode()
+            if not hmac.compare_digest(given, self._bearer):
+                response = _error(401, "a bearer token is required (Authorization: Bearer <token>)")
+                response.headers["WWW-Authenticate"] = "Bearer"
+                return response
         if request.path.startswith("/v1/test/") and self._faults is None:
             return _error(403, "test controls are off: start kcoord serve with --enable-test-controls")
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -397,6 +397,14 @@ class KcoordCollector(Collector):
         yield CounterMetricFamily(
             "kcoord_compaction_runs", "Coordinator log compaction passes", value=src.compactions()
         )
+        authentications = CounterMetricFamily(
+            "kcoord_authentications",
+            "SASL authentications and re-authentications by mechanism and result",
+            labels=["mechanism", "result"],
+        )
+        for (mechanism, result), count in sorted(src.authentications().items()):
+            authentications.add_metric([mechanism, result], count)
+        yield authentications
 
 
 class MetricsSource:
@@ -412,6 +420,8 @@ class MetricsSource:
         self.connections: Callable[[], int] = lambda: 0
         self.log_bytes: Callable[[], tuple[int, int]] = lambda: (0, 0)
         self.compactions: Callable[[], int] = lambda: 0
+        # (mechanism, result) -> count (coordinator/server/listener.py's Security.authentications)
+        self.authentications: Callable[[], Mapping[tuple[str, str], int]] = dict
 
 
 def _total_lag(lags: GroupLags) -> int:

@@ -5,7 +5,8 @@ The token must be a JWS signed by a key of the JWKS (a file:// or https:// URL, 
 in a worker thread, never on the event loop; an unknown `kid` asks for an early refresh, at most every
 10 s); `alg=none` and algorithms foreign to the key's type are refused; `exp` and `iat` are required,
 with `--sasl-oauthbearer-clock-skew-seconds` of leeway; `aud` and `iss` are checked when configured;
-the principal is the configured claim (`sub`), which must be a non-empty string. As Kafka, a token
+the principal is the configured claim (`sub`), which must be a non-empty string; the scope claim, if
+any, must hold non-blank, distinct scopes. As Kafka, a token
 that does not validate is answered with the challenge `{"status":"invalid_token"}`; the client's
 `%x01` reply then fails the exchange with that text. The session may last until the token's `exp`
 (the credential lifetime KIP-368 uses).
@@ -30,7 +31,7 @@ __all__ = ["JwksKeys", "OAuthBearerServer", "TokenValidator"]
 
 log = logging.getLogger("kcoord.oauth")
 
-_INVALID = json.dumps({"status": "invalid_token"}).encode()
+_INVALID = json.dumps({"status": "invalid_token"}, separators=(",", ":")).encode()  # as Kafka writes it
 # OAuthBearerClientInitialResponse: gs2 header, %x01, key=value pairs each ended by %x01, a final %x01.
 _RESPONSE = re.compile(rb"n,(a=(?P<authzid>[^,]*))?,\x01(?P<kvpairs>([^\x01]*\x01)*)\x01")
 _AUTH = re.compile(r"(?P<scheme>\w+) +(?P<token>[-_.a-zA-Z0-9]+)")
@@ -99,7 +100,9 @@ class TokenValidator:
         issuer: str | None = None,
         sub_claim: str = "sub",
         clock_skew_s: int = 30,
+        scope_claim: str = "scope",
     ) -> None:
+        self.scope_claim = scope_claim
         self.keys = keys
         self.audience = audience
         self.issuer = issuer
@@ -127,10 +130,22 @@ class TokenValidator:
             )
         except jwt.PyJWTError as exc:
             raise ValueError(f"Could not validate the access token: {exc}") from None
+        _check_scopes(self.scope_claim, claims.get(self.scope_claim))
         principal = claims.get(self.sub_claim)
         if not isinstance(principal, str) or not principal.strip():
             raise ValueError(f"the {self.sub_claim} claim is missing or empty")
         return principal.strip(), int(float(claims["exp"]) * 1000)
+
+
+def _check_scopes(name: str, raw: object) -> None:
+    """ClaimValidationUtils.validateScopes: a string or a list of them, each non-blank, no repeats
+    (anything else, as Kafka, counts as no scopes)."""
+    scopes = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    trimmed = [scope.strip() if isinstance(scope, str) else "" for scope in scopes]
+    if any(not scope for scope in trimmed):
+        raise ValueError(f"the {name} claim holds an empty or non-string scope")
+    if len(set(trimmed)) != len(trimmed):
+        raise ValueError(f"the {name} claim holds duplicate scopes")
 
 
 class OAuthBearerServer:

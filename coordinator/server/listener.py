@@ -8,15 +8,19 @@ SASL_SSL listeners never ask for a certificate) and one SASL mechanism factory.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from coordinator.config import Config
+from coordinator.security.credentials import ScramCredentials
 from coordinator.security.listeners import Listener
-from coordinator.security.oauth import OAuthBearerServer, TokenValidator
-from coordinator.security.sasl import MechanismServer, PlainServer, load_plain_users
+from coordinator.security.oauth import JwksKeys, OAuthBearerServer, TokenValidator
+from coordinator.security.sasl import MechanismServer, PlainServer, load_plain_users, parse_plain_users
 from coordinator.security.scram import CredentialLookup, ScramServer
 from coordinator.security.ssl_principal import SslPrincipalMapper
 from coordinator.security.tls import TlsFiles, TlsServer
@@ -38,6 +42,13 @@ class ListenerSetup:
 
 PLAINTEXT_LISTENER = ListenerSetup("PLAINTEXT")
 
+log = logging.getLogger("kcoord.security")
+
+# kafka-storage format --add-scram's default iterations (ScramMechanism.minIterations).
+BOOTSTRAP_SCRAM_ITERATIONS = 4096
+# How often the TLS key, certificate and CA files are checked for a change (a stat() each).
+CERTIFICATE_CHECK_S = 5.0
+
 # Builds one mechanism exchange; the SCRAM and OAUTHBEARER ones are added by whoever owns their state.
 MechanismFactory = Callable[[], MechanismServer]
 
@@ -48,7 +59,7 @@ class Security:
 
     config: Config
     mechanisms: dict[str, MechanismFactory] = field(default_factory=dict)
-    tls: dict[str, TlsServer] = field(default_factory=dict)  # client-auth mode -> context
+    tls: dict[str, TlsServer] = field(default_factory=dict)  # client-auth mode (or "http") -> context
     # (mechanism, result) -> count, for /metrics
     authentications: Counter[tuple[str, str]] = field(default_factory=Counter)
 
@@ -82,6 +93,17 @@ class Security:
             self.tls[mode] = TlsServer(files)
         return self.tls[mode]
 
+    def http_tls(self) -> TlsServer | None:
+        """The HTTP endpoint's TLS context (--http-ssl-keystore-location), reloaded with the others."""
+        config = self.config
+        if config.http_ssl_keystore_location is None:
+            return None
+        if "http" not in self.tls:
+            self.tls["http"] = TlsServer(
+                TlsFiles(config.http_ssl_keystore_location, config.http_ssl_key_password)
+            )
+        return self.tls["http"]
+
     def setup(self, listener: Listener) -> ListenerSetup:
         config = self.config
         mapper = None
@@ -106,6 +128,67 @@ class Security:
 
     def _new_server(self, mechanism: str) -> MechanismServer:
         return self.mechanisms[mechanism]()
+
+    # -- startup and upkeep (called by coordinator/app.py) ------------------------------------------
+    async def start(
+        self, loop: asyncio.AbstractEventLoop, credentials: ScramCredentials, stopped: Callable[[], bool]
+    ) -> None:
+        """After recovery, before the listeners open: the SCRAM table, the bootstrap users, the JWKS."""
+        self.add_scram(credentials.lookup)
+        await self._bootstrap_scram(credentials)
+        await self._load_jwks(loop, stopped)
+
+    async def _bootstrap_scram(self, credentials: ScramCredentials) -> None:
+        """--sasl-scram-bootstrap-users: durable before the listeners open (a failed write fails startup)."""
+        if not self.config.sasl_scram_bootstrap_users:
+            return
+        users = parse_plain_users(self.config.sasl_scram_bootstrap_users)
+        future: asyncio.Future[list[dict[str, Any]]] = asyncio.get_running_loop().create_future()
+        credentials.bootstrap(users, BOOTSTRAP_SCRAM_ITERATIONS, future.set_result)
+        results = await future
+        for result in results:
+            if isinstance(result["error"], BaseException):
+                raise result["error"]
+        log.info("SCRAM bootstrap: %d credentials created", len(results))
+
+    async def _load_jwks(self, loop: asyncio.AbstractEventLoop, stopped: Callable[[], bool]) -> None:
+        """OAUTHBEARER's verification keys: fetched in a worker thread before the listeners open, then
+        refreshed every sasl.oauthbearer.jwks.endpoint.refresh.ms (also in a thread)."""
+        config = self.config
+        url = config.sasl_oauthbearer_jwks_endpoint_url
+        uses_sasl = any(listener.uses_sasl for listener in config.resolved_listeners())
+        if url is None or not uses_sasl or "OAUTHBEARER" not in config.sasl_enabled_mechanisms:
+            return
+        keys = JwksKeys(url, config.sasl_oauthbearer_jwks_endpoint_refresh_ms)
+        await asyncio.to_thread(keys.refresh)
+        self.add_oauthbearer(
+            TokenValidator(
+                keys,
+                config.sasl_oauthbearer_expected_audience,
+                config.sasl_oauthbearer_expected_issuer,
+                config.sasl_oauthbearer_sub_claim_name,
+                config.sasl_oauthbearer_clock_skew_seconds,
+                config.sasl_oauthbearer_scope_claim_name,
+            )
+        )
+
+        def refresh() -> None:
+            if not stopped():
+                loop.run_in_executor(None, keys.refresh)
+                loop.call_later(keys.refresh_s, refresh)
+
+        loop.call_later(keys.refresh_s, refresh)
+
+    def watch_certificates(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Reload TLS files when they change (a stat() every CERTIFICATE_CHECK_S); SIGHUP reloads at once."""
+        if not self.tls:
+            return
+
+        def check() -> None:
+            self.reload_tls_if_changed()
+            loop.call_later(CERTIFICATE_CHECK_S, check)
+
+        loop.call_later(CERTIFICATE_CHECK_S, check)
 
     def reload_tls(self) -> None:
         for server in self.tls.values():

@@ -32,6 +32,7 @@ __all__ = ["COMPLETE", "SASL_AUTHENTICATE", "SASL_HANDSHAKE", "Outcome", "SaslGa
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 _HEAD = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
+_ERROR_CODE = struct.Struct(">h")  # ApiVersions' first body field; its response header is always v0
 _MIN_REAUTH_INTERVAL_S = 1.0  # KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS
 
 # SaslServerAuthenticator.SaslState, the ones a server passes through.
@@ -62,7 +63,8 @@ class Outcome:
 
 
 class SaslGate:
-    """One connection's SASL state; `receive` takes each frame payload while `passes` says no."""
+    """One connection's SASL state: the connection hands it every frame until authentication completes
+    (and, while the session can expire, checks `expired` and `begin_reauthentication` per request)."""
 
     def __init__(self, setup: SaslSetup, api_versions_frame: Callable[[int, int, bytes], bytes]) -> None:
         self._setup = setup
@@ -117,8 +119,12 @@ class SaslGate:
             raise DecodeError(None, None, "request header", "shorter than 8 bytes")
         api_key, api_version, correlation_id = _HEAD.unpack_from(payload)
         if api_key == api_versions.API_KEY and self.state == HANDSHAKE_OR_VERSIONS:
-            self.state = HANDSHAKE
-            return Outcome(frame=self._api_versions_frame(api_version, correlation_id, payload))
+            frame = self._api_versions_frame(api_version, correlation_id, payload)
+            # handleApiVersionsRequest: an UNSUPPORTED_VERSION or INVALID_REQUEST answer leaves the state
+            # as it was, so the client may retry at another version; only a served one moves on.
+            if _ERROR_CODE.unpack_from(frame, 8)[0] == ErrorCode.NONE:
+                self.state = HANDSHAKE
+            return Outcome(frame=frame)
         if api_key != SASL_HANDSHAKE:
             # Kafka: IllegalSaslStateException "Unexpected Kafka request ... during SASL handshake",
             # no answer (ApiVersions twice is an IllegalStateException: the same close).

@@ -26,7 +26,8 @@ class Pki:
     client: Path  # client key + certificate (CN=client,OU=eng,O=acme)
     client_cert: Path  # the client certificate alone (librdkafka wants them apart)
     client_key: Path
-    other_ca: Path  # a CA that signed nothing here
+    other_ca: Path  # a second CA
+    other_server: Path  # a server key + certificate signed by the second CA (reload tests)
 
 
 def _name(**parts: str) -> x509.Name:
@@ -78,14 +79,16 @@ def make_pki(out: Path, server_cn: str = "kcoord") -> Pki:
     server = _cert(_name(CN=server_cn), server_key, ca_name, ca_key, sans=sans)
     client_key = ec.generate_private_key(ec.SECP256R1())
     client = _cert(_name(CN="client", OU="eng", O="acme"), client_key, ca_name, ca_key)
+    other_server = _cert(_name(CN=server_cn), server_key, other_name, other_key, sans=sans)
     paths = Pki(
         out / "ca.pem", out / "server.pem", out / "client.pem", out / "client-cert.pem",
-        out / "client-key.pem", out / "other-ca.pem",
+        out / "client-key.pem", out / "other-ca.pem", out / "other-server.pem",
     )  # fmt: skip
     paths.ca.write_bytes(_pem(ca))
     paths.other_ca.write_bytes(_pem(other))
     paths.server.write_bytes(_pem_key(server_key) + _pem(server) + _pem(ca))
     paths.client.write_bytes(_pem_key(client_key) + _pem(client))
+    paths.other_server.write_bytes(_pem_key(server_key) + _pem(other_server) + _pem(other))
     paths.client_cert.write_bytes(_pem(client))
     paths.client_key.write_bytes(_pem_key(client_key))
     return paths

@@ -123,12 +123,21 @@ def _entry(entry: ConfigEntry, kind: int, version: int, synonyms: bool, docs: bo
 def broker_configs(ctx: ServerContext) -> list[ConfigEntry]:
     """The broker's settings under Kafka's names: kcoord's own flags, then the topic-config defaults."""
     config = ctx.config
-    advertised = f"PLAINTEXT://{ctx.advertised.host}:{ctx.advertised.port}"
+    listeners = config.resolved_listeners()  # issue 25: every listener, as Kafka lists them
+    bound = ",".join(f"{listener.name}://{listener.host}:{listener.port}" for listener in listeners)
+    advertised = ",".join(
+        f"{listener.name}://{ctx.endpoints.get(listener.name, ctx.advertised)}" for listener in listeners
+    )
+    protocols = ",".join(f"{listener.name}:{listener.security_protocol}" for listener in listeners)
     static: list[tuple[str, ConfigType, str | None]] = [
         ("node.id", ConfigType.INT, str(config.node_id)),
         ("broker.id", ConfigType.INT, str(config.node_id)),
-        ("listeners", ConfigType.LIST, f"PLAINTEXT://{config.listen}"),
+        ("listeners", ConfigType.LIST, bound),
         ("advertised.listeners", ConfigType.LIST, advertised),
+        ("listener.security.protocol.map", ConfigType.LIST, protocols),
+        ("sasl.enabled.mechanisms", ConfigType.LIST, ",".join(config.sasl_enabled_mechanisms)),
+        ("ssl.client.auth", ConfigType.STRING, config.ssl_client_auth),
+        ("connections.max.reauth.ms", ConfigType.LONG, str(config.connections_max_reauth_ms)),
         ("log.dirs", ConfigType.STRING, str(config.data_dir)),
         ("num.partitions", ConfigType.INT, str(config.num_partitions)),
         ("default.replication.factor", ConfigType.INT, "1"),
