@@ -12,8 +12,8 @@ principal on PLAINTEXT is User:ANONYMOUS, and ACL helpers that speak CreateAcls 
 from __future__ import annotations
 
 import json
-import socket
 import re
+import socket
 import sys
 import time
 from collections.abc import Iterator

@@ -85,8 +85,8 @@ def test_find_coordinator_returns_this_node_for_groups(server: KcoordServer, ver
                 ("", 0, server.port, 0),
             ]
             txn = call(sock, FIND_COORDINATOR, version, {"key_type": 1, "coordinator_keys": ["t"]})
-            coordinator = txn["coordinators"][0]  # the transaction coordinator is this node too
-            assert (coordinator["error_code"], coordinator["node_id"], coordinator["port"]) == (0, 0, server.port)
+            found = txn["coordinators"][0]  # the transaction coordinator is this node too
+            assert (found["error_code"], found["node_id"], found["port"]) == (0, 0, server.port)
             other = call(sock, FIND_COORDINATOR, version, {"key_type": 2, "coordinator_keys": ["s"]})
             assert other["coordinators"][0]["error_code"] == 42  # INVALID_REQUEST: no share coordinator
         else:
