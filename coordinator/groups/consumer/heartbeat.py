@@ -41,7 +41,13 @@ from coordinator.groups.consumer.records import (
     ConsumerTargetEpoch,
     ConsumerTargetMember,
 )
-from coordinator.groups.consumer.topics import TopicView, metadata_hash, regex_error, subscribed_names
+from coordinator.groups.consumer.topics import (
+    Describable,
+    TopicView,
+    metadata_hash,
+    regex_error,
+    subscribed_names,
+)
 from coordinator.groups.errors import ErrorCode
 
 __all__ = [
@@ -90,6 +96,10 @@ class HeartbeatRequest:
     client_id: str
     client_host: str
     version: int
+    # With an authorizer: may this heartbeat's principal DESCRIBE a topic? Filters what the group's
+    # expressions match while this heartbeat resolves them, as Kafka resolves a group's regexes with
+    # the context of the member whose heartbeat triggered the refresh (topics.py). None: no filter.
+    describable: Describable | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +189,15 @@ def plan_heartbeat(
     member, replaced = _current_member(group, request, member_id, records)
     updated = _with_request(member, request)
     reconciled = update_member(
-        group, member, updated, replaced, request.owned, topics, default_assignor, records
+        group,
+        member,
+        updated,
+        replaced,
+        request.owned,
+        topics,
+        default_assignor,
+        records,
+        request.describable,
     )
     full = request.member_epoch == 0 or (
         request.rebalance_timeout_ms != -1
@@ -212,21 +230,25 @@ def update_member(
     topics: TopicView,
     default_assignor: str,
     records: list[ConsumerRecord],
+    describable: Describable | None = None,
 ) -> ConsumerMember:
     """Steps 2-4 of a heartbeat, shared with a classic member's JoinGroup (online migration):
-    the subscription record and epoch bump, the target, one reconciliation step. The member after."""
+    the subscription record and epoch bump, the target, one reconciliation step. The member after.
+    Regexes resolve to the topics `describable` allows (all without it)."""
     bump = _subscription_changed(group.group_id, member, updated, records)
     group_epoch = group.group_epoch
     if bump or group.checked_topics_version != topics.version:
         # The subscribed topics' metadata is checked when the subscriptions changed or any topic
         # did since the last check (Kafka: on a subscription change or a new metadata image).
-        names = group_subscribed_names(group, topics, updated, replaced)
+        names = group_subscribed_names(group, topics, updated, replaced, describable)
         new_hash = metadata_hash(names, topics)
         if bump or new_hash != group.metadata_hash:
             group_epoch += 1
             records.append(ConsumerGroupEpoch(group.group_id, group_epoch, new_hash))
     if group_epoch > group.assignment_epoch:
-        target = _update_target(group, group_epoch, updated, replaced, topics, default_assignor, records)
+        target = _update_target(
+            group, group_epoch, updated, replaced, topics, default_assignor, records, describable
+        )
         target_epoch = group_epoch
     else:
         target = group.target_of(updated.member_id)
@@ -398,7 +420,11 @@ def _subscription_changed(
 
 
 def group_subscribed_names(
-    group: ConsumerGroup, topics: TopicView, updated: ConsumerMember | None = None, removed: str | None = None
+    group: ConsumerGroup,
+    topics: TopicView,
+    updated: ConsumerMember | None = None,
+    removed: str | None = None,
+    describable: Describable | None = None,
 ) -> set[str]:
     """Every topic the group's members subscribe to, with `updated` in place of its old self and
     `removed` left out."""
@@ -407,11 +433,14 @@ def group_subscribed_names(
         members.pop(removed, None)
     if updated is not None:
         members[updated.member_id] = updated
-    return subscribed_names_of(members.values(), topics)
+    return subscribed_names_of(members.values(), topics, describable)
 
 
-def subscribed_names_of(members: Iterable[ConsumerMember], topics: TopicView) -> set[str]:
-    """Every topic these members subscribe to, by name or expression."""
+def subscribed_names_of(
+    members: Iterable[ConsumerMember], topics: TopicView, describable: Describable | None = None
+) -> set[str]:
+    """Every topic these members subscribe to, by name or expression (its matches that
+    `describable` allows)."""
     names: set[str] = set()
     regexes: set[str] = set()
     for m in members:
@@ -419,7 +448,7 @@ def subscribed_names_of(members: Iterable[ConsumerMember], topics: TopicView) ->
         if m.subscribed_topic_regex:
             regexes.add(m.subscribed_topic_regex)
     for regex in regexes:
-        names |= subscribed_names((), regex, topics)
+        names |= subscribed_names((), regex, topics, describable)
     return names
 
 
@@ -431,6 +460,7 @@ def _update_target(
     topics: TopicView,
     default_assignor: str,
     records: list[ConsumerRecord],
+    describable: Describable | None,
 ) -> Assignment:
     """Kafka's updateTargetAssignment / TargetAssignmentBuilder: run the preferred assignor over
     every member (with `updated` in, the static member it replaced out) and write the target of each
@@ -444,7 +474,8 @@ def _update_target(
     partitions: dict[uuid.UUID, int] = {}
     for member_id, member in members.items():
         subscribed: set[uuid.UUID] = set()
-        for name in subscribed_names(member.subscribed_topic_names, member.subscribed_topic_regex, topics):
+        regex = member.subscribed_topic_regex
+        for name in subscribed_names(member.subscribed_topic_names, regex, topics, describable):
             described = topics.describe(name)
             if described is not None:
                 subscribed.add(described[0])

@@ -4,19 +4,25 @@ The port `TopicView` lives here, with the package that consumes it; the server w
 registry (coordinator/topics). A member subscribes by names, by a regular expression, or both
 (KIP-848); Kafka matches a `SubscribedTopicRegex` against whole topic names with RE2 syntax
 (com.google.re2j), so kcoord uses RE2 too, never Python's `re`.
+
+With an authorizer, the topics an expression matches are kept only if the subscriber may DESCRIBE
+them, silently (Kafka 4.0+, KAFKA-18813: GroupMetadataManager.refreshRegularExpressions and
+filterTopicDescribeAuthorizedTopics, since moved to TopicRegexResolver). The check comes in as a
+plain `Describable` callable, built by the server from the heartbeat's principal and host, so this
+package never sees the authorizer; None (no authorizer) filters nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Protocol
 
 import re2
 
-__all__ = ["TopicView", "compile_regex", "metadata_hash", "regex_error", "subscribed_names"]
+__all__ = ["Describable", "TopicView", "compile_regex", "metadata_hash", "regex_error", "subscribed_names"]
 
 
 class TopicView(Protocol):
@@ -35,6 +41,10 @@ class TopicView(Protocol):
 
     def names(self) -> Iterable[str]: ...
 
+
+# May the subscriber DESCRIBE this topic? Kafka asks the authorizer with the request context of the
+# heartbeat that triggers the regex refresh (logIfDenied=false: a filtered topic is not a denial).
+Describable = Callable[[str], bool]
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # an invalid expression is the client's error, answered, not logged
@@ -59,14 +69,19 @@ def regex_error(pattern: str) -> str | None:
     return _compiled(pattern)[1]
 
 
-def subscribed_names(names: Iterable[str], regex: str | None, topics: TopicView) -> set[str]:
+def subscribed_names(
+    names: Iterable[str], regex: str | None, topics: TopicView, describable: Describable | None = None
+) -> set[str]:
     """The topic names a subscription covers: its names, plus every existing topic whose whole name
-    the expression matches (Kafka's ConsumerGroup subscribedTopicNames with resolved regexes)."""
+    the expression matches and, given `describable`, that it allows (Kafka's ConsumerGroup
+    subscribedTopicNames with resolved regexes). Names are not filtered: the server refused the
+    request if any of them was not describable (KafkaApis.handleConsumerGroupHeartbeat)."""
     out = set(names)
     if regex:
         compiled = compile_regex(regex)
         if compiled is not None:
-            out.update(name for name in topics.names() if compiled.fullmatch(name) is not None)
+            matched = (name for name in topics.names() if compiled.fullmatch(name) is not None)
+            out.update(matched if describable is None else filter(describable, matched))
     return out
 
 
