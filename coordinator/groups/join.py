@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from coordinator.groups.config import NEW_MEMBER_JOIN_TIMEOUT_MS
@@ -38,6 +39,9 @@ class JoinRequest:
     client_id: str
     client_host: str
     respond: Respond
+    # With an authorizer: may the caller DESCRIBE a topic? Only a classic member joining a consumer
+    # group uses it, to filter what the group's regexes match (consumer/topics.py). None: no filter.
+    describable: Callable[[str], bool] | None = None
 
     def parked(self) -> Parked:
         return Parked(self.respond, self.version)

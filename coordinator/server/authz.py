@@ -9,7 +9,7 @@ ListGroups) and authorized-operations bit fields are not denials, as Kafka logs 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from coordinator.security.authorizer import SUPPORTED_OPERATIONS, StandardAuthorizer
@@ -21,6 +21,7 @@ __all__ = [
     "authorized_operations",
     "cluster_allowed",
     "filter_allowed",
+    "topic_describable",
 ]
 
 Op, Res = AclOperation, ResourceType
@@ -78,6 +79,22 @@ def filter_allowed(
         elif count_denials:
             _denied(ctx, api_key)
     return out
+
+
+def topic_describable(ctx: ServerContext, meta: RequestMeta) -> Callable[[str], bool]:
+    """DESCRIBE TOPIC for this request's principal and host, asked once per topic per request: the
+    group logic filters what its subscription regexes match with it (Kafka's
+    refreshRegularExpressions authorizes with the context of the heartbeat that triggered the
+    refresh). A filtered topic is not a denial: Kafka's Action there has logIfDenied=false."""
+    authorizer, principal, host = _authorizer(ctx), meta.principal, meta.client_host
+    decided: dict[str, bool] = {}
+
+    def describable(topic: str) -> bool:
+        if (allowed := decided.get(topic)) is None:
+            allowed = decided[topic] = authorizer.authorize(principal, host, Op.DESCRIBE, Res.TOPIC, topic)
+        return allowed
+
+    return describable
 
 
 def authorized_operations(

@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from coordinator.groups.consumer.heartbeat import HeartbeatAnswer, HeartbeatRequest
 from coordinator.groups.consumer.topics import Describable, subscribed_names
+from coordinator.groups.errors import ErrorCode
+from coordinator.groups.join import JoinRequest
+from coordinator.groups.responses import JoinAnswer
 from tests.unit.test_consumer_heartbeat import T1, T2, Answer, Cluster, FakeTopics
+from tests.unit.test_consumer_migration import subscription
 
 T3 = uuid.UUID(int=3)
 
@@ -80,3 +86,24 @@ def test_only_the_topics_the_regex_matches_are_asked_about() -> None:
     joined = _join(c, "m1", regex="t.*", describable=describable)
     assert joined.assignment == {T1: frozenset(range(6))}
     assert set(asked) == {"t1", "t2"}  # never x9, which the regex does not match
+
+
+def _classic_join(c: Cluster, member_id: str, describable: Describable | None) -> JoinAnswer:
+    answers: list[JoinAnswer] = []
+    protocols = (("range", subscription("t1")),)
+    request = JoinRequest("g", member_id, None, 10_000, 30_000, "consumer", protocols, None, 5,
+                          "classic", "/127.0.0.1", answers.append, describable)  # fmt: skip
+    c.mgr.join_group(request)
+    assert answers, "the join was parked"
+    return answers[0]
+
+
+@pytest.mark.parametrize(("describable", "regex_member_topics"), [(_only("t1"), {T1}), (None, {T1, T2})])
+def test_a_classic_member_joining_resolves_the_groups_regexes_with_its_own_decisions(
+    describable: Describable | None, regex_member_topics: set[uuid.UUID]
+) -> None:
+    # Kafka's classicGroupJoinToConsumerGroup resolves the group's regexes with the joiner's context
+    c = Cluster()
+    assert _join(c, "m1", regex="t.*", describable=_only("t1")).assignment == {T1: frozenset(range(6))}
+    assert _classic_join(c, "c1", describable).error == ErrorCode.NONE
+    assert set(c.group().target_of("m1")) == regex_member_topics

@@ -68,6 +68,7 @@ class ClassicMembersApi:
             plan = plan_classic_join(
                 group, member_id, r.group_instance_id, r.session_timeout_ms, r.rebalance_timeout_ms,
                 r.protocols, (r.client_id, r.client_host), service.topics, config.consumer_assignors[0],
+                r.describable,
             )  # fmt: skip
         except Refused as refused:
             r.fail(refused.code, r.member_id)

@@ -26,7 +26,7 @@ from coordinator.groups.consumer.model import (
     MemberState,
 )
 from coordinator.groups.consumer.records import ConsumerRecord
-from coordinator.groups.consumer.topics import TopicView
+from coordinator.groups.consumer.topics import Describable, TopicView
 from coordinator.groups.errors import ErrorCode
 from protocol.consumer_protocol import decode_assignment, decode_subscription, encode_assignment
 from protocol.errors import DecodeError
@@ -95,6 +95,7 @@ def plan_classic_join(
     client: tuple[str, str],
     topics: TopicView,
     default_assignor: str,
+    describable: Describable | None = None,
 ) -> ClassicJoin:
     """Kafka's classicGroupJoinToConsumerGroup after its entry checks, for a member with an id."""
     records: list[ConsumerRecord] = []
@@ -125,7 +126,9 @@ def plan_classic_join(
         classic=ClassicMemberMetadata(session_timeout_ms, tuple(protocols)),
     )
     owned = _owned(subscription, topics)
-    reconciled = update_member(group, member, updated, replaced, owned, topics, default_assignor, records)
+    reconciled = update_member(
+        group, member, updated, replaced, owned, topics, default_assignor, records, describable
+    )
     return ClassicJoin(records, reconciled)
 
 

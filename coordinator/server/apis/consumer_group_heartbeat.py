@@ -11,7 +11,6 @@ from typing import Any
 
 from coordinator.groups.consumer.heartbeat import HeartbeatAnswer, HeartbeatRequest
 from coordinator.groups.consumer.model import Assignment
-from coordinator.groups.consumer.topics import Describable
 from coordinator.security.acls import AclOperation, ResourceType
 from coordinator.server import authz
 from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
@@ -51,7 +50,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         client_id=meta.client_id,
         client_host=meta.client_host,
         version=meta.api_version,
-        describable=None if ctx.authorizer is None else _describable(ctx, meta),
+        describable=None if ctx.authorizer is None else authz.topic_describable(ctx, meta),
     )
 
     def answer(a: HeartbeatAnswer) -> None:
@@ -69,32 +68,13 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     ctx.manager.consumer.heartbeat(request, answer)
 
 
-def _describable(ctx: ServerContext, meta: RequestMeta) -> Describable:
-    """DESCRIBE TOPIC for this heartbeat's principal and host, asked once per topic per request: what
-    the group's regexes match is filtered by it (Kafka's refreshRegularExpressions authorizes with the
-    context of the heartbeat that triggered the refresh). A filtered topic is not a denial: Kafka's
-    Action there has logIfDenied=false, so /metrics does not count it."""
-    authorizer, principal, host = ctx.authorizer, meta.principal, meta.client_host
-    assert authorizer is not None
-    decided: dict[str, bool] = {}
-
-    def describable(topic: str) -> bool:
-        if (allowed := decided.get(topic)) is None:
-            allowed = decided[topic] = authorizer.authorize(
-                principal, host, AclOperation.DESCRIBE, ResourceType.TOPIC, topic
-            )
-        return allowed
-
-    return describable
-
-
 def _refused(
     ctx: ServerContext, meta: RequestMeta, group_id: str, names: list[str] | None
 ) -> ErrorCode | None:
     """KafkaApis.handleConsumerGroupHeartbeat: READ on the group; and, as Kafka 4.0 does (KAFKA-18813,
     newer than the local Kafka mirror), DESCRIBE on every subscribed topic name, else
     TOPIC_AUTHORIZATION_FAILED for the request. Topics a regex matches are not refused here but
-    filtered where the group resolves the regex (`_describable`, docs/compat.md)."""
+    filtered where the group resolves the regex (`authz.topic_describable`, docs/compat.md)."""
     if not authz.allowed(ctx, meta, 68, AclOperation.READ, ResourceType.GROUP, group_id):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED
     if names:

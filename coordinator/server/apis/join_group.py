@@ -32,10 +32,18 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     def answer(join: JoinAnswer) -> None:
         respond(join_body(version, join))
 
-    ctx.manager.join_group(join_request(req, meta, answer))
+    # A classic member joining a consumer group resolves the group's regexes too (Kafka's
+    # classicGroupJoinToConsumerGroup runs maybeUpdateRegularExpressions with its context).
+    describable = None if ctx.authorizer is None else authz.topic_describable(ctx, meta)
+    ctx.manager.join_group(join_request(req, meta, answer, describable))
 
 
-def join_request(req: Request, meta: RequestMeta, respond: Callable[[JoinAnswer], None]) -> JoinRequest:
+def join_request(
+    req: Request,
+    meta: RequestMeta,
+    respond: Callable[[JoinAnswer], None],
+    describable: Callable[[str], bool] | None = None,
+) -> JoinRequest:
     session = req["session_timeout_ms"]
     return JoinRequest(
         group_id=req["group_id"],
@@ -50,6 +58,7 @@ def join_request(req: Request, meta: RequestMeta, respond: Callable[[JoinAnswer]
         client_id=meta.client_id,
         client_host=meta.client_host,
         respond=respond,
+        describable=describable,
     )
 
 
