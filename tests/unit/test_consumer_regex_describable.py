@@ -102,7 +102,8 @@ def _classic_join(c: Cluster, member_id: str, describable: Describable | None) -
 def test_a_classic_member_joining_resolves_the_groups_regexes_with_its_own_decisions(
     describable: Describable | None, regex_member_topics: set[uuid.UUID]
 ) -> None:
-    # Kafka's classicGroupJoinToConsumerGroup resolves the group's regexes with the joiner's context
+    # kcoord resolves the group's regexes whenever a join recomputes the target: with the joiner's
+    # decisions when an authorizer gave some, never unfiltered (docs/compat.md)
     c = Cluster()
     assert _join(c, "m1", regex="t.*", describable=_only("t1")).assignment == {T1: frozenset(range(6))}
     assert _classic_join(c, "c1", describable).error == ErrorCode.NONE

@@ -32,8 +32,9 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     def answer(join: JoinAnswer) -> None:
         respond(join_body(version, join))
 
-    # A classic member joining a consumer group resolves the group's regexes too (Kafka's
-    # classicGroupJoinToConsumerGroup runs maybeUpdateRegularExpressions with its context).
+    # A classic member joining a consumer group recomputes its target, and kcoord resolves the
+    # group's regexes live then: with the joiner's DESCRIBE decisions, never unfiltered (Kafka
+    # resolves them at its refreshes, with the triggering heartbeat's context: docs/compat.md).
     describable = None if ctx.authorizer is None else authz.topic_describable(ctx, meta)
     ctx.manager.join_group(join_request(req, meta, answer, describable))
 
