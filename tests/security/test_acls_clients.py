@@ -1,7 +1,8 @@
 """Each stock client over PLAINTEXT (principal User:ANONYMOUS) against `--authorizer standard`: a group
 without an ACL for the caller gives the client its authorization error, and the same consumer group
 works once an ACL is created through a real admin client (confluent-kafka's AdminClient.create_acls,
-kafka-python's KafkaAdminClient.create_acls). A producer to a topic without an ACL gets its topic
+kafka-python's KafkaAdminClient.create_acls) or, for kafka-python's consumer, the real `kcoord acls
+--add` command in a subprocess (issue 25's acceptance). A producer to a topic without an ACL gets its topic
 authorization error.
 
 The server is bootstrapped once: started with allow.everyone.if.no.acl.found=true, it takes ALL on the
@@ -11,7 +12,10 @@ the coordinator log, and everything else is closed."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -92,6 +96,19 @@ def allow_group_with_kafka_python(server: KcoordServer, group: str) -> None:
         admin.close()
 
 
+def allow_group_with_kcoord_acls(server: KcoordServer, group: str) -> None:
+    """The `kcoord acls` command line, run as an operator would (from this checkout)."""
+    added = subprocess.run(
+        [
+            sys.executable, "-m", "coordinator", "acls", "--bootstrap-server", server.bootstrap,
+            "--add", "--allow-principal", ANONYMOUS, "--operation", "Read", "--group", group,
+        ],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert added.returncode == 0, (added.stdout, added.stderr)
+    assert group in added.stdout, added.stdout
+
+
 def _confluent_consumer(server: KcoordServer, group: str) -> Any:
     consumer = Consumer({
         "bootstrap.servers": server.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
@@ -151,7 +168,7 @@ def test_kafka_python_group_authorization(secured: KcoordServer) -> None:
             wait_until(lambda: consumer.poll(timeout_ms=200), 20, "a group error")
     finally:
         consumer.close()
-    allow_group_with_kafka_python(secured, group)
+    allow_group_with_kcoord_acls(secured, group)
     consumer = KafkaConsumer("t", group_id=group, **options)
     try:
         batches = wait_until(lambda: consumer.poll(timeout_ms=200), 20, "a record")
