@@ -33,6 +33,7 @@ import json
 import random
 import resource
 import signal
+import ssl
 import struct
 import sys
 import tempfile
@@ -475,12 +476,15 @@ async def run_load(
     error_of: Callable[[bytes], int],
     warmup_s: float,
     duration_s: float,
+    port: int | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> LoadResult:
+    """`port` (default `server.port`) and `tls` pick another listener of the server (bench.security)."""
     loop = asyncio.get_running_loop()
     pumps: list[Pump] = []
     for frames in frames_per_conn:
         _, pump = await loop.create_connection(
-            functools.partial(Pump, frames, window, error_of), "127.0.0.1", server.port
+            functools.partial(Pump, frames, window, error_of), "127.0.0.1", port or server.port, ssl=tls
         )
         pumps.append(pump)
     for pump in pumps:
@@ -536,21 +540,16 @@ async def create_topic(port: int, topic: str, partitions: int) -> None:
         conn.close()
 
 
-async def heartbeat_phase(
-    kcoord: ServerProcess, ceiling: ServerProcess, args: argparse.Namespace
-) -> dict[str, Any]:
-    groups, per_group, connections = 100, 10, 16
-    topic = "bench-heartbeats"
-    await create_topic(kcoord.port, topic, 64)
-    member_conns = await connect(kcoord.port, groups * per_group)
-    formed = await asyncio.gather(*(
-        form_group(member_conns[g * per_group : (g + 1) * per_group], f"hb-{g}", topic, 1.0, 60)
-        for g in range(groups)
-    ))  # fmt: skip
+Formed = tuple[Formation, list[Member], list[asyncio.Task[None]]]
+
+
+async def heartbeat_frames(formed: Sequence[Formed], connections: int) -> list[list[bytes]]:
+    """Stop the members' own heartbeats and return every member's Heartbeat frame, spread over
+    `connections`: a pump heartbeats for them from now on."""
     frames: list[list[bytes]] = [[] for _ in range(connections)]
     i = 0
     for formation, members, tasks in formed:
-        for task in tasks:  # the pump heartbeats for them from now on
+        for task in tasks:
             task.cancel()
         for member in members:
             body = {
@@ -562,6 +561,21 @@ async def heartbeat_phase(
             frames[i % connections].append(encode(12, HEARTBEAT_V, body))
             i += 1
     await asyncio.gather(*(t for _, _, tasks in formed for t in tasks), return_exceptions=True)
+    return frames
+
+
+async def heartbeat_phase(
+    kcoord: ServerProcess, ceiling: ServerProcess, args: argparse.Namespace
+) -> dict[str, Any]:
+    groups, per_group, connections = 100, 10, 16
+    topic = "bench-heartbeats"
+    await create_topic(kcoord.port, topic, 64)
+    member_conns = await connect(kcoord.port, groups * per_group)
+    formed = await asyncio.gather(*(
+        form_group(member_conns[g * per_group : (g + 1) * per_group], f"hb-{g}", topic, 1.0, 60)
+        for g in range(groups)
+    ))  # fmt: skip
+    frames = await heartbeat_frames(formed, connections)
     by_window = {}
     for window in args.windows:  # interleaved: kcoord, then the ceiling, at each window
         result = await run_load(kcoord, frames, window, heartbeat_error, 1.0, args.duration)
