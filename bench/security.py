@@ -80,10 +80,9 @@ class Bench:
 
     async def start(self) -> None:
         args = self.args
-        server: ServerProcess
-        for server in (self.secured, self.plain, self.authorized):
-            server.start(60)
-            self.servers.append(server)
+        servers: list[ServerProcess] = [self.secured, self.plain, self.authorized]
+        self.servers += servers  # stopped at the end even if one fails to start
+        await asyncio.gather(*(asyncio.to_thread(server.start, 60) for server in servers))
         if "acl" in args.phases:
             await loads.create_acls(self.authorized.port, loads.bench_acls(args.acls, args.groups))
             await loads.assert_denied(self.authorized.port, "app-0")
@@ -91,6 +90,7 @@ class Bench:
         targets: dict[str, ServerProcess] = {"secured": self.secured} if "tls" in args.phases else {}
         if "acl" in args.phases:
             targets.update(plain=self.plain, authorized=self.authorized)
+        server: ServerProcess
         for name, server in targets.items():
             frames, conns = await loads.heartbeat_groups(server.port, args.groups, PER_GROUP, CONNECTIONS)
             self.frames[name] = frames
