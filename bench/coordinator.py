@@ -117,8 +117,10 @@ def git_commit() -> str:
     return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
-def start_ceiling() -> CommandProcess:
-    ceiling = CommandProcess([sys.executable, "-m", "bench.coordinator", "ceiling-server"], "ceiling")
+def start_ceiling(keystore: Path | None = None) -> CommandProcess:
+    """The bare uvloop server; with `keystore` (key + certificate chain, PEM) it speaks TLS."""
+    tls = ["--ssl-keystore", str(keystore)] if keystore else []
+    ceiling = CommandProcess([sys.executable, "-m", "bench.coordinator", "ceiling-server", *tls], "ceiling")
     ceiling.start(60)
     return ceiling
 
@@ -153,12 +155,17 @@ class _CeilingProtocol(asyncio.Protocol):
             del buf[:pos]
 
 
-def serve_ceiling() -> None:
+def serve_ceiling(keystore: Path | None = None) -> None:
     import uvloop
+
+    tls = None
+    if keystore is not None:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(keystore)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(_CeilingProtocol, "127.0.0.1", 0, backlog=4096)
+        server = await loop.create_server(_CeilingProtocol, "127.0.0.1", 0, backlog=4096, ssl=tls)
         print(f"listening on 127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
         stop = asyncio.Event()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -753,9 +760,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--no-scrape", action="store_true", help="with --metrics: endpoint on, never scraped")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    parser.add_argument("--ssl-keystore", type=Path, help="ceiling-server: speak TLS (PEM key + chain)")
     args = parser.parse_args(argv)
     if args.command == "ceiling-server":
-        serve_ceiling()
+        serve_ceiling(args.ssl_keystore)
         return 0
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     args.windows = [int(w) for w in args.window.split(",") if w]

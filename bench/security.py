@@ -16,7 +16,8 @@ and the report gives the median of the rounds (every round is in --json):
 1. tls: heartbeats/s of `--groups` x 10 members (bench.coordinator's raw-socket load: 16 connections
    x `--window` in flight, pre-encoded frames) on the PLAINTEXT listener, then the same connections'
    count wrapped in TLS on the SSL listener (Python's ssl, server-authenticated), and bench.coordinator's
-   bare uvloop server answering pre-encoded heartbeats (the ceiling of this machine and client);
+   bare uvloop server answering pre-encoded heartbeats, plain and with TLS (the ceilings of this machine
+   and client: what TLS costs a server that does nothing else);
 2. produce: librdkafka producer MiB/s (bench.dataplane's produce role: acks=all, 1 KiB records)
    through PLAINTEXT and through SSL;
 3. scram: short connections, `--concurrency` at a time, each connect + ApiVersions v3 + SaslHandshake
@@ -71,8 +72,7 @@ class Bench:
             root / "acl", "--fsync", "never", "--log-level", "INFO",
             "--authorizer", "standard", "--allow-everyone-if-no-acl-found", "true",
         )  # fmt: skip
-        self.ceiling = start_ceiling()
-        self.servers: list[ServerProcess] = [self.ceiling]
+        self.servers: list[ServerProcess] = []
         self.tls = ssl.create_default_context(cafile=str(self.pki.ca))
         self.frames: dict[str, Any] = {}
         self.conns: list[Any] = []
@@ -82,7 +82,12 @@ class Bench:
         args = self.args
         servers: list[ServerProcess] = [self.secured, self.plain, self.authorized]
         self.servers += servers  # stopped at the end even if one fails to start
-        await asyncio.gather(*(asyncio.to_thread(server.start, 60) for server in servers))
+        ceilings = asyncio.gather(
+            asyncio.to_thread(start_ceiling), asyncio.to_thread(start_ceiling, self.pki.server)
+        )
+        started = asyncio.gather(*(asyncio.to_thread(server.start, 60) for server in servers))
+        (self.ceiling, self.tls_ceiling), _ = await asyncio.gather(ceilings, started)
+        self.servers += [self.ceiling, self.tls_ceiling]
         if "acl" in args.phases:
             await loads.create_acls(self.authorized.port, loads.bench_acls(args.acls, args.groups))
             await loads.assert_denied(self.authorized.port, "app-0")
@@ -122,11 +127,18 @@ class Bench:
                 functools.partial(loads.heartbeats, s, frames, window, a.seconds, s.ports["PLAINTEXT"], None),
                 functools.partial(loads.heartbeats, s, frames, window, a.seconds, s.ports["SSL"], self.tls),
             )
-            ceiling = await loads.heartbeats(self.ceiling, frames, window, a.seconds, self.ceiling.port, None)
+            ceiling, tls_ceiling = await in_order(
+                flip,
+                functools.partial(loads.heartbeats, self.ceiling, frames, window, a.seconds, None, None),
+                functools.partial(
+                    loads.heartbeats, self.tls_ceiling, frames, window, a.seconds, None, self.tls
+                ),
+            )
             out[str(window)] = {
                 "plaintext": plain,
                 "ssl": tls,
                 "ceiling": ceiling,
+                "ssl_ceiling": tls_ceiling,
                 "ssl_over_plaintext": tls["requests_per_s"] / max(plain["requests_per_s"], 1e-9),
             }
         return out
@@ -220,7 +232,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
             f"heartbeats, {CONNECTIONS} connections x {window} in flight: PLAINTEXT {_load(row['plaintext'])}"
         )
         print(f"    SSL {_load(row['ssl'])}: {row['ssl_over_plaintext']:.2f}x plaintext")
-        print(f"    ceiling (bare uvloop, plaintext) {_load(row['ceiling'])}")
+        print(f"    ceilings (bare uvloop, pre-encoded answers): plaintext {_load(row['ceiling'])}")
+        print(f"        TLS {_load(row['ssl_ceiling'])}")
     if "produce" in m:
         p = m["produce"]
         cpu = {k: f"server {p[k]['server_cpu_ms_per_mib']:.1f} ms CPU/MiB" for k in ("plaintext", "ssl")}

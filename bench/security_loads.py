@@ -65,7 +65,12 @@ async def pipelined(
 
 
 async def heartbeats(
-    server: ServerProcess, frames: Any, window: int, seconds: float, port: int, tls: ssl.SSLContext | None
+    server: ServerProcess,
+    frames: Any,
+    window: int,
+    seconds: float,
+    port: int | None,
+    tls: ssl.SSLContext | None,
 ) -> dict[str, Any]:
     return await pipelined(server, frames, window, seconds, heartbeat_error, port, tls)
 

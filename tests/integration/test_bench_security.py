@@ -37,7 +37,7 @@ def test_the_acl_set_is_half_literal_half_prefixed_and_allows_the_loads_principa
 @pytest.mark.integration
 def test_a_short_run_reports_tls_scram_and_acl_figures(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    argv = ["--seconds", "0.3", "--rounds", "1", "--groups", "2", "--window", "4", "--acls", "1000",
+    argv = ["--seconds", "0.2", "--rounds", "1", "--groups", "2", "--window", "4", "--acls", "1000",
             "--concurrency", "4", "--phases", "tls,scram,acl", "--json", str(out)]  # fmt: skip
     proc = subprocess.run(
         [sys.executable, "-m", "bench.security", *argv], cwd=REPO, capture_output=True, text=True, timeout=120
@@ -45,7 +45,7 @@ def test_a_short_run_reports_tls_scram_and_acl_figures(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = json.loads(out.read_text())["median"]
     tls = m["tls"]["4"]
-    for row in (tls["plaintext"], tls["ssl"], tls["ceiling"]):
+    for row in (tls["plaintext"], tls["ssl"], tls["ceiling"], tls["ssl_ceiling"]):
         assert row["requests_per_s"] > 0 and row["errors"] == 0 and row["server_cpu_us_per_request"] > 0
     for name in ("api_versions_only", "scram_sha_256", "scram_sha_512"):
         assert m["scram"][name]["connections"] > 0 and m["scram"][name]["server_cpu_us_each"] > 0
