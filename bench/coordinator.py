@@ -117,10 +117,11 @@ def git_commit() -> str:
     return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
-def start_ceiling(keystore: Path | None = None) -> CommandProcess:
-    """The bare uvloop server; with `keystore` (key + certificate chain, PEM) it speaks TLS."""
-    tls = ["--ssl-keystore", str(keystore)] if keystore else []
-    ceiling = CommandProcess([sys.executable, "-m", "bench.coordinator", "ceiling-server", *tls], "ceiling")
+def start_ceiling(keystore: Path | None = None, batch: bool = False) -> CommandProcess:
+    """The bare uvloop server; with `keystore` (key + certificate chain, PEM) it speaks TLS; with
+    `batch` the answers to one read go out in one write."""
+    extra = (["--ssl-keystore", str(keystore)] if keystore else []) + (["--batch"] if batch else [])
+    ceiling = CommandProcess([sys.executable, "-m", "bench.coordinator", "ceiling-server", *extra], "ceiling")
     ceiling.start(60)
     return ceiling
 
@@ -143,7 +144,7 @@ class _CeilingProtocol(asyncio.Protocol):
         buf = self.buf
         buf += data
         pos, end = 0, len(buf)
-        write, response = self.transport.write, self.RESPONSE
+        write, response = self.writer(), self.RESPONSE
         while end - pos >= 4:
             (size,) = SIZE.unpack_from(buf, pos)
             if end - pos - 4 < size:
@@ -153,9 +154,32 @@ class _CeilingProtocol(asyncio.Protocol):
             write(response[:4] + frame[4:8] + response[8:])  # echo the correlation id
         if pos:
             del buf[:pos]
+        self.read_done()
+
+    def writer(self) -> Callable[[bytes], object]:
+        return self.transport.write
+
+    def read_done(self) -> None:
+        pass
 
 
-def serve_ceiling(keystore: Path | None = None) -> None:
+class _BatchingCeilingProtocol(_CeilingProtocol):
+    """The answers to one read go out in one write, as kcoord's connection sends them
+    (Connection._flush). With TLS every write is its own record (encrypted, MACed, sent), so a TLS
+    ceiling that wrote each answer alone would fall far below kcoord (bench.security)."""
+
+    pending: list[bytes]
+
+    def writer(self) -> Callable[[bytes], object]:
+        self.pending = []
+        return self.pending.append
+
+    def read_done(self) -> None:
+        if self.pending:
+            self.transport.write(b"".join(self.pending))
+
+
+def serve_ceiling(keystore: Path | None = None, batch: bool = False) -> None:
     import uvloop
 
     tls = None
@@ -165,7 +189,8 @@ def serve_ceiling(keystore: Path | None = None) -> None:
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(_CeilingProtocol, "127.0.0.1", 0, backlog=4096, ssl=tls)
+        protocol = _BatchingCeilingProtocol if batch else _CeilingProtocol
+        server = await loop.create_server(protocol, "127.0.0.1", 0, backlog=4096, ssl=tls)
         print(f"listening on 127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
         stop = asyncio.Event()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -761,9 +786,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-scrape", action="store_true", help="with --metrics: endpoint on, never scraped")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     parser.add_argument("--ssl-keystore", type=Path, help="ceiling-server: speak TLS (PEM key + chain)")
+    parser.add_argument("--batch", action="store_true", help="ceiling-server: one write per read")
     args = parser.parse_args(argv)
     if args.command == "ceiling-server":
-        serve_ceiling(args.ssl_keystore)
+        serve_ceiling(args.ssl_keystore, args.batch)
         return 0
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     args.windows = [int(w) for w in args.window.split(",") if w]
