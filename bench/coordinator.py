@@ -33,6 +33,7 @@ import json
 import random
 import resource
 import signal
+import ssl
 import struct
 import sys
 import tempfile
@@ -116,8 +117,11 @@ def git_commit() -> str:
     return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
 
 
-def start_ceiling() -> CommandProcess:
-    ceiling = CommandProcess([sys.executable, "-m", "bench.coordinator", "ceiling-server"], "ceiling")
+def start_ceiling(keystore: Path | None = None, batch: bool = False) -> CommandProcess:
+    """The bare uvloop server; with `keystore` (key + certificate chain, PEM) it speaks TLS; with
+    `batch` the answers to one read go out in one write."""
+    extra = (["--ssl-keystore", str(keystore)] if keystore else []) + (["--batch"] if batch else [])
+    ceiling = CommandProcess([sys.executable, "-m", "bench.coordinator", "ceiling-server", *extra], "ceiling")
     ceiling.start(60)
     return ceiling
 
@@ -140,7 +144,7 @@ class _CeilingProtocol(asyncio.Protocol):
         buf = self.buf
         buf += data
         pos, end = 0, len(buf)
-        write, response = self.transport.write, self.RESPONSE
+        write, response = self.writer(), self.RESPONSE
         while end - pos >= 4:
             (size,) = SIZE.unpack_from(buf, pos)
             if end - pos - 4 < size:
@@ -150,14 +154,43 @@ class _CeilingProtocol(asyncio.Protocol):
             write(response[:4] + frame[4:8] + response[8:])  # echo the correlation id
         if pos:
             del buf[:pos]
+        self.read_done()
+
+    def writer(self) -> Callable[[bytes], object]:
+        return self.transport.write
+
+    def read_done(self) -> None:
+        pass
 
 
-def serve_ceiling() -> None:
+class _BatchingCeilingProtocol(_CeilingProtocol):
+    """The answers to one read go out in one write, as kcoord's connection sends them
+    (Connection._flush). With TLS every write is its own record (encrypted, MACed, sent), so a TLS
+    ceiling that wrote each answer alone would fall far below kcoord (bench.security)."""
+
+    pending: list[bytes]
+
+    def writer(self) -> Callable[[bytes], object]:
+        self.pending = []
+        return self.pending.append
+
+    def read_done(self) -> None:
+        if self.pending:
+            self.transport.write(b"".join(self.pending))
+
+
+def serve_ceiling(keystore: Path | None = None, batch: bool = False) -> None:
     import uvloop
+
+    tls = None
+    if keystore is not None:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(keystore)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(_CeilingProtocol, "127.0.0.1", 0, backlog=4096)
+        protocol = _BatchingCeilingProtocol if batch else _CeilingProtocol
+        server = await loop.create_server(protocol, "127.0.0.1", 0, backlog=4096, ssl=tls)
         print(f"listening on 127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
         stop = asyncio.Event()
         loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -475,12 +508,15 @@ async def run_load(
     error_of: Callable[[bytes], int],
     warmup_s: float,
     duration_s: float,
+    port: int | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> LoadResult:
+    """`port` (default `server.port`) and `tls` pick another listener of the server (bench.security)."""
     loop = asyncio.get_running_loop()
     pumps: list[Pump] = []
     for frames in frames_per_conn:
         _, pump = await loop.create_connection(
-            functools.partial(Pump, frames, window, error_of), "127.0.0.1", server.port
+            functools.partial(Pump, frames, window, error_of), "127.0.0.1", port or server.port, ssl=tls
         )
         pumps.append(pump)
     for pump in pumps:
@@ -536,21 +572,16 @@ async def create_topic(port: int, topic: str, partitions: int) -> None:
         conn.close()
 
 
-async def heartbeat_phase(
-    kcoord: ServerProcess, ceiling: ServerProcess, args: argparse.Namespace
-) -> dict[str, Any]:
-    groups, per_group, connections = 100, 10, 16
-    topic = "bench-heartbeats"
-    await create_topic(kcoord.port, topic, 64)
-    member_conns = await connect(kcoord.port, groups * per_group)
-    formed = await asyncio.gather(*(
-        form_group(member_conns[g * per_group : (g + 1) * per_group], f"hb-{g}", topic, 1.0, 60)
-        for g in range(groups)
-    ))  # fmt: skip
+Formed = tuple[Formation, list[Member], list[asyncio.Task[None]]]
+
+
+async def heartbeat_frames(formed: Sequence[Formed], connections: int) -> list[list[bytes]]:
+    """Stop the members' own heartbeats and return every member's Heartbeat frame, spread over
+    `connections`: a pump heartbeats for them from now on."""
     frames: list[list[bytes]] = [[] for _ in range(connections)]
     i = 0
     for formation, members, tasks in formed:
-        for task in tasks:  # the pump heartbeats for them from now on
+        for task in tasks:
             task.cancel()
         for member in members:
             body = {
@@ -562,6 +593,21 @@ async def heartbeat_phase(
             frames[i % connections].append(encode(12, HEARTBEAT_V, body))
             i += 1
     await asyncio.gather(*(t for _, _, tasks in formed for t in tasks), return_exceptions=True)
+    return frames
+
+
+async def heartbeat_phase(
+    kcoord: ServerProcess, ceiling: ServerProcess, args: argparse.Namespace
+) -> dict[str, Any]:
+    groups, per_group, connections = 100, 10, 16
+    topic = "bench-heartbeats"
+    await create_topic(kcoord.port, topic, 64)
+    member_conns = await connect(kcoord.port, groups * per_group)
+    formed = await asyncio.gather(*(
+        form_group(member_conns[g * per_group : (g + 1) * per_group], f"hb-{g}", topic, 1.0, 60)
+        for g in range(groups)
+    ))  # fmt: skip
+    frames = await heartbeat_frames(formed, connections)
     by_window = {}
     for window in args.windows:  # interleaved: kcoord, then the ceiling, at each window
         result = await run_load(kcoord, frames, window, heartbeat_error, 1.0, args.duration)
@@ -739,9 +785,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--no-scrape", action="store_true", help="with --metrics: endpoint on, never scraped")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    parser.add_argument("--ssl-keystore", type=Path, help="ceiling-server: speak TLS (PEM key + chain)")
+    parser.add_argument("--batch", action="store_true", help="ceiling-server: one write per read")
     args = parser.parse_args(argv)
     if args.command == "ceiling-server":
-        serve_ceiling()
+        serve_ceiling(args.ssl_keystore, args.batch)
         return 0
     args.sizes = [int(s) for s in args.sizes.split(",") if s]
     args.windows = [int(w) for w in args.window.split(",") if w]

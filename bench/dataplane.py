@@ -48,6 +48,7 @@ def produce_role(opts: dict[str, Any]) -> dict[str, Any]:
             "batch.size": 1_000_000,
             "queue.buffering.max.kbytes": 262_144,
             "compression.type": "none",
+            **opts.get("client_config", {}),  # security.protocol, ssl.* (bench.security)
         }
     )
     payload = os.urandom(opts["message_bytes"])

@@ -2,18 +2,20 @@
 not move with the machine's load, clock or scheduler, for comparing two builds (or metrics off and on)
 where throughput differences of a few per cent drown in run-to-run noise.
 
-    .venv/bin/python -m bench.instructions [--requests 4096] [--metrics] [--fsync never] [--json F]
+    .venv/bin/python -m bench.instructions [--requests 4096] [--metrics] [--fsync never] [--acls N] [--json F]
 
 The server runs under `valgrind --tool=callgrind` (tens of times slower, which does not matter: nothing
 here is timed). Groups are formed; then the counters are zeroed (`callgrind_control -z`), a fixed number
 of pre-encoded requests is pipelined (16 connections, 64 in flight each, as bench.coordinator), and the
 count of executed instructions (Ir, every thread of the process: the event loop and the storage writer)
-is read from the dump. Loads: OffsetCommit of one partition (v3, as bench.coordinator), then heartbeats
-of 100 members (10 groups x 10). `--metrics` serves `/metrics` (the request path then counts and
-samples what the metrics need) and, after the loads, counts the instructions of one scrape. Under
-valgrind a scrape a second would land on far fewer requests than at full speed, so the two are measured
-apart: at R requests/s and one scrape a second, the endpoint's share is the per-request difference plus
-scrape / R. Needs valgrind (Debian package `valgrind`).
+is read from the dump. `--acls N` runs the server with `--authorizer standard` and bench.security's N
+ACLs (half literal, half prefixed; the load's principal allowed): against a run without, the
+instructions an authorization check adds per request. Loads: OffsetCommit of one partition (v3, as
+bench.coordinator), then heartbeats of 100 members (10 groups x 10). `--metrics` serves `/metrics`
+(the request path then counts and samples what the metrics need) and, after the loads, counts the
+instructions of one scrape. Under valgrind a scrape a second would land on far fewer requests than at
+full speed, so the two are measured apart: at R requests/s and one scrape a second, the endpoint's
+share is the per-request difference plus scrape / R. Needs valgrind (Debian package `valgrind`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from bench.coordinator import (
     git_commit,
     heartbeat_error,
 )
+from bench.security_loads import assert_denied, bench_acls, create_acls
 from protocol.frames import FrameSplitter
 from tests.kcoord_process import KcoordServer
 
@@ -211,13 +214,21 @@ async def scrape_instructions(server: CallgrindServer, http_port: int, scrapes: 
 
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
-    results: dict[str, Any] = {"commit": git_commit(), "metrics": args.metrics, "fsync": args.fsync}
+    results: dict[str, Any] = {
+        "commit": git_commit(), "metrics": args.metrics, "fsync": args.fsync, "acls": args.acls,
+    }  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="kcoord-instr-") as tmp:
         http_port = free_port() if args.metrics else None
         http = ("--http-listen", f"127.0.0.1:{http_port}") if http_port else ()
-        server = CallgrindServer(Path(tmp) / "data", Path(tmp), "--fsync", args.fsync, *http)
+        authorizer = (
+            ("--authorizer", "standard", "--allow-everyone-if-no-acl-found", "true") if args.acls else ()
+        )
+        server = CallgrindServer(Path(tmp) / "data", Path(tmp), "--fsync", args.fsync, *http, *authorizer)
         server.start(300)
         try:
+            if args.acls:  # bench.security's set: the load's principal allowed, among args.acls others
+                await create_acls(server.port, bench_acls(args.acls, GROUPS))
+                await assert_denied(server.port, "app-0")
             # commits first: once the heartbeat groups exist, their members' sessions run out while
             # another load is counted (everything is slow under valgrind), and the rebalances that
             # follow would be counted with it
@@ -242,6 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=4096, help="requests counted per load (default 4096)")
     parser.add_argument("--metrics", action="store_true", help="serve /metrics; also count one scrape")
     parser.add_argument("--fsync", choices=("always", "never"), default="always")
+    parser.add_argument(
+        "--acls", type=int, default=0, help="--authorizer standard with this many ACLs (bench.security's)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:

@@ -17,7 +17,7 @@ import base64
 import hashlib
 import hmac
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -134,7 +134,16 @@ class ScramClient:
     the server's iteration count checked against the mechanism's minimum, the server signature checked
     in constant time."""
 
-    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None) -> None:
+    def __init__(
+        self,
+        mechanism: str,
+        username: str,
+        password: str,
+        nonce: str | None = None,
+        salt_password: Callable[[str, bytes, bytes, int], bytes] | None = None,
+    ) -> None:
+        """`salt_password` replaces `salted_password` (a load generator caches it: PBKDF2 is the
+        client's work, and bench.security measures the server's)."""
         if mechanism not in SCRAM_HASHES:
             raise ValueError(f"not a SCRAM mechanism: {mechanism}")
         self.mechanism = mechanism
@@ -143,6 +152,7 @@ class ScramClient:
         self._nonce = nonce or kafka_nonce()
         self._first_bare = f"n={scram_sasl_name(username)},r={self._nonce}"
         self._server_signature: bytes | None = None
+        self._salt_password = salt_password or salted_password
 
     def initial(self) -> bytes:
         return f"n,,{self._first_bare}".encode()
@@ -168,7 +178,7 @@ class ScramClient:
                 f"Requested iterations {iterations} is less than the minimum {MIN_ITERATIONS} "
                 f"for {self.mechanism}"
             )
-        salted = salted_password(self.mechanism, self._password, base64.b64decode(salt), int(iterations))
+        salted = self._salt_password(self.mechanism, self._password, base64.b64decode(salt), int(iterations))
         without_proof = f"c=biws,r={nonce}"
         auth_message = f"{self._first_bare},{server_first.decode()},{without_proof}".encode()
         client_key = self._hmac(salted, b"Client Key")

@@ -21,7 +21,13 @@ from coordinator.tools.client_config import (
 )
 from coordinator.tools.dev_certs import make_certs
 from coordinator.tools.jaas import JaasError, parse_jaas
-from coordinator.tools.sasl_client import OAuthBearerClient, PlainClient, SaslError, ScramClient
+from coordinator.tools.sasl_client import (
+    OAuthBearerClient,
+    PlainClient,
+    SaslError,
+    ScramClient,
+    salted_password,
+)
 
 PLAIN_JAAS = (
     'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="a;b";'
@@ -299,3 +305,20 @@ def test_keystore_problems_are_one_line_errors(certs: dict[str, Path], tmp_path:
         )
     with pytest.raises(ConfigError, match="cannot read --command-config"):
         load_command_config(str(tmp_path / "missing.properties"))
+
+
+def test_scram_client_takes_its_salted_password_from_the_given_function() -> None:
+    """bench.security caches PBKDF2 through this hook: the proof must be the one RFC 7677 gives."""
+    calls = []
+
+    def salt(mechanism: str, password: bytes, salt: bytes, iterations: int) -> bytes:
+        calls.append((mechanism, password, iterations))
+        return salted_password(mechanism, password, salt, iterations)
+
+    client = ScramClient("SCRAM-SHA-256", "user", "pencil", nonce="rOprNGfwEbeRWgbNEkqO", salt_password=salt)
+    server_first = b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+    assert client.respond(server_first) == (
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
+    assert calls == [("SCRAM-SHA-256", b"pencil", 4096)]
