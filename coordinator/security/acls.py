@@ -8,9 +8,9 @@ validation is AclControlManager.validateNewAcl / validateFilter and AclApis.hand
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
-from typing import Self
+
+from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 
 __all__ = [
     "CLUSTER_NAME",
@@ -29,60 +29,6 @@ __all__ = [
 WILDCARD = "*"  # ResourcePattern.WILDCARD_RESOURCE and the any-host ACL host
 WILDCARD_PRINCIPAL = "User:*"  # StandardAuthorizerData.WILDCARD_PRINCIPAL
 CLUSTER_NAME = "kafka-cluster"  # ResourcePattern / AuthorizerUtils: the only CLUSTER resource name
-
-
-class _Coded(enum.IntEnum):
-    @classmethod
-    def of(cls, code: int) -> Self:
-        """Kafka's fromCode: anything unknown is UNKNOWN (0)."""
-        try:
-            return cls(code)
-        except ValueError:
-            return cls(0)
-
-
-class AclOperation(_Coded):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class AclPermissionType(_Coded):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
-
-
-class ResourceType(_Coded):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(_Coded):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
 
 
 @dataclass(frozen=True, slots=True)

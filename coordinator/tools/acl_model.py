@@ -5,8 +5,9 @@ kafka-acls.sh prints (ResourcePattern.toString, AccessControlEntryData.toString)
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
+
+from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 
 __all__ = [
     "CLUSTER_NAME",
@@ -23,50 +24,6 @@ __all__ = [
 
 CLUSTER_NAME = "kafka-cluster"  # Resource.CLUSTER_NAME
 WILDCARD_HOST = "*"  # AclEntry.WILDCARD_HOST
-
-
-class ResourceType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-
-
-class PatternType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class AclOperation(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class AclPermissionType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
 
 
 _O = AclOperation
