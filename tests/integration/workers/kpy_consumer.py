@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import KafkaConnectionError
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
@@ -51,7 +52,11 @@ def handle(consumer: KafkaConsumer, cmd: dict[str, Any]) -> None:
 
 def consume(consumer: KafkaConsumer) -> None:
     """One poll; with `consume`, report the records and commit the next offsets synchronously."""
-    batches = consumer.poll(timeout_ms=2000)
+    try:
+        batches = consumer.poll(timeout_ms=2000)
+    except KafkaConnectionError as exc:  # see poll_through_restarts
+        logging.getLogger("kpy_consumer").warning("poll: %s (retriable, polling again)", exc)
+        return
     positions = report_records(
         (tp.topic, tp.partition, r.offset, r.key) for tp, records in batches.items() for r in records
     )
@@ -67,6 +72,18 @@ def consume(consumer: KafkaConsumer) -> None:
     report_commit(positions, None)
 
 
+def poll_through_restarts(consumer: KafkaConsumer) -> None:
+    """kafka-python 3.0.12 lets a KafkaConnectionError out of poll() when the coordinator lookup and
+    the metadata refresh it falls back to both meet a server that is restarting
+    (BaseCoordinator.ensure_coordinator_ready_async catches the first failure as an
+    InvalidMetadataError, not the second): retriable, so poll again, as an application would
+    (FINDINGS.md)."""
+    try:
+        consumer.poll(timeout_ms=2000)
+    except KafkaConnectionError as exc:
+        logging.getLogger("kpy_consumer").warning("poll: %s (retriable, polling again)", exc)
+
+
 def main() -> None:
     # KCOORD_WORKER_LOG=DEBUG shows the client's own protocol trace when a scenario misbehaves.
     logging.basicConfig(level=os.environ.get("KCOORD_WORKER_LOG", "WARNING"))
@@ -80,7 +97,7 @@ def main() -> None:
     WorkerLoop().run(
         # Long enough for a whole JoinGroup+SyncGroup round: kafka-python 3.0.12 drops a join that
         # outlives the poll timeout when need_rejoin() has turned False meanwhile (FINDINGS.md).
-        poll=(lambda: consume(consumer)) if opts.consume else (lambda: consumer.poll(timeout_ms=2000)),
+        poll=(lambda: consume(consumer)) if opts.consume else (lambda: poll_through_restarts(consumer)),
         assignment=consumer.assignment,
         handle=lambda cmd: handle(consumer, cmd),
         close=consumer.close,
