@@ -31,10 +31,13 @@ __all__ = [
     "client",
     "compose",
     "compose_containers",
+    "compose_service",
+    "container_logs",
     "free_port",
     "logs",
     "run_argv",
     "state",
+    "wait_compose_services_exited",
     "wait_exited",
     "wait_healthy",
 ]
@@ -136,11 +139,13 @@ def wait_exited(name: str, timeout: float = 30.0) -> dict[str, object]:
     return current
 
 
-def client(*args: str, timeout: float = 120.0) -> object:
-    """Run `tests.container.client` (stock kafka-python) in its own process; its JSON answer."""
+def client(*args: str, timeout: float = 120.0, env: dict[str, str] | None = None) -> object:
+    """Run `tests.container.client` (stock kafka-python) in its own process; its JSON answer. `env` adds
+    to this process's environment (SECURITY_PROTOCOL, SASL_* and SSL_CAFILE select SASL_SSL)."""
     done = subprocess.run(
         [sys.executable, "-m", "tests.container.client", *args],
         cwd=REPO,
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -180,6 +185,32 @@ def compose_containers(project: str) -> list[dict[str, object]]:
         "ps", "--all", "--filter", f"label=com.docker.compose.project={project}", "--format", "json"
     )
     return json.loads(listed.stdout or "[]")  # type: ignore[no-any-return]
+
+
+def compose_service(container: dict[str, object]) -> str:
+    """The compose service of a container listed by `compose_containers`."""
+    labels = container["Labels"]
+    assert isinstance(labels, dict)
+    return str(labels["com.docker.compose.service"])
+
+
+def container_logs(container: dict[str, object]) -> str:
+    done = podman("logs", str(container["Id"]), check=False)
+    return done.stdout + done.stderr
+
+
+def wait_compose_services_exited(
+    project: str, services: set[str], count: int, timeout: float
+) -> list[dict[str, object]]:
+    """Wait until the project has `count` containers of `services` and all have exited; those containers."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = compose_containers(project)
+        chosen = [c for c in found if compose_service(c) in services]
+        if len(chosen) == count and all(c["Exited"] for c in chosen):
+            return chosen
+        assert time.monotonic() < deadline, f"{sorted(services)} still running after {timeout}s: {found}"
+        time.sleep(0.5)
 
 
 def run_argv(argv: Sequence[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:

@@ -20,8 +20,11 @@ from tests.container.helpers import (
     client,
     compose,
     compose_containers,
+    compose_service,
+    container_logs,
     free_port,
     run_argv,
+    wait_compose_services_exited,
 )
 
 # The first test of a session on a fresh machine also installs podman (apt), debootstrap's the base
@@ -81,10 +84,12 @@ def test_compose_stack_produces_and_a_two_member_group_consumes_everything(
             # `up` returns once kcoord is healthy and the clients (depends_on: service_healthy) started.
             compose(*args, "up", "--build", "--detach", env=env, timeout=900)
             FIGURES["compose up --build (cached) to clients started, s"] = time.monotonic() - started
-            clients = _wait_clients_exited(project, timeout=300)
+            clients = wait_compose_services_exited(project, {"producer", "consumer"}, 3, timeout=300)
         for container in clients:
-            assert container["ExitCode"] == 0, (container["Names"], _logs(container))
-        consumer_lines = [_logs(c).strip().splitlines()[-1] for c in clients if _service(c) == "consumer"]
+            assert container["ExitCode"] == 0, (container["Names"], container_logs(container))
+        consumer_lines = [
+            container_logs(c).strip().splitlines()[-1] for c in clients if compose_service(c) == "consumer"
+        ]
         assert len(consumer_lines) == 2, consumer_lines
         counts = [int(line.split()[2]) for line in consumer_lines]  # "consumer: consumed N records ..."
         assert sum(counts) >= MESSAGES, consumer_lines
@@ -98,25 +103,3 @@ def test_compose_stack_produces_and_a_two_member_group_consumes_everything(
     assert compose_containers(project) == []
     volumes = podman("volume", "ls", "--filter", f"label=com.docker.compose.project={project}", "--quiet")
     assert volumes.stdout.strip() == ""
-
-
-def _wait_clients_exited(project: str, timeout: float) -> list[dict[str, object]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = compose_containers(project)
-        clients = [c for c in found if _service(c) != "kcoord"]
-        if len(clients) == 3 and all(c["Exited"] for c in clients):
-            return clients
-        assert time.monotonic() < deadline, f"clients still running after {timeout}s: {found}"
-        time.sleep(0.5)
-
-
-def _logs(container: dict[str, object]) -> str:
-    done = podman("logs", str(container["Id"]), check=False)
-    return done.stdout + done.stderr
-
-
-def _service(container: dict[str, object]) -> str:
-    labels = container["Labels"]
-    assert isinstance(labels, dict)
-    return str(labels["com.docker.compose.service"])
