@@ -105,9 +105,13 @@ def test_bad_credentials_are_refused(
     else:
         config.update(change)
     caplog.set_level(logging.WARNING, logger="kafka")
+    failures_before = security.server.count("authentication failed peer=")
     with pytest.raises(KafkaTimeoutError):
         KafkaAdminClient(bootstrap_timeout_ms=1500, **config)
+    # The server refused every attempt (its log names each refusal)...
+    assert security.server.count("authentication failed peer=") > failures_before
+    # ...and the client read why, unless it saw the close before the answer sent just ahead of it:
+    # kafka-python 3.0.12 then logs only "socket disconnected" (a race on a loaded machine).
     refusals = [r.getMessage() for r in caplog.records if "SaslAuthenticationFailedError" in r.getMessage()]
-    assert refusals, [r.getMessage() for r in caplog.records]
     expected = "invalid_token" if "OAUTHBEARER" in case else "Authentication failed"
-    assert expected in refusals[0]
+    assert all(expected in refusal for refusal in refusals), refusals

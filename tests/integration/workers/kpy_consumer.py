@@ -7,10 +7,10 @@ import os
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
-from kafka.errors import KafkaConnectionError
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from kafka.errors import KafkaConnectionError
 from kafka.structs import OffsetAndMetadata
 
 from tests.integration.workers.common import (
