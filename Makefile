@@ -14,12 +14,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m coordinator serve --data-dir $(DATA_DIR)
+	$(BIN)/python -m kcoord serve --data-dir $(DATA_DIR)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy protocol storage coordinator pipeline partition_log
+	$(BIN)/mypy -p kcoord
 
 test: $(STAMP)
 	$(BIN)/lint-imports

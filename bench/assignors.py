@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.groups.consumer.assignors import ASSIGNORS, MemberSpec
+from kcoord.coordinator.groups.consumer.assignors import ASSIGNORS, MemberSpec
 
 
 def _timed(

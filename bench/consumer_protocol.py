@@ -65,8 +65,8 @@ from bench.coordinator import (
     subscription,
 )
 from bench.instructions import CONNECTIONS, WINDOW, pump
-from protocol.consumer_protocol import decode_assignment
-from protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
+from kcoord.protocol.consumer_protocol import decode_assignment
+from kcoord.protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
 from tests.kcoord_process import KcoordServer, ServerProcess
 
 CONSUMER_HEARTBEAT, CONSUMER_DESCRIBE, METADATA, CLASSIC_HEARTBEAT = 68, 69, 3, 12

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protocol.consumer_protocol import encode_assignment, encode_subscription
-from protocol.frames import FrameSplitter, decode_response, encode_request
+from kcoord.protocol.consumer_protocol import encode_assignment, encode_subscription
+from kcoord.protocol.frames import FrameSplitter, decode_response, encode_request
 from tests.kcoord_process import CommandProcess, KcoordServer, ServerProcess
 
 SIZE = struct.Struct(">i")

@@ -48,7 +48,7 @@ from bench.coordinator import (
     heartbeat_error,
 )
 from bench.security_loads import assert_denied, bench_acls, create_acls
-from protocol.frames import FrameSplitter
+from kcoord.protocol.frames import FrameSplitter
 from tests.kcoord_process import KcoordServer
 
 GROUPS, PER_GROUP, CONNECTIONS, WINDOW = 10, 10, 16, 64

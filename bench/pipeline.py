@@ -25,11 +25,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from coordinator.groups.records import OffsetCommitRecord
-from coordinator.persistence import from_storage, to_storage
-from coordinator.topics import TopicRecord
-from storage import FileOps, LogConfig, framing, recovery
-from storage.files import encode_segment_header, segment_name
+from kcoord.coordinator.groups.records import OffsetCommitRecord
+from kcoord.coordinator.persistence import from_storage, to_storage
+from kcoord.coordinator.topics import TopicRecord
+from kcoord.storage import FileOps, LogConfig, framing, recovery
+from kcoord.storage.files import encode_segment_header, segment_name
 
 
 def write_log(directory: Path, records: int, segment_bytes: int = 64 << 20) -> None:
@@ -56,7 +56,7 @@ def write_topic(directory: Path, records: int, codec: str) -> None:
     """`events`' registry record in its own coordinator-log segment, then its partition logs."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from partition_log import PartitionConfig, PartitionLogs
+    from kcoord.partition_log import PartitionConfig, PartitionLogs
 
     lsn = max(int(p.stem) for p in directory.glob("*.log")) + 10_000_000  # past every commit
     rec = to_storage(TopicRecord("events", uuid.uuid4(), TOPIC_PARTITIONS))
@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--topic-records", type=int, default=2_000_000)
     parser.add_argument("--codec", choices=sorted(CODECS), default="lz4")
     args = parser.parse_args()
-    from pipeline import compact, lag, offsets, rebalances, session
+    from kcoord.pipeline import compact, lag, offsets, rebalances, session
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"

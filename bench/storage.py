@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from storage import Log, LogConfig, Record
+from kcoord.storage import Log, LogConfig, Record
 
 VALUE = b"v" * 80  # key ~10 bytes + value 80 + header 28 ~ 100-byte records on disk... payload 100 bytes
 

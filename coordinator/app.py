@@ -21,30 +21,30 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import storage
-from coordinator.config import Config, HostPort
-from coordinator.group_views import group_lags
-from coordinator.groups.manager import GroupManager
-from coordinator.http import HttpEndpoint, Observed
-from coordinator.metrics import MetricsSource, TimedFileOps
-from coordinator.persistence import Replayer, StorageRecordLog, storage_config
-from coordinator.producer_ids import ProducerIds
-from coordinator.security.acls_store import AclStore
-from coordinator.security.authorizer import StandardAuthorizer
-from coordinator.security.credentials import ScramCredentials
-from coordinator.security.listeners import Listener
-from coordinator.server.apis import HANDLERS, served_versions
-from coordinator.server.connection import Connection
-from coordinator.server.context import DelayedResponses, ServerContext
-from coordinator.server.listener import ListenerSetup, Security
-from coordinator.server.markers import CoordinatorMarkers, TxnMarkers
-from coordinator.server.timers import AsyncioTimers, SystemClock
-from coordinator.topics import TopicRegistry
-from coordinator.topics.data import TopicData
-from coordinator.transactions import TransactionCoordinator
-from partition_log import PartitionLogs
-from protocol.api_versions_table import SERVED_VERSIONS
-from storage.faults import EXIT_STORAGE_FATAL, FaultPolicy, StorageFault
+from kcoord import storage
+from kcoord.coordinator.config import Config, HostPort
+from kcoord.coordinator.group_views import group_lags
+from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.http import HttpEndpoint, Observed
+from kcoord.coordinator.metrics import MetricsSource, TimedFileOps
+from kcoord.coordinator.persistence import Replayer, StorageRecordLog, storage_config
+from kcoord.coordinator.producer_ids import ProducerIds
+from kcoord.coordinator.security.acls_store import AclStore
+from kcoord.coordinator.security.authorizer import StandardAuthorizer
+from kcoord.coordinator.security.credentials import ScramCredentials
+from kcoord.coordinator.security.listeners import Listener
+from kcoord.coordinator.server.apis import HANDLERS, served_versions
+from kcoord.coordinator.server.connection import Connection
+from kcoord.coordinator.server.context import DelayedResponses, ServerContext
+from kcoord.coordinator.server.listener import ListenerSetup, Security
+from kcoord.coordinator.server.markers import CoordinatorMarkers, TxnMarkers
+from kcoord.coordinator.server.timers import AsyncioTimers, SystemClock
+from kcoord.coordinator.topics import TopicRegistry
+from kcoord.coordinator.topics.data import TopicData
+from kcoord.coordinator.transactions import TransactionCoordinator
+from kcoord.partition_log import PartitionLogs
+from kcoord.protocol.api_versions_table import SERVED_VERSIONS
+from kcoord.storage.faults import EXIT_STORAGE_FATAL, FaultPolicy, StorageFault
 
 __all__ = ["App", "raise_open_files_limit", "run"]
 

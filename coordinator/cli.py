@@ -3,7 +3,7 @@ dump|verify|compact|repair`, `kcoord pipeline offsets|rebalances|lag|compact`, `
 `kcoord transactions`, `kcoord acls` and `kcoord users` (Kafka-protocol clients, all taking
 --command-config), `kcoord dev certs` (a test CA and certificates).
 
-`python -m coordinator` is the same program; without a subcommand it serves.
+`python -m kcoord` is the same program; without a subcommand it serves.
 """
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from coordinator.config import ENV_PREFIX, HostPort, add_serve_arguments, config_from_args, parse_host_port
+from kcoord.coordinator.config import (
+    ENV_PREFIX,
+    HostPort,
+    add_serve_arguments,
+    config_from_args,
+    parse_host_port,
+)
 
 __all__ = ["main"]
 
@@ -95,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help")):
-        args_list.insert(0, "serve")  # `python -m coordinator --listen ...` serves
+        args_list.insert(0, "serve")  # `python -m kcoord --listen ...` serves
     if args_list[0] == "storage":
         return _storage(args_list[1:])
     if args_list[0] == "pipeline":
@@ -110,8 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status if status != 0 else _ready(args.http, args.timeout)
     config = config_from_args(args)
 
-    from coordinator.app import run  # imported late: `kcoord --help` stays fast
-    from coordinator.logs import setup_logging
+    from kcoord.coordinator.app import run  # imported late: `kcoord --help` stays fast
+    from kcoord.coordinator.logs import setup_logging
 
     setup_logging(config.log_level, config.log_format)
     return run(config)
@@ -121,7 +127,7 @@ def _client_command(name: str, argv: list[str]) -> int:
     """Imported only when run: `kcoord serve` never loads the tools."""
     import importlib
 
-    module = importlib.import_module(f"coordinator.tools.{name}")
+    module = importlib.import_module(f"kcoord.coordinator.tools.{name}")
     return int(module.main(argv))
 
 
@@ -130,7 +136,7 @@ def _dev(argv: list[str]) -> int:
         print("usage: kcoord dev certs --out DIR [--hostname NAME ...] [--client-cn CN]", file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     try:
-        from coordinator.tools.dev_certs import main as certs_main
+        from kcoord.coordinator.tools.dev_certs import main as certs_main
     except ImportError as exc:
         print(f"kcoord dev certs: {exc} (pip install cryptography)", file=sys.stderr)
         return 2
@@ -139,7 +145,7 @@ def _dev(argv: list[str]) -> int:
 
 def _health(address: HostPort | None, timeout_s: float) -> int:
     """One ApiVersions v0 round trip. The listener binds only after recovery, so an answer means ready."""
-    from protocol.frames import decode_response, encode_request
+    from kcoord.protocol.frames import decode_response, encode_request
 
     if address is None:
         listen = parse_host_port(os.environ.get(ENV_PREFIX + "LISTEN") or "0.0.0.0:9092")
@@ -203,15 +209,15 @@ def _recv(sock: socket.socket, n: int) -> bytes:
 
 def _storage(argv: list[str]) -> int:
     """The coordinator log (storage/), then for dump and verify the partition logs under topics/."""
-    from coordinator.persistence import render
-    from storage.cli import main as storage_main
+    from kcoord.coordinator.persistence import render
+    from kcoord.storage.cli import main as storage_main
 
     status = int(storage_main(argv, render=render) or 0)
     command = argv[0] if argv else ""
     data_dir = _option(argv, "--data-dir")
     if command not in ("dump", "verify") or data_dir is None or status == 2:
         return status
-    from partition_log.inspect import dump_partitions, verify_partitions
+    from kcoord.partition_log.inspect import dump_partitions, verify_partitions
 
     topics = Path(data_dir) / "topics"
     if command == "dump":
@@ -234,7 +240,7 @@ def _option(argv: list[str], name: str) -> str | None:
 def _pipeline(argv: list[str]) -> int:
     """Imported only here, so `kcoord serve` never loads pipeline/ or pyspark."""
     try:
-        from pipeline.cli import main as pipeline_main
+        from kcoord.pipeline.cli import main as pipeline_main
     except ImportError as exc:
         print(f"kcoord pipeline: {exc} (install the extra: pip install 'kcoord[pipeline]')", file=sys.stderr)
         return 2

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from coordinator.groups.config import GroupConfig
-from coordinator.security.listeners import Endpoint, Listener, resolve_listeners
-from coordinator.security.settings import SECURITY_METAVARS, SECURITY_OPTIONS, check_security
-from coordinator.transactions.config import TransactionConfig
+from kcoord.coordinator.groups.config import GroupConfig
+from kcoord.coordinator.security.listeners import Endpoint, Listener, resolve_listeners
+from kcoord.coordinator.security.settings import SECURITY_METAVARS, SECURITY_OPTIONS, check_security
+from kcoord.coordinator.transactions.config import TransactionConfig
 
 __all__ = ["Config", "HostPort", "add_serve_arguments", "config_from_args", "parse_host_port"]
 

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.admin import GROUP_TYPE_CLASSIC, GROUP_TYPE_CONSUMER
-from coordinator.groups.consumer.model import Assignment, ConsumerGroup, ConsumerMember
-from coordinator.groups.group import Group
-from coordinator.groups.manager import GroupManager
-from coordinator.groups.member import Member
-from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
-from coordinator.metrics import Lag, partition_lag
-from coordinator.topics.data import TopicData
-from protocol.consumer_protocol import decode_assignment, decode_subscription
-from protocol.errors import DecodeError
+from kcoord.coordinator.groups.admin import GROUP_TYPE_CLASSIC, GROUP_TYPE_CONSUMER
+from kcoord.coordinator.groups.consumer.model import Assignment, ConsumerGroup, ConsumerMember
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.groups.member import Member
+from kcoord.coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
+from kcoord.coordinator.metrics import Lag, partition_lag
+from kcoord.coordinator.topics.data import TopicData
+from kcoord.protocol.consumer_protocol import decode_assignment, decode_subscription
+from kcoord.protocol.errors import DecodeError
 
 __all__ = ["AnyGroup", "GroupLags", "all_groups", "find_group", "group_detail", "group_lags", "group_summary"]
 

@@ -23,24 +23,24 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.process_collector import ProcessCollector
 
-from coordinator.config import HostPort
-from coordinator.group_views import all_groups, find_group, group_detail, group_summary
-from coordinator.groups.controls import TestControlError
-from coordinator.metrics import API_NAMES, KcoordCollector, MetricsSource
-from coordinator.server.context import ServerContext
-from coordinator.server.faults import ERROR_APIS, Faults
-from coordinator.topics.data import TopicData
-from coordinator.transactions import ControlResult
-from coordinator.transactions.results import OnControl
-from coordinator.txn_metrics import TransactionCollector
-from coordinator.txn_views import (
+from kcoord.coordinator.config import HostPort
+from kcoord.coordinator.group_views import all_groups, find_group, group_detail, group_summary
+from kcoord.coordinator.groups.controls import TestControlError
+from kcoord.coordinator.metrics import API_NAMES, KcoordCollector, MetricsSource
+from kcoord.coordinator.server.context import ServerContext
+from kcoord.coordinator.server.faults import ERROR_APIS, Faults
+from kcoord.coordinator.topics.data import TopicData
+from kcoord.coordinator.transactions import ControlResult
+from kcoord.coordinator.transactions.results import OnControl
+from kcoord.coordinator.txn_metrics import TransactionCollector
+from kcoord.coordinator.txn_views import (
     all_transactions,
     control_status,
     parse_states,
     transaction_detail,
     transaction_summary,
 )
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["HttpEndpoint", "Observed"]
 

@@ -19,13 +19,13 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-import storage
-from coordinator.groups.admin import GROUP_TYPE_CLASSIC, GROUP_TYPE_CONSUMER
-from coordinator.groups.consumer.model import ConsumerGroupState
-from coordinator.groups.group import Group
-from coordinator.groups.manager import GroupSummary
-from coordinator.groups.state import GroupState
-from partition_log import PartitionLog
+from kcoord import storage
+from kcoord.coordinator.groups.admin import GROUP_TYPE_CLASSIC, GROUP_TYPE_CONSUMER
+from kcoord.coordinator.groups.consumer.model import ConsumerGroupState
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.manager import GroupSummary
+from kcoord.coordinator.groups.state import GroupState
+from kcoord.partition_log import PartitionLog
 
 __all__ = [
     "ALWAYS_TIMED",
@@ -476,7 +476,7 @@ def _per_group(shown: Iterable[tuple[GroupSummary, GroupLags]]) -> Iterator[Any]
 
 
 def _error_name(code: int) -> str:
-    from protocol.errors import ErrorCode
+    from kcoord.protocol.errors import ErrorCode
 
     try:
         return ErrorCode(code).name

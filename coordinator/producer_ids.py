@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from protocol.errors import DecodeError
-from protocol.messages.records import (
+from kcoord.protocol.errors import DecodeError
+from kcoord.protocol.messages.records import (
     PRODUCER_IDS_KEY,
     PRODUCER_IDS_RECORD_TYPE,
     PRODUCER_IDS_VALUE,

@@ -19,9 +19,9 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from coordinator.transactions import TransactionCoordinator, TransactionState
-from coordinator.txn_views import LIVE_STATES
-from partition_log import PartitionLog
+from kcoord.coordinator.transactions import TransactionCoordinator, TransactionState
+from kcoord.coordinator.txn_views import LIVE_STATES
+from kcoord.partition_log import PartitionLog
 
 __all__ = ["TransactionCollector", "lso_lags"]
 

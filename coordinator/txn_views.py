@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.transactions import ControlResult, TransactionCoordinator, TransactionState
-from coordinator.transactions.metadata import TransactionMetadata
-from partition_log import PartitionLogs
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions import ControlResult, TransactionCoordinator, TransactionState
+from kcoord.coordinator.transactions.metadata import TransactionMetadata
+from kcoord.partition_log import PartitionLogs
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = [
     "CONTROL_STATUS",

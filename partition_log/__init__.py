@@ -5,12 +5,12 @@ coordinator): the coordinator log in `storage/` is a generic key/value log, whil
 offset-addressed log with its own validation, producer state and retention (docs/architecture.md).
 """
 
-from partition_log.config import PartitionConfig
-from partition_log.log import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, PartitionLog, ReadResult
-from partition_log.logs import PartitionLogs
-from partition_log.producers import ProducerStateRow
-from partition_log.segment import CorruptSegment
-from partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend
+from kcoord.partition_log.config import PartitionConfig
+from kcoord.partition_log.log import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, PartitionLog, ReadResult
+from kcoord.partition_log.logs import PartitionLogs
+from kcoord.partition_log.producers import ProducerStateRow
+from kcoord.partition_log.segment import CorruptSegment
+from kcoord.partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend
 
 __all__ = [
     "READ_COMMITTED",

@@ -17,11 +17,17 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
-from partition_log.producers import ProducerStates, replay_batch
-from partition_log.segment import Segment
-from partition_log.snapshots import read_snapshot
-from partition_log.txn_index import AbortedTxn, decode_entries
-from protocol.record_batch import BATCH_HEADER, BatchHeader, iter_records, read_end_txn_marker, read_header
+from kcoord.partition_log.producers import ProducerStates, replay_batch
+from kcoord.partition_log.segment import Segment
+from kcoord.partition_log.snapshots import read_snapshot
+from kcoord.partition_log.txn_index import AbortedTxn, decode_entries
+from kcoord.protocol.record_batch import (
+    BATCH_HEADER,
+    BatchHeader,
+    iter_records,
+    read_end_txn_marker,
+    read_header,
+)
 
 __all__ = ["dump_partitions", "verify_partitions"]
 

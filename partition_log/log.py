@@ -27,24 +27,24 @@ from pathlib import Path
 
 import crc32c
 
-from partition_log import timestamps
-from partition_log.config import PartitionConfig
-from partition_log.producers import CompletedTxn, ProducerEntry, ProducerStateRow, ProducerStates
-from partition_log.recovery import LOG_START_FILE, read_log_start, recover_segments
-from partition_log.results import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, ReadResult
-from partition_log.segment import Segment, segment_name
-from partition_log.snapshots import write_snapshot
-from partition_log.txn_index import AbortedTxn, collect_aborted
-from partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend, check_batch
-from protocol.errors import ErrorCode
-from protocol.record_batch import (
+from kcoord.partition_log import timestamps
+from kcoord.partition_log.config import PartitionConfig
+from kcoord.partition_log.producers import CompletedTxn, ProducerEntry, ProducerStateRow, ProducerStates
+from kcoord.partition_log.recovery import LOG_START_FILE, read_log_start, recover_segments
+from kcoord.partition_log.results import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, ReadResult
+from kcoord.partition_log.segment import Segment, segment_name
+from kcoord.partition_log.snapshots import write_snapshot
+from kcoord.partition_log.txn_index import AbortedTxn, collect_aborted
+from kcoord.partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend, check_batch
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.record_batch import (
     CRC_START,
     TIMESTAMP_TYPE_BIT,
     EndTransactionMarker,
     end_txn_marker_batch,
     read_header,
 )
-from storage.files import FileOps
+from kcoord.storage.files import FileOps
 
 __all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppendResult", "PartitionLog", "ReadResult"]
 

@@ -16,9 +16,9 @@ import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from partition_log.config import PartitionConfig
-from partition_log.log import PartitionLog, Pending
-from storage.faults import FaultPolicy, StorageFault, operation
+from kcoord.partition_log.config import PartitionConfig
+from kcoord.partition_log.log import PartitionLog, Pending
+from kcoord.storage.faults import FaultPolicy, StorageFault, operation
 
 __all__ = ["PartitionLogs"]
 

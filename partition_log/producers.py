@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from partition_log.txn_index import AbortedTxn
-from protocol.errors import ErrorCode
-from protocol.record_batch import BatchHeader, read_end_txn_marker
+from kcoord.partition_log.txn_index import AbortedTxn
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.record_batch import BatchHeader, read_end_txn_marker
 
 __all__ = ["CompletedTxn", "ProducerEntry", "ProducerStateRow", "ProducerStates", "replay_batch"]
 

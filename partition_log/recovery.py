@@ -21,11 +21,11 @@ from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 
-from partition_log.config import PartitionConfig
-from partition_log.producers import ProducerStates, replay_batch
-from partition_log.segment import Segment
-from partition_log.snapshots import read_snapshot, snapshot_offsets, snapshot_path, write_snapshot
-from protocol.record_batch import BatchHeader
+from kcoord.partition_log.config import PartitionConfig
+from kcoord.partition_log.producers import ProducerStates, replay_batch
+from kcoord.partition_log.segment import Segment
+from kcoord.partition_log.snapshots import read_snapshot, snapshot_offsets, snapshot_path, write_snapshot
+from kcoord.protocol.record_batch import BatchHeader
 
 __all__ = ["LOG_START_FILE", "read_log_start", "recover_segments"]
 

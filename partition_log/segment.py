@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from partition_log.txn_index import AbortedTxn, decode_entries, encode_entries
-from protocol.record_batch import BATCH_HEADER, BatchHeader, batch_crc, framing_problem, read_header
-from storage.faults import StorageFault
-from storage.files import FileOps
+from kcoord.partition_log.txn_index import AbortedTxn, decode_entries, encode_entries
+from kcoord.protocol.record_batch import BATCH_HEADER, BatchHeader, batch_crc, framing_problem, read_header
+from kcoord.storage.faults import StorageFault
+from kcoord.storage.files import FileOps
 
 __all__ = ["BatchInfo", "CorruptSegment", "Segment", "segment_name"]
 

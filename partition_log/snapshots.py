@@ -20,8 +20,8 @@ from pathlib import Path
 
 import crc32c
 
-from partition_log.producers import ProducerEntry
-from storage.files import FileOps
+from kcoord.partition_log.producers import ProducerEntry
+from kcoord.storage.files import FileOps
 
 __all__ = ["SUFFIX", "read_snapshot", "snapshot_offsets", "snapshot_path", "write_snapshot"]
 

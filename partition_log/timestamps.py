@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from partition_log.segment import BatchInfo, Segment
-from protocol.record_batch import iter_records
+from kcoord.partition_log.segment import BatchInfo, Segment
+from kcoord.protocol.record_batch import iter_records
 
 __all__ = ["max_timestamp", "offset_for_timestamp"]
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from partition_log.config import PartitionConfig
-from protocol.errors import ErrorCode
-from protocol.record_batch import (
+from kcoord.partition_log.config import PartitionConfig
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.record_batch import (
     BATCH_HEADER,
     LOG_OVERHEAD,
     MAGIC_OFFSET,

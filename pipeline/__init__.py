@@ -11,6 +11,6 @@ from typing import Any
 
 def register(spark: Any) -> None:
     """Make the `kcoord` and `kcoord-topic` data sources available to `spark` (imports pyspark)."""
-    from pipeline.source import register as register_sources
+    from kcoord.pipeline.source import register as register_sources
 
     register_sources(spark)

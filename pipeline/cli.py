@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from pipeline import reader
-from pipeline.reader import PipelineError
+from kcoord.pipeline import reader
+from kcoord.pipeline.reader import PipelineError
 
 Job = Callable[..., str]
 # The jobs that look back in time take `since_ms` (--since); compact writes the live state only.
@@ -25,7 +25,7 @@ HISTORY_JOBS = ("offsets", "rebalances", "lag")
 
 
 def _jobs() -> dict[str, Job]:
-    from pipeline import compact, lag, offsets, rebalances
+    from kcoord.pipeline import compact, lag, offsets, rebalances
 
     return {"offsets": offsets.run, "rebalances": rebalances.run, "lag": lag.run, "compact": compact.run}
 
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.close(fd)
     try:
         reader.plan(args.data_dir)  # a wrong directory fails before Spark starts
-        from pipeline import session
+        from kcoord.pipeline import session
 
         spark = session.start(args.master, f"kcoord-{args.job}", log_path=spark_log)
         try:

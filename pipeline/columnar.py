@@ -26,8 +26,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from protocol.messages.records import OFFSET_COMMIT_RECORD_TYPE
-from storage import framing
+from kcoord.protocol.messages.records import OFFSET_COMMIT_RECORD_TYPE
+from kcoord.storage import framing
 
 Ints = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]

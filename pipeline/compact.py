@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from storage import framing
-from storage.files import SEGMENT_COMPACTED, FileOps, encode_segment_header, segment_name
+from kcoord.storage import framing
+from kcoord.storage.files import SEGMENT_COMPACTED, FileOps, encode_segment_header, segment_name
 
 
 def live_records(spark: Any, data_dir: str) -> Any:
@@ -33,7 +33,7 @@ def write_segment(out: Path, rows: Any) -> tuple[Path, int]:
     """One segment of `rows` (ascending LSN); refuses to overwrite an existing log."""
     out.mkdir(parents=True, exist_ok=True)
     if any(out.glob("*.log")) or any(out.glob("*.snap")):
-        from pipeline.reader import PipelineError
+        from kcoord.pipeline.reader import PipelineError
 
         raise PipelineError(f"{out}: already holds a kcoord log; compact writes into an empty directory")
     path = out / segment_name(0)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pipeline.reader import Part, plan
-from storage import framing
-from storage.files import SEGMENT_COMPACTED, SEGMENT_HEADER_SIZE, decode_segment_header
+from kcoord.pipeline.reader import Part, plan
+from kcoord.storage import framing
+from kcoord.storage.files import SEGMENT_COMPACTED, SEGMENT_HEADER_SIZE, decode_segment_header
 
 
 @dataclass(frozen=True)

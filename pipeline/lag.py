@@ -26,9 +26,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline import history as history_notes
-from pipeline import lag_report, topic_reader
-from pipeline.reader import OFFSET_COMMIT_TYPE, TOPIC_TYPE
+from kcoord.pipeline import history as history_notes
+from kcoord.pipeline import lag_report, topic_reader
+from kcoord.pipeline.reader import OFFSET_COMMIT_TYPE, TOPIC_TYPE
 
 ENDS_DDL = "topic STRING, partition INT, log_start BIGINT, log_end BIGINT"
 LATEST_COLUMNS = ["group", "topic", "partition", "committed_offset", "log_start", "log_end", "lag"]
@@ -70,7 +70,7 @@ def log_end_rows(data_dir: str, topics: dict[str, int]) -> list[tuple[str, int, 
 def latest(spark: Any, data_dir: str) -> Any:
     from pyspark.sql import functions as F
 
-    from pipeline.offsets import latest_offsets
+    from kcoord.pipeline.offsets import latest_offsets
 
     ends = spark.createDataFrame(log_end_rows(data_dir, registered_topics(spark, data_dir)), ENDS_DDL)
     committed = latest_offsets(spark, data_dir).withColumnRenamed("offset", "committed_offset")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline import charts
+from kcoord.pipeline import charts
 
 CHART_GROUPS = 6
 CHART_PARTITIONS = 8

@@ -20,7 +20,7 @@ def latest_offsets(spark: Any, data_dir: str) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from pipeline.reader import OFFSET_COMMIT_TYPE
+    from kcoord.pipeline.reader import OFFSET_COMMIT_TYPE
 
     records = spark.read.format("kcoord").option("history", "false").load(data_dir)
     commits = records.where((F.col("record_type") == OFFSET_COMMIT_TYPE) & F.col("group").isNotNull())
@@ -36,7 +36,7 @@ def commit_history(spark: Any, data_dir: str, since_ms: int | None = None) -> An
     """Every offset commit (and offset tombstone) on disk, the history area's included."""
     from pyspark.sql import functions as F
 
-    from pipeline.reader import OFFSET_COMMIT_TYPE
+    from kcoord.pipeline.reader import OFFSET_COMMIT_TYPE
 
     records = spark.read.format("kcoord").load(data_dir)
     commits = records.where((F.col("record_type") == OFFSET_COMMIT_TYPE) & F.col("group").isNotNull())
@@ -46,7 +46,7 @@ def commit_history(spark: Any, data_dir: str, since_ms: int | None = None) -> An
 
 
 def run(spark: Any, data_dir: str, out: str, since_ms: int | None = None) -> str:
-    from pipeline import history
+    from kcoord.pipeline import history
 
     offsets = latest_offsets(spark, data_dir).orderBy("group", "topic", "partition").cache()
     offsets.write.mode("overwrite").parquet(f"{out}/offsets")

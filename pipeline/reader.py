@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from protocol import consumer_protocol
-from protocol.errors import DecodeError
-from protocol.messages import records as schemas
-from storage import framing, recovery, snapshot
-from storage.files import base_of, decode_segment_header, list_segments, list_snapshots
-from storage.history import list_history
+from kcoord.protocol import consumer_protocol
+from kcoord.protocol.errors import DecodeError
+from kcoord.protocol.messages import records as schemas
+from kcoord.storage import framing, recovery, snapshot
+from kcoord.storage.files import base_of, decode_segment_header, list_segments, list_snapshots
+from kcoord.storage.history import list_history
 
 log = logging.getLogger(__name__)
 MAX_RECORD_BYTES = framing.DEFAULT_MAX_RECORD_BYTES

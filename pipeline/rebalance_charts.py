@@ -10,7 +10,7 @@ from typing import Any
 
 from matplotlib.ticker import MaxNLocator
 
-from pipeline import charts
+from kcoord.pipeline import charts
 
 CHART_GROUPS = 6
 ANNOTATED = 12  # the newest generations of a panel labelled with their reason (and listed in the text)

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pipeline import history as history_notes
-from pipeline import rebalance_charts
+from kcoord.pipeline import history as history_notes
+from kcoord.pipeline import rebalance_charts
 
 TIMELINE_DDL = (
     "`group` STRING, generation INT, timestamp_ms BIGINT, members INT, joins INT, leaves INT, "
@@ -94,7 +94,7 @@ def summary(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
 def compute(spark: Any, data_dir: str) -> Any:
     from pyspark.sql import functions as F
 
-    from pipeline.reader import GROUP_METADATA_TYPE
+    from kcoord.pipeline.reader import GROUP_METADATA_TYPE
 
     records = spark.read.format("kcoord").load(data_dir)
     metadata = records.where(

@@ -21,7 +21,7 @@ import threading
 from typing import Any
 from urllib.parse import urlparse
 
-from pipeline.reader import PipelineError
+from kcoord.pipeline.reader import PipelineError
 
 
 def find_java() -> str:
@@ -97,7 +97,7 @@ def start(master: str, app_name: str, log_path: str | None = None) -> Any:
     from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    from pipeline.source import register
+    from kcoord.pipeline.source import register
 
     conf = (
         SparkConf()

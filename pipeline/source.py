@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from pipeline import columnar, reader
+from kcoord.pipeline import columnar, reader
 
 ARROW_SCHEMA = columnar.ARROW_SCHEMA
 MEMBER = columnar.MEMBER
@@ -107,7 +107,7 @@ def register(spark: Any) -> None:
     kcoord-topic pushes filters down, which Spark 4.1+ only offers a Python data source with
     spark.sql.python.filterPushdown.enabled (else it refuses a reader that implements pushFilters).
     """
-    from pipeline.topic_source import KcoordTopicDataSource
+    from kcoord.pipeline.topic_source import KcoordTopicDataSource
 
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(KcoordDataSource)

@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pipeline.reader import PipelineError
-from protocol.record_batch import (
+from kcoord.pipeline.reader import PipelineError
+from kcoord.protocol.record_batch import (
     BATCH_HEADER,
     BatchHeader,
     batch_crc,

@@ -28,8 +28,8 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
 )
 
-from pipeline import topic_reader
-from pipeline.reader import PipelineError
+from kcoord.pipeline import topic_reader
+from kcoord.pipeline.reader import PipelineError
 
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
 ARROW_SCHEMA = pa.schema(

@@ -24,9 +24,9 @@ import struct
 import uuid
 from typing import Any
 
-from protocol.errors import DecodeError
-from protocol.schema import Field, Schema, fresh_default
-from protocol.types import (
+from kcoord.protocol.errors import DecodeError
+from kcoord.protocol.schema import Field, Schema, fresh_default
+from kcoord.protocol.types import (
     BINARY,
     TEXT,
     UUID,

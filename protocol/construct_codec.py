@@ -22,9 +22,9 @@ from typing import Any
 
 import construct
 
-from protocol.errors import DecodeError
-from protocol.schema import Field, Schema, fresh_default
-from protocol.types import (
+from kcoord.protocol.errors import DecodeError
+from kcoord.protocol.schema import Field, Schema, fresh_default
+from kcoord.protocol.types import (
     BINARY,
     BOOLEAN,
     FLOAT64,

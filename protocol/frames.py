@@ -13,9 +13,9 @@ import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from protocol.errors import DecodeError, FrameTooLarge, UnsupportedVersion
-from protocol.schema import Codec, Schema, codec_for
-from protocol.types import decode_uvarint, encode_uvarint
+from kcoord.protocol.errors import DecodeError, FrameTooLarge, UnsupportedVersion
+from kcoord.protocol.schema import Codec, Schema, codec_for
+from kcoord.protocol.types import decode_uvarint, encode_uvarint
 
 DEFAULT_MAX_FRAME_BYTES = 104857600  # Kafka's socket.request.max.bytes
 API_VERSIONS_KEY = 18
@@ -102,13 +102,13 @@ class RequestHeader(NamedTuple):
 
 
 def _request_schemas() -> dict[int, Schema]:
-    from protocol.messages import REQUEST_SCHEMAS  # the registry imports every message module
+    from kcoord.protocol.messages import REQUEST_SCHEMAS  # the registry imports every message module
 
     return REQUEST_SCHEMAS
 
 
 def _response_schemas() -> dict[int, Schema]:
-    from protocol.messages import RESPONSE_SCHEMAS
+    from kcoord.protocol.messages import RESPONSE_SCHEMAS
 
     return RESPONSE_SCHEMAS
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.types import Array, Primitive, implicit_default
+from kcoord.protocol.types import Array, Primitive, implicit_default
 
 
 class _Missing:
@@ -130,7 +130,7 @@ def codec_for(schema: Schema, version: int) -> Codec:
     key = (schema, version)
     codec = _CODECS.get(key)
     if codec is None:
-        from protocol.codegen import generate  # codegen needs Schema/Field from this module
+        from kcoord.protocol.codegen import generate  # codegen needs Schema/Field from this module
 
         if schema.versions is not None and version not in schema.versions:
             raise ValueError(f"{schema.name} has no version {version}")

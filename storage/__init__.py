@@ -3,9 +3,9 @@
 Generic: it knows nothing of groups, sockets or the wire protocol (docs/storage-format.md).
 """
 
-from storage.errors import StorageCorruption, StorageError, StorageLocked
-from storage.files import FileOps
-from storage.log import Log
-from storage.records import LogConfig, Record
+from kcoord.storage.errors import StorageCorruption, StorageError, StorageLocked
+from kcoord.storage.files import FileOps
+from kcoord.storage.log import Log
+from kcoord.storage.records import LogConfig, Record
 
 __all__ = ["FileOps", "Log", "LogConfig", "Record", "StorageCorruption", "StorageError", "StorageLocked"]

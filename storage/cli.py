@@ -14,9 +14,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from storage import framing, history, snapshot
-from storage.errors import StorageError
-from storage.files import (
+from kcoord.storage import framing, history, snapshot
+from kcoord.storage.errors import StorageError
+from kcoord.storage.files import (
     SEGMENT_HEADER_SIZE,
     DirectoryLock,
     FileOps,
@@ -25,8 +25,8 @@ from storage.files import (
     list_segments,
     list_snapshots,
 )
-from storage.log import Log
-from storage.records import LogConfig, Record
+from kcoord.storage.log import Log
+from kcoord.storage.records import LogConfig, Record
 
 Render = Callable[[Record], str]
 

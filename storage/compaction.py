@@ -19,17 +19,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from storage import framing, history
-from storage.faults import operation
-from storage.files import (
+from kcoord.storage import framing, history
+from kcoord.storage.faults import operation
+from kcoord.storage.files import (
     SEGMENT_COMPACTED,
     SEGMENT_HEADER_SIZE,
     SWAP_SUFFIX,
     FileOps,
     encode_segment_header,
 )
-from storage.records import LogConfig
-from storage.recovery import Entry, Key, Segment
+from kcoord.storage.records import LogConfig
+from kcoord.storage.recovery import Entry, Key, Segment
 
 CLEANED_SUFFIX = ".cleaned"
 _GIL_SHARE_EVERY = 2048  # records, about two milliseconds of work

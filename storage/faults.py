@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from storage.errors import StorageError
+from kcoord.storage.errors import StorageError
 
 __all__ = [
     "EXIT_STORAGE_FATAL",

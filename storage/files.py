@@ -16,8 +16,8 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from storage.errors import StorageError, StorageLocked
-from storage.faults import StorageFault, operation
+from kcoord.storage.errors import StorageError, StorageLocked
+from kcoord.storage.faults import StorageFault, operation
 
 SEGMENT_SUFFIX = ".log"
 SNAPSHOT_SUFFIX = ".snap"

@@ -26,9 +26,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.faults import StorageFault, operation
-from storage.files import SEGMENT_SUFFIX, FileOps
-from storage.records import LogConfig
+from kcoord.storage.faults import StorageFault, operation
+from kcoord.storage.files import SEGMENT_SUFFIX, FileOps
+from kcoord.storage.records import LogConfig
 
 log = logging.getLogger(__name__)
 

@@ -18,17 +18,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage import compaction, framing, history, snapshot
-from storage.errors import StorageError
-from storage.faults import FaultPolicy, StorageFault, operation
-from storage.files import (
+from kcoord.storage import compaction, framing, history, snapshot
+from kcoord.storage.errors import StorageError
+from kcoord.storage.faults import FaultPolicy, StorageFault, operation
+from kcoord.storage.files import (
     DirectoryLock,
     FileOps,
     encode_segment_header,
     segment_name,
 )
-from storage.records import LogConfig, Record
-from storage.recovery import Entry, Key, Recovered, Segment, recover
+from kcoord.storage.records import LogConfig, Record
+from kcoord.storage.recovery import Entry, Key, Recovered, Segment, recover
 
 log = logging.getLogger(__name__)
 

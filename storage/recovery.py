@@ -17,10 +17,10 @@ from typing import NamedTuple
 
 from crc32c import crc32c as crc32c_of
 
-from storage import framing, snapshot
-from storage.errors import StorageCorruption
-from storage.faults import operation
-from storage.files import (
+from kcoord.storage import framing, snapshot
+from kcoord.storage.errors import StorageCorruption
+from kcoord.storage.faults import operation
+from kcoord.storage.files import (
     SEGMENT_HEADER_SIZE,
     SWAP_SUFFIX,
     TRANSIENT_SUFFIXES,
@@ -30,7 +30,7 @@ from storage.files import (
     encode_segment_header,
     list_segments,
 )
-from storage.records import LogConfig, Record
+from kcoord.storage.records import LogConfig, Record
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from storage import framing
-from storage.faults import operation
-from storage.files import FileOps, list_snapshots, snapshot_name
+from kcoord.storage import framing
+from kcoord.storage.faults import operation
+from kcoord.storage.files import FileOps, list_snapshots, snapshot_name
 
 log = logging.getLogger(__name__)
 

@@ -182,7 +182,7 @@ class CommandProcess(ServerProcess):
 
 
 class KcoordServer(ServerProcess):
-    """`python -m coordinator serve` on loopback with a data directory and no initial rebalance delay.
+    """`python -m kcoord serve` on loopback with a data directory and no initial rebalance delay.
 
     `extra` flags come last, so they override the ones here.
     """
@@ -200,7 +200,7 @@ class KcoordServer(ServerProcess):
 
     def argv(self) -> list[str]:
         return [
-            sys.executable, "-m", "coordinator", "serve",
+            sys.executable, "-m", "kcoord", "serve",
             "--listen", f"{self.host}:{self.port}",
             "--data-dir", str(self.data_dir),
             "--group-initial-rebalance-delay-ms", "0",

@@ -4,17 +4,17 @@ Time comes from an injected `Clock`, timers from `KeyedTimers`, durability from 
 port (`coordinator.groups.ports`). `GroupManager` is the entry point.
 """
 
-from coordinator.groups.admin import (
+from kcoord.coordinator.groups.admin import (
     GROUP_AUTHORIZED_OPERATIONS,
     GROUP_TYPE_CLASSIC,
     GroupDescription,
     GroupListing,
     MemberDescription,
 )
-from coordinator.groups.clock import Clock, FakeClock
-from coordinator.groups.config import GroupConfig
-from coordinator.groups.manager import GroupManager, GroupSummary
-from coordinator.groups.records import (
+from kcoord.coordinator.groups.clock import Clock, FakeClock
+from kcoord.coordinator.groups.config import GroupConfig
+from kcoord.coordinator.groups.manager import GroupManager, GroupSummary
+from kcoord.coordinator.groups.records import (
     GroupMetadataRecord,
     GroupTombstone,
     LogRecord,
@@ -22,8 +22,8 @@ from coordinator.groups.records import (
     OffsetCommitRecord,
     OffsetTombstone,
 )
-from coordinator.groups.state import GroupState, IllegalStateTransition
-from coordinator.groups.timers import FakeTimers, KeyedTimers
+from kcoord.coordinator.groups.state import GroupState, IllegalStateTransition
+from kcoord.coordinator.groups.timers import FakeTimers, KeyedTimers
 
 __all__ = [
     "GROUP_AUTHORIZED_OPERATIONS",

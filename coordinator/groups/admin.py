@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from coordinator.groups.consumer.model import ConsumerGroupState
-from coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerTargetEpoch
-from coordinator.groups.errors import APPEND_FAILED, ErrorCode
-from coordinator.groups.group import Group
-from coordinator.groups.offset_api import OffsetHandler
-from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.records import GroupTombstone, LogRecord
-from coordinator.groups.runtime import Runtime, Undo, Write
-from coordinator.groups.state import GroupState
+from kcoord.coordinator.groups.consumer.model import ConsumerGroupState
+from kcoord.coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerTargetEpoch
+from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.offset_api import OffsetHandler
+from kcoord.coordinator.groups.rebalance import Rebalancer
+from kcoord.coordinator.groups.records import GroupTombstone, LogRecord
+from kcoord.coordinator.groups.runtime import Runtime, Undo, Write
+from kcoord.coordinator.groups.state import GroupState
 
 __all__ = [
     "GROUP_AUTHORIZED_OPERATIONS",

@@ -16,12 +16,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from coordinator.groups.config import GroupConfig
-from coordinator.groups.consumer.service import ConsumerGroupService
-from coordinator.groups.group import Group
-from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.runtime import Runtime
-from coordinator.groups.state import CAN_REBALANCE, GroupState
+from kcoord.coordinator.groups.config import GroupConfig
+from kcoord.coordinator.groups.consumer.service import ConsumerGroupService
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.rebalance import Rebalancer
+from kcoord.coordinator.groups.runtime import Runtime
+from kcoord.coordinator.groups.state import CAN_REBALANCE, GroupState
 
 __all__ = ["FORCED_REASON", "GroupControls", "TestControlError"]
 

@@ -36,7 +36,7 @@ GROUP_ERROR_CODES = {
 }
 
 try:
-    from protocol.errors import ErrorCode
+    from kcoord.protocol.errors import ErrorCode
 except ImportError:  # protocol/errors.py not written yet
     ErrorCode = enum.IntEnum("ErrorCode", GROUP_ERROR_CODES)  # type: ignore[misc,no-redef]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.member import Member, Parked, Protocols
-from coordinator.groups.records import GroupMetadataRecord, MemberRecord
-from coordinator.groups.responses import JoinAnswer, JoinMember
-from coordinator.groups.state import VALID_PREVIOUS, GroupState, IllegalStateTransition
-from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE, subscribed_topics
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.member import Member, Parked, Protocols
+from kcoord.coordinator.groups.records import GroupMetadataRecord, MemberRecord
+from kcoord.coordinator.groups.responses import JoinAnswer, JoinMember
+from kcoord.coordinator.groups.state import VALID_PREVIOUS, GroupState, IllegalStateTransition
+from kcoord.coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 
 __all__ = ["Group"]
 

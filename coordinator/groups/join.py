@@ -6,16 +6,16 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coordinator.groups.config import NEW_MEMBER_JOIN_TIMEOUT_MS
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.group import Group
-from coordinator.groups.member import Member, Parked, Protocols, Respond
-from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.responses import join_error
-from coordinator.groups.runtime import Runtime
-from coordinator.groups.state import GroupState
-from coordinator.groups.static import StaticMembership
-from coordinator.groups.timers import pending_key
+from kcoord.coordinator.groups.config import NEW_MEMBER_JOIN_TIMEOUT_MS
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.member import Member, Parked, Protocols, Respond
+from kcoord.coordinator.groups.rebalance import Rebalancer
+from kcoord.coordinator.groups.responses import join_error
+from kcoord.coordinator.groups.runtime import Runtime
+from kcoord.coordinator.groups.state import GroupState
+from kcoord.coordinator.groups.static import StaticMembership
+from kcoord.coordinator.groups.timers import pending_key
 
 __all__ = ["JoinHandler", "JoinRequest"]
 

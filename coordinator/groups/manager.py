@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from coordinator.groups.admin import (
+from kcoord.coordinator.groups.admin import (
     GROUP_TYPE_CLASSIC,
     GROUP_TYPE_CONSUMER,
     AdminHandler,
@@ -28,20 +28,20 @@ from coordinator.groups.admin import (
     GroupDescription,
     GroupListing,
 )
-from coordinator.groups.clock import Clock
-from coordinator.groups.config import GroupConfig
-from coordinator.groups.consumer.classic_api import ClassicMembersApi
-from coordinator.groups.consumer.model import ConsumerGroup
-from coordinator.groups.consumer.records import apply as apply_consumer_record
-from coordinator.groups.consumer.service import ConsumerGroupService, NoTopics
-from coordinator.groups.consumer.topics import TopicView
-from coordinator.groups.controls import GroupControls
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.group import Group
-from coordinator.groups.join import JoinHandler, JoinRequest
-from coordinator.groups.member import Respond
-from coordinator.groups.membership import LeaveEntry, MembershipHandler
-from coordinator.groups.offset_api import (
+from kcoord.coordinator.groups.clock import Clock
+from kcoord.coordinator.groups.config import GroupConfig
+from kcoord.coordinator.groups.consumer.classic_api import ClassicMembersApi
+from kcoord.coordinator.groups.consumer.model import ConsumerGroup
+from kcoord.coordinator.groups.consumer.records import apply as apply_consumer_record
+from kcoord.coordinator.groups.consumer.service import ConsumerGroupService, NoTopics
+from kcoord.coordinator.groups.consumer.topics import TopicView
+from kcoord.coordinator.groups.controls import GroupControls
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.join import JoinHandler, JoinRequest
+from kcoord.coordinator.groups.member import Respond
+from kcoord.coordinator.groups.membership import LeaveEntry, MembershipHandler
+from kcoord.coordinator.groups.offset_api import (
     CommitRequest,
     CommitRespond,
     FetchGroup,
@@ -50,9 +50,9 @@ from coordinator.groups.offset_api import (
     OffsetDeleteTopics,
     OffsetHandler,
 )
-from coordinator.groups.ports import RecordLog
-from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.records import (
+from kcoord.coordinator.groups.ports import RecordLog
+from kcoord.coordinator.groups.rebalance import Rebalancer
+from kcoord.coordinator.groups.records import (
     GroupMetadataRecord,
     GroupTombstone,
     LogRecord,
@@ -61,11 +61,11 @@ from coordinator.groups.records import (
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
 )
-from coordinator.groups.retention import Retention
-from coordinator.groups.runtime import Phase, Runtime, TransitionObserver
-from coordinator.groups.sync import SyncHandler, SyncRequest
-from coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
-from coordinator.groups.txn_offset_api import TxnCommitRequest, TxnCommitRespond, TxnOffsetHandler
+from kcoord.coordinator.groups.retention import Retention
+from kcoord.coordinator.groups.runtime import Phase, Runtime, TransitionObserver
+from kcoord.coordinator.groups.sync import SyncHandler, SyncRequest
+from kcoord.coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
+from kcoord.coordinator.groups.txn_offset_api import TxnCommitRequest, TxnCommitRespond, TxnOffsetHandler
 
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "Respond"]
 

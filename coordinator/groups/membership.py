@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.group import Group
-from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.runtime import Runtime
-from coordinator.groups.state import GroupState
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.rebalance import Rebalancer
+from kcoord.coordinator.groups.runtime import Runtime
+from kcoord.coordinator.groups.state import GroupState
 
 __all__ = ["LeaveEntry", "MembershipHandler"]
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from coordinator.groups.consumer.model import ConsumerGroup
-from coordinator.groups.errors import APPEND_FAILED, ErrorCode
-from coordinator.groups.group import Group
-from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
-from coordinator.groups.runtime import Runtime, Undo, Write
-from coordinator.groups.state import GroupState
-from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
+from kcoord.coordinator.groups.consumer.model import ConsumerGroup
+from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.rebalance import Rebalancer
+from kcoord.coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
+from kcoord.coordinator.groups.runtime import Runtime, Undo, Write
+from kcoord.coordinator.groups.state import GroupState
+from kcoord.coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
 
 __all__ = [
     "CommitErrors",

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
-from coordinator.groups.records import (
+from kcoord.coordinator.groups.records import (
     OffsetCommitRecord,
     OffsetTombstone,
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
 )
-from coordinator.groups.txn_offsets import PendingTxnOffsets
+from kcoord.coordinator.groups.txn_offsets import PendingTxnOffsets
 
 __all__ = ["OffsetStore", "TopicPartition"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from coordinator.groups.records import LogRecord
-from coordinator.runtime import ports as _shared
-from coordinator.runtime.ports import OnDone
+from kcoord.coordinator.groups.records import LogRecord
+from kcoord.coordinator.runtime import ports as _shared
+from kcoord.coordinator.runtime.ports import OnDone
 
 __all__ = ["LogRecord", "OnDone", "RecordLog"]
 

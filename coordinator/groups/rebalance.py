@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 from functools import partial
 
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.group import Group
-from coordinator.groups.member import Member
-from coordinator.groups.records import LogRecord
-from coordinator.groups.responses import join_error, sync_error, sync_response
-from coordinator.groups.runtime import Runtime, Write
-from coordinator.groups.state import CAN_REBALANCE, GroupState
-from coordinator.groups.timers import join_key, pending_key, session_key, sync_key
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.member import Member
+from kcoord.coordinator.groups.records import LogRecord
+from kcoord.coordinator.groups.responses import join_error, sync_error, sync_response
+from kcoord.coordinator.groups.runtime import Runtime, Write
+from kcoord.coordinator.groups.state import CAN_REBALANCE, GroupState
+from kcoord.coordinator.groups.timers import join_key, pending_key, session_key, sync_key
 
 __all__ = ["Rebalancer"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.groups.consumer.records import ConsumerRecord
+from kcoord.coordinator.groups.consumer.records import ConsumerRecord
 
 __all__ = [
     "GroupMetadataRecord",

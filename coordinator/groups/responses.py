@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.errors import ErrorCode
 
 __all__ = ["JoinAnswer", "JoinMember", "SyncAnswer", "join_error", "sync_error", "sync_response"]
 

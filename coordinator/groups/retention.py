@@ -6,12 +6,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from coordinator.groups.group import Group
-from coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
-from coordinator.groups.runtime import Runtime, Undo, Write
-from coordinator.groups.state import GroupState
-from coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
-from coordinator.groups.timers import EXPIRE_OFFSETS_KEY
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
+from kcoord.coordinator.groups.runtime import Runtime, Undo, Write
+from kcoord.coordinator.groups.state import GroupState
+from kcoord.coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
+from kcoord.coordinator.groups.timers import EXPIRE_OFFSETS_KEY
 
 __all__ = ["Retention"]
 

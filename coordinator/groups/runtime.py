@@ -27,18 +27,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from coordinator.groups.clock import Clock
-from coordinator.groups.config import GroupConfig
-from coordinator.groups.consumer.model import ConsumerGroup
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.group import Group
-from coordinator.groups.offsets import OffsetStore
-from coordinator.groups.ports import RecordLog
-from coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
-from coordinator.groups.state import GroupState
-from coordinator.groups.timers import KeyedTimers
-from coordinator.runtime import CoordinatorRuntime, Phase, Undo
-from coordinator.runtime import Write as _Write
+from kcoord.coordinator.groups.clock import Clock
+from kcoord.coordinator.groups.config import GroupConfig
+from kcoord.coordinator.groups.consumer.model import ConsumerGroup
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.offsets import OffsetStore
+from kcoord.coordinator.groups.ports import RecordLog
+from kcoord.coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
+from kcoord.coordinator.groups.state import GroupState
+from kcoord.coordinator.groups.timers import KeyedTimers
+from kcoord.coordinator.runtime import CoordinatorRuntime, Phase, Undo
+from kcoord.coordinator.runtime import Write as _Write
 
 __all__ = ["Phase", "Runtime", "TransitionObserver", "Undo", "Write"]
 

@@ -10,13 +10,13 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from coordinator.groups.errors import APPEND_FAILED, ErrorCode
-from coordinator.groups.group import Group
-from coordinator.groups.member import Member, Parked
-from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.responses import sync_error, sync_response
-from coordinator.groups.runtime import Runtime, Write
-from coordinator.groups.state import GroupState
+from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.member import Member, Parked
+from kcoord.coordinator.groups.rebalance import Rebalancer
+from kcoord.coordinator.groups.responses import sync_error, sync_response
+from kcoord.coordinator.groups.runtime import Runtime, Write
+from kcoord.coordinator.groups.state import GroupState
 
 __all__ = ["SyncHandler", "SyncRequest"]
 

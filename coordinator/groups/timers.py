@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from coordinator.groups.clock import FakeClock
+from kcoord.coordinator.groups.clock import FakeClock
 
 __all__ = [
     "EXPIRE_OFFSETS_KEY",

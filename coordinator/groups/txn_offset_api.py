@@ -14,14 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from coordinator.groups.consumer.model import ConsumerGroup
-from coordinator.groups.errors import APPEND_FAILED, ErrorCode
-from coordinator.groups.group import Group
-from coordinator.groups.offset_api import _java_length
-from coordinator.groups.ports import OnDone
-from coordinator.groups.records import LogRecord, TxnOffsetCommitRecord
-from coordinator.groups.runtime import Runtime, Undo, Write
-from coordinator.groups.state import GroupState
+from kcoord.coordinator.groups.consumer.model import ConsumerGroup
+from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.offset_api import _java_length
+from kcoord.coordinator.groups.ports import OnDone
+from kcoord.coordinator.groups.records import LogRecord, TxnOffsetCommitRecord
+from kcoord.coordinator.groups.runtime import Runtime, Undo, Write
+from kcoord.coordinator.groups.state import GroupState
 
 __all__ = [
     "MarkerRejected",

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from coordinator.groups.records import (
+from kcoord.coordinator.groups.records import (
     LogRecord,
     OffsetCommitRecord,
     TxnOffsetCommitRecord,

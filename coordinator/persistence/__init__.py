@@ -6,15 +6,15 @@
 * `replay`: recovery feeding every record to its owner (`Replayer`).
 """
 
-from coordinator.persistence.codec import (
+from kcoord.coordinator.persistence.codec import (
     GROUP_METADATA_TYPE,
     OFFSET_COMMIT_TYPE,
     from_storage,
     render,
     to_storage,
 )
-from coordinator.persistence.record_log import StorageRecordLog, storage_config
-from coordinator.persistence.replay import Replayer
+from kcoord.coordinator.persistence.record_log import StorageRecordLog, storage_config
+from kcoord.coordinator.persistence.replay import Replayer
 
 __all__ = [
     "GROUP_METADATA_TYPE",

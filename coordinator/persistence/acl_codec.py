@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import storage
-from coordinator.security.acls_store import (
+from kcoord import storage
+from kcoord.coordinator.security.acls_store import (
     ACL_RECORD_TYPE,
     AclRecord,
     AclTombstone,

@@ -20,15 +20,15 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-import storage
-from coordinator.groups.consumer.records import (
+from kcoord import storage
+from kcoord.coordinator.groups.consumer.records import (
     ConsumerGroupEpoch,
     ConsumerMemberAssignment,
     ConsumerMemberSubscription,
     ConsumerTargetEpoch,
     ConsumerTargetMember,
 )
-from coordinator.groups.records import (
+from kcoord.coordinator.groups.records import (
     GroupMetadataRecord,
     GroupTombstone,
     LogRecord,
@@ -38,39 +38,39 @@ from coordinator.groups.records import (
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
 )
-from coordinator.persistence.acl_codec import (
+from kcoord.coordinator.persistence.acl_codec import (
     ACL_RECORD_TYPE,
     acl_record_from_storage,
     acl_to_storage,
     render_acl,
 )
-from coordinator.persistence.consumer_codec import (
+from kcoord.coordinator.persistence.consumer_codec import (
     CONSUMER_RECORD_TYPES,
     consumer_from_storage,
     consumer_to_storage,
     render_consumer,
 )
-from coordinator.persistence.txn_codec import (
+from kcoord.coordinator.persistence.txn_codec import (
     TRANSACTION_TYPE,
     render_transaction,
     transaction_from_storage,
     transaction_to_storage,
 )
-from coordinator.persistence.txn_offset_codec import (
+from kcoord.coordinator.persistence.txn_offset_codec import (
     TXN_OFFSET_RECORD_TYPE,
     render_txn_offset,
     txn_offset_from_storage,
     txn_offset_to_storage,
 )
-from coordinator.producer_ids import (
+from kcoord.coordinator.producer_ids import (
     PRODUCER_IDS_RECORD_TYPE,
     ProducerIdBlock,
     decode_block_value,
     encode_block_key,
     encode_block_value,
 )
-from coordinator.security.acls_store import AclRecord, AclTombstone
-from coordinator.security.credentials import (
+from kcoord.coordinator.security.acls_store import AclRecord, AclTombstone
+from kcoord.coordinator.security.credentials import (
     SCRAM_CREDENTIAL_RECORD_TYPE,
     ScramCredentialRecord,
     ScramCredentialTombstone,
@@ -78,17 +78,22 @@ from coordinator.security.credentials import (
     encode_credential,
     render_credential,
 )
-from coordinator.topics import TopicRecord, TopicTombstone
-from coordinator.topics.records import (
+from kcoord.coordinator.topics import TopicRecord, TopicTombstone
+from kcoord.coordinator.topics.records import (
     TOPIC_RECORD_TYPE,
     decode_topic_key,
     decode_topic_value,
     encode_topic_key,
     encode_topic_value,
 )
-from coordinator.transactions.records import TransactionRecord
-from protocol.messages import records as schemas
-from protocol.messages.records import decode_key, decode_offset_commit_fast, decode_value, encode_versioned
+from kcoord.coordinator.transactions.records import TransactionRecord
+from kcoord.protocol.messages import records as schemas
+from kcoord.protocol.messages.records import (
+    decode_key,
+    decode_offset_commit_fast,
+    decode_value,
+    encode_versioned,
+)
 
 __all__ = ["GROUP_METADATA_TYPE", "OFFSET_COMMIT_TYPE", "AnyRecord", "from_storage", "render", "to_storage"]
 

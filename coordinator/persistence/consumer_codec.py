@@ -8,15 +8,15 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-import storage
-from coordinator.groups.consumer.model import (
+from kcoord import storage
+from kcoord.coordinator.groups.consumer.model import (
     Assignment,
     ClassicMemberMetadata,
     ConsumerMember,
     MemberState,
     assignment_of,
 )
-from coordinator.groups.consumer.records import (
+from kcoord.coordinator.groups.consumer.records import (
     ConsumerGroupEpoch,
     ConsumerMemberAssignment,
     ConsumerMemberSubscription,
@@ -24,8 +24,8 @@ from coordinator.groups.consumer.records import (
     ConsumerTargetEpoch,
     ConsumerTargetMember,
 )
-from protocol.messages import records as schemas
-from protocol.messages.records import RECORD_TYPES, decode_exact, encode_versioned
+from kcoord.protocol.messages import records as schemas
+from kcoord.protocol.messages.records import RECORD_TYPES, decode_exact, encode_versioned
 
 __all__ = ["CONSUMER_RECORD_TYPES", "consumer_from_storage", "consumer_to_storage", "render_consumer"]
 

@@ -9,10 +9,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import storage
-from coordinator.config import Config
-from coordinator.persistence.codec import AnyRecord, to_storage
-from coordinator.runtime.ports import OnDone
+from kcoord import storage
+from kcoord.coordinator.config import Config
+from kcoord.coordinator.persistence.codec import AnyRecord, to_storage
+from kcoord.coordinator.runtime.ports import OnDone
 
 __all__ = ["StorageRecordLog", "storage_config"]
 

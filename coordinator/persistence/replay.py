@@ -5,15 +5,19 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-import storage
-from coordinator.groups.manager import GroupManager
-from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone, TxnOffsetCommitRecord
-from coordinator.persistence.codec import from_storage
-from coordinator.producer_ids import ProducerIdBlock, ProducerIds
-from coordinator.security.acls_store import AclRecord, AclStore, AclTombstone
-from coordinator.security.credentials import ScramCredentialRecord, ScramCredentials, ScramCredentialTombstone
-from coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone
-from coordinator.transactions import TransactionCoordinator, TransactionRecord
+from kcoord import storage
+from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.groups.records import OffsetCommitRecord, OffsetTombstone, TxnOffsetCommitRecord
+from kcoord.coordinator.persistence.codec import from_storage
+from kcoord.coordinator.producer_ids import ProducerIdBlock, ProducerIds
+from kcoord.coordinator.security.acls_store import AclRecord, AclStore, AclTombstone
+from kcoord.coordinator.security.credentials import (
+    ScramCredentialRecord,
+    ScramCredentials,
+    ScramCredentialTombstone,
+)
+from kcoord.coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone
+from kcoord.coordinator.transactions import TransactionCoordinator, TransactionRecord
 
 __all__ = ["Replayer"]
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import storage
-from coordinator.transactions.records import TransactionRecord, TransactionValue
-from coordinator.transactions.state import NO_PRODUCER_ID, TransactionState
-from protocol.errors import DecodeError
-from protocol.messages import records as schemas
-from protocol.messages.records import decode_exact, encode_versioned
+from kcoord import storage
+from kcoord.coordinator.transactions.records import TransactionRecord, TransactionValue
+from kcoord.coordinator.transactions.state import NO_PRODUCER_ID, TransactionState
+from kcoord.protocol.errors import DecodeError
+from kcoord.protocol.messages import records as schemas
+from kcoord.protocol.messages.records import decode_exact, encode_versioned
 
 __all__ = ["TRANSACTION_TYPE", "render_transaction", "transaction_from_storage", "transaction_to_storage"]
 

@@ -4,9 +4,9 @@ records: storage type 7, key TxnOffsetCommitKey v0, value TxnOffsetCommitValue v
 
 from __future__ import annotations
 
-import storage
-from coordinator.groups.records import TxnOffsetCommitRecord, TxnOffsetTombstone
-from protocol.messages.records import (
+from kcoord import storage
+from kcoord.coordinator.groups.records import TxnOffsetCommitRecord, TxnOffsetTombstone
+from kcoord.protocol.messages.records import (
     RECORD_TYPES,
     TXN_OFFSET_COMMIT_RECORD_TYPE,
     decode_exact,

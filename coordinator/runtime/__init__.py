@@ -5,9 +5,9 @@ answered. `coordinator.groups` and `coordinator.transactions` are its tenants; t
 neither of them.
 """
 
-from coordinator.runtime.core import PHASE_ERRORS, CoordinatorRuntime, Phase, Undo, Write
-from coordinator.runtime.ports import OnDone, RecordLog
-from coordinator.runtime.time import Clock, KeyedTimers
+from kcoord.coordinator.runtime.core import PHASE_ERRORS, CoordinatorRuntime, Phase, Undo, Write
+from kcoord.coordinator.runtime.ports import OnDone, RecordLog
+from kcoord.coordinator.runtime.time import Clock, KeyedTimers
 
 __all__ = [
     "PHASE_ERRORS",

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from coordinator.runtime.ports import OnDone, RecordLog
-from protocol.errors import ErrorCode
+from kcoord.coordinator.runtime.ports import OnDone, RecordLog
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["PHASE_ERRORS", "CoordinatorRuntime", "Phase", "Undo", "Write"]
 

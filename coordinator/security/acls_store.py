@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from coordinator.security.acls import (
+from kcoord.coordinator.security.acls import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -23,9 +23,15 @@ from coordinator.security.acls import (
     creation_error,
     filter_error,
 )
-from coordinator.security.authorizer import StandardAuthorizer
-from protocol.errors import DecodeError
-from protocol.messages.records import ACL_KEY, ACL_RECORD_TYPE, ACL_VALUE, decode_exact, encode_versioned
+from kcoord.coordinator.security.authorizer import StandardAuthorizer
+from kcoord.protocol.errors import DecodeError
+from kcoord.protocol.messages.records import (
+    ACL_KEY,
+    ACL_RECORD_TYPE,
+    ACL_VALUE,
+    decode_exact,
+    encode_versioned,
+)
 
 __all__ = [
     "ACL_RECORD_TYPE",

@@ -22,7 +22,7 @@ import ipaddress
 from collections import Counter
 from collections.abc import Iterable
 
-from coordinator.security.acls import (
+from kcoord.coordinator.security.acls import (
     WILDCARD,
     WILDCARD_PRINCIPAL,
     AclBinding,
@@ -32,7 +32,7 @@ from coordinator.security.acls import (
     PatternType,
     ResourceType,
 )
-from coordinator.security.principal import KafkaPrincipal
+from kcoord.coordinator.security.principal import KafkaPrincipal
 
 __all__ = ["SUPPORTED_OPERATIONS", "StandardAuthorizer", "client_address", "implies"]
 

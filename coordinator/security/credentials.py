@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from coordinator.security.scram import (
+from kcoord.coordinator.security.scram import (
     MAX_ITERATIONS,
     MECHANISM_NAMES,
     MECHANISM_TYPES,
@@ -25,10 +25,10 @@ from coordinator.security.scram import (
     derive_credential,
     salted_password,
 )
-from protocol.errors import ErrorCode
-from protocol.messages.records import decode_exact, encode_versioned
-from protocol.schema import Field, Schema
-from protocol.types import BYTES, INT8, INT32, STRING
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.messages.records import decode_exact, encode_versioned
+from kcoord.protocol.schema import Field, Schema
+from kcoord.protocol.types import BYTES, INT8, INT32, STRING
 
 __all__ = [
     "SCRAM_CREDENTIAL_RECORD_TYPE",

@@ -25,7 +25,7 @@ from typing import Any
 
 import jwt
 
-from coordinator.security.sasl import SaslFailure
+from kcoord.coordinator.security.sasl import SaslFailure
 
 __all__ = ["JwksKeys", "OAuthBearerServer", "TokenValidator"]
 

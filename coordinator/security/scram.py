@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from scramp import ScramException, ScramMechanism
 
-from coordinator.security.sasl import SaslFailure
+from kcoord.coordinator.security.sasl import SaslFailure
 
 __all__ = [
     "MAX_ITERATIONS",

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coordinator.security.listeners import Endpoint, parse_endpoints, parse_protocol_map
-from coordinator.security.ssl_principal import SslPrincipalMapper
+from kcoord.coordinator.security.listeners import Endpoint, parse_endpoints, parse_protocol_map
+from kcoord.coordinator.security.ssl_principal import SslPrincipalMapper
 
 if TYPE_CHECKING:
-    from coordinator.config import Config
+    from kcoord.coordinator.config import Config
 
 __all__ = ["SASL_MECHANISMS", "SECURITY_METAVARS", "SECURITY_OPTIONS", "check_security"]
 

@@ -18,8 +18,8 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.security.principal import ANONYMOUS, KafkaPrincipal
-from coordinator.security.ssl_principal import SslPrincipalMapper, subject_dn
+from kcoord.coordinator.security.principal import ANONYMOUS, KafkaPrincipal
+from kcoord.coordinator.security.ssl_principal import SslPrincipalMapper, subject_dn
 
 __all__ = ["TlsFiles", "TlsServer", "ssl_principal"]
 

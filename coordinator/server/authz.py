@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from coordinator.security.authorizer import SUPPORTED_OPERATIONS, StandardAuthorizer
-from coordinator.server.context import RequestMeta, ServerContext
+from kcoord.coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.coordinator.security.authorizer import SUPPORTED_OPERATIONS, StandardAuthorizer
+from kcoord.coordinator.server.context import RequestMeta, ServerContext
 
 __all__ = [
     "allowed",

@@ -22,16 +22,16 @@ import struct
 import time
 from typing import cast
 
-from coordinator.metrics import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY
-from coordinator.security.principal import ANONYMOUS, KafkaPrincipal
-from coordinator.security.ssl_principal import NoMatchingRule
-from coordinator.security.tls import ssl_principal
-from coordinator.server.apis import HANDLERS, api_versions, produce
-from coordinator.server.context import RequestMeta, Respond, ServerContext
-from coordinator.server.listener import PLAINTEXT_LISTENER, ListenerSetup
-from coordinator.server.sasl_gate import COMPLETE, SASL_HANDSHAKE, Outcome, SaslGate
-from protocol.errors import DecodeError, UnsupportedVersion
-from protocol.frames import FrameSplitter, FrameTooLarge, decode_request, encode_response
+from kcoord.coordinator.metrics import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY
+from kcoord.coordinator.security.principal import ANONYMOUS, KafkaPrincipal
+from kcoord.coordinator.security.ssl_principal import NoMatchingRule
+from kcoord.coordinator.security.tls import ssl_principal
+from kcoord.coordinator.server.apis import HANDLERS, api_versions, produce
+from kcoord.coordinator.server.context import RequestMeta, Respond, ServerContext
+from kcoord.coordinator.server.listener import PLAINTEXT_LISTENER, ListenerSetup
+from kcoord.coordinator.server.sasl_gate import COMPLETE, SASL_HANDSHAKE, Outcome, SaslGate
+from kcoord.protocol.errors import DecodeError, UnsupportedVersion
+from kcoord.protocol.frames import FrameSplitter, FrameTooLarge, decode_request, encode_response
 
 __all__ = ["Connection"]
 

@@ -8,20 +8,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from coordinator.config import Config, HostPort
-from coordinator.groups.manager import GroupManager
-from coordinator.producer_ids import ProducerIds
-from coordinator.security import ANONYMOUS, KafkaPrincipal
-from coordinator.security.credentials import ScramCredentials
-from coordinator.topics import TopicRegistry
-from coordinator.topics.data import TopicData
-from coordinator.transactions import TransactionCoordinator
+from kcoord.coordinator.config import Config, HostPort
+from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.producer_ids import ProducerIds
+from kcoord.coordinator.security import ANONYMOUS, KafkaPrincipal
+from kcoord.coordinator.security.credentials import ScramCredentials
+from kcoord.coordinator.topics import TopicRegistry
+from kcoord.coordinator.topics.data import TopicData
+from kcoord.coordinator.transactions import TransactionCoordinator
 
 if TYPE_CHECKING:
-    from coordinator.metrics import RequestStats
-    from coordinator.security.acls_store import AclStore
-    from coordinator.security.authorizer import StandardAuthorizer
-    from coordinator.server.markers import TxnMarkers
+    from kcoord.coordinator.metrics import RequestStats
+    from kcoord.coordinator.security.acls_store import AclStore
+    from kcoord.coordinator.security.authorizer import StandardAuthorizer
+    from kcoord.coordinator.server.markers import TxnMarkers
 
 __all__ = ["DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
 

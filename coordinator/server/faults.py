@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.groups.responses import join_error, sync_error
-from coordinator.server.apis.heartbeat import heartbeat_response
-from coordinator.server.apis.join_group import join_body
-from coordinator.server.apis.leave_group import leave_response
-from coordinator.server.apis.sync_group import sync_body
-from coordinator.server.context import Handler, Request, RequestMeta, Respond, ServerContext
-from protocol.errors import ErrorCode
+from kcoord.coordinator.groups.responses import join_error, sync_error
+from kcoord.coordinator.server.apis.heartbeat import heartbeat_response
+from kcoord.coordinator.server.apis.join_group import join_body
+from kcoord.coordinator.server.apis.leave_group import leave_response
+from kcoord.coordinator.server.apis.sync_group import sync_body
+from kcoord.coordinator.server.context import Handler, Request, RequestMeta, Respond, ServerContext
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["ERROR_APIS", "Fault", "Faults", "request_groups"]
 

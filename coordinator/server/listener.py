@@ -16,15 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.config import Config
-from coordinator.security.credentials import ScramCredentials
-from coordinator.security.listeners import Listener
-from coordinator.security.oauth import JwksKeys, OAuthBearerServer, TokenValidator
-from coordinator.security.sasl import MechanismServer, PlainServer, load_plain_users, parse_plain_users
-from coordinator.security.scram import CredentialLookup, ScramServer
-from coordinator.security.ssl_principal import SslPrincipalMapper
-from coordinator.security.tls import TlsFiles, TlsServer
-from coordinator.server.sasl_gate import SaslSetup
+from kcoord.coordinator.config import Config
+from kcoord.coordinator.security.credentials import ScramCredentials
+from kcoord.coordinator.security.listeners import Listener
+from kcoord.coordinator.security.oauth import JwksKeys, OAuthBearerServer, TokenValidator
+from kcoord.coordinator.security.sasl import MechanismServer, PlainServer, load_plain_users, parse_plain_users
+from kcoord.coordinator.security.scram import CredentialLookup, ScramServer
+from kcoord.coordinator.security.ssl_principal import SslPrincipalMapper
+from kcoord.coordinator.security.tls import TlsFiles, TlsServer
+from kcoord.coordinator.server.sasl_gate import SaslSetup
 
 __all__ = ["PLAINTEXT_LISTENER", "ListenerSetup", "Security"]
 

@@ -18,10 +18,10 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 
-from coordinator.groups.manager import GroupManager
-from coordinator.topics.data import TopicData
-from partition_log import AppendError, AppendResult
-from protocol.errors import ErrorCode
+from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.topics.data import TopicData
+from kcoord.partition_log import AppendError, AppendResult
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["OFFSETS_TOPIC", "CoordinatorMarkers", "TxnMarkers"]
 

@@ -20,12 +20,12 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coordinator.security.principal import KafkaPrincipal
-from coordinator.security.sasl import MechanismServer, SaslFailure, generic_failure_message
-from coordinator.server.apis import api_versions
-from protocol.errors import DecodeError, ErrorCode, UnsupportedVersion
-from protocol.frames import decode_request, encode_response
-from protocol.messages import RESPONSE_SCHEMAS
+from kcoord.coordinator.security.principal import KafkaPrincipal
+from kcoord.coordinator.security.sasl import MechanismServer, SaslFailure, generic_failure_message
+from kcoord.coordinator.server.apis import api_versions
+from kcoord.protocol.errors import DecodeError, ErrorCode, UnsupportedVersion
+from kcoord.protocol.frames import decode_request, encode_response
+from kcoord.protocol.messages import RESPONSE_SCHEMAS
 
 __all__ = ["COMPLETE", "SASL_AUTHENTICATE", "SASL_HANDSHAKE", "Outcome", "SaslGate", "SaslSetup"]
 

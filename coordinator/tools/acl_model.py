@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
+from kcoord.protocol.acl_codes import AclOperation, AclPermissionType, PatternType, ResourceType
 
 __all__ = [
     "CLUSTER_NAME",

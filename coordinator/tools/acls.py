@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from coordinator.tools.acl_model import (
+from kcoord.coordinator.tools.acl_model import (
     AclOperation,
     AclPermissionType,
     Entry,
@@ -22,10 +22,10 @@ from coordinator.tools.acl_model import (
     Resource,
     ResourceType,
 )
-from coordinator.tools.acls_args import Plan, parse_args, resource_filters
-from coordinator.tools.command import run_command
-from coordinator.tools.error_text import error_text
-from coordinator.tools.kafka_client import Cluster, ToolError
+from kcoord.coordinator.tools.acls_args import Plan, parse_args, resource_filters
+from kcoord.coordinator.tools.command import run_command
+from kcoord.coordinator.tools.error_text import error_text
+from kcoord.coordinator.tools.kafka_client import Cluster, ToolError
 
 __all__ = ["describe_acls", "main"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from coordinator.tools.acl_model import (
+from kcoord.coordinator.tools.acl_model import (
     CLUSTER_NAME,
     SUPPORTED_OPERATIONS,
     WILDCARD_HOST,
@@ -20,8 +20,8 @@ from coordinator.tools.acl_model import (
     operation_from_name,
     pascal_case,
 )
-from coordinator.tools.command import add_connection_arguments
-from coordinator.tools.output import ToolParser
+from kcoord.coordinator.tools.command import add_connection_arguments
+from kcoord.coordinator.tools.output import ToolParser
 
 __all__ = ["Plan", "parse_args", "plan"]
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from coordinator.tools.jaas import JaasError, LoginModule, parse_jaas
-from coordinator.tools.sasl_client import (
+from kcoord.coordinator.tools.jaas import JaasError, LoginModule, parse_jaas
+from kcoord.coordinator.tools.sasl_client import (
     SCRAM_HASHES,
     OAuthBearerClient,
     PlainClient,

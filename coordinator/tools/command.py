@@ -7,8 +7,8 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from coordinator.tools.client_config import ConfigError, load_command_config
-from coordinator.tools.kafka_client import Cluster, ToolError, parse_bootstrap
+from kcoord.coordinator.tools.client_config import ConfigError, load_command_config
+from kcoord.coordinator.tools.kafka_client import Cluster, ToolError, parse_bootstrap
 
 __all__ = ["add_connection_arguments", "open_cluster", "run_command"]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.tools.kafka_client import (
+from kcoord.coordinator.tools.kafka_client import (
     COORDINATOR_RETRIABLE,
     Broker,
     Cluster,
@@ -24,8 +24,8 @@ from coordinator.tools.kafka_client import (
     TopicPartition,
     error_text,
 )
-from protocol.consumer_protocol import decode_assignment
-from protocol.errors import DecodeError, ErrorCode
+from kcoord.protocol.consumer_protocol import decode_assignment
+from kcoord.protocol.errors import DecodeError, ErrorCode
 
 __all__ = ["CLASSIC", "CONSUMER", "Group", "Member", "by_topic", "describe_group"]
 

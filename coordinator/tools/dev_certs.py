@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from coordinator.tools.output import ToolParser
+from kcoord.coordinator.tools.output import ToolParser
 
 __all__ = ["main", "make_certs"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["error_text"]
 

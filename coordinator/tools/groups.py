@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from coordinator.tools.command import add_connection_arguments, run_command
-from coordinator.tools.describe import CLASSIC, CONSUMER, Group, Member, by_topic, describe_group
-from coordinator.tools.kafka_client import (
+from kcoord.coordinator.tools.command import add_connection_arguments, run_command
+from kcoord.coordinator.tools.describe import CLASSIC, CONSUMER, Group, Member, by_topic, describe_group
+from kcoord.coordinator.tools.kafka_client import (
     COORDINATOR_RETRIABLE,
     Cluster,
     Connection,
@@ -39,8 +39,8 @@ from coordinator.tools.kafka_client import (
     TopicPartition,
     error_text,
 )
-from coordinator.tools.output import MISSING, ToolParser, print_json, print_table
-from protocol.errors import ErrorCode
+from kcoord.coordinator.tools.output import MISSING, ToolParser, print_json, print_table
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["main"]
 

@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from coordinator.tools.client_config import PLAINTEXT, ClientSecurity
-from coordinator.tools.error_text import error_text
-from coordinator.tools.sasl_client import SaslError, authenticate
-from protocol.errors import DecodeError, ErrorCode
-from protocol.frames import decode_response, encode_request
-from protocol.messages import REQUEST_SCHEMAS
+from kcoord.coordinator.tools.client_config import PLAINTEXT, ClientSecurity
+from kcoord.coordinator.tools.error_text import error_text
+from kcoord.coordinator.tools.sasl_client import SaslError, authenticate
+from kcoord.protocol.errors import DecodeError, ErrorCode
+from kcoord.protocol.frames import decode_response, encode_request
+from kcoord.protocol.messages import REQUEST_SCHEMAS
 
 __all__ = [
     "GROUP",

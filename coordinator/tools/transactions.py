@@ -31,11 +31,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.tools.command import run_command
-from coordinator.tools.kafka_client import Cluster, ToolError, TopicPartition
-from coordinator.tools.output import print_json, print_table
-from coordinator.tools.transactions_args import parse_args
-from coordinator.tools.txn_admin import (
+from kcoord.coordinator.tools.command import run_command
+from kcoord.coordinator.tools.kafka_client import Cluster, ToolError, TopicPartition
+from kcoord.coordinator.tools.output import print_json, print_table
+from kcoord.coordinator.tools.transactions_args import parse_args
+from kcoord.coordinator.tools.txn_admin import (
     AbortSpec,
     ProducerState,
     TransactionalIdNotFound,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from coordinator.tools.command import add_connection_arguments
-from coordinator.tools.output import ToolParser
+from kcoord.coordinator.tools.command import add_connection_arguments
+from kcoord.coordinator.tools.output import ToolParser
 
 __all__ = ["parse_args"]
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.tools.kafka_client import (
+from kcoord.coordinator.tools.kafka_client import (
     COORDINATOR_RETRIABLE,
     TRANSACTION,
     Broker,
@@ -28,7 +28,7 @@ from coordinator.tools.kafka_client import (
     TopicPartition,
     error_text,
 )
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = [
     "AbortSpec",

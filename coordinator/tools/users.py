@@ -20,12 +20,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from coordinator.tools.command import add_connection_arguments, run_command
-from coordinator.tools.error_text import error_text
-from coordinator.tools.kafka_client import Cluster, ToolError
-from coordinator.tools.output import ToolParser
-from coordinator.tools.sasl_client import MIN_ITERATIONS, SCRAM_HASHES, kafka_nonce, salted_password
-from protocol.errors import ErrorCode
+from kcoord.coordinator.tools.command import add_connection_arguments, run_command
+from kcoord.coordinator.tools.error_text import error_text
+from kcoord.coordinator.tools.kafka_client import Cluster, ToolError
+from kcoord.coordinator.tools.output import ToolParser
+from kcoord.coordinator.tools.sasl_client import MIN_ITERATIONS, SCRAM_HASHES, kafka_nonce, salted_password
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["Upsertion", "main", "parse_add_config", "upsertion"]
 

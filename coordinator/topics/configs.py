@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
-from partition_log import PartitionConfig
+from kcoord.partition_log import PartitionConfig
 
 __all__ = [
     "TOPIC_CONFIGS",

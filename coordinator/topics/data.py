@@ -15,10 +15,10 @@ import logging
 import time
 from collections.abc import Iterable
 
-from coordinator.topics.configs import partition_config
-from coordinator.topics.registry import TopicRegistry
-from partition_log import PartitionConfig, PartitionLog, PartitionLogs
-from storage.faults import StorageFault
+from kcoord.coordinator.topics.configs import partition_config
+from kcoord.coordinator.topics.registry import TopicRegistry
+from kcoord.partition_log import PartitionConfig, PartitionLog, PartitionLogs
+from kcoord.storage.faults import StorageFault
 
 __all__ = ["RETENTION_CHECK_INTERVAL_MS", "TopicData"]
 

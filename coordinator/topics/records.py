@@ -13,8 +13,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from protocol.errors import DecodeError
-from protocol.messages.records import (
+from kcoord.protocol.errors import DecodeError
+from kcoord.protocol.messages.records import (
     TOPIC_CONFIGS_VERSION,
     TOPIC_KEY,
     TOPIC_RECORD_TYPE,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from coordinator.topics.records import TopicRecord, TopicTombstone
+from kcoord.coordinator.topics.records import TopicRecord, TopicTombstone
 
 __all__ = ["MAX_TOPIC_NAME_LENGTH", "TopicLog", "TopicRegistry", "validate_topic_name"]
 

@@ -1,12 +1,12 @@
 """The transaction coordinator (Kafka's TransactionCoordinator), pure: a tenant of the shared
 coordinator runtime (`coordinator.runtime`) beside `coordinator.groups`."""
 
-from coordinator.transactions.config import TransactionConfig
-from coordinator.transactions.coordinator import TransactionCoordinator
-from coordinator.transactions.partitioning import offsets_partition_for
-from coordinator.transactions.ports import MarkerWriter, ProducerIdAllocator, TransactionLog
-from coordinator.transactions.records import TransactionRecord, TransactionValue
-from coordinator.transactions.results import (
+from kcoord.coordinator.transactions.config import TransactionConfig
+from kcoord.coordinator.transactions.coordinator import TransactionCoordinator
+from kcoord.coordinator.transactions.partitioning import offsets_partition_for
+from kcoord.coordinator.transactions.ports import MarkerWriter, ProducerIdAllocator, TransactionLog
+from kcoord.coordinator.transactions.records import TransactionRecord, TransactionValue
+from kcoord.coordinator.transactions.results import (
     ControlResult,
     EndTxnResult,
     InitProducerIdResult,
@@ -14,7 +14,7 @@ from coordinator.transactions.results import (
     TransactionDescription,
     TransactionListing,
 )
-from coordinator.transactions.state import TransactionState
+from kcoord.coordinator.transactions.state import TransactionState
 
 __all__ = [
     "ControlResult",

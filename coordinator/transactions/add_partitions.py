@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from coordinator.transactions.core import TxnCore
-from coordinator.transactions.metadata import TransactionMetadata
-from coordinator.transactions.results import OnError, PartitionErrors
-from coordinator.transactions.state import TransactionState
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions.core import TxnCore
+from kcoord.coordinator.transactions.metadata import TransactionMetadata
+from kcoord.coordinator.transactions.results import OnError, PartitionErrors
+from kcoord.coordinator.transactions.state import TransactionState
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["AddPartitions"]
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
-from coordinator.runtime import KeyedTimers, Phase
-from coordinator.runtime.time import Clock
-from coordinator.transactions.add_partitions import AddPartitions
-from coordinator.transactions.config import TransactionConfig
-from coordinator.transactions.core import TxnCore
-from coordinator.transactions.end_txn import EndTxn, EndTxnRequest
-from coordinator.transactions.init_producer_id import InitProducerId, InitRequest
-from coordinator.transactions.maintenance import Maintenance
-from coordinator.transactions.metadata import TransactionMetadata
-from coordinator.transactions.partitioning import offsets_partition_for, partition_for
-from coordinator.transactions.ports import MarkerWriter, ProducerIdAllocator, TransactionLog
-from coordinator.transactions.records import TransactionRecord
-from coordinator.transactions.results import (
+from kcoord.coordinator.runtime import KeyedTimers, Phase
+from kcoord.coordinator.runtime.time import Clock
+from kcoord.coordinator.transactions.add_partitions import AddPartitions
+from kcoord.coordinator.transactions.config import TransactionConfig
+from kcoord.coordinator.transactions.core import TxnCore
+from kcoord.coordinator.transactions.end_txn import EndTxn, EndTxnRequest
+from kcoord.coordinator.transactions.init_producer_id import InitProducerId, InitRequest
+from kcoord.coordinator.transactions.maintenance import Maintenance
+from kcoord.coordinator.transactions.metadata import TransactionMetadata
+from kcoord.coordinator.transactions.partitioning import offsets_partition_for, partition_for
+from kcoord.coordinator.transactions.ports import MarkerWriter, ProducerIdAllocator, TransactionLog
+from kcoord.coordinator.transactions.records import TransactionRecord
+from kcoord.coordinator.transactions.results import (
     EndTxnResult,
     InitProducerIdResult,
     ListTransactionsResult,
@@ -36,9 +36,9 @@ from coordinator.transactions.results import (
     TransactionStats,
     downgrade_fenced,
 )
-from coordinator.transactions.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionState
-from coordinator.transactions.views import describe_transactions, list_transactions
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionState
+from kcoord.coordinator.transactions.views import describe_transactions, list_transactions
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["TransactionCoordinator"]
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from coordinator.runtime import CoordinatorRuntime, KeyedTimers, Write
-from coordinator.runtime.time import Clock
-from coordinator.transactions.config import TransactionConfig
-from coordinator.transactions.metadata import TransactionMetadata, TxnTransit
-from coordinator.transactions.ports import MarkerWriter, ProducerIdAllocator, TransactionLog
-from coordinator.transactions.records import TransactionRecord
-from coordinator.transactions.state import TransactionState
-from protocol.errors import ErrorCode
+from kcoord.coordinator.runtime import CoordinatorRuntime, KeyedTimers, Write
+from kcoord.coordinator.runtime.time import Clock
+from kcoord.coordinator.transactions.config import TransactionConfig
+from kcoord.coordinator.transactions.metadata import TransactionMetadata, TxnTransit
+from kcoord.coordinator.transactions.ports import MarkerWriter, ProducerIdAllocator, TransactionLog
+from kcoord.coordinator.transactions.records import TransactionRecord
+from kcoord.coordinator.transactions.state import TransactionState
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["APPEND_FAILED", "TxnCore", "complete_key", "markers_key"]
 

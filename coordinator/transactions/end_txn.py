@@ -15,17 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.transactions.core import TxnCore
-from coordinator.transactions.metadata import TransactionMetadata
-from coordinator.transactions.results import EndTxnResult, OnEnd
-from coordinator.transactions.state import (
+from kcoord.coordinator.transactions.core import TxnCore
+from kcoord.coordinator.transactions.metadata import TransactionMetadata
+from kcoord.coordinator.transactions.results import EndTxnResult, OnEnd
+from kcoord.coordinator.transactions.state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     SHORT_MAX,
     TransactionState,
     supports_epoch_bump,
 )
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["EndTxn", "EndTxnRequest"]
 

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.transactions.core import TxnCore
-from coordinator.transactions.end_txn import EndTxn, EndTxnRequest
-from coordinator.transactions.metadata import TransactionMetadata, TxnTransit
-from coordinator.transactions.results import EndTxnResult, InitProducerIdResult, OnInit
-from coordinator.transactions.state import (
+from kcoord.coordinator.transactions.core import TxnCore
+from kcoord.coordinator.transactions.end_txn import EndTxn, EndTxnRequest
+from kcoord.coordinator.transactions.metadata import TransactionMetadata, TxnTransit
+from kcoord.coordinator.transactions.results import EndTxnResult, InitProducerIdResult, OnInit
+from kcoord.coordinator.transactions.state import (
     NO_PRODUCER_EPOCH,
     IllegalStateTransition,
     TransactionState,
     is_epoch_exhausted,
 )
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["InitProducerId", "InitRequest"]
 

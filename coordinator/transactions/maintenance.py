@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import logging
 
-from coordinator.runtime import Phase
-from coordinator.transactions.core import TxnCore
-from coordinator.transactions.end_txn import EndTxn, EndTxnRequest
-from coordinator.transactions.metadata import TransactionMetadata
-from coordinator.transactions.results import ControlResult, EndTxnResult, OnControl
-from coordinator.transactions.state import EXPIRATION_ALLOWED, TransactionState
-from protocol.errors import ErrorCode
+from kcoord.coordinator.runtime import Phase
+from kcoord.coordinator.transactions.core import TxnCore
+from kcoord.coordinator.transactions.end_txn import EndTxn, EndTxnRequest
+from kcoord.coordinator.transactions.metadata import TransactionMetadata
+from kcoord.coordinator.transactions.results import ControlResult, EndTxnResult, OnControl
+from kcoord.coordinator.transactions.state import EXPIRATION_ALLOWED, TransactionState
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["ABORT_TIMED_OUT_KEY", "EXPIRE_IDS_KEY", "Maintenance"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from coordinator.transactions.records import TransactionRecord, TransactionValue
-from coordinator.transactions.state import (
+from kcoord.coordinator.transactions.records import TransactionRecord, TransactionValue
+from kcoord.coordinator.transactions.state import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     SHORT_MAX,
@@ -22,7 +22,7 @@ from coordinator.transactions.state import (
     is_epoch_exhausted,
     supports_epoch_bump,
 )
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["TransactionMetadata", "TxnTransit"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from coordinator.runtime.ports import RecordLog
-from coordinator.transactions.records import TransactionRecord
+from kcoord.coordinator.runtime.ports import RecordLog
+from kcoord.coordinator.transactions.records import TransactionRecord
 
 __all__ = ["MarkerWriter", "ProducerIdAllocator", "TransactionLog"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.transactions.state import TransactionState
+from kcoord.coordinator.transactions.state import TransactionState
 
 __all__ = ["TransactionRecord", "TransactionValue"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from coordinator.transactions.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = [
     "ControlResult",

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from coordinator.runtime import Phase
-from coordinator.transactions.core import TxnCore
-from coordinator.transactions.results import (
+from kcoord.coordinator.runtime import Phase
+from kcoord.coordinator.transactions.core import TxnCore
+from kcoord.coordinator.transactions.results import (
     ListTransactionsResult,
     TransactionDescription,
     TransactionListing,
 )
-from coordinator.transactions.state import TransactionState
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions.state import TransactionState
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["describe_transactions", "list_transactions"]
 

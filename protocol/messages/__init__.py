@@ -1,6 +1,6 @@
 """One module per API; this registry maps api key -> Schema (docs/architecture.md)."""
 
-from protocol.messages.acls import (
+from kcoord.protocol.messages.acls import (
     CREATE_ACLS_REQUEST,
     CREATE_ACLS_RESPONSE,
     DELETE_ACLS_REQUEST,
@@ -8,13 +8,16 @@ from protocol.messages.acls import (
     DESCRIBE_ACLS_REQUEST,
     DESCRIBE_ACLS_RESPONSE,
 )
-from protocol.messages.add_offsets_to_txn import ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE
-from protocol.messages.add_partitions_to_txn import (
+from kcoord.protocol.messages.add_offsets_to_txn import (
+    ADD_OFFSETS_TO_TXN_REQUEST,
+    ADD_OFFSETS_TO_TXN_RESPONSE,
+)
+from kcoord.protocol.messages.add_partitions_to_txn import (
     ADD_PARTITIONS_TO_TXN_REQUEST,
     ADD_PARTITIONS_TO_TXN_RESPONSE,
 )
-from protocol.messages.api_versions import API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE
-from protocol.messages.configs import (
+from kcoord.protocol.messages.api_versions import API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE
+from kcoord.protocol.messages.configs import (
     ALTER_CONFIGS_REQUEST,
     ALTER_CONFIGS_RESPONSE,
     DESCRIBE_CONFIGS_REQUEST,
@@ -22,57 +25,60 @@ from protocol.messages.configs import (
     INCREMENTAL_ALTER_CONFIGS_REQUEST,
     INCREMENTAL_ALTER_CONFIGS_RESPONSE,
 )
-from protocol.messages.consumer_group_describe import (
+from kcoord.protocol.messages.consumer_group_describe import (
     CONSUMER_GROUP_DESCRIBE_REQUEST,
     CONSUMER_GROUP_DESCRIBE_RESPONSE,
 )
-from protocol.messages.consumer_group_heartbeat import (
+from kcoord.protocol.messages.consumer_group_heartbeat import (
     CONSUMER_GROUP_HEARTBEAT_REQUEST,
     CONSUMER_GROUP_HEARTBEAT_RESPONSE,
 )
-from protocol.messages.create_partitions import CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE
-from protocol.messages.create_topics import CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE
-from protocol.messages.delete_groups import DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE
-from protocol.messages.delete_records import DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE
-from protocol.messages.delete_topics import DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE
-from protocol.messages.describe_cluster import DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE
-from protocol.messages.describe_groups import DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE
-from protocol.messages.describe_producers import DESCRIBE_PRODUCERS_REQUEST, DESCRIBE_PRODUCERS_RESPONSE
-from protocol.messages.describe_transactions import (
+from kcoord.protocol.messages.create_partitions import CREATE_PARTITIONS_REQUEST, CREATE_PARTITIONS_RESPONSE
+from kcoord.protocol.messages.create_topics import CREATE_TOPICS_REQUEST, CREATE_TOPICS_RESPONSE
+from kcoord.protocol.messages.delete_groups import DELETE_GROUPS_REQUEST, DELETE_GROUPS_RESPONSE
+from kcoord.protocol.messages.delete_records import DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE
+from kcoord.protocol.messages.delete_topics import DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE
+from kcoord.protocol.messages.describe_cluster import DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE
+from kcoord.protocol.messages.describe_groups import DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE
+from kcoord.protocol.messages.describe_producers import (
+    DESCRIBE_PRODUCERS_REQUEST,
+    DESCRIBE_PRODUCERS_RESPONSE,
+)
+from kcoord.protocol.messages.describe_transactions import (
     DESCRIBE_TRANSACTIONS_REQUEST,
     DESCRIBE_TRANSACTIONS_RESPONSE,
 )
-from protocol.messages.end_txn import END_TXN_REQUEST, END_TXN_RESPONSE
-from protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
-from protocol.messages.find_coordinator import FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE
-from protocol.messages.heartbeat import HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE
-from protocol.messages.init_producer_id import INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE
-from protocol.messages.join_group import JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE
-from protocol.messages.leave_group import LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE
-from protocol.messages.list_groups import LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE
-from protocol.messages.list_offsets import LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE
-from protocol.messages.list_transactions import LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE
-from protocol.messages.metadata import METADATA_REQUEST, METADATA_RESPONSE
-from protocol.messages.offset_commit import OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE
-from protocol.messages.offset_delete import OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE
-from protocol.messages.offset_fetch import OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE
-from protocol.messages.produce import PRODUCE_REQUEST, PRODUCE_RESPONSE
-from protocol.messages.sasl import (
+from kcoord.protocol.messages.end_txn import END_TXN_REQUEST, END_TXN_RESPONSE
+from kcoord.protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
+from kcoord.protocol.messages.find_coordinator import FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE
+from kcoord.protocol.messages.heartbeat import HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE
+from kcoord.protocol.messages.init_producer_id import INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE
+from kcoord.protocol.messages.join_group import JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE
+from kcoord.protocol.messages.leave_group import LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE
+from kcoord.protocol.messages.list_groups import LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE
+from kcoord.protocol.messages.list_offsets import LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE
+from kcoord.protocol.messages.list_transactions import LIST_TRANSACTIONS_REQUEST, LIST_TRANSACTIONS_RESPONSE
+from kcoord.protocol.messages.metadata import METADATA_REQUEST, METADATA_RESPONSE
+from kcoord.protocol.messages.offset_commit import OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE
+from kcoord.protocol.messages.offset_delete import OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE
+from kcoord.protocol.messages.offset_fetch import OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE
+from kcoord.protocol.messages.produce import PRODUCE_REQUEST, PRODUCE_RESPONSE
+from kcoord.protocol.messages.sasl import (
     SASL_AUTHENTICATE_REQUEST,
     SASL_AUTHENTICATE_RESPONSE,
     SASL_HANDSHAKE_REQUEST,
     SASL_HANDSHAKE_RESPONSE,
 )
-from protocol.messages.sync_group import SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE
-from protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE
-from protocol.messages.user_scram_credentials import (
+from kcoord.protocol.messages.sync_group import SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE
+from kcoord.protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE
+from kcoord.protocol.messages.user_scram_credentials import (
     ALTER_USER_SCRAM_CREDENTIALS_REQUEST,
     ALTER_USER_SCRAM_CREDENTIALS_RESPONSE,
     DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST,
     DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE,
 )
-from protocol.messages.write_txn_markers import WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE
-from protocol.schema import Schema
+from kcoord.protocol.messages.write_txn_markers import WRITE_TXN_MARKERS_REQUEST, WRITE_TXN_MARKERS_RESPONSE
+from kcoord.protocol.schema import Schema
 
 _PAIRS: tuple[tuple[Schema, Schema], ...] = (
     (API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),

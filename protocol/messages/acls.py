@@ -6,8 +6,8 @@ cannot carry any other value); v2: flexible; v3: the USER resource type (no wire
 Fields from apache/kafka clients/src/main/resources/common/message/{Describe,Create,Delete}Acls*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT8, INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT8, INT16, INT32, NULLABLE_STRING, STRING
 
 LITERAL_PATTERN = 3
 

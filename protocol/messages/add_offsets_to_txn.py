@@ -5,8 +5,8 @@ Fields from apache/kafka clients/src/main/resources/common/message/AddOffsetsToT
 (unchanged from 3.9 to 4.x).
 """
 
-from protocol.schema import Field, Schema
-from protocol.types import INT16, INT32, INT64, STRING
+from kcoord.protocol.schema import Field, Schema
+from kcoord.protocol.types import INT16, INT32, INT64, STRING
 
 ADD_OFFSETS_TO_TXN_REQUEST = Schema(
     "AddOffsetsToTxnRequest",

@@ -8,8 +8,8 @@ Fields from apache/kafka clients/src/main/resources/common/message/AddPartitions
 (unchanged from 3.9 to 4.x).
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, INT16, INT32, INT64, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, INT16, INT32, INT64, STRING
 
 ADD_PARTITIONS_TO_TXN_TOPIC = Schema(
     "AddPartitionsToTxnTopic",

@@ -7,8 +7,8 @@ with a v0-layout body (error 35) -- apache/kafka ApiVersionsRequest.getErrorResp
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, INT16, INT32, INT64, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, INT16, INT32, INT64, STRING
 
 API_VERSION = Schema(
     "ApiVersion",

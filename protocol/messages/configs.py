@@ -5,8 +5,8 @@ IncrementalAlterConfigs}{Request,Response}.json. Flexible from DescribeConfigs v
 IncrementalAlterConfigs v1.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, INT8, INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, INT8, INT16, INT32, NULLABLE_STRING, STRING
 
 # -- DescribeConfigs ------------------------------------------------------------------------------
 DESCRIBE_CONFIGS_RESOURCE = Schema(

@@ -5,8 +5,8 @@ same in both. Fields from apache/kafka
 clients/src/main/resources/common/message/ConsumerGroupDescribe{Request,Response}.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, INT8, INT16, INT32, NULLABLE_STRING, STRING, UUID
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, INT8, INT16, INT32, NULLABLE_STRING, STRING, UUID
 
 CONSUMER_GROUP_DESCRIBE_REQUEST = Schema(
     "ConsumerGroupDescribeRequest",

@@ -5,8 +5,8 @@ lets the coordinator generate it on the first heartbeat. Fields from apache/kafk
 clients/src/main/resources/common/message/ConsumerGroupHeartbeat{Request,Response}.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, NULLABLE_STRING, STRING, UUID
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, NULLABLE_STRING, STRING, UUID
 
 HEARTBEAT_TOPIC_PARTITIONS = Schema(
     "TopicPartitions",

@@ -11,8 +11,8 @@ Kafka 4.1 replaced ConsumerGroupPartitionMetadata (type 4) by ConsumerGroupMetad
 MetadataHash, which is what kcoord writes.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BYTES, INT8, INT32, INT64, NULLABLE_STRING, STRING, UUID
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BYTES, INT8, INT32, INT64, NULLABLE_STRING, STRING, UUID
 
 __all__ = [
     "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY",

@@ -3,8 +3,8 @@
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, INT16, INT32, NULLABLE_STRING, STRING
 
 CREATE_PARTITIONS_ASSIGNMENT = Schema(
     "CreatePartitionsAssignment",

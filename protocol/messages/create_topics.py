@@ -5,8 +5,8 @@ replication factor; v5 returns the topic configs (KIP-525); v7 topic_id.
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, INT8, INT16, INT32, NULLABLE_STRING, STRING, UUID
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, INT8, INT16, INT32, NULLABLE_STRING, STRING, UUID
 
 CREATABLE_REPLICA_ASSIGNMENT = Schema(
     "CreatableReplicaAssignment",

@@ -3,8 +3,8 @@
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, STRING
 
 DELETABLE_GROUP_RESULT = Schema(
     "DeletableGroupResult",

@@ -3,8 +3,8 @@
 Fields from apache/kafka clients/src/main/resources/common/message/DeleteRecords{Request,Response}.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, INT64, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, INT64, STRING
 
 DELETE_RECORDS_PARTITION = Schema(
     "DeleteRecordsPartition",

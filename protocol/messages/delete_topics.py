@@ -4,8 +4,8 @@ v5 error_message; v6 deletes by name or id: topic_names (v0-5) becomes topics (K
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, NULLABLE_STRING, STRING, UUID
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, NULLABLE_STRING, STRING, UUID
 
 DELETE_TOPIC_STATE = Schema(
     "DeleteTopicState",

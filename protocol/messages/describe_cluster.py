@@ -3,8 +3,8 @@
 Fields from apache/kafka clients/src/main/resources/common/message/DescribeCluster{Request,Response}.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, INT8, INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, INT8, INT16, INT32, NULLABLE_STRING, STRING
 
 DESCRIBE_CLUSTER_REQUEST = Schema(
     "DescribeClusterRequest",

@@ -4,8 +4,8 @@ v3 authorized operations; v4 group_instance_id for members.
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, BYTES, INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, BYTES, INT16, INT32, NULLABLE_STRING, STRING
 
 DESCRIBED_GROUP_MEMBER = Schema(
     "DescribedGroupMember",

@@ -6,8 +6,8 @@ Note the producer_epoch is an INT32 here (an INT16 everywhere else).
 Fields from apache/kafka clients/src/main/resources/common/message/DescribeProducers*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, INT64, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, INT64, NULLABLE_STRING, STRING
 
 DESCRIBE_PRODUCERS_TOPIC_REQUEST = Schema(
     "TopicRequest",

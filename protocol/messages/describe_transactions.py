@@ -6,8 +6,8 @@ epoch and the partitions in the transaction.
 Fields from apache/kafka clients/src/main/resources/common/message/DescribeTransactions*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, INT64, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, INT64, STRING
 
 TOPIC_DATA = Schema(
     "TopicData",

@@ -6,8 +6,8 @@ next. Kafka 4.0 declares v5 stable (3.9's file still marks it latestVersionUnsta
 Fields from apache/kafka clients/src/main/resources/common/message/EndTxn*.json.
 """
 
-from protocol.schema import Field, Schema
-from protocol.types import BOOLEAN, INT16, INT32, INT64, STRING
+from kcoord.protocol.schema import Field, Schema
+from kcoord.protocol.types import BOOLEAN, INT16, INT32, INT64, STRING
 
 END_TXN_REQUEST = Schema(
     "EndTxnRequest",

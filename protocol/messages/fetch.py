@@ -8,8 +8,8 @@ v3 max_bytes; v4 isolation_level, aborted transactions; v5 log_start_offset; v7 
 Fields from apache/kafka clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT8, INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING, UUID
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT8, INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING, UUID
 
 REPLICA_STATE = Schema(
     "ReplicaState",

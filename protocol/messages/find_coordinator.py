@@ -5,8 +5,8 @@ and coordinators; v6 allows key type 2 (share groups, KIP-932).
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT8, INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT8, INT16, INT32, NULLABLE_STRING, STRING
 
 COORDINATOR = Schema(
     "Coordinator",

@@ -4,8 +4,8 @@ v1 throttle_time_ms; v3 group_instance_id (KIP-345).
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema
-from protocol.types import INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema
+from kcoord.protocol.types import INT16, INT32, NULLABLE_STRING, STRING
 
 HEARTBEAT_REQUEST = Schema(
     "HeartbeatRequest",

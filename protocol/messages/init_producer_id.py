@@ -4,8 +4,8 @@ v3 producer_id/epoch for KIP-360 epoch bumps.
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema
-from protocol.types import INT16, INT32, INT64, NULLABLE_STRING
+from kcoord.protocol.schema import Field, Schema
+from kcoord.protocol.types import INT16, INT32, INT64, NULLABLE_STRING
 
 INIT_PRODUCER_ID_REQUEST = Schema(
     "InitProducerIdRequest",

@@ -6,8 +6,8 @@ v7 it must be "" not null (apache/kafka PR #12864); v8 reason (KIP-800); v9 skip
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, BYTES, INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, BYTES, INT16, INT32, NULLABLE_STRING, STRING
 
 JOIN_GROUP_REQUEST_PROTOCOL = Schema(
     "JoinGroupRequestProtocol",

@@ -5,8 +5,8 @@ v3 replaces the single member_id with a members batch (KIP-345); v5 adds a per-m
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, NULLABLE_STRING, STRING
 
 MEMBER_IDENTITY = Schema(
     "MemberIdentity",

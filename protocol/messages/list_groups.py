@@ -4,8 +4,8 @@ v4 states_filter / group_state (KIP-518); v5 types_filter / group_type (KIP-848)
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, STRING
 
 LISTED_GROUP = Schema(
     "ListedGroup",

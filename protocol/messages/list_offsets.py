@@ -5,8 +5,8 @@ v0 only: max_num_offsets and old_style_offsets; v2 isolation_level; v4 leader ep
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT8, INT16, INT32, INT64, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT8, INT16, INT32, INT64, STRING
 
 LIST_OFFSETS_PARTITION = Schema(
     "ListOffsetsPartition",

@@ -7,8 +7,8 @@ Fields from apache/kafka clients/src/main/resources/common/message/ListTransacti
 local mirror of Oct 2024; v2 from the 4.x file kafka-python 3.0.12 ships).
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, INT64, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, INT64, NULLABLE_STRING, STRING
 
 LISTED_TRANSACTION_STATE = Schema(
     "TransactionState",

@@ -6,8 +6,8 @@ KIP-700); v10 topic ids; v12 topic name nullable in the response (lookup by id).
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, INT16, INT32, NULLABLE_STRING, STRING, UUID
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, INT16, INT32, NULLABLE_STRING, STRING, UUID
 
 METADATA_REQUEST_TOPIC = Schema(
     "MetadataRequestTopic",

@@ -6,8 +6,8 @@ may carry a KIP-848 member epoch ("GenerationId" in older Kafka schemas).
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, INT64, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, INT64, NULLABLE_STRING, STRING
 
 OFFSET_COMMIT_REQUEST_PARTITION = Schema(
     "OffsetCommitRequestPartition",

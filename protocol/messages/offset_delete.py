@@ -4,8 +4,8 @@ Quirk: the response puts error_code *before* throttle_time_ms.
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, STRING
 
 OFFSET_DELETE_REQUEST_PARTITION = Schema(
     "OffsetDeleteRequestPartition",

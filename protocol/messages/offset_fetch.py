@@ -6,8 +6,8 @@ v9 member_id / member_epoch (KIP-848).
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, INT16, INT32, INT64, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, INT16, INT32, INT64, NULLABLE_STRING, STRING
 
 OFFSET_FETCH_REQUEST_TOPIC = Schema(
     "OffsetFetchRequestTopic",

@@ -8,8 +8,8 @@ Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json; v
 ProduceRequest/ProduceResponse.json (no field added; v13's topic ids, KIP-516, are not defined here).
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING
 
 PARTITION_PRODUCE_DATA = Schema(
     "PartitionProduceData",

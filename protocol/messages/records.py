@@ -21,10 +21,10 @@ import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from protocol.errors import DecodeError
-from protocol.messages import consumer_group_records as cg
-from protocol.schema import Field, Schema, array, codec_for
-from protocol.types import BYTES, INT8, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID
+from kcoord.protocol.errors import DecodeError
+from kcoord.protocol.messages import consumer_group_records as cg
+from kcoord.protocol.schema import Field, Schema, array, codec_for
+from kcoord.protocol.types import BYTES, INT8, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID
 
 OFFSET_COMMIT_KEY = Schema(
     "OffsetCommitKey",

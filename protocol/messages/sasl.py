@@ -6,8 +6,8 @@ session_lifetime_ms (KIP-368), v2 is flexible.
 Fields from apache/kafka clients/src/main/resources/common/message/Sasl{Handshake,Authenticate}*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BYTES, INT16, INT64, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BYTES, INT16, INT64, NULLABLE_STRING, STRING
 
 SASL_HANDSHAKE_REQUEST = Schema(
     "SaslHandshakeRequest",

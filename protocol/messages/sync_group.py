@@ -4,8 +4,8 @@ v3 group_instance_id; v5 protocol_type / protocol_name in request and response (
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BYTES, INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BYTES, INT16, INT32, NULLABLE_STRING, STRING
 
 SYNC_GROUP_REQUEST_ASSIGNMENT = Schema(
     "SyncGroupRequestAssignment",

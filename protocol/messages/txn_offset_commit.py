@@ -7,8 +7,8 @@ Fields from apache/kafka clients/src/main/resources/common/message/TxnOffsetComm
 local mirror of Oct 2024; Kafka 4.0's files add v5 with no field).
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import INT16, INT32, INT64, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import INT16, INT32, INT64, NULLABLE_STRING, STRING
 
 TXN_OFFSET_COMMIT_REQUEST_PARTITION = Schema(
     "TxnOffsetCommitRequestPartition",

@@ -5,8 +5,8 @@ The client sends the salted password, never the password itself.
 Fields from apache/kafka clients/src/main/resources/common/message/{Describe,Alter}UserScramCredentials*.json.
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BYTES, INT8, INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BYTES, INT8, INT16, INT32, NULLABLE_STRING, STRING
 
 DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST = Schema(
     "DescribeUserScramCredentialsRequest",

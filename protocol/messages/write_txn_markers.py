@@ -8,8 +8,8 @@ Fields from apache/kafka clients/src/main/resources/common/message/WriteTxnMarke
 local mirror of Oct 2024; v2 from the 4.x file kafka-python 3.0.12 ships).
 """
 
-from protocol.schema import Field, Schema, array
-from protocol.types import BOOLEAN, INT8, INT16, INT32, INT64, STRING
+from kcoord.protocol.schema import Field, Schema, array
+from kcoord.protocol.types import BOOLEAN, INT8, INT16, INT32, INT64, STRING
 
 WRITABLE_TXN_MARKER_TOPIC = Schema(
     "WritableTxnMarkerTopic",

@@ -108,7 +108,7 @@ def test_secure_compose_settings_work_outside_containers(container_tools: None, 
     certs_cmd = services["certs"]["command"][0]
     assert "kcoord dev certs --out /certs --hostname kcoord --hostname localhost" in certs_cmd
     made = run_argv(
-        [sys.executable, "-m", "coordinator", "dev", "certs", "--out", str(certs)], dict(os.environ), 60
+        [sys.executable, "-m", "kcoord", "dev", "certs", "--out", str(certs)], dict(os.environ), 60
     )
     assert made.returncode == 0, made.stderr
 
@@ -119,16 +119,14 @@ def test_secure_compose_settings_work_outside_containers(container_tools: None, 
     env["KCOORD_LISTENERS"] = env["KCOORD_LISTENERS"].replace("127.0.0.1:9092", "127.0.0.1:0")
     del env["KCOORD_ADVERTISED_LISTENERS"]  # the bound ports are advertised as they are
     server = KcoordServer(tmp_path / "data", env=env, log_path=tmp_path / "server.log")
-    server.argv = lambda: [sys.executable, "-m", "coordinator", "serve", "--data-dir", str(server.data_dir)]  # type: ignore[method-assign]
+    server.argv = lambda: [sys.executable, "-m", "kcoord", "serve", "--data-dir", str(server.data_dir)]  # type: ignore[method-assign]
     try:
         ServerProcess.start(server)  # without KcoordServer's plaintext probe: the first listener is SASL_SSL
         server.wait_for(r"listener=HEALTH protocol=PLAINTEXT")
         port = server.wait_for(r"listening on \S+:(\d+) .*listener=SASL_SSL").group(1)
         script = services["acl-setup"]["command"][0].replace("$$", "$")
         script = script.replace("/tmp/admin.properties", str(tmp_path / "admin.properties"))
-        script = script.replace("/certs/", f"{certs}/").replace(
-            "kcoord ", f"{sys.executable} -m coordinator "
-        )
+        script = script.replace("/certs/", f"{certs}/").replace("kcoord ", f"{sys.executable} -m kcoord ")
         setup_env = {**os.environ, **services["acl-setup"]["environment"], "BOOTSTRAP": f"localhost:{port}"}
         done = run_argv(["sh", "-c", script], setup_env, 60)
         assert done.returncode == 0, done.stderr

@@ -15,7 +15,7 @@ from tests.kcoord_process import REPO, KcoordServer
 
 def health(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "health", *args],
+        [sys.executable, "-m", "kcoord", "health", *args],
         cwd=REPO,
         env=env,
         capture_output=True,

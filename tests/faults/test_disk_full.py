@@ -26,7 +26,7 @@ def _health(server: KcoordServer, http_address: str) -> subprocess.CompletedProc
         [
             sys.executable,
             "-m",
-            "coordinator",
+            "kcoord",
             "health",
             "--bootstrap",
             server.bootstrap,

@@ -44,7 +44,7 @@ def test_fsync_eio_exits_with_the_documented_code_and_loses_nothing(fusefs: Fuse
             assert committed(sock) == acked
         server.stop()
         verify = subprocess.run(
-            [sys.executable, "-m", "coordinator", "storage", "verify", "--data-dir", str(server.data_dir)],
+            [sys.executable, "-m", "kcoord", "storage", "verify", "--data-dir", str(server.data_dir)],
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         assert verify.returncode == 0, verify.stdout + verify.stderr

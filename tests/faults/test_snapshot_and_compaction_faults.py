@@ -26,7 +26,7 @@ def _digest(directory: Path) -> dict[str, str]:
 
 def _storage(command: str, data: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "storage", command, "--data-dir", str(data)],
+        [sys.executable, "-m", "kcoord", "storage", command, "--data-dir", str(data)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -63,9 +63,9 @@ def test_the_snapshot_at_shutdown_on_a_full_disk_leaves_the_log_intact(tmpfs: Tm
 
 
 def test_compaction_on_a_full_disk_fails_in_one_line_and_changes_nothing(tmpfs: Tmpfs) -> None:
-    import storage
-    from coordinator.groups.records import OffsetCommitRecord
-    from coordinator.persistence import to_storage
+    from kcoord import storage
+    from kcoord.coordinator.groups.records import OffsetCommitRecord
+    from kcoord.coordinator.persistence import to_storage
 
     data = tmpfs.path / "data"
     config = storage.LogConfig(segment_bytes=64 * 1024)  # many sealed segments to compact

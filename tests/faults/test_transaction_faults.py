@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import socket
 
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 from tests.faults.conftest import EXIT_STORAGE_FATAL, NONE, FuseFs
 from tests.integration.conftest import wait_until
 from tests.kcoord_process import KcoordServer
@@ -70,7 +70,7 @@ def test_fsync_eio_while_a_transaction_ends_loses_no_acknowledged_commit(fusefs:
 
 
 def _values(records: bytes | None) -> list[bytes]:
-    from protocol.record_batch import iter_records, read_header
+    from kcoord.protocol.record_batch import iter_records, read_header
 
     out: list[bytes] = []
     data = records or b""

@@ -200,7 +200,7 @@ def test_controls_are_forbidden_without_the_flag(http: Http) -> None:
 
 def test_test_controls_without_an_http_endpoint_is_a_one_line_error(tmp_path: Any) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "coordinator", "serve", "--data-dir", str(tmp_path), "--enable-test-controls"],
+        [sys.executable, "-m", "kcoord", "serve", "--data-dir", str(tmp_path), "--enable-test-controls"],
         cwd=REPO,
         capture_output=True,
         text=True,

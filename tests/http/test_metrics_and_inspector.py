@@ -157,7 +157,7 @@ def test_kcoord_groups_describe_shows_the_lag_the_metrics_show(
     wait_for_split([member], topic_partitions)
     member.commit([(topic, p, p, "") for p in range(6)])  # lag = log end - p on partition p
     described = subprocess.run(
-        [sys.executable, "-m", "coordinator", "groups", "--bootstrap-server", server.bootstrap,
+        [sys.executable, "-m", "kcoord", "groups", "--bootstrap-server", server.bootstrap,
          "--describe", "--group", group, "--output", "json"],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect
 

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 def _storage(command: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "storage", command, "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "kcoord", "storage", command, "--data-dir", str(data_dir)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from partition_log import (
+from kcoord.partition_log import (
     AppendError,
     CorruptSegment,
     DuplicateAppend,
@@ -18,8 +18,8 @@ from partition_log import (
     PartitionLogs,
     ValidatedAppend,
 )
-from protocol.errors import ErrorCode
-from storage.faults import StorageFault
+from kcoord.protocol.errors import ErrorCode
+from kcoord.storage.faults import StorageFault
 
 NOW = 1_700_000_000_000
 

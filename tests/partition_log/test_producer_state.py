@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from partition_log.producers import ProducerEntry, ProducerStates, replay_batch
-from partition_log.txn_index import AbortedTxn, collect_aborted, decode_entries, encode_entries
-from protocol.errors import ErrorCode
-from protocol.record_batch import (
+from kcoord.partition_log.producers import ProducerEntry, ProducerStates, replay_batch
+from kcoord.partition_log.txn_index import AbortedTxn, collect_aborted, decode_entries, encode_entries
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.record_batch import (
     CONTROL_BIT,
     TRANSACTIONAL_BIT,
     BatchHeader,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-import partition_log.logs
-from partition_log import (
+import kcoord.partition_log.logs as partition_logs
+from kcoord.partition_log import (
     READ_COMMITTED,
     AppendError,
     DuplicateAppend,
@@ -21,10 +21,10 @@ from partition_log import (
     PartitionLogs,
     ValidatedAppend,
 )
-from partition_log.inspect import dump_partitions, verify_partitions
-from partition_log.txn_index import AbortedTxn, decode_entries
-from protocol.errors import ErrorCode
-from storage.faults import StorageFault
+from kcoord.partition_log.inspect import dump_partitions, verify_partitions
+from kcoord.partition_log.txn_index import AbortedTxn, decode_entries
+from kcoord.protocol.errors import ErrorCode
+from kcoord.storage.faults import StorageFault
 
 NOW = 1_700_000_000_000
 SMALL = PartitionConfig(segment_bytes=300, index_interval_bytes=1)
@@ -296,7 +296,7 @@ def test_retention_and_delete_records_stop_at_the_first_unstable_offset(tmp_path
 def failing_writes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Fail the next write with ENOSPC (a transient fault, the file is cut back) while the list is set."""
     fail: list[int] = []
-    real = partition_log.logs._pwrite_all
+    real = partition_logs._pwrite_all
 
     def pwrite(fd: int, data: bytes, position: int) -> None:
         if fail:
@@ -304,7 +304,7 @@ def failing_writes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
             raise OSError(errno.ENOSPC, "No space left on device")
         real(fd, data, position)
 
-    monkeypatch.setattr(partition_log.logs, "_pwrite_all", pwrite)
+    monkeypatch.setattr(partition_logs, "_pwrite_all", pwrite)
     yield fail
 
 

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-import partition_log.logs
-from partition_log import (
+import kcoord.partition_log.logs as partition_logs
+from kcoord.partition_log import (
     READ_COMMITTED,
     READ_UNCOMMITTED,
     AppendError,
@@ -27,9 +27,9 @@ from partition_log import (
     PartitionLogs,
     ValidatedAppend,
 )
-from partition_log.inspect import verify_partitions
-from protocol.record_batch import read_header
-from storage.faults import StorageFault
+from kcoord.partition_log.inspect import verify_partitions
+from kcoord.protocol.record_batch import read_header
+from kcoord.storage.faults import StorageFault
 
 NOW = 1_700_000_000_000
 CONFIG = PartitionConfig(segment_bytes=400, index_interval_bytes=1)
@@ -136,7 +136,7 @@ def _state(plog: PartitionLog) -> dict[str, Any]:
 
 async def _scenario(root: Path, ops: list[tuple[Any, ...]]) -> None:
     fail: list[int] = []
-    real = partition_log.logs._pwrite_all
+    real = partition_logs._pwrite_all
 
     def pwrite(fd: int, data: bytes, position: int) -> None:
         if fail:
@@ -145,7 +145,7 @@ async def _scenario(root: Path, ops: list[tuple[Any, ...]]) -> None:
         real(fd, data, position)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(partition_log.logs, "_pwrite_all", pwrite)
+        patch.setattr(partition_logs, "_pwrite_all", pwrite)
         logs = await PartitionLogs.open(root, fsync="always", now_ms=lambda: NOW)
         plog = logs.ensure("t", 0, CONFIG)
         driver = Driver(plog, fail)

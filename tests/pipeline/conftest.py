@@ -36,7 +36,7 @@ PARTITIONS = 4
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from pipeline import session
+    from kcoord.pipeline import session
 
     spark = session.start("local[2]", "kcoord-tests")
     try:
@@ -187,7 +187,7 @@ def _storage_cli(command: str, data: Path) -> None:
     from tests.kcoord_process import REPO
 
     done = subprocess.run(
-        [sys.executable, "-m", "coordinator", "storage", command, "--data-dir", str(data)],
+        [sys.executable, "-m", "kcoord", "storage", command, "--data-dir", str(data)],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import offsets
+from kcoord.pipeline import offsets
 from tests.kcoord_process import REPO
 
 
@@ -74,7 +74,7 @@ def test_offsets_on_a_standalone_cluster_equal_local(
 ) -> None:
     local = sorted(tuple(r) for r in offsets.latest_offsets(spark, str(recorded["dir"])).collect())
     done = subprocess.run(
-        [sys.executable, "-m", "coordinator", "pipeline", "offsets", "--data-dir", str(recorded["dir"]),
+        [sys.executable, "-m", "kcoord", "pipeline", "offsets", "--data-dir", str(recorded["dir"]),
          "--out", str(tmp_path), "--master", standalone],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip

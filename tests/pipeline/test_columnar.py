@@ -14,12 +14,12 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
-from coordinator.persistence import to_storage
-from coordinator.topics import TopicRecord
-from pipeline import columnar, reader, source
-from storage import framing
-from storage.files import encode_segment_header
+from kcoord.coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
+from kcoord.coordinator.persistence import to_storage
+from kcoord.coordinator.topics import TopicRecord
+from kcoord.pipeline import columnar, reader, source
+from kcoord.storage import framing
+from kcoord.storage.files import encode_segment_header
 
 names = st.text(min_size=0, max_size=12)
 ints32 = st.integers(-(2**31), 2**31 - 1)

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from pipeline import history, lag, offsets, reader, rebalances
-from storage import Log, LogConfig, framing
-from storage.files import SEGMENT_HEADER_SIZE, list_segments
-from storage.history import list_history
+from kcoord.pipeline import history, lag, offsets, reader, rebalances
+from kcoord.storage import Log, LogConfig, framing
+from kcoord.storage.files import SEGMENT_HEADER_SIZE, list_segments
+from kcoord.storage.history import list_history
 
 
 def _before(kept: dict[str, Any]) -> list[dict[str, Any]]:
@@ -207,7 +207,7 @@ def test_a_corrupt_history_segment_is_read_up_to_the_damage(kept: dict[str, Any]
 
 
 def test_lag_chart_of_no_commits_says_so(tmp_path: Path) -> None:
-    from pipeline import lag_report
+    from kcoord.pipeline import lag_report
 
     path = lag_report.write(lag_report.build([], []), ["history since then"], tmp_path)
     described = _described(path)
@@ -215,7 +215,7 @@ def test_lag_chart_of_no_commits_says_so(tmp_path: Path) -> None:
 
 
 def test_progress_bar_only_on_a_terminal(spark: Any) -> None:
-    from pipeline import session
+    from kcoord.pipeline import session
 
     assert session.progress_wanted() is False  # pytest's stderr is not a terminal
     assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"
@@ -224,7 +224,7 @@ def test_progress_bar_only_on_a_terminal(spark: Any) -> None:
 def test_since_takes_a_duration_back_from_now_or_a_utc_time() -> None:
     import argparse
 
-    from pipeline.cli import parse_since
+    from kcoord.pipeline.cli import parse_since
 
     now = 1_800_000_000_000
     assert parse_since("7d", now) == now - 7 * 86_400_000

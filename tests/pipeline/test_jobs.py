@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from pipeline import compact, offsets, reader, rebalances
-from protocol import consumer_protocol
-from protocol.messages import records as schemas
-from storage.files import base_of, encode_segment_header, segment_name
+from kcoord.pipeline import compact, offsets, reader, rebalances
+from kcoord.protocol import consumer_protocol
+from kcoord.protocol.messages import records as schemas
+from kcoord.storage.files import base_of, encode_segment_header, segment_name
 from tests.kcoord_process import REPO, KcoordServer
 from tests.pipeline.conftest import offsets_of
 
@@ -115,7 +115,7 @@ def test_rebalances_match_a_plain_python_reference(
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "pipeline", *args],
+        [sys.executable, "-m", "kcoord", "pipeline", *args],
         cwd=REPO, capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pipeline import lag
-from storage.files import base_of, encode_segment_header, segment_name
+from kcoord.pipeline import lag
+from kcoord.storage.files import base_of, encode_segment_header, segment_name
 from tests.kcoord_process import REPO
 
 
@@ -72,7 +72,7 @@ def test_lag_over_time_is_the_log_end_at_each_commit(
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "pipeline", *args],
+        [sys.executable, "-m", "kcoord", "pipeline", *args],
         cwd=REPO, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
 

@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pipeline import offsets
+from kcoord.pipeline import offsets
 from tests.integration.conftest import Workers, create_topic, partitions_of, unique, wait_for_split
 from tests.kcoord_process import KcoordServer
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
-from coordinator.persistence import to_storage
-from pipeline import reader, source
+from kcoord.coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
+from kcoord.coordinator.persistence import to_storage
+from kcoord.pipeline import reader, source
 
 
 def _raw(record: OffsetCommitRecord | OffsetTombstone, lsn: int) -> reader.Raw:

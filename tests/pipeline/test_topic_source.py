@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pipeline import topic_reader
-from pipeline.reader import PipelineError
+from kcoord.pipeline import topic_reader
+from kcoord.pipeline.reader import PipelineError
 
 
 def _rows(df: Any) -> list[tuple[int, int, str, str]]:
@@ -54,7 +54,7 @@ def _write_small_segments(root: Path, partitions: int, batches: int) -> None:
     """Partition logs written by partition_log's own writer with 2 kB segments (kafka-python batches)."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from partition_log import PartitionConfig, PartitionLogs
+    from kcoord.partition_log import PartitionConfig, PartitionLogs
 
     def batch(start: int, codec: int) -> bytes:
         builder = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, 1 << 20)

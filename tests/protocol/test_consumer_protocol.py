@@ -16,7 +16,7 @@ from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAs
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment as KpAssignment
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as KpSubscription
 
-from protocol.consumer_protocol import (
+from kcoord.protocol.consumer_protocol import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     CONSUMER_PROTOCOL_SUBSCRIPTION,
     decode_assignment,
@@ -24,7 +24,7 @@ from protocol.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from protocol.errors import DecodeError
+from kcoord.protocol.errors import DecodeError
 from tests.protocol.test_messages_roundtrip import assert_round_trip, message_strategy, present
 
 VERSIONS = range(4)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import DecodeError, FrameTooLarge, UnsupportedVersion
-from protocol.frames import (
+from kcoord.protocol.errors import DecodeError, FrameTooLarge, UnsupportedVersion
+from kcoord.protocol.frames import (
     FrameSplitter,
     decode_request,
     decode_response,
@@ -100,7 +100,7 @@ def test_the_splitter_checks_a_size_prefix_split_across_chunks_and_accepts_the_m
 
 
 def test_every_request_uses_header_v2_exactly_when_its_version_is_flexible() -> None:
-    from protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
+    from kcoord.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
 
     for api_key, schema in REQUEST_SCHEMAS.items():
         for version in schema.versions or ():

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import DecodeError
-from protocol.messages import REQUEST_SCHEMAS
-from protocol.schema import Schema, codec_for
+from kcoord.protocol.errors import DecodeError
+from kcoord.protocol.messages import REQUEST_SCHEMAS
+from kcoord.protocol.schema import Schema, codec_for
 from tests.protocol.test_messages_roundtrip import message_strategy
 
 REQUEST_VERSIONS = [

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from protocol.frames import decode_request, encode_request
-from protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
+from kcoord.protocol.frames import decode_request, encode_request
+from kcoord.protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.bin"))
 GROUP_APIS = {8, 9, 11, 12, 13, 14, 68, 69}

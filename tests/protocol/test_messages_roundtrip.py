@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import types as t
-from protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
-from protocol.schema import Field, Schema, array, codec_for
+from kcoord.protocol import types as t
+from kcoord.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
+from kcoord.protocol.schema import Field, Schema, array, codec_for
 
 _INT_RANGES = {
     id(t.INT8): (-(2**7), 2**7 - 1),

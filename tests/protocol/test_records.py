@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import DecodeError
-from protocol.messages.records import (
+from kcoord.protocol.errors import DecodeError
+from kcoord.protocol.messages.records import (
     GROUP_METADATA_KEY,
     GROUP_METADATA_VALUE,
     OFFSET_COMMIT_KEY,
@@ -17,7 +17,7 @@ from protocol.messages.records import (
     decode_value,
     encode_versioned,
 )
-from protocol.schema import Schema
+from kcoord.protocol.schema import Schema
 from tests.protocol.test_messages_roundtrip import assert_round_trip, message_strategy
 
 RECORD_SCHEMAS = [OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE, GROUP_METADATA_KEY, GROUP_METADATA_VALUE]

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from protocol import types as t
-from protocol.errors import DecodeError, ErrorCode, FrameTooLarge, UnsupportedVersion
-from protocol.schema import Field, Schema, array
+from kcoord.protocol import types as t
+from kcoord.protocol.errors import DecodeError, ErrorCode, FrameTooLarge, UnsupportedVersion
+from kcoord.protocol.schema import Field, Schema, array
 
 
 @pytest.mark.parametrize(

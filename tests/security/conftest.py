@@ -69,7 +69,7 @@ class SecuredServer(ServerProcess):
     def argv(self) -> list[str]:
         listeners = ",".join(f"{name}://127.0.0.1:{self.ports.get(name, 0)}" for name in LISTENERS)
         return [
-            sys.executable, "-m", "coordinator", "serve",
+            sys.executable, "-m", "kcoord", "serve",
             "--data-dir", str(self.data_dir), "--fsync", "never", "--group-initial-rebalance-delay-ms", "0",
             "--listeners", listeners,
             "--ssl-keystore-location", str(self.pki.server),

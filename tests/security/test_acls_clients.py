@@ -100,7 +100,7 @@ def allow_group_with_kcoord_acls(server: KcoordServer, group: str) -> None:
     """The `kcoord acls` command line, run as an operator would (from this checkout)."""
     added = subprocess.run(
         [
-            sys.executable, "-m", "coordinator", "acls", "--bootstrap-server", server.bootstrap,
+            sys.executable, "-m", "kcoord", "acls", "--bootstrap-server", server.bootstrap,
             "--add", "--allow-principal", ANONYMOUS, "--operation", "Read", "--group", group,
         ],
         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=60, check=False,

@@ -11,7 +11,7 @@ import urllib.request
 import uuid
 from typing import Any
 
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 from tests.kcoord_process import KcoordServer
 from tests.security.conftest import (
     ALL,

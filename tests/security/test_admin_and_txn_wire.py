@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 from tests.kcoord_process import KcoordServer
 from tests.security.conftest import (
     ALTER,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.security.scram import salted_password
+from kcoord.coordinator.security.scram import salted_password
 from tests.kcoord_process import CommandProcess, KcoordServer, api_versions_round_trip
 from tests.security.certs import make_pki
 from tests.security.conftest import PASSWORD, USER, Security
@@ -69,7 +69,7 @@ def test_client_auth_required_sighup_reload_and_http_tls_with_a_bearer_token(tmp
         [
             sys.executable,
             "-m",
-            "coordinator",
+            "kcoord",
             "serve",
             "--data-dir",
             str(tmp_path / "data"),
@@ -122,7 +122,7 @@ def test_the_old_listen_flags_still_make_one_plaintext_listener(tmp_path: Path) 
         [
             sys.executable,
             "-m",
-            "coordinator",
+            "kcoord",
             "serve",
             "--data-dir",
             str(tmp_path / "data"),
@@ -182,7 +182,7 @@ def test_librdkafka_reauthenticates_before_its_session_expires(tmp_path: Path) -
         [
             sys.executable,
             "-m",
-            "coordinator",
+            "kcoord",
             "serve",
             "--data-dir",
             str(tmp_path / "data"),

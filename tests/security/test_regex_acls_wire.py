@@ -10,8 +10,8 @@ import urllib.request
 import uuid
 from typing import Any
 
-from protocol.errors import ErrorCode
-from protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
 from tests.kcoord_process import KcoordServer
 from tests.security.conftest import DESCRIBE, READ, TOPIC, binding, create_acls
 from tests.server.wire import call, connect, create_topic

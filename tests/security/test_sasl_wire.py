@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from scramp import ScramClient
 
-from protocol.api_versions_table import SERVED_VERSIONS
-from protocol.errors import ErrorCode
-from protocol.frames import encode_request
+from kcoord.protocol.api_versions_table import SERVED_VERSIONS
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.frames import encode_request
 from tests.security.conftest import PASSWORD, USER, Security
 from tests.server.wire import call, connect, decode_response, read_frame, send
 

@@ -16,17 +16,17 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
-from coordinator.config import parse_serve_argv
-from coordinator.persistence.codec import from_storage, render, to_storage
-from coordinator.security.credentials import CredentialRecord, ScramCredentials
-from coordinator.security.listeners import Endpoint, parse_endpoints, resolve_listeners
-from coordinator.security.oauth import JwksKeys, OAuthBearerServer, TokenValidator
-from coordinator.security.sasl import PlainServer, SaslFailure
-from coordinator.security.scram import salted_password
-from coordinator.security.ssl_principal import NoMatchingRule, SslPrincipalMapper
-from coordinator.security.tls import TlsFiles, TlsServer
-from coordinator.server.sasl_gate import _session_lifetime_ms
-from protocol.errors import ErrorCode
+from kcoord.coordinator.config import parse_serve_argv
+from kcoord.coordinator.persistence.codec import from_storage, render, to_storage
+from kcoord.coordinator.security.credentials import CredentialRecord, ScramCredentials
+from kcoord.coordinator.security.listeners import Endpoint, parse_endpoints, resolve_listeners
+from kcoord.coordinator.security.oauth import JwksKeys, OAuthBearerServer, TokenValidator
+from kcoord.coordinator.security.sasl import PlainServer, SaslFailure
+from kcoord.coordinator.security.scram import salted_password
+from kcoord.coordinator.security.ssl_principal import NoMatchingRule, SslPrincipalMapper
+from kcoord.coordinator.security.tls import TlsFiles, TlsServer
+from kcoord.coordinator.server.sasl_gate import _session_lifetime_ms
+from kcoord.protocol.errors import ErrorCode
 from tests.security.certs import make_pki
 
 

@@ -10,7 +10,7 @@ from tests.kcoord_process import KcoordServer
 
 @pytest.fixture
 def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[KcoordServer]:
-    """A running `python -m coordinator serve` on a free loopback port; stopped by PID afterwards.
+    """A running `python -m kcoord serve` on a free loopback port; stopped by PID afterwards.
 
     `--fsync never` unless a test says otherwise: `@pytest.mark.server_args("--fsync", "always")`.
     """

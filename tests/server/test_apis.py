@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from protocol.api_versions_table import SERVED_VERSIONS
+from kcoord.protocol.api_versions_table import SERVED_VERSIONS
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, create_topic, decode_response, read_frame, send
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.config import Config, HostPort, parse_serve_argv
+from kcoord.coordinator.config import Config, HostPort, parse_serve_argv
 
 
 def test_defaults_are_kafkas() -> None:
@@ -83,7 +83,7 @@ def test_bad_env_value_is_rejected() -> None:
     ],
 )
 def test_fsync_flag_yields_a_policy_storage_accepts(flag: str, policy: str) -> None:
-    import storage
+    from kcoord import storage
 
     config = parse_serve_argv(["--fsync", flag], env={})
     assert config.fsync == policy

@@ -12,9 +12,9 @@ import socket
 import uuid
 from typing import Any
 
-from protocol.errors import ErrorCode
-from protocol.frames import decode_response, encode_request
-from protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.frames import decode_response, encode_request
+from kcoord.protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, create_topic, read_frame
 

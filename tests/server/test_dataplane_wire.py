@@ -17,7 +17,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, create_topic
 

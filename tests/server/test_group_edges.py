@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from protocol.errors import ErrorCode
-from protocol.frames import decode_response, encode_request
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.frames import decode_response, encode_request
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, create_topic, read_frame
 

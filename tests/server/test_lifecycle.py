@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import storage
-from coordinator.groups.records import OffsetCommitRecord
-from coordinator.persistence import to_storage
+from kcoord import storage
+from kcoord.coordinator.groups.records import OffsetCommitRecord
+from kcoord.coordinator.persistence import to_storage
 from tests.kcoord_process import REPO, KcoordServer
 from tests.server.wire import call, connect, create_topic, decode_response, is_closed, read_frame, send
 
@@ -126,7 +126,7 @@ def test_storage_dump_renders_topic_records(tmp_path: Path) -> None:
     finally:
         proc.kill()
     out = subprocess.run(
-        [sys.executable, "-m", "coordinator", "storage", "dump", "--data-dir", str(tmp_path / "data")],
+        [sys.executable, "-m", "kcoord", "storage", "dump", "--data-dir", str(tmp_path / "data")],
         cwd=REPO,
         capture_output=True,
         text=True,

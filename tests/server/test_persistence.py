@@ -7,8 +7,8 @@ import uuid
 from hypothesis import given
 from hypothesis import strategies as st
 
-import storage
-from coordinator.groups.records import (
+from kcoord import storage
+from kcoord.coordinator.groups.records import (
     GroupMetadataRecord,
     GroupTombstone,
     MemberRecord,
@@ -17,13 +17,25 @@ from coordinator.groups.records import (
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
 )
-from coordinator.persistence import from_storage, render, to_storage
-from coordinator.producer_ids import ProducerIdBlock
-from coordinator.security.acls import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
-from coordinator.security.acls_store import AclRecord, AclTombstone
-from coordinator.topics import TopicRecord, TopicTombstone
-from protocol.messages import records as schemas
-from protocol.messages.records import RECORD_TYPES, decode_exact, decode_key, decode_value, encode_versioned
+from kcoord.coordinator.persistence import from_storage, render, to_storage
+from kcoord.coordinator.producer_ids import ProducerIdBlock
+from kcoord.coordinator.security.acls import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from kcoord.coordinator.security.acls_store import AclRecord, AclTombstone
+from kcoord.coordinator.topics import TopicRecord, TopicTombstone
+from kcoord.protocol.messages import records as schemas
+from kcoord.protocol.messages.records import (
+    RECORD_TYPES,
+    decode_exact,
+    decode_key,
+    decode_value,
+    encode_versioned,
+)
 
 names = st.text(min_size=0, max_size=40)
 int32 = st.integers(-(2**31), 2**31 - 1)

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from coordinator.transactions import offsets_partition_for
-from protocol.errors import ErrorCode
-from protocol.frames import decode_response, encode_request
+from kcoord.coordinator.transactions import offsets_partition_for
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.frames import decode_response, encode_request
 from tests.integration.conftest import wait_until
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, create_topic, read_frame

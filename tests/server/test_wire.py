@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from protocol.api_versions_table import SERVED_VERSIONS
-from protocol.frames import encode_request
+from kcoord.protocol.api_versions_table import SERVED_VERSIONS
+from kcoord.protocol.frames import encode_request
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import call, connect, decode_response, is_closed, read_frame, send
 

@@ -7,7 +7,7 @@ import struct
 import time
 from typing import Any
 
-from protocol.frames import decode_response, encode_request
+from kcoord.protocol.frames import decode_response, encode_request
 from tests.kcoord_process import recv_exactly
 
 __all__ = ["call", "connect", "create_topic", "decode_response", "is_closed", "read_frame", "send"]

@@ -6,7 +6,7 @@ import asyncio
 import random
 import sys
 
-from storage import Log, LogConfig, Record
+from kcoord.storage import Log, LogConfig, Record
 
 
 async def main(directory: str, seed: int) -> None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from storage import Log, LogConfig, Record
-from storage.files import list_segments
+from kcoord.storage import Log, LogConfig, Record
+from kcoord.storage.files import list_segments
 
 State = dict[tuple[int, bytes], bytes]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage import Log, LogConfig, Record, framing
-from storage.compaction import CLEANED_SUFFIX
-from storage.files import SEGMENT_HEADER_SIZE, SWAP_SUFFIX
+from kcoord.storage import Log, LogConfig, Record, framing
+from kcoord.storage.compaction import CLEANED_SUFFIX
+from kcoord.storage.files import SEGMENT_HEADER_SIZE, SWAP_SUFFIX
 from tests.storage.conftest import fold, replay, segments
 
 SMALL = LogConfig(fsync_policy="never", segment_bytes=300, min_cleanable_dirty_ratio=2.0)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage import FileOps, Log, LogConfig, Record, StorageError, framing
-from storage.cli import main as storage_cli
+from kcoord.storage import FileOps, Log, LogConfig, Record, StorageError, framing
+from kcoord.storage.cli import main as storage_cli
 from tests.storage.conftest import replay, segments
 
 FAST = LogConfig(fsync_policy="never")

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from storage import Log, LogConfig, Record, history
-from storage.files import FileOps, base_of, list_segments
+from kcoord.storage import Log, LogConfig, Record, history
+from kcoord.storage.files import FileOps, base_of, list_segments
 from tests.kcoord_process import REPO, KcoordServer
 from tests.storage.conftest import fold, replay
 
@@ -103,7 +103,7 @@ def test_no_history_is_kept_when_a_retention_is_zero(tmp_path: Path) -> None:
 
 def _storage(command: str, data: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "storage", command, "--data-dir", str(data)],
+        [sys.executable, "-m", "kcoord", "storage", command, "--data-dir", str(data)],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 

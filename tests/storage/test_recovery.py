@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import Log, LogConfig, Record, StorageCorruption
+from kcoord.storage import Log, LogConfig, Record, StorageCorruption
 from tests.storage.conftest import replay, segments
 
 FAST = LogConfig(fsync_policy="never")
@@ -42,8 +42,8 @@ async def test_truncating_the_last_record_at_every_byte_keeps_exactly_the_comple
 
 
 def _end_of_two_records(data: bytes) -> int:
-    from storage import framing
-    from storage.files import SEGMENT_HEADER_SIZE
+    from kcoord.storage import framing
+    from kcoord.storage.files import SEGMENT_HEADER_SIZE
 
     frames = list(framing.scan(data, SEGMENT_HEADER_SIZE, 1 << 20))
     return frames[1].offset + frames[1].size
@@ -87,7 +87,7 @@ async def test_a_flipped_bit_in_a_sealed_segment_refuses_to_start_naming_file_an
     assert str(sealed) in str(raised.value) and "offset 32" in str(raised.value)
     assert "kcoord storage" in str(raised.value)
     # the lock was released: a repaired directory can be opened again
-    from storage.cli import main
+    from kcoord.storage.cli import main
 
     assert main(["repair", "--data-dir", str(tmp_path)]) == 0
     assert len(await replay(tmp_path, config)) < 6

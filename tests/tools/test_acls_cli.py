@@ -22,7 +22,7 @@ BOB_DENY = "(principal=User:bob, host=10.0.0.1, operation=ALL, permissionType=DE
 
 def acls(server: KcoordServer, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "acls", "--bootstrap-server", server.bootstrap, *args],
+        [sys.executable, "-m", "kcoord", "acls", "--bootstrap-server", server.bootstrap, *args],
         cwd=REPO,
         input=stdin,
         capture_output=True,

@@ -9,7 +9,7 @@ import hmac
 
 import pytest
 
-from coordinator.tools.acl_model import (
+from kcoord.coordinator.tools.acl_model import (
     AclOperation,
     AclPermissionType,
     Entry,
@@ -18,10 +18,10 @@ from coordinator.tools.acl_model import (
     ResourceType,
     operation_from_name,
 )
-from coordinator.tools.acls_args import parse_args
-from coordinator.tools.kafka_client import ToolError
-from coordinator.tools.users import main as users_main
-from coordinator.tools.users import parse_add_config, upsertion
+from kcoord.coordinator.tools.acls_args import parse_args
+from kcoord.coordinator.tools.kafka_client import ToolError
+from kcoord.coordinator.tools.users import main as users_main
+from kcoord.coordinator.tools.users import parse_add_config, upsertion
 
 BOOT = ["--bootstrap-server", "127.0.0.1:9"]
 ALICE = "User:alice"

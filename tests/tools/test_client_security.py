@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.tools.client_config import (
+from kcoord.coordinator.tools.client_config import (
     ConfigError,
     load_command_config,
     parse_properties,
     security_from_properties,
 )
-from coordinator.tools.dev_certs import make_certs
-from coordinator.tools.jaas import JaasError, parse_jaas
-from coordinator.tools.sasl_client import (
+from kcoord.coordinator.tools.dev_certs import make_certs
+from kcoord.coordinator.tools.jaas import JaasError, parse_jaas
+from kcoord.coordinator.tools.sasl_client import (
     OAuthBearerClient,
     PlainClient,
     SaslError,

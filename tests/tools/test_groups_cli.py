@@ -35,7 +35,7 @@ Offsets = dict[Partition, int]
 def groups(server: KcoordServer | str, *args: str) -> subprocess.CompletedProcess[str]:
     bootstrap = server if isinstance(server, str) else server.bootstrap
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "groups", "--bootstrap-server", bootstrap, *args],
+        [sys.executable, "-m", "kcoord", "groups", "--bootstrap-server", bootstrap, *args],
         cwd=REPO,
         capture_output=True,
         text=True,

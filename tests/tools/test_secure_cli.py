@@ -32,7 +32,7 @@ class SecureServer(KcoordServer):
 
     def argv(self) -> list[str]:
         return [
-            sys.executable, "-m", "coordinator", "serve",
+            sys.executable, "-m", "kcoord", "serve",
             "--listeners", self.listeners,
             "--data-dir", str(self.data_dir),
             "--group-initial-rebalance-delay-ms", "0",
@@ -83,7 +83,7 @@ def secure(certs: Path, issuer: tuple[Any, Path], tmp_path_factory: pytest.TempP
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", *args], cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "kcoord", *args], cwd=REPO, capture_output=True, text=True, timeout=60
     )
 
 

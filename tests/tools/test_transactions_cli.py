@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 from tests.integration.conftest import unique, wait_until
 from tests.kcoord_process import REPO, KcoordServer
 from tests.server import wire
@@ -42,7 +42,7 @@ RETRIABLE = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PR
 def transactions(server: KcoordServer | str, *args: str) -> subprocess.CompletedProcess[str]:
     bootstrap = server if isinstance(server, str) else server.bootstrap
     return subprocess.run(
-        [sys.executable, "-m", "coordinator", "transactions", "--bootstrap-server", bootstrap, *args],
+        [sys.executable, "-m", "kcoord", "transactions", "--bootstrap-server", bootstrap, *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.tools.kafka_client import ToolError
-from coordinator.tools.output import print_table
-from coordinator.tools.transactions import (
+from kcoord.coordinator.tools.kafka_client import ToolError
+from kcoord.coordinator.tools.output import print_table
+from kcoord.coordinator.tools.transactions import (
     HANGING_HEADERS,
     OpenTransaction,
     _json_key,
@@ -20,8 +20,13 @@ from coordinator.tools.transactions import (
     listing_rows,
     producer_rows,
 )
-from coordinator.tools.transactions_args import parse_args
-from coordinator.tools.txn_admin import AbortSpec, ProducerState, TransactionDescription, TransactionListing
+from kcoord.coordinator.tools.transactions_args import parse_args
+from kcoord.coordinator.tools.txn_admin import (
+    AbortSpec,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+)
 
 NOW = 1_700_000_000_000
 MIN = 60_000

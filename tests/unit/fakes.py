@@ -6,7 +6,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from coordinator.groups.records import LogRecord
+from kcoord.coordinator.groups.records import LogRecord
 
 
 class MemoryRecordLog:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.security.acls import (
+from kcoord.coordinator.security.acls import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -13,9 +13,9 @@ from coordinator.security.acls import (
     PatternType,
     ResourceType,
 )
-from coordinator.security.acls_store import AclRecord, AclStore, AclTombstone
-from coordinator.security.authorizer import StandardAuthorizer
-from coordinator.security.principal import ANONYMOUS
+from kcoord.coordinator.security.acls_store import AclRecord, AclStore, AclTombstone
+from kcoord.coordinator.security.authorizer import StandardAuthorizer
+from kcoord.coordinator.security.principal import ANONYMOUS
 from tests.unit.fakes import MemoryRecordLog
 
 READ_T = AclBinding(ResourceType.TOPIC, "t", PatternType.LITERAL, "User:ANONYMOUS", "*", AclOperation.READ,

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.groups.consumer.assignors import MemberSpec, range_assign, uniform_assign
+from kcoord.coordinator.groups.consumer.assignors import MemberSpec, range_assign, uniform_assign
 
 TOPICS = [uuid.UUID(int=i + 1) for i in range(4)]
 

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.groups import FakeClock, FakeTimers, GroupConfig, GroupManager
-from coordinator.groups.consumer.heartbeat import HeartbeatAnswer, HeartbeatRequest
-from coordinator.groups.consumer.model import ConsumerGroupState, MemberState
-from coordinator.groups.errors import ErrorCode
-from coordinator.persistence import from_storage, to_storage
+from kcoord.coordinator.groups import FakeClock, FakeTimers, GroupConfig, GroupManager
+from kcoord.coordinator.groups.consumer.heartbeat import HeartbeatAnswer, HeartbeatRequest
+from kcoord.coordinator.groups.consumer.model import ConsumerGroupState, MemberState
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.persistence import from_storage, to_storage
 from tests.unit.fakes import MemoryRecordLog
 
 T1 = uuid.UUID(int=1)
@@ -296,7 +296,7 @@ def test_offset_commits_check_the_member_epoch() -> None:
 
 
 def commit(c: Cluster, member_id: str, epoch: int, version: int) -> ErrorCode:
-    from coordinator.groups.offset_api import CommitRequest
+    from kcoord.coordinator.groups.offset_api import CommitRequest
 
     errors: list[ErrorCode] = []
     request = CommitRequest("g", epoch, member_id, None, -1, ErrorCode.GROUP_ID_NOT_FOUND,
@@ -306,7 +306,7 @@ def commit(c: Cluster, member_id: str, epoch: int, version: int) -> ErrorCode:
 
 
 def test_a_classic_join_takes_over_an_empty_consumer_group() -> None:
-    from coordinator.groups.join import JoinRequest
+    from kcoord.coordinator.groups.join import JoinRequest
 
     c = Cluster()
     c.hb("m1", 0)

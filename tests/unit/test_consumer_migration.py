@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups import GroupConfig, GroupManager, GroupState
-from coordinator.groups.consumer.model import ConsumerGroupState
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.join import JoinRequest
-from coordinator.groups.member import Parked
-from coordinator.groups.responses import JoinAnswer, SyncAnswer
-from coordinator.groups.sync import SyncRequest
-from coordinator.persistence import from_storage, to_storage
-from protocol.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
+from kcoord.coordinator.groups import GroupConfig, GroupManager, GroupState
+from kcoord.coordinator.groups.consumer.model import ConsumerGroupState
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.join import JoinRequest
+from kcoord.coordinator.groups.member import Parked
+from kcoord.coordinator.groups.responses import JoinAnswer, SyncAnswer
+from kcoord.coordinator.groups.sync import SyncRequest
+from kcoord.coordinator.persistence import from_storage, to_storage
+from kcoord.protocol.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
 from tests.unit.test_consumer_heartbeat import T1, Cluster, partitions, snapshot
 
 
@@ -187,7 +187,7 @@ def test_migrations_replay_to_the_same_state() -> None:
 
 
 def replay(c: Cluster) -> Any:
-    from coordinator.groups import FakeClock, FakeTimers
+    from kcoord.coordinator.groups import FakeClock, FakeTimers
     from tests.unit.fakes import MemoryRecordLog
 
     fresh = GroupManager(

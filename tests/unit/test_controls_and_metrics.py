@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from coordinator.groups.controls import TestControlError
-from coordinator.groups.state import GroupState
-from coordinator.metrics import (
+from kcoord.coordinator.groups.controls import TestControlError
+from kcoord.coordinator.groups.state import GroupState
+from kcoord.coordinator.metrics import (
     APPEND_SAMPLE_EVERY,
     STORAGE_BUCKETS,
     GroupEvents,
@@ -98,9 +98,9 @@ def test_histogram_buckets_are_le_and_cumulative() -> None:
 async def test_coordinator_log_appends_are_timed_by_sample(tmp_path: Path) -> None:
     """The append-latency histogram times the first APPEND_SAMPLE_EVERY appends, then one in that
     many; every append is still acknowledged once durable."""
-    import storage
-    from coordinator.groups.records import OffsetCommitRecord
-    from coordinator.persistence.record_log import StorageRecordLog
+    from kcoord import storage
+    from kcoord.coordinator.groups.records import OffsetCommitRecord
+    from kcoord.coordinator.persistence.record_log import StorageRecordLog
 
     histogram = SampledHistogram(STORAGE_BUCKETS, APPEND_SAMPLE_EVERY)
     record_log = StorageRecordLog()
@@ -132,9 +132,9 @@ def test_offset_commit_partition_errors_are_counted_by_code_once_each(h: Harness
     topics and partitions, metadata too large) for the metrics; a clean commit counts nothing."""
     from types import SimpleNamespace
 
-    from coordinator.metrics import RequestStats
-    from coordinator.server.apis import offset_commit
-    from coordinator.server.context import RequestMeta
+    from kcoord.coordinator.metrics import RequestStats
+    from kcoord.coordinator.server.apis import offset_commit
+    from kcoord.coordinator.server.context import RequestMeta
     from tests.unit.fakes import Reply
 
     class Topics:
@@ -203,7 +203,7 @@ def test_consumer_groups_are_summarised_beside_classic_groups() -> None:
 
 
 def test_metrics_count_consumer_groups_by_state_and_show_them_per_group() -> None:
-    from coordinator.metrics import KcoordCollector, Lag, MetricsSource
+    from kcoord.coordinator.metrics import KcoordCollector, Lag, MetricsSource
 
     c = _consumer_cluster()
     h = Harness(group_initial_rebalance_delay_ms=0)  # a classic group on its own manager

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.groups import (
+from kcoord.coordinator.groups import (
     GroupMetadataRecord,
     GroupState,
     GroupTombstone,
@@ -10,7 +10,7 @@ from coordinator.groups import (
     OffsetCommitRecord,
     OffsetTombstone,
 )
-from coordinator.groups.group import Group
+from kcoord.coordinator.groups.group import Group
 from tests.unit.conftest import Harness
 
 COORDINATOR_NOT_AVAILABLE = 15
@@ -271,6 +271,6 @@ def test_dead_group_is_gone_so_requests_see_a_missing_group(h: Harness) -> None:
 
 
 def test_active_error_enum_has_every_group_error_code_with_kafkas_value() -> None:
-    from coordinator.groups.errors import GROUP_ERROR_CODES, ErrorCode
+    from kcoord.coordinator.groups.errors import GROUP_ERROR_CODES, ErrorCode
 
     assert {name: int(ErrorCode[name]) for name in GROUP_ERROR_CODES} == GROUP_ERROR_CODES

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.groups import GroupState, OffsetCommitRecord, OffsetTombstone
-from coordinator.groups.offsets import OffsetStore
+from kcoord.coordinator.groups import GroupState, OffsetCommitRecord, OffsetTombstone
+from kcoord.coordinator.groups.offsets import OffsetStore
 from tests.unit.conftest import Harness
 from tests.unit.fakes import Reply
 

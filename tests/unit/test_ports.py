@@ -9,14 +9,15 @@ import pytest
 
 
 @pytest.mark.parametrize(
-    "module", ["coordinator.groups.ports", "coordinator.groups", "coordinator.groups.manager"]
+    "module",
+    ["kcoord.coordinator.groups.ports", "kcoord.coordinator.groups", "kcoord.coordinator.groups.manager"],
 )
 def test_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
     subprocess.run([sys.executable, "-c", f"import {module}"], check=True)
 
 
 def test_memory_log_satisfies_the_record_log_port() -> None:
-    from coordinator.groups.ports import RecordLog
+    from kcoord.coordinator.groups.ports import RecordLog
     from tests.unit.fakes import MemoryRecordLog
 
     log: RecordLog = MemoryRecordLog()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.groups import GroupState
+from kcoord.coordinator.groups import GroupState
 from tests.unit.conftest import Harness
 from tests.unit.fakes import subscription
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from coordinator.runtime import CoordinatorRuntime, Phase, Write
-from protocol.errors import ErrorCode
+from kcoord.coordinator.runtime import CoordinatorRuntime, Phase, Write
+from kcoord.protocol.errors import ErrorCode
 from tests.unit.fakes import MemoryRecordLog
 
 
@@ -50,16 +50,18 @@ def test_phase_errors() -> None:
 
 
 def test_group_names_stay_importable_and_the_runtime_imports_alone() -> None:
-    from coordinator.groups.ports import OnDone, RecordLog  # noqa: F401
-    from coordinator.groups.runtime import Phase as GroupPhase
-    from coordinator.groups.runtime import Runtime, Undo  # noqa: F401
-    from coordinator.groups.runtime import Write as GroupWrite
+    from kcoord.coordinator.groups.ports import OnDone, RecordLog  # noqa: F401
+    from kcoord.coordinator.groups.runtime import Phase as GroupPhase
+    from kcoord.coordinator.groups.runtime import Runtime, Undo  # noqa: F401
+    from kcoord.coordinator.groups.runtime import Write as GroupWrite
 
     assert GroupPhase is Phase and issubclass(GroupWrite, Write) and issubclass(Runtime, CoordinatorRuntime)
-    code = "import sys, coordinator.runtime; assert 'coordinator.groups' not in sys.modules"
+    code = "import sys, kcoord.coordinator.runtime; assert 'kcoord.coordinator.groups' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_the_transaction_coordinator_imports_alone_without_the_group_package() -> None:
-    code = "import sys, coordinator.transactions; assert 'coordinator.groups' not in sys.modules"
+    code = (
+        "import sys, kcoord.coordinator.transactions; assert 'kcoord.coordinator.groups' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

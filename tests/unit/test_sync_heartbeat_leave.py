@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordinator.groups import GroupMetadataRecord, GroupState
+from kcoord.coordinator.groups import GroupMetadataRecord, GroupState
 from tests.unit.conftest import Harness
 
 NONE = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.topics.configs import (
+from kcoord.coordinator.topics.configs import (
     TOPIC_CONFIGS,
     ConfigSource,
     InvalidConfig,
@@ -12,7 +12,7 @@ from coordinator.topics.configs import (
     partition_config,
     validate_topic_configs,
 )
-from partition_log import PartitionConfig
+from kcoord.partition_log import PartitionConfig
 
 
 def test_defaults_are_kafkas_and_match_the_partition_log_defaults() -> None:

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.groups import GroupState
-from coordinator.groups.errors import APPEND_FAILED, ErrorCode
-from coordinator.groups.records import OffsetCommitRecord, TxnOffsetTombstone
-from coordinator.groups.txn_offset_api import MarkerRejected
-from coordinator.persistence import from_storage, to_storage
+from kcoord.coordinator.groups import GroupState
+from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
+from kcoord.coordinator.groups.records import OffsetCommitRecord, TxnOffsetTombstone
+from kcoord.coordinator.groups.txn_offset_api import MarkerRejected
+from kcoord.coordinator.persistence import from_storage, to_storage
 from tests.unit.conftest import Harness
 from tests.unit.test_consumer_heartbeat import Cluster
 from tests.unit.txn_helpers import complete, fetched, txn_commit

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from coordinator.transactions import ControlResult
-from coordinator.txn_metrics import TransactionCollector, lso_lags
-from coordinator.txn_views import all_transactions, control_status, parse_states, transaction_summary
-from partition_log import PartitionConfig, PartitionLog, PartitionLogs, ValidatedAppend
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions import ControlResult
+from kcoord.coordinator.txn_metrics import TransactionCollector, lso_lags
+from kcoord.coordinator.txn_views import all_transactions, control_status, parse_states, transaction_summary
+from kcoord.partition_log import PartitionConfig, PartitionLog, PartitionLogs, ValidatedAppend
+from kcoord.protocol.errors import ErrorCode
 from tests.partition_log.test_transactions import NOW, batch
 from tests.unit.transactions.harness import Txn
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.txn_offset_api import TxnCommitRequest, TxnPartition
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.txn_offset_api import TxnCommitRequest, TxnPartition
 from tests.unit.conftest import Harness
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from coordinator.groups.consumer.classic_members import (
+from kcoord.coordinator.groups.consumer.classic_members import (
     CONSUMER_PROTOCOL_TYPE,
     classic_member,
     encode_member_assignment,
@@ -15,16 +15,16 @@ from coordinator.groups.consumer.classic_members import (
     rebalance_needed,
     supports_classic_protocols,
 )
-from coordinator.groups.consumer.heartbeat import Refused, remove_member_records, subscribed_names_of
-from coordinator.groups.consumer.model import MemberState
-from coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerRecord
-from coordinator.groups.consumer.service import ConsumerGroupService
-from coordinator.groups.consumer.topics import metadata_hash
-from coordinator.groups.errors import APPEND_FAILED, ErrorCode
-from coordinator.groups.join import JoinRequest
-from coordinator.groups.membership import LeaveEntry
-from coordinator.groups.responses import JoinAnswer, SyncAnswer, join_error
-from coordinator.groups.sync import SyncRequest
+from kcoord.coordinator.groups.consumer.heartbeat import Refused, remove_member_records, subscribed_names_of
+from kcoord.coordinator.groups.consumer.model import MemberState
+from kcoord.coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerRecord
+from kcoord.coordinator.groups.consumer.service import ConsumerGroupService
+from kcoord.coordinator.groups.consumer.topics import metadata_hash
+from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
+from kcoord.coordinator.groups.join import JoinRequest
+from kcoord.coordinator.groups.membership import LeaveEntry
+from kcoord.coordinator.groups.responses import JoinAnswer, SyncAnswer, join_error
+from kcoord.coordinator.groups.sync import SyncRequest
 
 __all__ = ["ClassicMembersApi", "join_timeout_key", "sync_timeout_key"]
 

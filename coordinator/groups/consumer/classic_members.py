@@ -17,19 +17,19 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from coordinator.groups.consumer.heartbeat import Refused, remove_member_records, update_member
-from coordinator.groups.consumer.model import (
+from kcoord.coordinator.groups.consumer.heartbeat import Refused, remove_member_records, update_member
+from kcoord.coordinator.groups.consumer.model import (
     Assignment,
     ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
 )
-from coordinator.groups.consumer.records import ConsumerRecord
-from coordinator.groups.consumer.topics import Describable, TopicView
-from coordinator.groups.errors import ErrorCode
-from protocol.consumer_protocol import decode_assignment, decode_subscription, encode_assignment
-from protocol.errors import DecodeError
+from kcoord.coordinator.groups.consumer.records import ConsumerRecord
+from kcoord.coordinator.groups.consumer.topics import Describable, TopicView
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.protocol.consumer_protocol import decode_assignment, decode_subscription, encode_assignment
+from kcoord.protocol.errors import DecodeError
 
 __all__ = [
     "CONSUMER_PROTOCOL_TYPE",

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.groups.consumer.model import Assignment, ConsumerGroup, ConsumerGroupState
-from coordinator.groups.consumer.topics import TopicView
-from coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.consumer.model import Assignment, ConsumerGroup, ConsumerGroupState
+from kcoord.coordinator.groups.consumer.topics import TopicView
+from kcoord.coordinator.groups.errors import ErrorCode
 
 __all__ = ["ConsumerGroupDescription", "ConsumerMemberDescription", "NamedAssignment", "describe_group"]
 

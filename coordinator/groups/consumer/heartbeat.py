@@ -23,8 +23,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from coordinator.groups.consumer.assignors import ASSIGNORS, MemberSpec
-from coordinator.groups.consumer.model import (
+from kcoord.coordinator.groups.consumer.assignors import ASSIGNORS, MemberSpec
+from kcoord.coordinator.groups.consumer.model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
@@ -32,8 +32,8 @@ from coordinator.groups.consumer.model import (
     ConsumerMember,
     MemberState,
 )
-from coordinator.groups.consumer.reconcile import FencedMemberEpoch, Owned, next_assignment
-from coordinator.groups.consumer.records import (
+from kcoord.coordinator.groups.consumer.reconcile import FencedMemberEpoch, Owned, next_assignment
+from kcoord.coordinator.groups.consumer.records import (
     ConsumerGroupEpoch,
     ConsumerMemberAssignment,
     ConsumerMemberSubscription,
@@ -41,14 +41,14 @@ from coordinator.groups.consumer.records import (
     ConsumerTargetEpoch,
     ConsumerTargetMember,
 )
-from coordinator.groups.consumer.topics import (
+from kcoord.coordinator.groups.consumer.topics import (
     Describable,
     TopicView,
     metadata_hash,
     regex_error,
     subscribed_names,
 )
-from coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.errors import ErrorCode
 
 __all__ = [
     "HeartbeatAnswer",

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import enum
 
-from coordinator.groups.consumer.classic_members import (
+from kcoord.coordinator.groups.consumer.classic_members import (
     CONSUMER_PROTOCOL_TYPE,
     decode_member_assignment,
     encode_member_assignment,
 )
-from coordinator.groups.consumer.model import ClassicMemberMetadata, ConsumerGroup, ConsumerMember
-from coordinator.groups.consumer.records import (
+from kcoord.coordinator.groups.consumer.model import ClassicMemberMetadata, ConsumerGroup, ConsumerMember
+from kcoord.coordinator.groups.consumer.records import (
     ConsumerGroupEpoch,
     ConsumerMemberAssignment,
     ConsumerMemberSubscription,
@@ -30,11 +30,11 @@ from coordinator.groups.consumer.records import (
     ConsumerTargetEpoch,
     ConsumerTargetMember,
 )
-from coordinator.groups.consumer.topics import TopicView, metadata_hash
-from coordinator.groups.group import Group
-from coordinator.groups.member import Member
-from coordinator.groups.state import GroupState
-from coordinator.groups.subscriptions import topics_of
+from kcoord.coordinator.groups.consumer.topics import TopicView, metadata_hash
+from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.member import Member
+from kcoord.coordinator.groups.state import GroupState
+from kcoord.coordinator.groups.subscriptions import topics_of
 
 __all__ = ["MigrationPolicy", "downgrade", "group_tombstones", "upgrade_records"]
 

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from coordinator.groups.consumer.model import Assignment, ConsumerMember, MemberState
+from kcoord.coordinator.groups.consumer.model import Assignment, ConsumerMember, MemberState
 
 __all__ = ["FencedMemberEpoch", "Owned", "next_assignment"]
 

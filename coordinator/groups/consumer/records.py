@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from coordinator.groups.consumer.model import Assignment, ConsumerGroup, ConsumerMember
+from kcoord.coordinator.groups.consumer.model import Assignment, ConsumerGroup, ConsumerMember
 
 __all__ = [
     "ConsumerGroupEpoch",

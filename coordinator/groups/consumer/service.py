@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from coordinator.groups.consumer.describe import ConsumerGroupDescription, describe_group
-from coordinator.groups.consumer.heartbeat import (
+from kcoord.coordinator.groups.consumer.describe import ConsumerGroupDescription, describe_group
+from kcoord.coordinator.groups.consumer.heartbeat import (
     HeartbeatAnswer,
     HeartbeatPlan,
     HeartbeatRequest,
@@ -24,22 +24,22 @@ from coordinator.groups.consumer.heartbeat import (
     plan_leave,
     validate,
 )
-from coordinator.groups.consumer.migration import (
+from kcoord.coordinator.groups.consumer.migration import (
     MigrationPolicy,
     can_downgrade,
     can_upgrade,
     downgrade,
     upgrade_records,
 )
-from coordinator.groups.consumer.model import ConsumerGroup, ConsumerMember, MemberState
-from coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerRecord, ConsumerTargetEpoch
-from coordinator.groups.consumer.topics import TopicView
-from coordinator.groups.errors import APPEND_FAILED, ErrorCode
-from coordinator.groups.rebalance import Rebalancer
-from coordinator.groups.records import GroupTombstone, LogRecord
-from coordinator.groups.runtime import Runtime, Undo, Write
-from coordinator.groups.state import GroupState
-from coordinator.groups.timers import session_key
+from kcoord.coordinator.groups.consumer.model import ConsumerGroup, ConsumerMember, MemberState
+from kcoord.coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerRecord, ConsumerTargetEpoch
+from kcoord.coordinator.groups.consumer.topics import TopicView
+from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
+from kcoord.coordinator.groups.rebalance import Rebalancer
+from kcoord.coordinator.groups.records import GroupTombstone, LogRecord
+from kcoord.coordinator.groups.runtime import Runtime, Undo, Write
+from kcoord.coordinator.groups.state import GroupState
+from kcoord.coordinator.groups.timers import session_key
 
 __all__ = ["ConsumerGroupService", "HeartbeatRespond", "NoTopics", "rebalance_timeout_key"]
 

@@ -7,7 +7,7 @@ for any API it does not serve (docs/compat.md).
 
 from __future__ import annotations
 
-from coordinator.server.apis import (
+from kcoord.coordinator.server.apis import (
     acls,
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -46,7 +46,7 @@ from coordinator.server.apis import (
     user_scram_credentials,
     write_txn_markers,
 )
-from coordinator.server.context import Handler
+from kcoord.coordinator.server.context import Handler
 
 __all__ = ["HANDLERS", "api_versions", "produce", "served_versions"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.security.acls import (
+from kcoord.coordinator.security.acls import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -22,9 +22,9 @@ from coordinator.security.acls import (
     ResourceType,
     filter_error,
 )
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from protocol.errors import ErrorCode
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle_create", "handle_delete", "handle_describe"]
 

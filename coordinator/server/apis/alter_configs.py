@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from coordinator.security.acls import AclOperation
-from coordinator.server.apis.describe_configs import BROKER, TOPIC, config_refusal
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from coordinator.topics import validate_topic_name
-from coordinator.topics.configs import TOPIC_CONFIGS, ConfigType, InvalidConfig, validate_topic_configs
-from protocol.errors import ErrorCode
+from kcoord.coordinator.security.acls import AclOperation
+from kcoord.coordinator.server.apis.describe_configs import BROKER, TOPIC, config_refusal
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.topics import validate_topic_name
+from kcoord.coordinator.topics.configs import TOPIC_CONFIGS, ConfigType, InvalidConfig, validate_topic_configs
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle_alter", "handle_incremental"]
 

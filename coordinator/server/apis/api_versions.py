@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 import struct
 
-from coordinator.server.context import ServerContext
-from protocol.errors import ErrorCode
-from protocol.frames import decode_request, encode_response
+from kcoord.coordinator.server.context import ServerContext
+from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.frames import decode_request, encode_response
 
 __all__ = ["API_KEY", "frame"]
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups import GROUP_AUTHORIZED_OPERATIONS
-from coordinator.groups.consumer.describe import ConsumerGroupDescription, NamedAssignment
-from coordinator.groups.errors import ErrorCode
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.groups import GROUP_AUTHORIZED_OPERATIONS
+from kcoord.coordinator.groups.consumer.describe import ConsumerGroupDescription, NamedAssignment
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 

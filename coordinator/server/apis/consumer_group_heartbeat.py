@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.consumer.heartbeat import HeartbeatAnswer, HeartbeatRequest
-from coordinator.groups.consumer.model import Assignment
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from protocol.errors import ErrorCode
+from kcoord.coordinator.groups.consumer.heartbeat import HeartbeatAnswer, HeartbeatRequest
+from kcoord.coordinator.groups.consumer.model import Assignment
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle", "response_assignment"]
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.apis.topic_checks import Failure, check_assignments, check_replication
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from coordinator.topics import validate_topic_name
-from coordinator.topics.configs import InvalidConfig, describe_topic, validate_topic_configs
-from protocol.errors import ErrorCode
+from kcoord.coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.apis.topic_checks import Failure, check_assignments, check_replication
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.topics import validate_topic_name
+from kcoord.coordinator.topics.configs import InvalidConfig, describe_topic, validate_topic_configs
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

@@ -7,10 +7,10 @@ answers (group id, error) pairs once the tombstones are durable; this module bui
 
 from __future__ import annotations
 
-from coordinator.groups.errors import ErrorCode
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 

@@ -13,10 +13,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from protocol.errors import ErrorCode
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

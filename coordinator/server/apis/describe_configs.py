@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from coordinator.topics import validate_topic_name
-from coordinator.topics.configs import (
+from kcoord.coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.topics import validate_topic_name
+from kcoord.coordinator.topics.configs import (
     TOPIC_CONFIGS,
     ConfigEntry,
     ConfigSource,
@@ -25,7 +25,7 @@ from coordinator.topics.configs import (
     TopicConfigDef,
     describe_topic,
 )
-from protocol.errors import ErrorCode
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["BROKER", "TOPIC", "broker_configs", "config_refusal", "handle"]
 

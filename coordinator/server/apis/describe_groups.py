@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups import GROUP_AUTHORIZED_OPERATIONS, GroupDescription
-from coordinator.groups.errors import ErrorCode
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.groups import GROUP_AUTHORIZED_OPERATIONS, GroupDescription
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from coordinator.transactions import TransactionDescription
-from protocol.errors import ErrorCode
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.transactions import TransactionDescription
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

@@ -7,11 +7,11 @@ Answered once the PrepareCommit/PrepareAbort record is durable; the markers foll
 
 from __future__ import annotations
 
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from coordinator.transactions import EndTxnResult
-from protocol.errors import ErrorCode
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.transactions import EndTxnResult
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from partition_log import PartitionLog
-from protocol.errors import ErrorCode
-from storage.faults import StorageFault
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.partition_log import PartitionLog
+from kcoord.protocol.errors import ErrorCode
+from kcoord.storage.faults import StorageFault
 
 __all__ = ["MAX_WAIT_MS", "handle"]
 

@@ -10,11 +10,11 @@ retries on CONCURRENT_TRANSACTIONS) and answers once its record is durable.
 
 from __future__ import annotations
 
-from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from coordinator.transactions import InitProducerIdResult
-from protocol.errors import ErrorCode
+from kcoord.coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.transactions import InitProducerIdResult
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.join import JoinRequest
-from coordinator.groups.responses import JoinAnswer, JoinMember, join_error
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.join import JoinRequest
+from kcoord.coordinator.groups.responses import JoinAnswer, JoinMember, join_error
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle", "join_body", "join_request"]
 

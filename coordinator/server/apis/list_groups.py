@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups import GroupListing
-from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.groups import GroupListing
+from kcoord.coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from coordinator.topics import TopicRecord, validate_topic_name
-from protocol.errors import ErrorCode
+from kcoord.coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.topics import TopicRecord, validate_topic_name
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["CLUSTER_AUTHORIZED_OPERATIONS", "broker_entry", "handle"]
 

@@ -9,13 +9,13 @@ are merged into one response.
 
 from __future__ import annotations
 
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.offset_api import CommitErrors, CommitRequest, PartitionCommit
-from coordinator.metrics import OFFSET_COMMIT, RequestStats
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.apis.unknown_partitions import Topics, merge_topics, split_unknown
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.offset_api import CommitErrors, CommitRequest, PartitionCommit
+from kcoord.coordinator.metrics import OFFSET_COMMIT, RequestStats
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.apis.unknown_partitions import Topics, merge_topics, split_unknown
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["commit_request", "handle"]
 

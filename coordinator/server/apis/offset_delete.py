@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.groups.errors import ErrorCode
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.apis.unknown_partitions import merge_topics, split_unknown
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.apis.unknown_partitions import merge_topics, split_unknown
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.offset_api import FetchedOffset, FetchGroup, FetchResult, FetchTopics
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.offset_api import FetchedOffset, FetchGroup, FetchResult, FetchTopics
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle"]
 

@@ -32,12 +32,12 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import storage
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from partition_log import AppendError, AppendResult, DuplicateAppend, PartitionLog, ValidatedAppend
-from protocol.errors import ErrorCode
+from kcoord import storage
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.partition_log import AppendError, AppendResult, DuplicateAppend, PartitionLog, ValidatedAppend
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["API_KEY", "handle", "wants_response"]
 

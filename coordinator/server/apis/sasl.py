@@ -8,8 +8,8 @@ this handler's.
 
 from __future__ import annotations
 
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from protocol.errors import ErrorCode
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle_authenticate", "handle_handshake"]
 

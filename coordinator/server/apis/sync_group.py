@@ -10,13 +10,13 @@ leader's assignment is durable.
 
 from __future__ import annotations
 
-from coordinator.groups.errors import ErrorCode
-from coordinator.groups.member import Parked
-from coordinator.groups.responses import SyncAnswer, sync_error
-from coordinator.groups.sync import SyncRequest
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.member import Parked
+from kcoord.coordinator.groups.responses import SyncAnswer, sync_error
+from kcoord.coordinator.groups.sync import SyncRequest
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 
 __all__ = ["handle", "sync_body"]
 

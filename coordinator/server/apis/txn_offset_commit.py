@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.groups.txn_offset_api import TxnCommitRequest, TxnPartition
-from coordinator.security.acls import AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from coordinator.transactions import offsets_partition_for
-from protocol.errors import ErrorCode
+from kcoord.coordinator.groups.txn_offset_api import TxnCommitRequest, TxnPartition
+from kcoord.coordinator.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.transactions import offsets_partition_for
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.server.context import ServerContext
-from protocol.errors import ErrorCode
+from kcoord.coordinator.server.context import ServerContext
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["Topics", "merge_topics", "split_unknown"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from protocol.errors import ErrorCode
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle_alter", "handle_describe"]
 

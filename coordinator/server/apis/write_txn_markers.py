@@ -14,11 +14,11 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from coordinator.server import authz
-from coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from coordinator.server.markers import Results
-from protocol.errors import ErrorCode
+from kcoord.coordinator.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.coordinator.server import authz
+from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.server.markers import Results
+from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 

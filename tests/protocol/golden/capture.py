@@ -252,7 +252,7 @@ SCENARIOS = {
 
 
 def _has_trailing_bytes(frame: bytes) -> bool:
-    from protocol.frames import decode_request, encode_request
+    from kcoord.protocol.frames import decode_request, encode_request
 
     header, body = decode_request(frame)
     again = encode_request(
@@ -267,7 +267,7 @@ CONSUMER_GROUP_HEARTBEAT = 68
 def heartbeat_stage(frame: bytes) -> str:
     """join (epoch 0), owned (reports the partitions it owns), steady (every field unchanged: null),
     or leave (epoch -1)."""
-    from protocol.frames import decode_request
+    from kcoord.protocol.frames import decode_request
 
     _, body = decode_request(frame)
     if body["member_epoch"] == 0:
@@ -285,7 +285,7 @@ def capture(client: str, scenario: str) -> None:
         [
             sys.executable,
             "-m",
-            "coordinator",
+            "kcoord",
             "serve",
             "--listen",
             f"127.0.0.1:{server_port}",

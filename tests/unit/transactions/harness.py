@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from coordinator.groups.clock import FakeClock
-from coordinator.groups.timers import FakeTimers
-from coordinator.transactions import (
+from kcoord.coordinator.groups.clock import FakeClock
+from kcoord.coordinator.groups.timers import FakeTimers
+from kcoord.coordinator.transactions import (
     ControlResult,
     EndTxnResult,
     InitProducerIdResult,
@@ -17,8 +17,8 @@ from coordinator.transactions import (
     TransactionCoordinator,
     TransactionRecord,
 )
-from coordinator.transactions.metadata import TransactionMetadata
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions.metadata import TransactionMetadata
+from kcoord.protocol.errors import ErrorCode
 from tests.unit.fakes import MemoryRecordLog
 
 T = TypeVar("T")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.transactions import TransactionState, offsets_partition_for
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions import TransactionState, offsets_partition_for
+from kcoord.protocol.errors import ErrorCode
 from tests.unit.transactions.harness import Txn
 
 E = ErrorCode

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.persistence import from_storage, render, to_storage
-from coordinator.transactions import TransactionRecord, TransactionState, TransactionValue
-from protocol.messages.records import RECORD_TYPES, TRANSACTION_LOG_VALUE, decode_exact
+from kcoord.coordinator.persistence import from_storage, render, to_storage
+from kcoord.coordinator.transactions import TransactionRecord, TransactionState, TransactionValue
+from kcoord.protocol.messages.records import RECORD_TYPES, TRANSACTION_LOG_VALUE, decode_exact
 
 S = TransactionState
 
@@ -59,9 +59,9 @@ def test_a_malformed_value_renders_undecodable() -> None:
 
 
 def test_the_replayer_feeds_transaction_records_to_the_coordinator() -> None:
-    from coordinator.persistence import Replayer
-    from coordinator.producer_ids import ProducerIds
-    from coordinator.topics import TopicRegistry
+    from kcoord.coordinator.persistence import Replayer
+    from kcoord.coordinator.producer_ids import ProducerIds
+    from kcoord.coordinator.topics import TopicRegistry
     from tests.unit.conftest import Harness
     from tests.unit.transactions.harness import Txn
 

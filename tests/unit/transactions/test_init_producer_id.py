@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.transactions import TransactionRecord, TransactionState, TransactionValue
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions import TransactionRecord, TransactionState, TransactionValue
+from kcoord.protocol.errors import ErrorCode
 from tests.unit.transactions.harness import FIRST_ID, Txn
 
 E = ErrorCode

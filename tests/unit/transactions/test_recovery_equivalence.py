@@ -16,9 +16,9 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from coordinator.persistence import from_storage, to_storage
-from coordinator.transactions import TransactionRecord, TransactionState
-from coordinator.transactions.metadata import TransactionMetadata
+from kcoord.coordinator.persistence import from_storage, to_storage
+from kcoord.coordinator.transactions import TransactionRecord, TransactionState
+from kcoord.coordinator.transactions.metadata import TransactionMetadata
 from tests.unit.transactions.harness import Txn
 
 IDS = ("a", "b")

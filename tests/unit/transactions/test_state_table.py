@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.transactions import TransactionRecord, TransactionState, TransactionValue
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions import TransactionRecord, TransactionState, TransactionValue
+from kcoord.protocol.errors import ErrorCode
 from tests.unit.transactions.harness import Txn
 
 E = ErrorCode

@@ -7,8 +7,8 @@ markers and the Complete record retried until durable, Prepare* completed at loa
 
 from __future__ import annotations
 
-from coordinator.transactions import TransactionRecord, TransactionState, TransactionValue
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions import TransactionRecord, TransactionState, TransactionValue
+from kcoord.protocol.errors import ErrorCode
 from tests.unit.transactions.harness import MarkerCall, Txn
 
 E = ErrorCode

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from coordinator.transactions import TransactionListing, TransactionState
-from protocol.errors import ErrorCode
+from kcoord.coordinator.transactions import TransactionListing, TransactionState
+from kcoord.protocol.errors import ErrorCode
 from tests.unit.transactions.harness import FIRST_ID, Txn
 
 E = ErrorCode

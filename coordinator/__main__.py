@@ -1,3 +1,0 @@
-from coordinator.cli import main
-
-raise SystemExit(main())
