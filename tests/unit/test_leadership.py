@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from kcoord.coordinator.topics.leadership import (
     NO_ERROR,
@@ -47,12 +48,12 @@ def test_one_node_leads_everything_and_never_needs_an_election() -> None:
     leadership: PartitionLeadership = SingleNodeLeadership(7)
     assert leadership.leader("t", 3) == 7
     for election_type in ElectionType:
-        outcomes = _run(lambda done, e=election_type: leadership.elect(e, [TP0, TP1], done))
+        outcomes = _run(partial(leadership.elect, election_type, [TP0, TP1]))
         assert {tp: o.error for tp, o in outcomes.items()} == {
             TP0: ErrorCode.ELECTION_NOT_NEEDED,
             TP1: ErrorCode.ELECTION_NOT_NEEDED,
         }
-    assert _run(lambda done: leadership.elect(ElectionType.PREFERRED, [], done)) == {}
+    assert _run(partial(leadership.elect, ElectionType.PREFERRED, [])) == {}
 
 
 def test_one_node_accepts_only_itself_as_the_target_and_has_nothing_to_cancel_or_list() -> None:
