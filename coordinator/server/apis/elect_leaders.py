@@ -24,6 +24,7 @@ __all__ = ["handle"]
 
 API_KEY = 43
 NOT_AUTHORIZED = "Request is not authorized."  # ClusterAuthorizationException from authorizeClusterOperation
+_ELECTION_TYPES = frozenset(int(t) for t in ElectionType)
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -35,18 +36,13 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         respond({"replica_election_results": []})
         return
     election_type = int(req["election_type"])
-    if election_type not in ElectionType.__members__.values():
+    if election_type not in _ELECTION_TYPES:
         invalid = Outcome(ErrorCode.INVALID_REQUEST, f"Unknown election type {election_type}")
         respond(_refusal(meta, requested, invalid))
         return
     everything = requested is None
     asked = _all_partitions(ctx) if requested is None else _named(requested)
-    outcomes: dict[TopicPartition, Outcome] = {}
-    for topic, partition in asked:
-        if ctx.topics.get(topic) is None:
-            outcomes[TopicPartition(topic, partition)] = _unknown(f"No such topic as {topic}")
-        elif not ctx.topics.has_partition(topic, partition):
-            outcomes[TopicPartition(topic, partition)] = _unknown(f"No such partition as {topic}-{partition}")
+    outcomes = _unknown_partitions(ctx, asked)
     known = [TopicPartition(t, p) for t, p in asked if TopicPartition(t, p) not in outcomes]
 
     def elected(results: dict[TopicPartition, Outcome]) -> None:
@@ -56,8 +52,18 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     ctx.leadership.elect(ElectionType(election_type), known, elected)
 
 
-def _unknown(message: str) -> Outcome:
-    return Outcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message)
+def _unknown_partitions(ctx: ServerContext, asked: list[tuple[str, int]]) -> dict[TopicPartition, Outcome]:
+    """ReplicationControlManager.electLeader's first checks, before leadership is looked at."""
+    unknown: dict[TopicPartition, Outcome] = {}
+    for topic, partition in asked:
+        if ctx.topics.get(topic) is None:
+            message = f"No such topic as {topic}"
+        elif not ctx.topics.has_partition(topic, partition):
+            message = f"No such partition as {topic}-{partition}"
+        else:
+            continue
+        unknown[TopicPartition(topic, partition)] = Outcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message)
+    return unknown
 
 
 def _named(requested: list[Any]) -> list[tuple[str, int]]:
