@@ -29,6 +29,7 @@ from kcoord.coordinator.app_state import (
     empty_data_dir,
     open_state,
     stop_state,
+    sweep_trash,
 )
 from kcoord.coordinator.config import Config, HostPort
 from kcoord.coordinator.controls import TestControls
@@ -87,6 +88,7 @@ class App:
             self._timers = AsyncioTimers(loop)
         started = time.monotonic()
         self.state = state = await self._open_state()
+        sweep_trash(self.config)  # what a reset had not deleted yet when the process ended
         self._log, self._data, self._acls = state.log, state.data, state.acls
         # What recovery loaded (keydir, groups, offsets) lives as long as the process: keep it out of
         # the collector's full passes, which would walk all of it (tens of ms per 100k keys) while
@@ -152,6 +154,7 @@ class App:
             for conn in list(self.connections):
                 conn.release()
         elapsed_ms = (time.perf_counter() - started) * 1000
+        sweep_trash(self.config)  # after the clock stops: its thread competes for the interpreter
         log.info("test control: reset in %.1f ms", elapsed_ms)
         return round(elapsed_ms, 3)
 

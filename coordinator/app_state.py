@@ -13,7 +13,9 @@ import asyncio
 import logging
 import os
 import shutil
+import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +38,15 @@ from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.partition_log import PartitionLogs
 from kcoord.storage.faults import FaultPolicy, StorageFault
 
-__all__ = ["State", "abandon_state", "close_state", "empty_data_dir", "open_state", "stop_state"]
+__all__ = [
+    "State",
+    "abandon_state",
+    "close_state",
+    "empty_data_dir",
+    "open_state",
+    "stop_state",
+    "sweep_trash",
+]
 
 log = logging.getLogger("kcoord.app")
 
@@ -143,15 +153,31 @@ def abandon_state(state: State) -> None:
     state.log.abandon()
 
 
+# Where a reset moves the old files: inside the data directory (same file system: a rename), in a
+# directory no recovery reads (the coordinator log reads its own suffixes, the partition logs `topics/`).
+TRASH = ".reset-trash"
+
+
 def empty_data_dir(config: Config) -> None:
-    """Delete everything in the (unlocked) data directory: the state of a first start."""
+    """Empty the (unlocked) data directory: the state of a first start. The files are renamed into
+    TRASH for `sweep_trash` to delete in a background thread: deleting a hundred partition
+    directories took from 10 to 400 ms here (the file system's discards), renaming them microseconds."""
     started = time.perf_counter()
+    trash = config.data_dir / TRASH / uuid.uuid4().hex
+    trash.mkdir(parents=True)
     for entry in os.scandir(config.data_dir):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            os.unlink(entry.path)
+        if entry.name != TRASH:
+            os.rename(entry.path, trash / entry.name)
     log.debug("data directory emptied in %.1f ms", (time.perf_counter() - started) * 1000)
+
+
+def sweep_trash(config: Config) -> None:
+    """Delete what resets left behind, in a daemon thread (a crash in between leaves it for the next)."""
+    trash = config.data_dir / TRASH
+    if trash.exists():
+        threading.Thread(
+            target=shutil.rmtree, args=(trash, True), name="kcoord-reset-trash", daemon=True
+        ).start()
 
 
 def _acl_store(config: Config, record_log: StorageRecordLog) -> AclStore | None:

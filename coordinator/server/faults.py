@@ -129,6 +129,12 @@ def _item_schema(schema: Schema, name: str) -> Schema:
     raise KeyError(f"{schema.name} has no array of structs {name}")
 
 
+def _carries(schema: Schema, name: str, version: int) -> bool:
+    """The field is on the wire at `version` (a default elsewhere: the encoder refuses other values)."""
+    flexible = schema.is_flexible(version)
+    return any(f.name == name and f.present(version, flexible) for f in schema.fields)
+
+
 def _shape(api_key: int, version: int) -> PartitionShape | None:
     if api_key == 24:
         return _ADD_PARTITIONS_V3 if version <= 3 else None
@@ -142,7 +148,7 @@ def error_body(api_key: int, version: int, req: Request, code: int) -> Body:
         return shaped(version, req, code)
     schema = _response_schema(api_key)
     body = schema.defaults()
-    if "error_code" in body:
+    if _carries(schema, "error_code", version):
         body["error_code"] = code
     shape = _shape(api_key, version)
     if shape is not None:
