@@ -22,19 +22,22 @@ from kcoord.coordinator.server.context import ServerContext
 from kcoord.coordinator.server.timers import MovableTimers
 from kcoord.coordinator.topics import validate_topic_name
 from kcoord.coordinator.topics.configs import InvalidConfig, validate_topic_configs
+from kcoord.coordinator.transactions.state import TransactionState
 from kcoord.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kcoord.coordinator.app import App
+    from kcoord.coordinator.app_state import State
 
 __all__ = ["TestControls"]
 
 log = logging.getLogger("kcoord.controls")
 
 MAX_ADVANCE_S = 10 * 365 * 86_400.0
-# advance() returns once what fired is durable: the write chains it starts (a marker, then the
-# transaction's completion record) are followed this many rounds at most.
-SETTLE_ROUNDS = 20
+# advance() returns once what fired is durable (a timed-out transaction: its abort, markers and
+# completion), waiting this long at most.
+SETTLE_TIMEOUT_S = 5.0
+_BETWEEN = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
 
 class TestControls:
@@ -84,15 +87,19 @@ class TestControls:
             return {"advanced_ms": round(seconds * 1000), "now_ms": app.clock.now_ms(), "fired": fired}
 
     async def _settle_writes(self) -> None:
+        """Until what fired is durable: no append queued in either log and no transaction between
+        two states (a timed-out abort writes PrepareAbort, then its markers, then CompleteAbort)."""
         state = self._app.state
         assert state is not None
-        for _ in range(SETTLE_ROUNDS):
-            await asyncio.sleep(0)
+        deadline = asyncio.get_running_loop().time() + SETTLE_TIMEOUT_S
+        while asyncio.get_running_loop().time() < deadline:
             await state.log.flush()
             await state.data.logs.flush()
             await asyncio.sleep(0)
-            if not state.log.pending and not state.data.logs.pending:
+            if not state.log.pending and not state.data.logs.pending and _transactions_settled(state):
                 return
+            await asyncio.sleep(0.001)
+        log.warning("advance: writes still in flight after %.1f s", SETTLE_TIMEOUT_S)
 
     # -- topics and inspection ------------------------------------------------------------------------
     async def create_topic(
@@ -208,3 +215,7 @@ def _count(value: object, name: str, minimum: int, maximum: int | None = None) -
 def _optional(value: object, kind: type, name: str) -> None:
     if value is not None and not isinstance(value, kind):
         raise ControlError(400, f"{name} must be a {kind.__name__} or null, got {value!r}")
+
+
+def _transactions_settled(state: State) -> bool:
+    return all(md.pending is None and md.state not in _BETWEEN for md in state.transactions.transactions())
