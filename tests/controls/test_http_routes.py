@@ -45,8 +45,8 @@ def test_topics_records_and_faults_over_http(served: Served) -> None:
     assert record["headers"] == [["hd", base64.b64encode(b"x").decode()]]
     assert _http(served, "GET", "/v1/test/topics/nope/records")[0] == 404
 
-    status, fault = _http(served, "POST", "/v1/test/faults",
-                          {"kind": "error", "api": "Fetch", "error": "NOT_LEADER_OR_FOLLOWER", "topic": "h"})  # fmt: skip
+    error = {"kind": "error", "api": "Fetch", "error": "NOT_LEADER_OR_FOLLOWER", "topic": "h"}
+    status, fault = _http(served, "POST", "/v1/test/faults", error)
     assert status == 201 and fault["kind"] == "error" and fault["topic"] == "h" and fault["fired"] == 0
     assert _http(served, "POST", "/v1/test/faults", {"kind": "delay", "api": "Metadata", "ms": 5})[0] == 201
     assert (
