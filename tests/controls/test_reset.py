@@ -140,3 +140,35 @@ def test_reset_with_100_topics_and_100_groups_takes_milliseconds(served: Served)
     finally:
         producer.close(5)
         conn.close()
+
+
+def test_a_parked_long_poll_fetch_is_answered_and_the_socket_pipelines_across_a_reset(served: Served) -> None:
+    from kcoord.protocol.frames import decode_response
+    from tests.server.wire import connect, read_frame, send
+
+    served.call(lambda c: c.create_topic("quiet", 1))
+    assert served.app.bound is not None
+    sock = connect(("127.0.0.1", served.app.bound.port))
+    try:
+        fetch = {
+            "max_wait_ms": 20_000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": "quiet", "partitions": [
+                {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}],
+            "forgotten_topics_data": [], "rack_id": "",
+        }  # fmt: skip
+        send(sock, 1, 12, 1, fetch)  # parked: nothing to read for 20 s
+        metadata = {"topics": None, "allow_auto_topic_creation": False}
+        send(sock, 3, 9, 2, metadata)  # behind it on the same socket (answered in order)
+        started = time.monotonic()
+        result = served.call(lambda c: c.reset())
+        assert result["reset_ms"] < 2000 and time.monotonic() - started < 5
+        correlation, answer = decode_response(1, 12, read_frame(sock))
+        assert correlation == 1 and answer["responses"][0]["partitions"][0]["records"] in (None, b"")
+        correlation, answer = decode_response(3, 9, read_frame(sock))
+        assert correlation == 2
+        send(sock, 3, 9, 3, metadata)  # the socket is still served, by the fresh state
+        correlation, answer = decode_response(3, 9, read_frame(sock))
+        assert correlation == 3 and answer["topics"] == []
+    finally:
+        sock.close()
