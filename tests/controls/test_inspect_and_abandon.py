@@ -69,3 +69,29 @@ def test_abandon_is_a_crash_the_next_server_recovers_from(tmp_path: Path) -> Non
     finally:
         second.close()
     assert sorted(p.name for p in data_dir.glob("*.snap")) != snapshots  # a clean shutdown writes one
+
+
+def test_a_consumer_protocol_groups_view(served: Served) -> None:
+    from confluent_kafka import Consumer
+
+    served.call(lambda c: c.create_topic("kip848", 3))
+    consumer = Consumer(
+        {"bootstrap.servers": served.bootstrap, "group.id": "new-protocol", "group.protocol": "consumer",
+         "client.id": "rd-848"}
+    )  # fmt: skip
+    try:
+        consumer.subscribe(["kip848"])
+        deadline = time.monotonic() + 30
+        view = None
+        while time.monotonic() < deadline:
+            consumer.poll(0.1)
+            view = served.call(lambda c: c.group("new-protocol"))
+            if view["state"] == "Stable" and view["members"] and view["members"][0]["assignment"]:
+                break
+        assert view is not None and view["state"] == "Stable", view
+        assert (view["protocol"], view["protocol_type"], view["leader"]) == ("consumer", "consumer", None)
+        assert view["generation"] >= 1
+        [member] = view["members"]
+        assert member["client_id"] == "rd-848" and member["assignment"] == {"kip848": [0, 1, 2]}
+    finally:
+        consumer.close()
