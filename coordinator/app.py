@@ -24,27 +24,23 @@ from typing import Any
 from kcoord import storage
 from kcoord.coordinator.app_state import (
     State,
-    abandon_state,
     close_state,
-    empty_data_dir,
     open_state,
     stop_state,
     sweep_trash,
 )
 from kcoord.coordinator.config import Config, HostPort
 from kcoord.coordinator.controls import TestControls
+from kcoord.coordinator.controls.lifecycle import abandon_app, reset_app
 from kcoord.coordinator.group_views import group_lags
 from kcoord.coordinator.http import HttpEndpoint, Observed
 from kcoord.coordinator.metrics import MetricsSource
-from kcoord.coordinator.security.acls_store import AclStore
-from kcoord.coordinator.security.credentials import ScramCredentials
 from kcoord.coordinator.security.listeners import Listener
 from kcoord.coordinator.server.apis import HANDLERS, served_versions
 from kcoord.coordinator.server.connection import Connection
 from kcoord.coordinator.server.context import DelayedResponses, ServerContext
 from kcoord.coordinator.server.listener import ListenerSetup, Security
 from kcoord.coordinator.server.timers import AsyncioTimers, MovableClock, MovableTimers, SystemClock
-from kcoord.coordinator.topics.data import TopicData
 from kcoord.protocol.api_versions_table import SERVED_VERSIONS
 from kcoord.storage.faults import EXIT_STORAGE_FATAL, StorageFault
 
@@ -59,20 +55,16 @@ class App:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.connections: set[Connection] = set()
-        self._servers: list[asyncio.Server] = []
+        self.servers: list[asyncio.Server] = []
         self.security = Security(config)
-        self._credentials: ScramCredentials | None = None
         # listener name -> the bound address (port 0 resolved); `bound` is the first listener's
         self.bound_by_listener: dict[str, HostPort] = {}
-        self._log: Any = None
         self.state: State | None = None
         self.clock: SystemClock | MovableClock = SystemClock()
         self._timers: AsyncioTimers | None = None
         # The test controls (--enable-test-controls): built by startup(), None otherwise.
         self.controls: TestControls | None = None
-        self._data: TopicData | None = None
         self.ctx: ServerContext | None = None
-        self._acls: AclStore | None = None
         self.bound: HostPort | None = None
         # The HTTP endpoint and what it counts: only with --http-listen (no cost on requests otherwise).
         self.metrics = MetricsSource() if config.http_listen is not None else None
@@ -87,9 +79,8 @@ class App:
         else:
             self._timers = AsyncioTimers(loop)
         started = time.monotonic()
-        self.state = state = await self._open_state()
+        self.state = state = await self.open_state()
         sweep_trash(self.config)  # what a reset had not deleted yet when the process ended
-        self._log, self._data, self._acls = state.log, state.data, state.acls
         # What recovery loaded (keydir, groups, offsets) lives as long as the process: keep it out of
         # the collector's full passes, which would walk all of it (tens of ms per 100k keys) while
         # clients wait. Frozen objects are still freed by reference counting when replaced.
@@ -101,7 +92,6 @@ class App:
             len(state.topics.all()),
             time.monotonic() - started,
         )
-        self._credentials = state.credentials
         await self.security.start(
             loop, state.credentials, lambda: self.ctx is not None and self.ctx.shutting_down
         )
@@ -110,7 +100,8 @@ class App:
             self.controls = TestControls(self)
         await self._start_http()
 
-    async def _open_state(self) -> State:
+    async def open_state(self) -> State:
+        """Recover the data directory into a state (startup; a test-control reset)."""
         assert self._timers is not None
         return await open_state(self.config, self.clock, self._timers, self.metrics, _halt_soon)
 
@@ -123,40 +114,9 @@ class App:
         return HANDLERS
 
     async def reset(self) -> float:
-        """The test controls' reset: the state as after startup on an empty data directory, behind the
-        same listeners and client connections; milliseconds it took.
-
-        Reading stops on every connection (bytes that still arrive are kept), parked requests are
-        answered as at shutdown and what was received is settled; the old storage closes without
-        fsync, the directory is emptied and a fresh state opens (the SCRAM bootstrap users again);
-        then the connections read on, their next requests served by the new state."""
-        ctx, old = self.ctx, self.state
-        assert ctx is not None and old is not None and self._timers is not None
-        started = time.perf_counter()
-        ctx.holding = True
-        connections = list(self.connections)
-        for conn in connections:
-            conn.hold()
-        try:
-            stop_state(old)
-            ctx.delayed.fire_all()
-            await self._settle(RESET_SETTLE_S)
-            self._timers.cancel_all()
-            if isinstance(self.clock, MovableClock):
-                self.clock.skew_s = 0.0
-            await close_state(old, fsync=False)
-            empty_data_dir(self.config)
-            state = await self._open_state()
-            self.install_state(state)
-            await self.security.bootstrap_scram(state.credentials)
-        finally:
-            ctx.holding = False
-            for conn in list(self.connections):
-                conn.release()
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        sweep_trash(self.config)  # after the clock stops: its thread competes for the interpreter
-        log.info("test control: reset in %.1f ms", elapsed_ms)
-        return round(elapsed_ms, 3)
+        """The test controls' reset (coordinator/controls/lifecycle.py): the state as after startup on
+        an empty data directory, behind the same listeners and client connections; milliseconds."""
+        return await reset_app(self)
 
     async def _start_http(self) -> None:
         """After recovery and the Kafka listener: /readyz means recovered and listening."""
@@ -164,7 +124,7 @@ class App:
             return
         assert self.ctx is not None
         ctx, metrics = self.ctx, self.metrics
-        self._wire_metrics()
+        self.wire_metrics()
         metrics.connections = lambda: len(self.connections)
         metrics.authentications = lambda: self.security.authentications
         observed = Observed(ctx, metrics, self.controls, self.config.metrics_max_groups)
@@ -174,7 +134,7 @@ class App:
             self.config.http_listen, None if tls is None else tls.context, self.config.http_bearer_token
         )
 
-    def _wire_metrics(self) -> None:
+    def wire_metrics(self) -> None:
         """Point the metrics at the state (again after a test-control reset replaced it)."""
         if self.metrics is None or self.state is None:
             return
@@ -217,12 +177,12 @@ class App:
             served=served_versions(dict(SERVED_VERSIONS)),
             handlers=dict(HANDLERS),
             stats=None if self.metrics is None else self.metrics.requests,
-            authorizer=None if self._acls is None else self._acls.authorizer,
-            acls=self._acls,
+            authorizer=None if state.acls is None else state.acls.authorizer,
+            acls=state.acls,
             endpoints=endpoints,
-            credentials=self._credentials,
+            credentials=state.credentials,
         )
-        for server, listener in zip(self._servers, listeners, strict=True):
+        for server, listener in zip(self.servers, listeners, strict=True):
             await server.start_serving()
             bound = self.bound_by_listener[listener.name]
             log.info(
@@ -250,7 +210,7 @@ class App:
             ssl=None if tls is None else tls.context,
             ssl_handshake_timeout=None if tls is None else self.config.ssl_handshake_timeout_ms / 1000,
         )
-        self._servers.append(server)
+        self.servers.append(server)
         return server
 
     def reload_certificates(self) -> None:
@@ -264,7 +224,7 @@ class App:
     async def shutdown(self) -> None:
         """Stop accepting, settle in-flight requests, close the log with a snapshot."""
         ctx = self.ctx
-        for server in self._servers:
+        for server in self.servers:
             server.close()
         if ctx is not None:
             ctx.shutting_down = True  # /readyz answers 503 from here on
@@ -277,64 +237,23 @@ class App:
                 conn.drain()
             stop_state(self.state)
             ctx.delayed.fire_all()
-            await self._settle(self.config.shutdown_timeout_s)
+            await self.settle(self.config.shutdown_timeout_s)
         for conn in list(self.connections):
             conn.close()
         if self._timers is not None:
             self._timers.cancel_all()
         state, self.state = self.state, None
-        self._data = self._log = None
         if state is not None:
             await close_state(state)
 
     async def abandon(self) -> None:
         """A crash of this in-process server (the test plugin's `kill()`): stop accepting, drop every
-        connection without answering, cancel the timers, close the coordinator log and the partition
-        logs as they are (no write of what is queued, no fsync, no snapshot) and release the
-        data-directory lock. A new `App` on the same directory then recovers as after kill -9."""
-        for server in self._servers:
-            server.close()
-        if self.ctx is not None:
-            self.ctx.shutting_down = True
-        for conn in list(self.connections):
-            conn.drop()
-        if self._timers is not None:
-            self._timers.cancel_all()
-        state, self.state = self.state, None
-        self._data = self._log = None
-        if state is not None:
-            abandon_state(state)
-        http, self.http = self.http, None
-        if http is not None:
-            await http.stop()
-        log.warning("abandoned: connections dropped, storage closed without fsync (a crash)")
+        connection unanswered, cancel the timers, close the logs as they are (no write of what is
+        queued, no fsync, no snapshot), release the data-directory lock. A new `App` on the same
+        directory then recovers as after kill -9 (coordinator/controls/lifecycle.py)."""
+        await abandon_app(self)
 
-    def install_state(self, state: State) -> None:
-        """Serve `state` from now on behind the same listeners and connections (a test-control reset)."""
-        ctx = self.ctx
-        assert ctx is not None
-        self.state = state
-        self._log, self._data, self._acls, self._credentials = (
-            state.log,
-            state.data,
-            state.acls,
-            state.credentials,
-        )
-        ctx.manager, ctx.topics, ctx.data = state.manager, state.topics, state.data
-        ctx.producer_ids, ctx.transactions, ctx.markers = (
-            state.producer_ids,
-            state.transactions,
-            state.markers,
-        )
-        ctx.acls, ctx.credentials = state.acls, state.credentials
-        ctx.authorizer = None if state.acls is None else state.acls.authorizer
-        ctx.delayed = DelayedResponses(asyncio.get_running_loop())
-        self.security.add_scram(state.credentials.lookup)
-        self._wire_metrics()
-        if self.http is not None:
-            self.http.state_replaced()
-
-    async def _settle(self, timeout_s: float) -> None:
+    async def settle(self, timeout_s: float) -> None:
         """Wait (bounded) until every received request has been answered; durable writes finish first."""
         deadline = time.monotonic() + timeout_s
         while any(conn.in_flight for conn in self.connections):
@@ -345,8 +264,6 @@ class App:
             await asyncio.sleep(0.01)
 
 
-# A reset waits at most this long for the requests in flight to be answered (a delay fault may hold one).
-RESET_SETTLE_S = 2.0
 # A fatal storage fault's in-flight answers (retriable codes) get this long to leave; the backstop
 # timer exits even if the event loop is stuck (a hung file system call) - well within 1 s either way.
 HALT_DELAY_S = 0.2

@@ -352,7 +352,7 @@ class Connection(asyncio.Protocol):
 
     @property
     def peer(self) -> str:
-        """ "host:port" of the client (the test controls' request log)."""
+        """The client's address as "host:port" (the test controls' request log)."""
         return self._peer
 
     @property

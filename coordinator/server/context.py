@@ -80,7 +80,10 @@ class DelayedResponses:
         for when, token in due:
             if when > horizon:
                 break
-            handle, fire = self._waiting.pop(token)
+            waiting = self._waiting.pop(token, None)
+            if waiting is None:  # cancelled by one fired before it
+                continue
+            handle, fire = waiting
             handle.cancel()
             fire()
             fired += 1

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
 
 from kcoord.coordinator.tools.kafka_client import Connection, ToolError
 from tests.controls.conftest import Served
