@@ -37,12 +37,10 @@ def test_a_classic_groups_view_decodes_its_assignment(served: Served) -> None:
         assert view["leader"] == member["member_id"] and member["client_id"] == "viewer"
         assert member["client_host"].endswith("127.0.0.1") and member["group_instance_id"] is None
         assert member["assignment"] == {"g-topic": [0, 1]}
-        consumer.commit()
-        assert sorted(
-            (c["partition"], c["offset"]) for c in served.call(lambda c: c.committed("viewed"))
-        ) == [
-            (0, 0),
-            (1, 0),
+        consumer.commit({TopicPartition("g-topic", p): OffsetAndMetadata(3 + p, "m", -1) for p in (0, 1)})
+        assert served.call(lambda c: c.committed("viewed")) == [
+            {"topic": "g-topic", "partition": 0, "offset": 3, "metadata": "m"},
+            {"topic": "g-topic", "partition": 1, "offset": 4, "metadata": "m"},
         ]
     finally:
         consumer.close()
