@@ -152,3 +152,22 @@ def test_bad_fault_arguments_are_400s(served: Served) -> None:
     by_key = served.call(lambda c: c.fail(12, 16))
     by_name = served.call(lambda c: c.fail("heartbeat", "not_coordinator"))
     assert by_key["api"] == by_name["api"] == "Heartbeat" and by_key["error"] == by_name["error"]
+
+
+def test_a_fetch_error_on_one_partition_is_retried_by_a_kafka_python_consumer(served: Served) -> None:
+    served.call(lambda c: c.create_topic("two", 2))
+    producer = KafkaProducer(bootstrap_servers=served.bootstrap)
+    for partition in (0, 1):
+        producer.send("two", b"p%d" % partition, partition=partition).get(10)
+    producer.close(5)
+    fault = served.call(lambda c: c.fail("Fetch", "NOT_LEADER_OR_FOLLOWER", topic="two", partition=0))
+    consumer = KafkaConsumer(
+        bootstrap_servers=served.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=15_000
+    )
+    try:
+        consumer.assign([TopicPartition("two", 0), TopicPartition("two", 1)])
+        assert sorted(next(consumer).value for _ in range(2)) == [b"p0", b"p1"]
+    finally:
+        consumer.close()
+    [fetch] = [r for r in served.call(lambda c: c.requests()) if r["fault"] == fault["id"]]
+    assert fetch["api"] == "Fetch" and fetch["error_codes"] == [NOT_LEADER]

@@ -172,3 +172,27 @@ def test_a_parked_long_poll_fetch_is_answered_and_the_socket_pipelines_across_a_
         assert correlation == 3 and answer["topics"] == []
     finally:
         sock.close()
+
+
+def test_reset_drops_runtime_acls_and_keeps_the_authorizer(tmp_path: Any) -> None:
+    served = Served(tmp_path / "data", "--authorizer", "standard", "--super-users", "User:ANONYMOUS")
+    conn = Connection("127.0.0.1", served.app.bound.port, 10)  # type: ignore[union-attr]
+    describe = {
+        "resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+        "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1,
+    }  # fmt: skip
+    try:
+        created = conn.request(
+            30,
+            {"creations": [{"resource_type": 2, "resource_name": "orders", "resource_pattern_type": 3,
+                            "principal": "User:alice", "host": "*", "operation": 3, "permission_type": 3}]},
+            version=1,
+        )  # fmt: skip
+        assert [r["error_code"] for r in created["results"]] == [0]
+        assert len(conn.request(29, describe, version=1)["resources"]) == 1
+        served.call(lambda c: c.reset())
+        assert served.app.ctx is not None and served.app.ctx.authorizer is not None
+        assert conn.request(29, describe, version=1)["resources"] == []
+    finally:
+        conn.close()
+        served.close()
