@@ -84,6 +84,12 @@ class ProducerIds:
         """Replay (and a durable new block): ids below the block end are spent after a restart."""
         self._next = self._block_end = max(self._block_end, record.block_end)
 
+    def continue_after(self, previous: ProducerIds) -> None:
+        """Hand out only ids above every id `previous` could have handed out (a test-control reset):
+        Kafka never gives one producer id to two producers, and a client kept across a reset still
+        sends with its old id."""
+        self._next = self._block_end = max(self._block_end, previous._block_end)
+
     def allocate(self, done: Allocated) -> None:
         """Calls `done(producer_id, None)`, at once if the current block has ids left."""
         if self._next < self._block_end and not self._waiting:

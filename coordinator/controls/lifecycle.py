@@ -54,6 +54,7 @@ async def reset_app(app: App) -> float:
         await close_state(old, fsync=False)
         empty_data_dir(app.config)
         state = await app.open_state()
+        state.producer_ids.continue_after(old.producer_ids)
         install_state(app, state)
         await app.security.bootstrap_scram(state.credentials)
     finally:

@@ -196,3 +196,16 @@ def test_reset_drops_runtime_acls_and_keeps_the_authorizer(tmp_path: Any) -> Non
     finally:
         conn.close()
         served.close()
+
+
+def test_producer_ids_after_a_reset_are_new_ones(served: Served) -> None:
+    """A producer kept across a reset still sends with its old id: a new producer must never get it."""
+    conn = Connection("127.0.0.1", served.app.bound.port, 10)  # type: ignore[union-attr]
+    try:
+        request = {"transactional_id": None, "transaction_timeout_ms": 60000}
+        before = conn.request(22, request, version=4)["producer_id"]
+        served.call(lambda c: c.reset())
+        after = conn.request(22, request, version=4)["producer_id"]
+    finally:
+        conn.close()
+    assert after > before
