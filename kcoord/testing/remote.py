@@ -155,7 +155,8 @@ def _read_partition(conn: Any, topic: str, partition: int) -> list[Record]:
                   "partition_max_bytes": FETCH_BYTES}  # fmt: skip
         body = {
             "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": FETCH_BYTES,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [],
+            "rack_id": "",
             "topics": [{"topic": topic, "partitions": [wanted]}],
         }  # fmt: skip
         data = conn.request(FETCH, body, version)["responses"][0]["partitions"][0]
