@@ -26,7 +26,7 @@ T = TypeVar("T")
 StopMode = Literal["shutdown", "kill"]
 START_TIMEOUT_S = 30.0
 # The server's loggers: kcoord.* and the group logic's coordinator.groups*
-SERVER_LOGGERS = ("kcoord", "coordinator")
+SERVER_LOGGERS = ("kcoord", "coordinator.groups")
 LOG_LINES_KEPT = 20_000
 
 
@@ -50,8 +50,13 @@ class LogLines(logging.Handler):
         self.count += 1
 
     def since(self, mark: int) -> list[str]:
-        kept = min(self.count - mark, len(self._lines))
-        return list(self._lines)[len(self._lines) - kept :] if kept > 0 else []
+        self.acquire()  # emit() appends on the server's thread, under the same lock
+        try:
+            lines = list(self._lines)
+            kept = min(self.count - mark, len(lines))
+        finally:
+            self.release()
+        return lines[len(lines) - kept :] if kept > 0 else []
 
     def attach(self, level: str) -> None:
         for name in SERVER_LOGGERS:

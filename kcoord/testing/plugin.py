@@ -21,7 +21,7 @@ first asks for it, so an installed kcoord costs unrelated test runs nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import pytest
 
@@ -112,22 +112,16 @@ def kcoord(
         if settings:
             pytest.skip(f"settings {sorted(settings)} need kcoord's test controls (--kafka-bootstrap)")
     else:
-        assert not isinstance(server, _remote_type())
-        server.start()  # a previous test may have killed it
-        server.reset()
+        local = cast("KcoordServer", server)
+        local.start()  # a previous test may have killed or stopped it
+        local.reset()
         if settings:
-            server.configure(**settings)
+            local.configure(**settings)
     server.begin_test(after_reset=True)
     _track(request.node, server)
     for name, partitions in topics.items():
         server.create_topic(name, partitions)
     return server
-
-
-def _remote_type() -> type:
-    from kcoord.testing.remote import RemoteKafka
-
-    return RemoteKafka
 
 
 def _marker(marker: pytest.Mark | None) -> tuple[dict[str, int], dict[str, Any]]:
