@@ -61,9 +61,7 @@ class LogLines(logging.Handler):
     def attach(self, level: str) -> None:
         for name in SERVER_LOGGERS:
             logger = logging.getLogger(name)
-            logger.addHandler(self)
-            # Lines go to the test's report section rather than to every captured-log section too.
-            logger.propagate = False
+            logger.addHandler(self)  # propagation untouched: pytest's own log capture sees them too
             if logger.level == logging.NOTSET or logger.level > logging.getLevelName(level):
                 logger.setLevel(level)
 
