@@ -91,3 +91,22 @@ def test_kafka_python_consumer_retries_not_coordinator(kcoord, kcoord_topic, kco
     between = log[log.index(commits[0]) + 1 : log.index(commits[1])]
     assert "FindCoordinator" in [e.api for e in between]
     consumer.close()
+
+
+def test_kafka_python_producer_retries_a_dropped_connection(kcoord, kcoord_topic):
+    kcoord.create_topic(kcoord_topic, 1)
+    delayed = kcoord.delay("Metadata", 100)
+    dropped = kcoord.disconnect("Produce")
+    producer = KafkaProducer(bootstrap_servers=kcoord.bootstrap_servers, reconnect_backoff_ms=20)
+    producer.send(kcoord_topic, b"once").get(timeout=20)  # the first Produce is never answered: retried
+    producer.close()
+    assert [r.value for r in kcoord.records(kcoord_topic)] == [b"once"]  # idempotent: written once
+    assert [(f.id, f.kind, f.api, f.fired) for f in kcoord.fired()] == [
+        (delayed.id, "delay", "Metadata", 1),
+        (dropped.id, "disconnect", "Produce", 1),
+    ]
+    log = kcoord.requests()
+    [slow] = [e for e in log if e.fault == delayed.id]
+    assert slow.api == "Metadata" and slow.duration_ms >= 100
+    produces = [e for e in log if e.api == "Produce"]
+    assert [e.fault for e in produces] == [dropped.id, None]

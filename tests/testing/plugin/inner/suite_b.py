@@ -30,6 +30,15 @@ def test_marker_seeds_topics(kcoord):
     producer.close()
 
 
+@pytest.mark.kcoord(group_max_session_timeout_ms=5000)
+def test_marker_settings_last_one_test_1(kcoord):
+    assert kcoord.configure()["group_max_session_timeout_ms"] == 5000
+
+
+def test_marker_settings_last_one_test_2(kcoord):
+    assert kcoord.configure()["group_max_session_timeout_ms"] == 1_800_000  # the reset put it back
+
+
 def test_names_are_unique_per_test_and_worker(kcoord_names, kcoord_topic, kcoord_group):
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     assert kcoord_topic == kcoord_names.topic() and kcoord_group == kcoord_names.group()
