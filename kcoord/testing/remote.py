@@ -9,9 +9,8 @@ request log) skips the test, naming the call.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import pytest
@@ -21,6 +20,7 @@ from kcoord.coordinator.tools.groups import committed_offsets
 from kcoord.coordinator.tools.kafka_client import Cluster, ToolError, parse_bootstrap
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import BATCH_HEADER, iter_records, read_header
+from kcoord.testing.aio import AsyncCalls
 from kcoord.testing.views import Group, Member, Record
 
 __all__ = ["RemoteKafka"]
@@ -37,7 +37,7 @@ class RemoteKafka:
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap_servers = bootstrap
         self._servers = parse_bootstrap(bootstrap)
-        self.aio = _AsyncCalls(self)
+        self.aio = AsyncCalls(self)
 
     def _cluster(self) -> Cluster:
         return Cluster(self._servers, TIMEOUT_S)
@@ -116,22 +116,6 @@ class RemoteKafka:
 
     def __repr__(self) -> str:
         return f"<RemoteKafka {self.bootstrap_servers}>"
-
-
-class _AsyncCalls:
-    """`server.aio` for an async test: the same calls on a worker thread, so the test's loop (and the
-    aiokafka clients on it) keeps running while one waits."""
-
-    def __init__(self, remote: RemoteKafka) -> None:
-        self._remote = remote
-
-    def __getattr__(self, name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
-        call = getattr(self._remote, name)
-
-        async def in_thread(*args: Any, **kwargs: Any) -> Any:
-            return await asyncio.to_thread(call, *args, **kwargs)
-
-        return in_thread
 
 
 # The server object's calls only kcoord's test controls can answer.

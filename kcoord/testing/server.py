@@ -3,7 +3,8 @@
 It owns one in-process kcoord (inprocess.ServerThread) and a persistent data directory, and turns the
 test controls' JSON (`app.controls`, coordinator/controls/) into `kcoord.testing.views` objects.
 Every method is a plain blocking call, for sync clients; an async test (aiokafka in the test's own
-loop) awaits the same calls through `server.aio`, so waiting never blocks the loop its clients run on.
+loop) awaits the same calls through `server.aio` (aio.py), so waiting never blocks the loop its clients
+run on.
 """
 
 from __future__ import annotations
@@ -15,17 +16,17 @@ from typing import Any
 
 from kcoord.coordinator.app import App
 from kcoord.coordinator.config import HostPort
+from kcoord.testing.aio import AsyncCalls
 from kcoord.testing.inprocess import LogLines, ServerThread
 from kcoord.testing.settings import build_config
 from kcoord.testing.views import Fault, Group, Record, RequestEntry, committed_map
 
-__all__ = ["AsyncControls", "KcoordServer", "is_not_found"]
+__all__ = ["KcoordServer", "is_not_found"]
 
 CALL_TIMEOUT_S = 60.0
 STABLE_POLL_S = 0.02
 LOOPBACK = "127.0.0.1"
 Json = Any
-Make = Callable[[], Coroutine[Any, Any, Json]]
 
 
 def is_not_found(exc: BaseException) -> bool:
@@ -46,7 +47,7 @@ class KcoordServer:
         self.port = 0
         self._request_mark = 0  # the test's request log starts after this seq
         self._log_mark = 0
-        self.aio = AsyncControls(self)
+        self.aio = AsyncCalls(self)  # `await server.aio.wait_stable(...)` in async tests
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -223,65 +224,3 @@ class KcoordServer:
 def _not_stable(group_id: str, group: Group | None, timeout: float) -> str:
     seen = "no such group" if group is None else f"state {group.state}, {len(group.members)} members"
     return f"group {group_id!r} not Stable after {timeout:g} s ({seen})"
-
-
-class AsyncControls:
-    """The server's inspection and control calls as coroutines, for an async test's own loop."""
-
-    def __init__(self, server: KcoordServer) -> None:
-        self._server = server
-
-    async def _control(self, call: Callable[[Any], Coroutine[Any, Any, Json]]) -> Json:
-        import asyncio
-
-        server = self._server
-        controls = server._controls()
-        thread = server._thread
-        assert thread is not None
-        return await asyncio.wrap_future(thread.submit(lambda: call(controls)))
-
-    async def reset(self) -> float:
-        return float((await self._control(lambda c: c.reset()))["reset_ms"])
-
-    async def advance(self, seconds: float) -> dict[str, int]:
-        return dict(await self._control(lambda c: c.advance(seconds)))
-
-    async def create_topic(
-        self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None
-    ) -> None:
-        await self._control(
-            lambda c: c.create_topic(name, partitions, None if config is None else dict(config))
-        )
-
-    async def records(self, topic: str) -> list[Record]:
-        return [Record.from_json(topic, row) for row in await self._control(lambda c: c.records(topic))]
-
-    async def committed(self, group: str) -> dict[tuple[str, int], int]:
-        return committed_map(await self._control(lambda c: c.committed(group)))
-
-    async def group(self, group_id: str) -> Group | None:
-        try:
-            return Group.from_json(await self._control(lambda c: c.group(group_id)))
-        except Exception as exc:
-            if is_not_found(exc):
-                return None
-            raise
-
-    async def wait_stable(self, group_id: str, timeout: float = 10) -> Group:
-        import asyncio
-
-        deadline = time.monotonic() + timeout
-        while True:
-            group = await self.group(group_id)
-            if group is not None and group.state == "Stable":
-                return group
-            if time.monotonic() >= deadline:
-                raise TimeoutError(_not_stable(group_id, group, timeout))
-            await asyncio.sleep(STABLE_POLL_S)
-
-    async def fired(self) -> list[Fault]:
-        return [Fault.from_json(f) for f in await self._control(lambda c: c.fired())]
-
-    async def requests(self, since: int | None = None) -> list[RequestEntry]:
-        mark = self._server._request_mark if since is None else since
-        return [RequestEntry.from_json(e) for e in await self._control(lambda c: c.requests(since=mark))]
