@@ -108,7 +108,8 @@ def kcoord(
     """The session's server, reset before this test; `@pytest.mark.kcoord(...)` seeds it."""
     topics, settings = _marker(request.node.get_closest_marker("kcoord"))
     server = kcoord_server
-    if _bootstrap_option(request.config) is not None:
+    remote = cast("RemoteKafka", server) if _bootstrap_option(request.config) is not None else None
+    if remote is not None:
         if settings:
             pytest.skip(f"settings {sorted(settings)} need kcoord's test controls (--kafka-bootstrap)")
     else:
@@ -120,7 +121,10 @@ def kcoord(
     server.begin_test(after_reset=True)
     _track(request.node, server)
     for name, partitions in topics.items():
-        server.create_topic(name, partitions)
+        if remote is not None:  # a real cluster keeps them from an earlier run
+            remote.create_topic(name, partitions, exist_ok=True)
+        else:
+            server.create_topic(name, partitions)
     return server
 
 

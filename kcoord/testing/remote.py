@@ -42,9 +42,12 @@ class RemoteKafka:
     def _cluster(self) -> Cluster:
         return Cluster(self._servers, TIMEOUT_S)
 
-    def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
+    def create_topic(
+        self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None, exist_ok: bool = False
+    ) -> None:
         """CreateTopics with the cluster's default replication factor; an existing topic is an error,
-        as with kcoord's control (409)."""
+        as with kcoord's control (409), unless `exist_ok` (the marker's topics on a cluster that
+        outlives the run)."""
         topic = {
             "name": name, "num_partitions": partitions, "replication_factor": -1, "assignments": [],
             "configs": [{"name": k, "value": v} for k, v in (config or {}).items()],
@@ -55,7 +58,8 @@ class RemoteKafka:
                 CREATE_TOPICS, {"topics": [topic], "timeout_ms": int(TIMEOUT_S * 1000)}
             )
             result = response["topics"][0]
-            if result["error_code"] != ErrorCode.NONE:
+            exists = exist_ok and result["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
+            if result["error_code"] != ErrorCode.NONE and not exists:
                 message = result.get("error_message") or ErrorCode(result["error_code"]).name
                 raise RuntimeError(f"cannot create topic {name!r}: {message}")
             _wait_for_leaders(cluster, name)
