@@ -11,10 +11,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import inspect
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
 from kcoord.coordinator.app import App
@@ -124,7 +123,7 @@ class ServerThread:
         self._ready.set()
         if await self._stop == "kill":
             # the crash emulation: nothing flushed, fsynced or snapshotted, the lock released
-            await _maybe_await(getattr(app, "abandon")())  # noqa: B009 (h/controls adds it)
+            await app.abandon()
         else:
             await app.shutdown()
 
@@ -154,8 +153,3 @@ class ServerThread:
 def _resolve(stop: asyncio.Future[StopMode], mode: StopMode) -> None:
     if not stop.done():
         stop.set_result(mode)
-
-
-async def _maybe_await(value: Awaitable[None] | None) -> None:
-    if inspect.isawaitable(value):
-        await value

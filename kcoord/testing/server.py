@@ -16,22 +16,18 @@ from typing import Any
 
 from kcoord.coordinator.app import App
 from kcoord.coordinator.config import HostPort
+from kcoord.coordinator.controls import ControlError
 from kcoord.testing.aio import AsyncCalls
 from kcoord.testing.inprocess import LogLines, ServerThread
 from kcoord.testing.settings import build_config
 from kcoord.testing.views import Fault, Group, Record, RequestEntry, committed_map
 
-__all__ = ["KcoordServer", "is_not_found"]
+__all__ = ["KcoordServer"]
 
 CALL_TIMEOUT_S = 60.0
 STABLE_POLL_S = 0.02
 LOOPBACK = "127.0.0.1"
 Json = Any
-
-
-def is_not_found(exc: BaseException) -> bool:
-    """A ControlError 404 (kcoord.coordinator.controls), recognised without importing the server."""
-    return getattr(exc, "status", None) == 404
 
 
 class KcoordServer:
@@ -98,8 +94,6 @@ class KcoordServer:
     def kill(self) -> None:
         """Crash: what was not yet written is lost, as after kill -9 (`App.abandon()`); the server
         stays down until `restart()`."""
-        if not hasattr(App, "abandon"):
-            raise NotImplementedError("kill() needs App.abandon() (kcoord's test controls)")
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.stop("kill")
@@ -167,8 +161,8 @@ class KcoordServer:
         """The group as DescribeGroups / ConsumerGroupDescribe shows it; None if there is none."""
         try:
             return Group.from_json(self._control(lambda c: c.group(group_id)))
-        except Exception as exc:
-            if is_not_found(exc):
+        except ControlError as exc:
+            if exc.status == 404:
                 return None
             raise
 
