@@ -1,7 +1,8 @@
 """The `kcoord` command line: `kcoord serve [flags]`, `kcoord health`, `kcoord storage
 dump|verify|compact|repair`, `kcoord pipeline offsets|rebalances|lag|compact`, `kcoord groups` and
 `kcoord transactions`, `kcoord acls` and `kcoord users` (Kafka-protocol clients, all taking
---command-config), `kcoord dev certs` (a test CA and certificates).
+--command-config), `kcoord dev certs` (a test CA and certificates), `kcoord cluster init` (cluster
+mode's PostgreSQL schema; needs kcoord[cluster]).
 
 `python -m kcoord` is the same program; without a subcommand it serves.
 """
@@ -91,6 +92,11 @@ def _parser() -> argparse.ArgumentParser:
         "--alter --user NAME --add-config 'SCRAM-SHA-256=[password=...]' | --describe",
     )
     sub.add_parser(
+        "cluster",
+        add_help=False,
+        help="cluster mode on PostgreSQL (needs kcoord[cluster]): init --cluster DSN [--num-shards 50]",
+    )
+    sub.add_parser(
         "dev",
         add_help=False,
         help="development helpers: certs --out DIR [--hostname NAME ...] (a test CA and certificates)",
@@ -110,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _client_command(args_list[0], args_list[1:])
     if args_list[0] == "dev":
         return _dev(args_list[1:])
+    if args_list[0] == "cluster":
+        return _cluster(args_list[1:])
     args = _parser().parse_args(args_list)
     if args.command == "health":
         status = _health(args.bootstrap, args.timeout)
@@ -128,6 +136,19 @@ def _client_command(name: str, argv: list[str]) -> int:
     import importlib
 
     module = importlib.import_module(f"kcoord.coordinator.tools.{name}")
+    return int(module.main(argv))
+
+
+def _cluster(argv: list[str]) -> int:
+    """Loaded by name, only when run: no path without --cluster imports asyncpg (an import-linter
+    contract in pyproject.toml holds the static imports; this one is dynamic on purpose)."""
+    import importlib
+
+    try:
+        module = importlib.import_module("kcoord.coordinator.cluster.cli")
+    except ImportError as exc:
+        print(f"kcoord cluster: {exc} (install the extra: pip install 'kcoord[cluster]')", file=sys.stderr)
+        return 2
     return int(module.main(argv))
 
 
