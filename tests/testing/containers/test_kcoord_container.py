@@ -93,7 +93,7 @@ def test_client_in_a_second_container_uses_the_internal_listener(kcoord, client_
     assert _consume_all(kcoord.get_bootstrap_server(), topic, 5) == [b"v%d" % i for i in range(5)]
     admin = KafkaAdminClient(bootstrap_servers=kcoord.get_bootstrap_server())
     try:
-        offsets = admin.list_consumer_group_offsets(group)
+        offsets = admin.list_group_offsets(group)[group]
     finally:
         admin.close()
     assert {tp.partition: meta.offset for tp, meta in offsets.items()} == {0: 5}
