@@ -32,7 +32,9 @@ def test_bridge_network_listeners_advertise_the_published_port_and_the_alias(
     assert container.get_internal_bootstrap_server() == "kafka:9093"
 
 
-def test_without_aliases_a_generated_alias_is_advertised_and_given(docker_host: str, kcoord_image: str) -> None:
+def test_without_aliases_a_generated_alias_is_advertised_and_given(
+    docker_host: str, kcoord_image: str
+) -> None:
     from kcoord.testing.containers import KcoordContainer
 
     container = KcoordContainer(kcoord_image)
@@ -44,9 +46,9 @@ def test_without_aliases_a_generated_alias_is_advertised_and_given(docker_host: 
 def test_unknown_and_container_owned_settings_are_refused(docker_host: str, kcoord_image: str) -> None:
     from kcoord.testing.containers import KcoordContainer
 
-    with pytest.raises(ValueError, match="unknown kcoord setting.*'fsnyc'"):
+    with pytest.raises(ValueError, match=r"unknown kcoord setting.*'fsnyc'"):
         KcoordContainer(kcoord_image, settings={"fsnyc": "always"})
-    with pytest.raises(ValueError, match="'listeners'.* set by the container"):
+    with pytest.raises(ValueError, match=r"'listeners'.* set by the container"):
         KcoordContainer(kcoord_image).with_settings(listeners="PLAINTEXT://:1")
 
 

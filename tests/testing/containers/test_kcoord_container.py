@@ -129,7 +129,12 @@ def test_fault_through_the_container_is_seen_by_a_stock_client(kcoord) -> None:
     topic, group = _name("orders"), _name("billing")
     _produce(bootstrap, topic, [b"x"])
     fault = kcoord.fail("OffsetCommit", "NOT_COORDINATOR", count=1, group=group)
-    assert (fault.kind, fault.api, fault.error, fault.remaining) == ("error", "OffsetCommit", "NOT_COORDINATOR", 1)
+    assert (fault.kind, fault.api, fault.error, fault.remaining) == (
+        "error",
+        "OffsetCommit",
+        "NOT_COORDINATOR",
+        1,
+    )
 
     _commit(bootstrap, group, TopicPartition(topic, 0), 1)  # kafka-python rediscovers and retries
 
