@@ -76,7 +76,19 @@ TEST_SETTINGS: dict[str, object] = {
     "fsync": "never",
 }
 _SETTINGS = frozenset(f.name for f in dataclasses.fields(Config))
-_LISTENER_SETTINGS = frozenset({"listen", "advertised_listener", "listeners", "advertised_listeners"})
+# Set by the container itself (listeners, the controls), or not spoken by HttpControls (TLS on HTTP).
+_OWNED_SETTINGS = frozenset(
+    {
+        "listen",
+        "advertised_listener",
+        "listeners",
+        "advertised_listeners",
+        "listener_security_protocol_map",
+        "http_listen",
+        "enable_test_controls",
+        "http_ssl_keystore_location",
+    }
+)
 _API_VERSIONS = 18
 _POLL_S = 0.05
 
@@ -112,9 +124,9 @@ class KcoordContainer(DockerContainer):
             raise ValueError(
                 f"KcoordContainer: unknown kcoord setting(s) {unknown}; see `kcoord serve --help`"
             )
-        owned = sorted(set(settings) & _LISTENER_SETTINGS)
+        owned = sorted(set(settings) & _OWNED_SETTINGS)
         if owned:
-            raise ValueError(f"KcoordContainer: {owned} are set by the container (see get_bootstrap_server)")
+            raise ValueError(f"KcoordContainer: {owned} are set by the container itself (module docstring)")
         self.settings.update(settings)
         return self
 
@@ -246,7 +258,10 @@ class KcoordContainer(DockerContainer):
     @property
     def controls(self) -> HttpControls:
         if self._controls is None:
-            self._controls = HttpControls(self.get_http_url())
+            token = self.settings.get("http_bearer_token")
+            self._controls = HttpControls(
+                self.get_http_url(), bearer_token=None if token is None else str(token)
+            )
         return self._controls
 
     # -- the plugin's server calls, over HTTP -------------------------------------------------------------
