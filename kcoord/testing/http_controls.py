@@ -60,7 +60,7 @@ class HttpControls:
         """Move the server's clock forward: timers due in the window fire now. `{"advanced_ms", "now_ms",
         "fired"}`."""
         answer = self._call("POST", "/v1/test/advance", {"seconds": seconds})
-        return {key: int(value) for key, value in answer.items()}
+        return {key: int(value) for key, value in answer.items() if isinstance(value, int | float)}
 
     def configure(self, **changes: object) -> dict[str, Any]:
         """Change runtime settings (e.g. group_min_session_timeout_ms); the settings now in force."""

@@ -19,7 +19,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
-from tests.container.helpers import FIGURES
+from tests.container.helpers import FIGURES, wait_healthy
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -75,6 +75,8 @@ def test_host_client_produces_and_consumes_through_the_advertised_address(kcoord
     producer.close()
     assert bootstrap != kcoord.get_internal_bootstrap_server()  # two listeners, one per audience
     assert _consume_all(bootstrap, topic, 1) == [b"first"]
+    # The image's HEALTHCHECK (`kcoord health`) is pointed at the listener's loopback port too.
+    wait_healthy(kcoord.get_wrapped_container().name, timeout=30)
 
 
 def test_client_in_a_second_container_uses_the_internal_listener(kcoord, client_image: str) -> None:
