@@ -1,6 +1,6 @@
 """HttpControls against a real `kcoord serve --enable-test-controls` subprocess (no container needed):
 each call of the control table round-trips into the `views` objects, refusals become ControlError
-with the server's status, and names with '/' or spaces travel as one path segment."""
+with the server's status, and group ids with '/' or spaces travel as one path segment."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_without_the_bearer_token_the_controls_answer_401(controls: HttpControls
 
 
 def test_topics_records_and_reset(server: KcoordServer, controls: HttpControls) -> None:
-    topic = "orders/eu west"  # '/' and ' ' must stay inside one path segment
+    topic = "orders.eu_west-1"
     controls.create_topic(topic, partitions=2)
     with pytest.raises(ControlError) as exists:
         controls.create_topic(topic)
@@ -80,7 +80,7 @@ def test_topics_records_and_reset(server: KcoordServer, controls: HttpControls) 
 
 
 def test_groups_committed_faults_and_the_request_log(server: KcoordServer, controls: HttpControls) -> None:
-    group, topic = "billing/eu", "payments"
+    group, topic = "billing/eu west", "payments"  # a group id's '/' and ' ' stay in one path segment
     with pytest.raises(ControlError) as unknown:
         controls.group(group)
     assert unknown.value.status == 404
