@@ -45,6 +45,7 @@ TESTCONTAINERS_CONNECTION_MODE=gateway_ip (or TC_HOST), or use host networking.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import socket
 import struct
@@ -137,6 +138,7 @@ class KcoordContainer(DockerContainer):
 
     def _configure(self) -> None:
         """Called by `start()` before the container is created: listeners, ports and environment."""
+        self._http_address, self._controls = None, None  # a second start() picks new ports
         if self._host_network:
             if self._network is not None:
                 raise ContainerStartException(
@@ -167,7 +169,7 @@ class KcoordContainer(DockerContainer):
                 "KcoordContainer: the advertised address must be known before start, the container IP "
                 "is not: set TESTCONTAINERS_CONNECTION_MODE=gateway_ip or TC_HOST, or use with_host_network()"
             )
-        host_port = _free_port("0.0.0.0")
+        host_port = _free_ports("0.0.0.0")[0]
         self.with_bind_ports(KAFKA_PORT, host_port)
         self.with_exposed_ports(INTERNAL_PORT, HTTP_PORT)
         self._external = (client.host(), host_port)
@@ -176,7 +178,7 @@ class KcoordContainer(DockerContainer):
     def _configure_host_network(self) -> None:
         self.ports.clear()  # nothing is published on the host's own network
         self._kwargs["network_mode"] = "host"
-        self._host_ports = (_free_port("127.0.0.1"), _free_port("127.0.0.1"), _free_port("127.0.0.1"))
+        self._host_ports = _free_ports("127.0.0.1")
         self._external = ("127.0.0.1", self._host_ports[0])
         self._internal = ("127.0.0.1", self._host_ports[1])
         self._http_address = ("127.0.0.1", self._host_ports[2])
@@ -326,11 +328,16 @@ def _env_value(value: object) -> str:
     return str(value)
 
 
-def _free_port(host: str) -> int:
-    """A port free on `host` now (the engine binds it a moment later; a race as with any port 0 pick)."""
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+def _free_ports(host: str) -> tuple[int, int, int]:
+    """Three different ports free on `host` now (held together while picked, so never the same one);
+    the engine or the server binds them a moment later, a race as with any port-0 pick."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(3):
+            sock = stack.enter_context(socket.socket())
+            sock.bind((host, 0))
+            ports.append(int(sock.getsockname()[1]))
+    return ports[0], ports[1], ports[2]
 
 
 def _api_versions_answers(host: str, port: int, timeout: float = 1.0) -> bool:
