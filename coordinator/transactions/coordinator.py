@@ -200,6 +200,10 @@ class TransactionCoordinator:
     def shutdown(self) -> None:
         self._maintenance.shutdown()
 
+    def check_now(self) -> None:
+        """The timed-out transaction and transactional-id expiry checks, once now (test controls)."""
+        self._maintenance.check_now()
+
     @property
     def phase(self) -> Phase:
         return self._core.runtime.phase
