@@ -118,9 +118,10 @@ def test_reset_through_the_container_empties_it_and_keeps_the_client(kcoord) -> 
         assert 0 <= took_ms < 5000
         assert topic not in admin.list_topics()
         assert kcoord.committed(group) == {}
-        # The producer's open connection survives: the next send auto-creates the topic afresh.
-        producer.send(topic, value=b"after").get(timeout=30)
-        assert [(r.partition, r.offset, r.value) for r in kcoord.records(topic)] == [(0, 0, b"after")]
+        # The name is free again, and the producer's open connection survived the reset.
+        kcoord.create_topic(topic, partitions=2)
+        producer.send(topic, partition=1, value=b"after").get(timeout=30)
+        assert [(r.partition, r.offset, r.value) for r in kcoord.records(topic)] == [(1, 0, b"after")]
     finally:
         producer.close()
         admin.close()
