@@ -31,7 +31,7 @@ def _name(prefix: str) -> str:
 
 
 @pytest.fixture
-def kcoord(docker_host: str, kcoord_image: str) -> Iterator[object]:
+def kcoord_container(docker_host: str, kcoord_image: str) -> Iterator[object]:
     from kcoord.testing.containers import KcoordContainer
 
     started = time.monotonic()
@@ -65,24 +65,24 @@ def _consume_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
         consumer.close()
 
 
-def test_host_client_produces_and_consumes_through_the_advertised_address(kcoord) -> None:
-    bootstrap = kcoord.get_bootstrap_server()
+def test_host_client_produces_and_consumes_through_the_advertised_address(kcoord_container) -> None:
+    bootstrap = kcoord_container.get_bootstrap_server()
     topic = _name("orders")
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
     producer.send(topic, key=b"k", value=b"first").get(timeout=30)
     # Every later connection goes to what Metadata advertised: the EXTERNAL listener's address.
     assert [f"{b.host}:{b.port}" for b in producer._metadata.brokers()] == [bootstrap]
     producer.close()
-    assert bootstrap != kcoord.get_internal_bootstrap_server()  # two listeners, one per audience
+    assert bootstrap != kcoord_container.get_internal_bootstrap_server()  # two listeners, one per audience
     assert _consume_all(bootstrap, topic, 1) == [b"first"]
     # The image's HEALTHCHECK (`kcoord health`) is pointed at the listener's loopback port too.
-    wait_healthy(kcoord.get_wrapped_container().name, timeout=30)
+    wait_healthy(kcoord_container.get_wrapped_container().name, timeout=30)
 
 
-def test_client_in_a_second_container_uses_the_internal_listener(kcoord, client_image: str) -> None:
+def test_client_in_a_second_container_uses_the_internal_listener(kcoord_container, client_image: str) -> None:
     from testcontainers.core.container import DockerContainer
 
-    internal = kcoord.get_internal_bootstrap_server()
+    internal = kcoord_container.get_internal_bootstrap_server()
     topic, group = _name("events"), _name("readers")
     argv = ["-c", CLIENT_SCRIPT, internal, topic, group, "5"]
     with DockerContainer(client_image, command=argv, network_mode="host") as client:
@@ -92,8 +92,8 @@ def test_client_in_a_second_container_uses_the_internal_listener(kcoord, client_
     answer = json.loads(out.decode().strip().splitlines()[-1])
     assert answer == {"brokers": [internal], "values": [f"v{i}" for i in range(5)]}
     # The host sees the same records and the group's commit through its own listener.
-    assert _consume_all(kcoord.get_bootstrap_server(), topic, 5) == [b"v%d" % i for i in range(5)]
-    admin = KafkaAdminClient(bootstrap_servers=kcoord.get_bootstrap_server())
+    assert _consume_all(kcoord_container.get_bootstrap_server(), topic, 5) == [b"v%d" % i for i in range(5)]
+    admin = KafkaAdminClient(bootstrap_servers=kcoord_container.get_bootstrap_server())
     try:
         offsets = admin.list_group_offsets(group)[group]
     finally:
@@ -101,8 +101,8 @@ def test_client_in_a_second_container_uses_the_internal_listener(kcoord, client_
     assert {tp.partition: meta.offset for tp, meta in offsets.items()} == {0: 5}
 
 
-def test_reset_through_the_container_empties_it_and_keeps_the_client(kcoord) -> None:
-    bootstrap = kcoord.get_bootstrap_server()
+def test_reset_through_the_container_empties_it_and_keeps_the_client(kcoord_container) -> None:
+    bootstrap = kcoord_container.get_bootstrap_server()
     topic, group = _name("orders"), _name("billing")
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
@@ -110,28 +110,30 @@ def test_reset_through_the_container_empties_it_and_keeps_the_client(kcoord) -> 
         admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
         producer.send(topic, partition=1, value=b"before").get(timeout=30)
         _commit(bootstrap, group, TopicPartition(topic, 1), 1)
-        assert [r.value for r in kcoord.records(topic)] == [b"before"]
-        assert kcoord.committed(group) == {(topic, 1): 1}
+        assert [r.value for r in kcoord_container.records(topic)] == [b"before"]
+        assert kcoord_container.committed(group) == {(topic, 1): 1}
 
-        took_ms = kcoord.reset()
+        took_ms = kcoord_container.reset()
 
         assert 0 <= took_ms < 5000
         assert topic not in admin.list_topics()
-        assert kcoord.committed(group) == {}
+        assert kcoord_container.committed(group) == {}
         # The name is free again, and the producer's open connection survived the reset.
-        kcoord.create_topic(topic, partitions=2)
+        kcoord_container.create_topic(topic, partitions=2)
         producer.send(topic, partition=1, value=b"after").get(timeout=30)
-        assert [(r.partition, r.offset, r.value) for r in kcoord.records(topic)] == [(1, 0, b"after")]
+        assert [(r.partition, r.offset, r.value) for r in kcoord_container.records(topic)] == [
+            (1, 0, b"after")
+        ]
     finally:
         producer.close()
         admin.close()
 
 
-def test_fault_through_the_container_is_seen_by_a_stock_client(kcoord) -> None:
-    bootstrap = kcoord.get_bootstrap_server()
+def test_fault_through_the_container_is_seen_by_a_stock_client(kcoord_container) -> None:
+    bootstrap = kcoord_container.get_bootstrap_server()
     topic, group = _name("orders"), _name("billing")
     _produce(bootstrap, topic, [b"x"])
-    fault = kcoord.fail("OffsetCommit", "NOT_COORDINATOR", count=1, group=group)
+    fault = kcoord_container.fail("OffsetCommit", "NOT_COORDINATOR", count=1, group=group)
     assert (fault.kind, fault.api, fault.error, fault.remaining) == (
         "error",
         "OffsetCommit",
@@ -141,10 +143,10 @@ def test_fault_through_the_container_is_seen_by_a_stock_client(kcoord) -> None:
 
     _commit(bootstrap, group, TopicPartition(topic, 0), 1)  # kafka-python rediscovers and retries
 
-    [fired] = kcoord.fired()
+    [fired] = kcoord_container.fired()
     assert (fired.id, fired.fired, fired.remaining) == (fault.id, 1, 0)
-    assert kcoord.committed(group) == {(topic, 0): 1}
-    commits = [entry for entry in kcoord.requests() if entry.api == "OffsetCommit"]
+    assert kcoord_container.committed(group) == {(topic, 0): 1}
+    commits = [entry for entry in kcoord_container.requests() if entry.api == "OffsetCommit"]
     assert [entry.fault for entry in commits] == [fault.id, None]
     assert commits[0].error_codes == [16]  # NOT_COORDINATOR, in the response the client got
 
