@@ -1,5 +1,5 @@
 """KcoordContainer under podman's Docker-compatible API: a stock client (kafka-python) from the host and
-from a second container, reset and faults through the container's HTTP test controls.
+from a second container, reset, a fault and the clock through the container's HTTP test controls.
 
 Host networking here (the bridge's address range must not be used on these machines): both listeners
 then bind loopback ports, and the second container shares the host's network. The bridge-network
@@ -19,6 +19,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.structs import OffsetAndMetadata
 
+from kcoord.testing.http_controls import ControlError
 from tests.container.helpers import FIGURES, wait_healthy
 
 pytestmark = pytest.mark.timeout(300)
@@ -156,5 +157,30 @@ def _commit(bootstrap: str, group: str, partition: TopicPartition, offset: int) 
     try:
         consumer.assign([partition])
         consumer.commit({partition: OffsetAndMetadata(offset, "", -1)})
+    finally:
+        consumer.close()
+
+
+def test_advance_through_the_container_expires_a_stock_consumers_session(kcoord_container) -> None:
+    bootstrap = kcoord_container.get_bootstrap_server()
+    topic, group = _name("events"), _name("sleepy")
+    kcoord_container.create_topic(topic)
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=6000)
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200)
+        [member] = kcoord_container.wait_stable(group, timeout=10).members
+        assert member.assignment == {topic: [0]}
+
+        moved = kcoord_container.advance(60)  # the 6 s session is over now, without waiting for it
+
+        assert moved["advanced_ms"] == 60_000 and moved["fired"] >= 1
+        try:
+            remaining = [m.member_id for m in kcoord_container.group(group).members]
+        except ControlError as gone:  # Empty without offsets: deleted by the cleanup advance() ran
+            assert gone.status == 404, gone
+            remaining = []
+        assert member.member_id not in remaining
     finally:
         consumer.close()
