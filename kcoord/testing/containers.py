@@ -286,7 +286,7 @@ class KcoordContainer(DockerContainer):
     def committed(self, group: str) -> dict[tuple[str, int], int]:
         return self.controls.committed(group)
 
-    def group(self, group_id: str) -> Group:
+    def group(self, group_id: str) -> Group | None:
         return self.controls.group(group_id)
 
     def wait_stable(self, group_id: str, timeout: float = 10.0) -> Group:

@@ -1,6 +1,8 @@
 """Fixtures of the container tests: the tools, the locally built base image and the kcoord image
 (built once per session), the containers a test creates (removed at its end) and a podman API socket
-for Docker Compose."""
+for Docker Compose; and for the KcoordContainer tests (kcoord.testing.containers), testcontainers pointed at
+that socket and an image with a stock Kafka client. One definition of each session fixture, so the
+image is built once per session for every container test."""
 
 from __future__ import annotations
 
@@ -113,3 +115,46 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("container figures")
         for key, value in FIGURES.items():
             terminalreporter.write_line(f"{key}: {value:.2f}")
+
+
+# -- KcoordContainer (kcoord.testing.containers) through testcontainers on podman's Docker API --------
+CLIENT_IMAGE = "localhost/kcoord-test-clients:latest"
+
+
+@pytest.fixture(scope="session")
+def testcontainers_ready(container_tools: None) -> None:
+    try:
+        from testcontainers.core.config import testcontainers_config
+    except ImportError as exc:
+        if _required():
+            pytest.fail(f"testcontainers missing ({exc}) with CI=true or KCOORD_CONTAINER_TESTS=required")
+        pytest.skip(f"testcontainers missing: {exc} (pip install kcoord[testing])")
+    testcontainers_config.ryuk_disabled = True
+
+
+@pytest.fixture
+def docker_host(testcontainers_ready: None, podman_socket: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """DOCKER_HOST for this test: podman's Docker-compatible API (testcontainers reads it per container)."""
+    monkeypatch.setenv("DOCKER_HOST", podman_socket)
+    return podman_socket
+
+
+@pytest.fixture(scope="session")
+def client_image(base_image: str) -> str:
+    """examples/compose's client image (stock kafka-python, nothing from kcoord) on the local base."""
+    started = time.monotonic()
+    podman(
+        "build",
+        "--format",
+        "docker",
+        "--network",
+        "host",
+        "--build-arg",
+        f"BASE={base_image}",
+        "--tag",
+        CLIENT_IMAGE,
+        str(REPO / "examples" / "compose"),
+        timeout=900,
+    )
+    FIGURES["client image build seconds"] = time.monotonic() - started
+    return CLIENT_IMAGE
