@@ -25,8 +25,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import crc32c
-
 from kcoord.partition_log import timestamps
 from kcoord.partition_log.config import PartitionConfig
 from kcoord.partition_log.producers import CompletedTxn, ProducerEntry, ProducerStateRow, ProducerStates
@@ -34,12 +32,11 @@ from kcoord.partition_log.recovery import LOG_START_FILE, read_log_start, recove
 from kcoord.partition_log.results import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, ReadResult
 from kcoord.partition_log.segment import Segment, segment_name
 from kcoord.partition_log.snapshots import write_snapshot
+from kcoord.partition_log.stamp import stamp
 from kcoord.partition_log.txn_index import AbortedTxn, collect_aborted
 from kcoord.partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend, check_batch
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import (
-    CRC_START,
-    TIMESTAMP_TYPE_BIT,
     EndTransactionMarker,
     end_txn_marker_batch,
     read_header,
@@ -148,39 +145,14 @@ class PartitionLog:
         header = validated.header
         now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         base = self.log_end_offset
-        data = bytearray(validated.data)
-        data[0:8] = _OFFSET.pack(base)
-        data[12:16] = struct.pack(">i", 0)  # partitionLeaderEpoch: this node leads in epoch 0
-        max_timestamp, append_time = header.max_timestamp, -1
-        if self.config.message_timestamp_type == "LogAppendTime":
-            append_time = max_timestamp = now_ms
-            attributes = header.attributes | TIMESTAMP_TYPE_BIT
-            struct.pack_into(">h", data, CRC_START, attributes)
-            struct.pack_into(">q", data, 35, now_ms)  # maxTimestamp
-            struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[CRC_START:])))
+        # partitionLeaderEpoch 0: this node leads every partition in epoch 0
+        data, max_timestamp, append_time = stamp(validated.data, header, base, self.config, now_ms)
         self.log_end_offset = base + header.last_offset_delta + 1
-        entry: ProducerEntry | None
-        completed: CompletedTxn | None = None
-        if marker is not None:
-            entry, completed = self.producers.marker_updated(
-                header.producer_id,
-                header.producer_epoch,
-                marker.commit,
-                marker.coordinator_epoch,
-                base,
-                max_timestamp,
-            )
-        else:
-            entry = self.producers.updated(header, base, max_timestamp)
-        producer = None
-        if entry is not None:
-            self.producers.pending[header.producer_id] = entry
-            producer = (header.producer_id, entry)
+        entry, completed = self.producers.stage(header, marker, base, max_timestamp)
+        producer = None if entry is None else (header.producer_id, entry)
         future: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
         last = self.log_end_offset - 1
-        pending = Pending(
-            self, bytes(data), base, last, max_timestamp, producer, future, completed, append_time
-        )
+        pending = Pending(self, data, base, last, max_timestamp, producer, future, completed, append_time)
         self._submit(pending)
         return future
 
