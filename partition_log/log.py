@@ -34,11 +34,15 @@ from kcoord.partition_log.segment import Segment, segment_name
 from kcoord.partition_log.snapshots import write_snapshot
 from kcoord.partition_log.stamp import stamp
 from kcoord.partition_log.txn_index import AbortedTxn, collect_aborted
-from kcoord.partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend, check_batch
-from kcoord.protocol.errors import ErrorCode
+from kcoord.partition_log.validation import (
+    AppendError,
+    DuplicateAppend,
+    ValidatedAppend,
+    check_append,
+    marker_append,
+)
 from kcoord.protocol.record_batch import (
     EndTransactionMarker,
-    end_txn_marker_batch,
     read_header,
 )
 from kcoord.storage.files import FileOps
@@ -107,15 +111,7 @@ class PartitionLog:
 
     # -- writing ---------------------------------------------------------------------------------------------
     def validate(self, records: bytes, now_ms: int) -> ValidatedAppend | DuplicateAppend | AppendError:
-        checked = check_batch(records, self.config, now_ms)
-        if isinstance(checked, AppendError):
-            return checked
-        error, duplicate_of = self.producers.check(checked.header)
-        if error is not ErrorCode.NONE:
-            return AppendError(error, f"{error.name} for producer {checked.header.producer_id}")
-        if duplicate_of >= 0:
-            return DuplicateAppend(duplicate_of)
-        return checked
+        return check_append(records, self.config, self.producers, now_ms)
 
     def append(self, validated: ValidatedAppend, now_ms: int | None = None) -> asyncio.Future[AppendResult]:
         return self._append(validated, now_ms, None)
@@ -131,13 +127,11 @@ class PartitionLog:
         """Write a COMMIT or ABORT control batch for the producer's transaction (Kafka's WriteTxnMarkers
         append, `ProducerAppendInfo.appendEndTxnMarker`). A producer without an open transaction still
         gets its marker (an empty transaction), which completes nothing."""
-        error = self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
-        if error is not ErrorCode.NONE:
-            return AppendError(error, f"{error.name} for the transaction marker of producer {producer_id}")
         now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        data = end_txn_marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
-        marker = EndTransactionMarker(commit, coordinator_epoch)
-        return self._append(ValidatedAppend(data, read_header(data)), now_ms, marker)
+        made = marker_append(self.producers, producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        if isinstance(made, AppendError):
+            return made
+        return self._append(made[0], now_ms, made[1])
 
     def _append(
         self, validated: ValidatedAppend, now_ms: int | None, marker: EndTransactionMarker | None
