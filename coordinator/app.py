@@ -145,7 +145,7 @@ class App:
         metrics.connections = lambda: len(self.connections)
         metrics.log_bytes = lambda: (
             sum(segment.size for segment in log_.segments),
-            sum(s.size for p in data.logs.partitions() for s in p.segments),
+            sum(p.size for p in data.logs.partitions()),
         )
         metrics.compactions = lambda: int(log_.compactions)
         metrics.authentications = lambda: self.security.authentications

@@ -290,6 +290,14 @@ class PartitionLog:
                 found = i
         return found
 
+    def batch_max_timestamp(self, offset: int) -> int:
+        """The max timestamp of the batch holding `offset` (through the sealed segments' sparse index)."""
+        for segment in reversed(self.segments):
+            if segment.base_offset <= offset and not segment.empty:
+                batch = segment.find(offset)
+                return batch.max_timestamp if batch is not None else -1
+        return -1
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         return timestamps.offset_for_timestamp(self.segments, self.log_start_offset, timestamp)
 

@@ -300,6 +300,10 @@ class PgPartitionLog:
             aborted = collect_aborted([self._aborted[first:]], offset, end) if total else []
         return ReadResult(b"".join(chunks), high_watermark, log_start, last_stable, aborted)
 
+    def batch_max_timestamp(self, offset: int) -> int:
+        index = bisect.bisect_right(self._bases, offset) - 1
+        return self._batches[index].max_timestamp if index >= 0 else -1
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """The first record at or after `timestamp` (LogSegment.findOffsetByTimestamp, batch by batch)."""
         for batch in self._batches:
