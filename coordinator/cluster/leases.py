@@ -157,6 +157,10 @@ class _Leases(Generic[K]):
             return False
         return await self._free(key, entry.epoch)
 
+    def forget(self, key: K) -> None:
+        """Stop renewing `key` without touching its row (it was found taken over)."""
+        self._held.pop(key, None)
+
     def epoch(self, key: K) -> int | None:
         entry = self._held.get(key)
         return None if entry is None else entry.epoch
