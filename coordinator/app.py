@@ -41,6 +41,7 @@ from kcoord.coordinator.server.markers import CoordinatorMarkers, TxnMarkers
 from kcoord.coordinator.server.timers import AsyncioTimers, SystemClock
 from kcoord.coordinator.topics import TopicRegistry
 from kcoord.coordinator.topics.data import TopicData
+from kcoord.coordinator.topics.leadership import SingleNodeLeadership
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.partition_log import PartitionLogs
 from kcoord.protocol.api_versions_table import SERVED_VERSIONS
@@ -191,6 +192,7 @@ class App:
             advertised=endpoints[first],
             delayed=DelayedResponses(loop),
             served=served_versions(dict(SERVED_VERSIONS)),
+            leadership=SingleNodeLeadership(self.config.node_id),
             handlers=dict(HANDLERS),
             stats=None if self.metrics is None else self.metrics.requests,
             authorizer=None if self._acls is None else self._acls.authorizer,

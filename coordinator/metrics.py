@@ -60,7 +60,8 @@ API_NAMES: dict[int, str] = {
     28: "TxnOffsetCommit",
     29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls", 32: "DescribeConfigs", 33: "AlterConfigs",
     44: "IncrementalAlterConfigs", 60: "DescribeCluster", 61: "DescribeProducers", 65: "DescribeTransactions",
-    66: "ListTransactions",
+    66: "ListTransactions", 35: "DescribeLogDirs", 43: "ElectLeaders", 45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments",
 }  # fmt: skip
 JOIN_GROUP, HEARTBEAT, SYNC_GROUP, OFFSET_COMMIT, CONSUMER_GROUP_HEARTBEAT = 11, 12, 14, 8, 68
 MAX_API_KEYS, MAX_VERSIONS = 128, 32  # every key and version the protocol table can serve

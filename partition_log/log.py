@@ -364,6 +364,12 @@ class PartitionLog:
             raise ValueError(f"offset {before_offset} is above the high watermark {self.high_watermark}")
         return asyncio.ensure_future(self.move_log_start(before_offset))
 
+    @property
+    def size(self) -> int:
+        """Bytes of the log's segment files, indexes not counted (Kafka's UnifiedLog.size, which
+        DescribeLogDirs reports); a batch counts from when its place in the segment is reserved."""
+        return sum(s.size for s in self.segments)
+
     def expired_start(self, now_ms: int) -> int | None:
         """The log start retention asks for, if it moves (Kafka's deleteRetentionMs/SizeBreachedSegments)."""
         sealed = [s for s in self.segments[:-1] if not s.empty]

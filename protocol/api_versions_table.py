@@ -37,10 +37,14 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     31: (0, 3),  # DeleteAcls
     32: (0, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
+    35: (0, 4),  # DescribeLogDirs (Kafka 4.0 serves 1-4: v0 removed by KIP-896)
     36: (0, 2),  # SaslAuthenticate (v1: session_lifetime_ms, KIP-368)
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
+    43: (0, 2),  # ElectLeaders
     44: (0, 1),  # IncrementalAlterConfigs
+    45: (0, 0),  # AlterPartitionReassignments (v1, KIP-860, is Kafka 4.1's)
+    46: (0, 0),  # ListPartitionReassignments
     47: (0, 0),  # OffsetDelete
     50: (0, 0),  # DescribeUserScramCredentials (KIP-554)
     51: (0, 0),  # AlterUserScramCredentials (KIP-554)

@@ -15,6 +15,7 @@ from kcoord.coordinator.security import ANONYMOUS, KafkaPrincipal
 from kcoord.coordinator.security.credentials import ScramCredentials
 from kcoord.coordinator.topics import TopicRegistry
 from kcoord.coordinator.topics.data import TopicData
+from kcoord.coordinator.topics.leadership import PartitionLeadership
 from kcoord.coordinator.transactions import TransactionCoordinator
 
 if TYPE_CHECKING:
@@ -98,6 +99,9 @@ class ServerContext:
     delayed: DelayedResponses
     # api key -> (min, max) actually served: SERVED_VERSIONS restricted to keys that have a handler.
     served: dict[int, tuple[int, int]]
+    # Who leads each partition, and the elections and reassignments that move leadership (ElectLeaders,
+    # Alter/ListPartitionReassignments): SingleNodeLeadership today, partition leases in cluster mode.
+    leadership: PartitionLeadership
     shutting_down: bool = False
     # Cached encoded ApiVersions frames (version -> frame with correlation id 0).
     api_versions_frames: dict[int, bytes] = field(default_factory=dict)

@@ -40,6 +40,7 @@ from kcoord.protocol.messages.delete_records import DELETE_RECORDS_REQUEST, DELE
 from kcoord.protocol.messages.delete_topics import DELETE_TOPICS_REQUEST, DELETE_TOPICS_RESPONSE
 from kcoord.protocol.messages.describe_cluster import DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE
 from kcoord.protocol.messages.describe_groups import DESCRIBE_GROUPS_REQUEST, DESCRIBE_GROUPS_RESPONSE
+from kcoord.protocol.messages.describe_log_dirs import DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE
 from kcoord.protocol.messages.describe_producers import (
     DESCRIBE_PRODUCERS_REQUEST,
     DESCRIBE_PRODUCERS_RESPONSE,
@@ -48,6 +49,7 @@ from kcoord.protocol.messages.describe_transactions import (
     DESCRIBE_TRANSACTIONS_REQUEST,
     DESCRIBE_TRANSACTIONS_RESPONSE,
 )
+from kcoord.protocol.messages.elect_leaders import ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE
 from kcoord.protocol.messages.end_txn import END_TXN_REQUEST, END_TXN_RESPONSE
 from kcoord.protocol.messages.fetch import FETCH_REQUEST, FETCH_RESPONSE
 from kcoord.protocol.messages.find_coordinator import FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE
@@ -62,6 +64,12 @@ from kcoord.protocol.messages.metadata import METADATA_REQUEST, METADATA_RESPONS
 from kcoord.protocol.messages.offset_commit import OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE
 from kcoord.protocol.messages.offset_delete import OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE
 from kcoord.protocol.messages.offset_fetch import OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE
+from kcoord.protocol.messages.partition_reassignments import (
+    ALTER_PARTITION_REASSIGNMENTS_REQUEST,
+    ALTER_PARTITION_REASSIGNMENTS_RESPONSE,
+    LIST_PARTITION_REASSIGNMENTS_REQUEST,
+    LIST_PARTITION_REASSIGNMENTS_RESPONSE,
+)
 from kcoord.protocol.messages.produce import PRODUCE_REQUEST, PRODUCE_RESPONSE
 from kcoord.protocol.messages.sasl import (
     SASL_AUTHENTICATE_REQUEST,
@@ -114,6 +122,10 @@ _PAIRS: tuple[tuple[Schema, Schema], ...] = (
     (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
     (INCREMENTAL_ALTER_CONFIGS_REQUEST, INCREMENTAL_ALTER_CONFIGS_RESPONSE),
     (DESCRIBE_CLUSTER_REQUEST, DESCRIBE_CLUSTER_RESPONSE),
+    (ELECT_LEADERS_REQUEST, ELECT_LEADERS_RESPONSE),
+    (ALTER_PARTITION_REASSIGNMENTS_REQUEST, ALTER_PARTITION_REASSIGNMENTS_RESPONSE),
+    (LIST_PARTITION_REASSIGNMENTS_REQUEST, LIST_PARTITION_REASSIGNMENTS_RESPONSE),
+    (DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE),
     (CONSUMER_GROUP_HEARTBEAT_REQUEST, CONSUMER_GROUP_HEARTBEAT_RESPONSE),
     (CONSUMER_GROUP_DESCRIBE_REQUEST, CONSUMER_GROUP_DESCRIBE_RESPONSE),
     (SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE),

@@ -47,13 +47,22 @@ JSON_CLASSES = _json_classes()
 OLD_CLASSES = _old_classes()
 
 
+# kafka-python's hand-written structs that disagree with Kafka's schema: DescribeLogDirsRequest_v0 has
+# `partitions` as one INT32 where Kafka's v0 has []int32 (DescribeLogDirsRequest.json); v1-4 are checked
+# against its JSON classes.
+WRONG_IN_KAFKA_PYTHON = frozenset({("DescribeLogDirsRequest", 0)})
+
+
 def _cases(schemas: dict[int, Schema], is_request: bool) -> Iterator[Any]:
     for api_key, schema in sorted(schemas.items()):
         kp_cls = JSON_CLASSES.get((api_key, is_request))
         for version in schema.versions:
             if kp_cls is not None and kp_cls.valid_versions[0] <= version <= kp_cls.valid_versions[1]:
                 yield pytest.param(schema, version, kp_cls, id=f"{schema.name}-v{version}-json")
-            elif f"{schema.name}_v{version}" in OLD_CLASSES:
+            elif (
+                f"{schema.name}_v{version}" in OLD_CLASSES
+                and (schema.name, version) not in WRONG_IN_KAFKA_PYTHON
+            ):
                 old_cls = OLD_CLASSES[f"{schema.name}_v{version}"]
                 yield pytest.param(schema, version, old_cls, id=f"{schema.name}-v{version}-old")
 
