@@ -149,6 +149,10 @@ class ShardLeases:
         status = await self._pool.execute(_RELEASE, shard, self.node_id, entry.epoch)
         return bool(status == "UPDATE 1")
 
+    def forget(self, shard: int) -> None:
+        """Stop renewing `shard` without releasing it (lost, or fenced: the lease is not ours)."""
+        self._held.pop(shard, None)
+
     def epoch(self, shard: int) -> int | None:
         entry = self._held.get(shard)
         return None if entry is None else entry.epoch
