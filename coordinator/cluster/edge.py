@@ -43,7 +43,7 @@ def request_keys(api_key: int, req: Request) -> list[str]:
     if api_key in (22, 24, 25, 26):
         txn_id = req.get("transactional_id")
         return [] if txn_id is None else [str(txn_id)]
-    if api_key == 9 and "groups" in req and req["groups"] is not None:
+    if api_key == 9 and req.get("groups"):  # v8+; before v8 the decoder leaves an empty default
         return [str(g["group_id"]) for g in req["groups"]]
     if api_key == 15:
         return [str(g) for g in req.get("groups") or []]

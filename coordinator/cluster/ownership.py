@@ -145,7 +145,7 @@ class Ownership:
         self._unclaimed = unclaimed
         changed = await self._acquire_all(take)
         for shard in give:
-            log.info("shard %d: node %s is preferred now; draining and releasing", shard, preferred)
+            log.info("shard %d: another node is preferred now; draining and releasing", shard)
             await self._unload(shard, release=True)
         if changed or give:
             await self._notify()

@@ -146,6 +146,7 @@ def test_a_paused_owner_is_fenced_and_answers_not_coordinator_after_it_resumes(
         answer = call(old, 8, 2, body, correlation_id=2)
         old.close()
         assert answer["topics"][0]["partitions"][0]["error_code"] in RETRIABLE
+
         # It may take the shard back later (it is the preferred owner): either way, 7 stays.
         def current() -> int | None:
             for node in cluster:
