@@ -144,7 +144,7 @@ class App:
         metrics.lags = lambda group_id: group_lags(ctx.manager, data, group_id, TopicData.now_ms())
         metrics.connections = lambda: len(self.connections)
         metrics.log_bytes = lambda: (
-            sum(segment.size for segment in log_.segments),
+            sum(segment.size for segment in log_.segments) if log_ is not None else 0,
             sum(p.size for p in data.logs.partitions()),
         )
         metrics.compactions = lambda: int(log_.compactions)
@@ -200,6 +200,7 @@ class App:
             endpoints=endpoints,
             credentials=self._credentials,
         )
+        await self._context_built(self.ctx)
         for server, listener in zip(self._servers, listeners, strict=True):
             await server.start_serving()
             bound = self.bound_by_listener[listener.name]
@@ -213,6 +214,10 @@ class App:
                 listener.security_protocol,
             )
         self.security.watch_certificates(loop)
+
+    async def _context_built(self, ctx: ServerContext) -> None:
+        """Called once the context exists, before any listener accepts: cluster mode (a subclass
+        in coordinator/cluster/node.py) routes the coordinator APIs and registers the node here."""
 
     async def _listen(
         self, loop: asyncio.AbstractEventLoop, listener: Listener, setup: ListenerSetup
@@ -334,7 +339,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-async def _main(config: Config) -> int:
+async def _main(config: Config, app_factory: Callable[[Config], App]) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     interrupts = 0
@@ -352,7 +357,7 @@ async def _main(config: Config) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
     try:
-        app = App(config)
+        app = app_factory(config)
     except (OSError, ValueError) as exc:  # e.g. an unreadable PLAIN users file
         log.error("startup failed: %s", exc)
         return 1
@@ -383,8 +388,8 @@ def _fatal_storage_fault(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno == errno.EIO
 
 
-def run(config: Config) -> int:
-    """Run the server until SIGTERM/SIGINT; the exit code."""
+def run(config: Config, app_factory: Callable[[Config], App] = App) -> int:
+    """Run the server until SIGTERM/SIGINT; the exit code. `app_factory`: cluster mode's subclass."""
     raise_open_files_limit()
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(_main(config))
+        return runner.run(_main(config, app_factory))

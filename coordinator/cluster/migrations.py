@@ -17,6 +17,7 @@ FENCED_SQLSTATE = "KC001"
 """Raised by `kcoord_append` when the caller's lease epoch is not the shard's current one. Class
 "KC" is implementation-defined (the SQL standard keeps 0-4 and A-H) and unused by PostgreSQL."""
 
+
 OFFSET_MISMATCH_SQLSTATE = "KC002"
 """Raised by `kcoord_partition_append` when the batch does not start at the partition's stored log
 end offset: the leader's memory no longer matches the table (an earlier call's outcome was unknown)."""
@@ -105,6 +106,51 @@ BEGIN
     SELECT p_shard, batch.type, batch.key, batch.value, batch.lsn FROM batch WHERE batch.value IS NOT NULL
     ON CONFLICT (shard, type, key) DO UPDATE SET value = excluded.value, lsn = excluded.lsn;
     RETURN v_last_lsn;
+END
+$fn$;
+"""
+
+# Migration 2 (node wiring, K3): cluster-wide records and producer id blocks.
+# * kcoord_metadata: the records no shard holds (`shard_log.shard_key` None: topics, producer id
+#   blocks, ACLs, SCRAM credentials), newest value per (type, key). A tombstone stays as a row with a
+#   NULL value, so a node following the table by `seq` sees deletions too. Every write bumps `seq`
+#   from one sequence and notifies channel `kcoord_metadata`; nodes replay the table at start and
+#   then read `seq > last seen` on a notification or every poll (bounded staleness).
+# * kcoord_producer_id_block: producer ids in blocks of 1,000 (Kafka's ProducerIdsBlock); nextval is
+#   never handed out twice, across nodes and crashes, so two nodes never give out the same id.
+# * kcoord_node.endpoints: each node's advertised endpoint per listener name, {"NAME": [host, port]}.
+_METADATA = """
+CREATE SEQUENCE kcoord_metadata_seq;
+CREATE TABLE kcoord_metadata (
+    type smallint NOT NULL,
+    key bytea NOT NULL,
+    value bytea,
+    seq bigint NOT NULL DEFAULT nextval('kcoord_metadata_seq'),
+    PRIMARY KEY (type, key)
+);
+CREATE INDEX kcoord_metadata_by_seq ON kcoord_metadata (seq);
+CREATE SEQUENCE kcoord_producer_id_block START WITH 0 MINVALUE 0;
+ALTER TABLE kcoord_node ADD COLUMN endpoints jsonb NOT NULL DEFAULT '{}';
+
+CREATE FUNCTION kcoord_metadata_put(p_types smallint[], p_keys bytea[], p_values bytea[])
+RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_seq bigint;
+BEGIN
+    IF current_setting('synchronous_commit') = 'off' THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    -- One row per (type, key), the batch's newest entry winning, each with a fresh seq in batch order.
+    INSERT INTO kcoord_metadata AS m (type, key, value, seq)
+    SELECT b.type, b.key, b.value, nextval('kcoord_metadata_seq')
+      FROM (SELECT DISTINCT ON (u.type, u.key) u.type, u.key, u.value, u.ord
+              FROM unnest(p_types, p_keys, p_values) WITH ORDINALITY AS u(type, key, value, ord)
+             ORDER BY u.type, u.key, u.ord DESC) AS b
+     ORDER BY b.ord
+    ON CONFLICT (type, key) DO UPDATE SET value = excluded.value, seq = excluded.seq;
+    SELECT max(seq) INTO v_seq FROM kcoord_metadata;
+    PERFORM pg_notify('kcoord_metadata', v_seq::text);
+    RETURN v_seq;
 END
 $fn$;
 """
@@ -242,7 +288,7 @@ $fn$;
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "cluster, nodes, shard leases, records, kcoord_append", _TABLES + _APPEND),
-    # 2 is the cluster-wide metadata (helper K3, branch h/node)
+    Migration(2, "cluster-wide metadata, producer id blocks, node endpoints", _METADATA),
     Migration(
         3, "partition leases, batches, producers, aborted transactions", _PARTITIONS + _PARTITION_APPEND
     ),

@@ -69,6 +69,23 @@ def _delete(version: int, req: Request, code: int) -> Body:
     return {"results": [{"group_id": g, "error_code": code} for g in req.get("groups_names") or []]}
 
 
+def _partition_errors(req: Request, code: int) -> list[Body]:
+    """TxnOffsetCommit's and OffsetDelete's per-partition answer: every partition gets `code`."""
+    out = []
+    for t in req.get("topics") or []:
+        parts = [p["partition_index"] if isinstance(p, dict) else p for p in t.get("partitions") or []]
+        out.append(
+            {"name": t["name"], "partitions": [{"partition_index": i, "error_code": code} for i in parts]}
+        )
+    return out
+
+
+def _consumer_group_describe(version: int, req: Request, code: int) -> Body:
+    groups = req.get("group_ids") or []
+    blank = {"group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": []}
+    return {"groups": [{"group_id": g, "error_code": code, **blank} for g in groups]}
+
+
 ErrorBody = Callable[[int, Request, int], Body]
 # The coordinator's APIs, by key: the error answer of a request at a version.
 ERROR_APIS: dict[int, ErrorBody] = {
@@ -84,6 +101,21 @@ ERROR_APIS: dict[int, ErrorBody] = {
     15: _describe,
     16: lambda version, req, code: {"error_code": code, "groups": []},
     42: _delete,
+    # Added for cluster mode's routing (NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS at the edge):
+    # the transaction coordinator's APIs and the group APIs the table above did not have.
+    22: lambda version, req, code: {"error_code": code, "producer_id": -1, "producer_epoch": -1},
+    25: lambda version, req, code: {"error_code": code},
+    26: lambda version, req, code: {"error_code": code, "producer_id": -1, "producer_epoch": -1},
+    28: lambda version, req, code: {"topics": _partition_errors(req, code)},
+    47: lambda version, req, code: {"error_code": code, "topics": []},
+    68: lambda version, req, code: {
+        "error_code": code,
+        "member_id": None,
+        "member_epoch": -1,
+        "heartbeat_interval_ms": 0,
+        "assignment": None,
+    },
+    69: _consumer_group_describe,
 }
 
 

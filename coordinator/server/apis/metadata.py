@@ -112,9 +112,9 @@ def _response(
             else _refused_entry(name, topic_id, refused)
             for name, topic_id in wanted
         ]
-    body: dict[str, Any] = {"brokers": [broker_entry(ctx, meta)], "topics": topics}
+    body: dict[str, Any] = {"brokers": broker_entries(ctx, meta), "topics": topics}
     if version >= 1:
-        body["controller_id"] = ctx.node_id
+        body["controller_id"] = ctx.node_id if ctx.brokers is None else ctx.brokers.controller_id()
     if version >= 2:
         body["cluster_id"] = ctx.config.cluster_id
     if ctx.authorizer is not None:
@@ -169,6 +169,16 @@ def _operations_from_acls(
                 topic["topic_authorized_operations"] = authz.authorized_operations(
                     ctx, meta, ResourceType.TOPIC, name
                 )
+
+
+def broker_entries(ctx: ServerContext, meta: RequestMeta) -> list[dict[str, Any]]:
+    """This broker alone, or in cluster mode every live node (their endpoints on this listener)."""
+    if ctx.brokers is None:
+        return [broker_entry(ctx, meta)]
+    return [
+        {"node_id": node_id, "host": host, "port": port, "rack": rack}
+        for node_id, host, port, rack in ctx.brokers.brokers(meta.listener_name)
+    ]
 
 
 def broker_entry(ctx: ServerContext, meta: RequestMeta) -> dict[str, Any]:

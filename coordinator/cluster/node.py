@@ -1,0 +1,290 @@
+"""`kcoord serve --cluster DSN --node-id N [--lease-ttl-ms MS]`: a node of a cluster.
+
+The node is the single-node `App` with its coordinator log replaced: one GroupManager and one
+TransactionCoordinator as today, whose appends go through `RoutingRecordLog` to the shards this
+node owns (`Ownership`) and to `kcoord_metadata`. Two background loops run beside the listener:
+
+* renewal, every ttl / 4: the node's row and every held shard lease (a lost lease unloads at once);
+* the poll, every 500 ms or at once on a notification: the live nodes and the lease owners
+  (`Membership.refresh`), shard placement (`Ownership.reconcile`) and the cluster-wide records
+  written by other nodes (`MetadataLog.catch_up`).
+
+Topics' partition data stays in each node's local partition logs (`--data-dir`/topics) until
+partitions in PostgreSQL land (K4, h/partitions): in cluster mode today, a record produced to one
+node is read from that node only. Groups, offsets and transactions are shared by the cluster.
+
+Startup checks: the DSN must connect, the schema must be this kcoord's (`kcoord cluster init`),
+and the cluster id comes from the database (`kcoord_cluster`): one line on stderr and exit 1 if not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import sys
+import time
+from typing import Any
+
+from kcoord import storage
+from kcoord.coordinator.app import App, _acl_store, _halt_soon, run
+from kcoord.coordinator.cluster.edge import route_handlers
+from kcoord.coordinator.cluster.leases import ShardLeases
+from kcoord.coordinator.cluster.membership import CHANNEL, Membership, NodeInfo
+from kcoord.coordinator.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
+from kcoord.coordinator.cluster.ownership import Ownership
+from kcoord.coordinator.cluster.pg import CONNECT_ERRORS, connect, create_pool, redact
+from kcoord.coordinator.cluster.routing import RoutingRecordLog
+from kcoord.coordinator.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
+from kcoord.coordinator.cluster.shards import shard_of
+from kcoord.coordinator.config import Config
+from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.persistence import Replayer
+from kcoord.coordinator.security.credentials import ScramCredentials
+from kcoord.coordinator.server.context import ServerContext
+from kcoord.coordinator.server.markers import CoordinatorMarkers, TxnMarkers
+from kcoord.coordinator.server.timers import AsyncioTimers, SystemClock
+from kcoord.coordinator.topics import TopicRegistry
+from kcoord.coordinator.topics.data import TopicData
+from kcoord.coordinator.transactions import TransactionCoordinator
+from kcoord.partition_log import PartitionLogs
+from kcoord.storage.faults import FaultPolicy
+
+__all__ = ["ClusterApp", "StartupError", "check_cluster", "serve"]
+
+log = logging.getLogger("kcoord.cluster")
+
+POLL_S = 0.5
+
+
+class StartupError(Exception):
+    """Why a node cannot join the cluster (one line)."""
+
+
+async def check_cluster(dsn: str) -> tuple[str, int]:
+    """The cluster's (id, shard count) if `dsn` reaches an initialized cluster this kcoord knows."""
+    where = redact(dsn)
+    try:
+        conn = await connect(dsn)
+    except CONNECT_ERRORS as exc:
+        raise StartupError(f"cannot connect to {where}: {_one_line(exc)}") from None
+    try:
+        version = await schema_version(conn)
+        if version == 0:
+            raise StartupError(f"{where} has no kcoord schema: run `kcoord cluster init --cluster DSN` first")
+        if version != SCHEMA_VERSION:
+            raise StartupError(
+                f"{where} has schema version {version}, this kcoord needs {SCHEMA_VERSION}: "
+                "run `kcoord cluster init` with the newer of the two"
+            )
+        stored = await read_cluster(conn)
+        if stored is None:
+            raise StartupError(f"{where} holds no cluster row: run `kcoord cluster init --cluster DSN`")
+        return stored
+    except CONNECT_ERRORS as exc:
+        raise StartupError(f"{where}: {_one_line(exc)}") from None
+    finally:
+        await conn.close()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def serve(config: Config) -> int:
+    """Check the cluster, then run the node until SIGTERM/SIGINT; the exit code."""
+    assert config.cluster is not None
+    try:
+        cluster_id, num_shards = asyncio.run(check_cluster(config.cluster))
+    except StartupError as exc:
+        print(f"kcoord serve --cluster: {exc}", file=sys.stderr)
+        return 1
+    if config.cluster_id not in ("kcoord", cluster_id):
+        print(
+            f"kcoord serve --cluster: this node is configured for cluster {config.cluster_id}, "
+            f"the database holds {cluster_id}",
+            file=sys.stderr,
+        )
+        return 1
+    config = dataclasses.replace(config, cluster_id=cluster_id)
+    return run(config, lambda c: ClusterApp(c, num_shards))
+
+
+class _Shards:
+    """`ShardHost`: a shard's records replayed into the node's coordinators, and dropped again."""
+
+    def __init__(self, app: ClusterApp) -> None:
+        self._app = app
+
+    def _belongs(self, shard: int) -> Any:
+        n = self._app.num_shards
+        return lambda key: shard_of(key, n) == shard
+
+    def load(self, shard: int, records: list[storage.Record]) -> None:
+        app = self._app
+        replayer = app.replayer()
+        for record in records:
+            replayer.apply(record)
+        app.manager.shard_loaded(self._belongs(shard))
+        app.transactions.shard_loaded(self._belongs(shard))
+
+    def unload(self, shard: int) -> None:
+        self._app.manager.unload(self._belongs(shard))
+        self._app.transactions.unload(self._belongs(shard))
+
+
+class _Brokers:
+    """`server.context.Brokers` from the membership's view; this node is always among them."""
+
+    def __init__(self, membership: Membership) -> None:
+        self._membership = membership
+
+    def brokers(self, listener: str) -> list[tuple[int, str, int, str | None]]:
+        nodes = dict(self._membership.view.nodes)
+        me = self._membership.node
+        nodes.setdefault(me.node_id, me)
+        return [(n.node_id, *n.endpoint(listener), n.rack) for _, n in sorted(nodes.items())]
+
+    def controller_id(self) -> int:
+        return min([*self._membership.view.nodes, self._membership.node.node_id])
+
+
+class ClusterApp(App):
+    """A node: the single-node App over PostgreSQL's shards and metadata."""
+
+    def __init__(self, config: Config, num_shards: int) -> None:
+        super().__init__(config)
+        self.num_shards = num_shards
+        self._pool: Any = None
+        self._listen_conn: Any = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake = asyncio.Event()
+        self._stopping = False
+
+    # -- startup ---------------------------------------------------------------------------------
+    async def startup(self) -> None:
+        config = self.config
+        assert config.cluster is not None
+        loop = asyncio.get_running_loop()
+        self._pool = await create_pool(config.cluster, node_id=config.node_id, max_size=20)
+        self._timers = timers = AsyncioTimers(loop)
+        self.metadata = MetadataLog(self._pool)
+        self.leases = ShardLeases(self._pool, config.node_id, config.lease_ttl_ms)
+        self.ownership = Ownership(self._pool, self.leases, self.num_shards, _Shards(self), self._notify)
+        record_log = RoutingRecordLog(
+            self.num_shards, self.ownership.log, self.metadata, self.ownership.log_failed
+        )
+        self.topics = topics = TopicRegistry(record_log)
+        self.manager = manager = GroupManager(
+            config.group_config(), SystemClock(), timers, record_log, topics=topics
+        )
+        self.producer_ids = producer_ids = ClusterProducerIds(self._pool)
+        coordinator_markers = CoordinatorMarkers(loop)
+        self.transactions = transactions = TransactionCoordinator(
+            config.transaction_config(), SystemClock(), timers, record_log, producer_ids, coordinator_markers
+        )
+        self._acls = _acl_store(config, record_log)  # type: ignore[arg-type]
+        self._credentials = ScramCredentials(record_log)
+        self._follower = self.replayer()
+        count = await self.metadata.catch_up(self._follower.apply)
+        manager.on_loaded()  # active; each shard's groups arrive when it loads
+        policy = FaultPolicy(on_fatal=_halt_soon)
+        partition_logs = await PartitionLogs.open(
+            config.data_dir / "topics", fsync=config.fsync, now_ms=TopicData.now_ms, policy=policy
+        )
+        self._data = data = TopicData(topics, partition_logs)
+        data.start_retention(loop)
+        markers = TxnMarkers(data, manager)
+        coordinator_markers.attach(markers)
+        transactions.on_loaded()
+        log.info("cluster %s: node %d, %d shards, %d metadata records", config.cluster_id,
+                 config.node_id, self.num_shards, count)  # fmt: skip
+        await self.security.start(
+            loop, self._credentials, lambda: self.ctx is not None and self.ctx.shutting_down
+        )
+        await self._bind(loop, manager, topics, producer_ids, transactions, markers)
+        await self._start_http()
+
+    def replayer(self) -> Replayer:
+        """A replayer into this node's coordinators (never finished: shards load at any time)."""
+        return Replayer(self.manager, self.topics, self.producer_ids, self.transactions,
+                        acls=self._acls, credentials=self._credentials)  # fmt: skip
+
+    async def _context_built(self, ctx: ServerContext) -> None:
+        """Route the coordinator APIs, list the live nodes, register and start the loops."""
+        node = NodeInfo(
+            self.config.node_id, ctx.advertised.host, ctx.advertised.port, None,
+            {name: (hp.host, hp.port) for name, hp in ctx.endpoints.items()},
+        )  # fmt: skip
+        self.membership = Membership(self._pool, node, self.config.lease_ttl_ms)
+        ctx.brokers = _Brokers(self.membership)
+        route_handlers(ctx.handlers, self.ownership.state, lambda: self.membership.view, self.num_shards)
+        await self.membership.register()
+        await self._listen_for_changes()
+        await self.membership.refresh()
+        self._tasks = [
+            asyncio.create_task(self._renew_loop(), name="kcoord-cluster-renew"),
+            asyncio.create_task(self._poll_loop(), name="kcoord-cluster-poll"),
+        ]
+
+    async def _listen_for_changes(self) -> None:
+        assert self.config.cluster is not None
+        try:
+            self._listen_conn = await connect(self.config.cluster, node_id=self.config.node_id)
+            for channel in (CHANNEL, METADATA_CHANNEL):
+                await self._listen_conn.add_listener(channel, lambda *_: self._wake.set())
+        except CONNECT_ERRORS as exc:  # the poll still sees every change, only later
+            log.warning("LISTEN failed, polling only: %s", _one_line(exc))
+
+    async def _notify(self) -> None:
+        await self.membership.notify()
+
+    # -- the loops -------------------------------------------------------------------------------
+    async def _renew_loop(self) -> None:
+        period = self.config.lease_ttl_ms / 4000
+        while not self._stopping:
+            started = time.monotonic()
+            try:
+                await self.membership.renew()
+                await self.ownership.renew()
+            except Exception as exc:
+                log.warning("lease renewal failed: %s", _one_line(exc))
+            await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
+
+    async def _poll_loop(self) -> None:
+        while not self._stopping:
+            try:
+                view = await self.membership.refresh()
+                await self.ownership.reconcile(view)
+                await self.metadata.catch_up(self._follower.apply)
+            except Exception as exc:
+                log.warning("cluster poll failed: %s", _one_line(exc))
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), POLL_S)
+
+    # -- shutdown --------------------------------------------------------------------------------
+    async def shutdown(self) -> None:
+        """Stop accepting, hand every shard over (drain, release), leave, then the App's shutdown."""
+        self._stopping = True
+        for server in self._servers:
+            server.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._pool is not None and hasattr(self, "ownership"):
+            try:
+                await self.ownership.release_all()
+                if hasattr(self, "membership"):
+                    await self.membership.leave()
+            except Exception as exc:
+                log.warning("handover at shutdown failed: %s", _one_line(exc))
+        await super().shutdown()
+        if self._listen_conn is not None:
+            await self._listen_conn.close()
+        if self._pool is not None:
+            await self._pool.close()
