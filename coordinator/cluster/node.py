@@ -9,9 +9,12 @@ node owns (`Ownership`) and to `kcoord_metadata`. Two background loops run besid
   (`Membership.refresh`), shard placement (`Ownership.reconcile`) and the cluster-wide records
   written by other nodes (`MetadataLog.catch_up`).
 
-Topics' partition data stays in each node's local partition logs (`--data-dir`/topics) until
-partitions in PostgreSQL land (K4, h/partitions): in cluster mode today, a record produced to one
-node is read from that node only. Groups, offsets and transactions are shared by the cluster.
+Topics' partitions live in PostgreSQL too (migration 3): each has one leader node by lease
+(`PartitionPlacement`, a third loop), the data plane serves the partitions this node leads
+(`ClusterPartitions` behind `TopicData`), Metadata reports each partition's leader
+(`ClusterLeadership`) and Produce / Fetch / ListOffsets for a partition led elsewhere answer
+NOT_LEADER_OR_FOLLOWER, so clients follow the leader. Groups, offsets, transactions and partitions
+are shared by the cluster.
 
 Startup checks: the DSN must connect, the schema must be this kcoord's (`kcoord cluster init`),
 and the cluster id comes from the database (`kcoord_cluster`): one line on stderr and exit 1 if not.
@@ -30,11 +33,14 @@ from typing import Any
 from kcoord import storage
 from kcoord.coordinator.app import App, _acl_store, _halt_soon, run
 from kcoord.coordinator.cluster.edge import route_handlers
-from kcoord.coordinator.cluster.leases import ShardLeases
+from kcoord.coordinator.cluster.leadership import ClusterLeadership
+from kcoord.coordinator.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.coordinator.cluster.membership import CHANNEL, Membership, NodeInfo
 from kcoord.coordinator.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
 from kcoord.coordinator.cluster.ownership import Ownership
+from kcoord.coordinator.cluster.partitions import ClusterPartitions
 from kcoord.coordinator.cluster.pg import CONNECT_ERRORS, connect, create_pool, redact
+from kcoord.coordinator.cluster.placement import PartitionPlacement
 from kcoord.coordinator.cluster.routing import RoutingRecordLog
 from kcoord.coordinator.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
 from kcoord.coordinator.cluster.shards import shard_of
@@ -48,7 +54,6 @@ from kcoord.coordinator.server.timers import AsyncioTimers, SystemClock
 from kcoord.coordinator.topics import TopicRegistry
 from kcoord.coordinator.topics.data import TopicData
 from kcoord.coordinator.transactions import TransactionCoordinator
-from kcoord.partition_log import PartitionLogs
 from kcoord.storage.faults import FaultPolicy
 
 __all__ = ["ClusterApp", "StartupError", "check_cluster", "serve"]
@@ -190,11 +195,22 @@ class ClusterApp(App):
         self._follower = self.replayer()
         count = await self.metadata.catch_up(self._follower.apply)
         manager.on_loaded()  # active; each shard's groups arrive when it loads
-        policy = FaultPolicy(on_fatal=_halt_soon)
-        partition_logs = await PartitionLogs.open(
-            config.data_dir / "topics", fsync=config.fsync, now_ms=TopicData.now_ms, policy=policy
+        self.partitions = ClusterPartitions(
+            self._pool,
+            PartitionLeases(self._pool, config.node_id, config.lease_ttl_ms),
+            config.data_dir,
+            lambda topic: data.partition_config(topic),
+            TopicData.now_ms,
+            FaultPolicy(on_fatal=_halt_soon),
         )
-        self._data = data = TopicData(topics, partition_logs)
+        self._data = data = TopicData(topics, self.partitions)
+        self.placement = PartitionPlacement(
+            self._pool,
+            config.node_id,
+            self.partitions,
+            lambda: [(t.name, p) for t in topics.all() for p in range(t.num_partitions)],
+            poll_ms=int(POLL_S * 1000),
+        )
         data.start_retention(loop)
         markers = TxnMarkers(data, manager)
         coordinator_markers.attach(markers)
@@ -220,6 +236,7 @@ class ClusterApp(App):
         )  # fmt: skip
         self.membership = Membership(self._pool, node, self.config.lease_ttl_ms)
         ctx.brokers = _Brokers(self.membership)
+        ctx.leadership = ClusterLeadership(self._pool, self.placement)
         route_handlers(ctx.handlers, self.ownership.state, lambda: self.membership.view, self.num_shards)
         await self.membership.register()
         await self._listen_for_changes()
@@ -227,6 +244,7 @@ class ClusterApp(App):
         self._tasks = [
             asyncio.create_task(self._renew_loop(), name="kcoord-cluster-renew"),
             asyncio.create_task(self._poll_loop(), name="kcoord-cluster-poll"),
+            asyncio.create_task(self.placement.run(), name="kcoord-cluster-partitions"),
         ]
 
     async def _listen_for_changes(self) -> None:
@@ -269,6 +287,8 @@ class ClusterApp(App):
     async def shutdown(self) -> None:
         """Stop accepting, hand every shard over (drain, release), leave, then the App's shutdown."""
         self._stopping = True
+        if hasattr(self, "placement"):
+            self.placement.stop()
         for server in self._servers:
             server.close()
         for task in self._tasks:

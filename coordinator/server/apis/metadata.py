@@ -193,7 +193,7 @@ def _topic_entry(ctx: ServerContext, name: str, topic: TopicRecord | None, versi
     entry: dict[str, Any] = {
         "error_code": ErrorCode.NONE,
         "name": name,
-        "partitions": [_partition_entry(ctx, p, version) for p in range(topic.num_partitions)],
+        "partitions": [_partition_entry(ctx, name, p, version) for p in range(topic.num_partitions)],
     }
     if version >= 10:
         entry["topic_id"] = topic.topic_id
@@ -208,14 +208,18 @@ def _missing_error(ctx: ServerContext, name: str) -> ErrorCode:
     return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def _partition_entry(ctx: ServerContext, index: int, version: int) -> dict[str, Any]:
-    node = ctx.node_id
+def _partition_entry(ctx: ServerContext, name: str, index: int, version: int) -> dict[str, Any]:
+    """The leader from `ctx.leadership` (this node on a single node; the lease holder in a cluster,
+    whose data every node could read, so the leader is the one replica listed). Without a leader:
+    LEADER_NOT_AVAILABLE with leader -1 and no replicas in sync, as Kafka answers an offline
+    partition (MetadataCache: a leader that is not alive)."""
+    node = ctx.leadership.leader(name, index)
     entry: dict[str, Any] = {
-        "error_code": ErrorCode.NONE,
+        "error_code": ErrorCode.NONE if node >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
         "partition_index": index,
         "leader_id": node,
-        "replica_nodes": [node],
-        "isr_nodes": [node],
+        "replica_nodes": [node] if node >= 0 else [],
+        "isr_nodes": [node] if node >= 0 else [],
     }
     if version >= 7:
         entry["leader_epoch"] = 0
