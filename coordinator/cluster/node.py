@@ -37,10 +37,11 @@ from kcoord.coordinator.cluster.leadership import ClusterLeadership
 from kcoord.coordinator.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.coordinator.cluster.membership import CHANNEL, Membership, NodeInfo
 from kcoord.coordinator.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
-from kcoord.coordinator.cluster.ownership import Ownership
+from kcoord.coordinator.cluster.ownership import Ownership, ShardState
 from kcoord.coordinator.cluster.partitions import ClusterPartitions
 from kcoord.coordinator.cluster.pg import CONNECT_ERRORS, connect, create_pool, redact
 from kcoord.coordinator.cluster.placement import PartitionPlacement
+from kcoord.coordinator.cluster.remote_markers import RemoteMarkers
 from kcoord.coordinator.cluster.routing import RoutingRecordLog
 from kcoord.coordinator.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
 from kcoord.coordinator.cluster.shards import shard_of
@@ -213,7 +214,10 @@ class ClusterApp(App):
         )
         data.start_retention(loop)
         markers = TxnMarkers(data, manager)
-        coordinator_markers.attach(markers)
+        # The coordinator's markers go to each partition's leader; WriteTxnMarkers itself writes here.
+        coordinator_markers.attach(
+            RemoteMarkers(data, manager, config.node_id, self.placement.leader, self._node_address)
+        )
         transactions.on_loaded()
         log.info("cluster %s: node %d, %d shards, %d metadata records", config.cluster_id,
                  config.node_id, self.num_shards, count)  # fmt: skip
@@ -237,6 +241,9 @@ class ClusterApp(App):
         self.membership = Membership(self._pool, node, self.config.lease_ttl_ms)
         ctx.brokers = _Brokers(self.membership)
         ctx.leadership = ClusterLeadership(self._pool, self.placement)
+        ctx.coordinates = lambda tid: (
+            self.ownership.state(shard_of(tid, self.num_shards)) is ShardState.ACTIVE
+        )
         route_handlers(ctx.handlers, self.ownership.state, lambda: self.membership.view, self.num_shards)
         await self.membership.register()
         await self._listen_for_changes()
@@ -255,6 +262,10 @@ class ClusterApp(App):
                 await self._listen_conn.add_listener(channel, lambda *_: self._wake.set())
         except CONNECT_ERRORS as exc:  # the poll still sees every change, only later
             log.warning("LISTEN failed, polling only: %s", _one_line(exc))
+
+    def _node_address(self, node_id: int) -> tuple[str, int] | None:
+        node = self.membership.view.nodes.get(node_id) if hasattr(self, "membership") else None
+        return None if node is None else (node.host, node.port)
 
     async def _notify(self) -> None:
         await self.membership.notify()

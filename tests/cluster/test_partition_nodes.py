@@ -192,3 +192,59 @@ def test_kill_9_of_a_leader_under_produce_load_loses_no_acknowledged_record(
             assert read.get((event["p"], event["o"])) == str(event["acked"]).encode(), event
         values = Counter(read.values())
         assert set(values) >= {str(e["acked"]).encode() for e in acked}
+
+
+def _read(bootstrap: list[str], isolation: str, timeout: float = 60) -> list[bytes]:
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
+        isolation_level=isolation, request_timeout_ms=5000, metadata_max_age_ms=1000,
+    )  # fmt: skip
+    try:
+        parts = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+        consumer.assign(parts)
+        consumer.seek_to_beginning(*parts)
+        ends = consumer.end_offsets(parts)  # under read_committed: the last stable offsets
+        values: list[bytes] = []
+        deadline = time.monotonic() + timeout
+        while any(consumer.position(tp) < ends[tp] for tp in parts):
+            assert time.monotonic() < deadline, "the consumer never reached the end offsets"
+            for records in consumer.poll(timeout_ms=200).values():
+                values.extend(r.value for r in records)
+        return values
+    finally:
+        consumer.close()
+
+
+def test_transactions_span_partitions_led_by_different_nodes(tmp_path: Path, cluster_dsn: str) -> None:
+    """A transactional producer writes to partitions of three leaders; the coordinator's markers
+    reach every leader (WriteTxnMarkers between nodes), so read_committed sees exactly the committed
+    transactions and read_uncommitted the aborted one too."""
+    from confluent_kafka import Producer
+
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2, 3], TTL_MS) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, TOPIC, PARTITIONS)["error_code"] == 0
+        led = agreed_leaders(cluster)
+        assert len(set(led.values())) == 3, f"want a leader on every node: {led}"
+        bootstrap = [f"{n.address[0]}:{n.address[1]}" for n in cluster]
+        producer = Producer({
+            "bootstrap.servers": ",".join(bootstrap), "transactional.id": "txn-across-nodes",
+            "topic.metadata.refresh.interval.ms": 1000, "retry.backoff.ms": 50,
+        })  # fmt: skip
+        producer.init_transactions(60)
+        committed: list[bytes] = []
+        for txn in range(4):
+            producer.begin_transaction()
+            values = [f"c{txn}-{p}".encode() for p in range(PARTITIONS)]
+            for partition, value in enumerate(values):
+                producer.produce(TOPIC, value=value, partition=partition)
+            if txn == 2:
+                assert producer.flush(30) == 0  # in the log before the abort (abort purges unsent ones)
+                producer.abort_transaction(60)
+                aborted = values
+            else:
+                producer.commit_transaction(60)
+                committed.extend(values)
+        assert sorted(_read(bootstrap, "read_committed")) == sorted(committed)
+        assert sorted(_read(bootstrap, "read_uncommitted")) == sorted(committed + aborted)
