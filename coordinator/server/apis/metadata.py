@@ -103,16 +103,18 @@ def _response(
     ctx: ServerContext, req: Request, meta: RequestMeta, wanted: Wanted | None, refused: Refused
 ) -> dict[str, Any]:
     version = meta.api_version
+    brokers = broker_entries(ctx, meta)
+    listed = {int(b["node_id"]) for b in brokers}
     if wanted is None:
-        topics = [_topic_entry(ctx, t.name, t, version) for t in _visible(ctx, meta)]
+        topics = [_topic_entry(ctx, t.name, t, version, listed) for t in _visible(ctx, meta)]
     else:
         topics = [
-            _topic_entry(ctx, name, ctx.topics.get(name), version)
+            _topic_entry(ctx, name, ctx.topics.get(name), version, listed)
             if name is not None and name not in refused
             else _refused_entry(name, topic_id, refused)
             for name, topic_id in wanted
         ]
-    body: dict[str, Any] = {"brokers": broker_entries(ctx, meta), "topics": topics}
+    body: dict[str, Any] = {"brokers": brokers, "topics": topics}
     if version >= 1:
         body["controller_id"] = ctx.node_id if ctx.brokers is None else ctx.brokers.controller_id()
     if version >= 2:
@@ -187,13 +189,15 @@ def broker_entry(ctx: ServerContext, meta: RequestMeta) -> dict[str, Any]:
     return {"node_id": ctx.node_id, "host": endpoint.host, "port": endpoint.port}
 
 
-def _topic_entry(ctx: ServerContext, name: str, topic: TopicRecord | None, version: int) -> dict[str, Any]:
+def _topic_entry(
+    ctx: ServerContext, name: str, topic: TopicRecord | None, version: int, listed: set[int]
+) -> dict[str, Any]:
     if topic is None:
         return {"error_code": _missing_error(ctx, name), "name": name}
     entry: dict[str, Any] = {
         "error_code": ErrorCode.NONE,
         "name": name,
-        "partitions": [_partition_entry(ctx, name, p, version) for p in range(topic.num_partitions)],
+        "partitions": [_partition_entry(ctx, name, p, version, listed) for p in range(topic.num_partitions)],
     }
     if version >= 10:
         entry["topic_id"] = topic.topic_id
@@ -208,12 +212,18 @@ def _missing_error(ctx: ServerContext, name: str) -> ErrorCode:
     return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def _partition_entry(ctx: ServerContext, name: str, index: int, version: int) -> dict[str, Any]:
+def _partition_entry(
+    ctx: ServerContext, name: str, index: int, version: int, listed: set[int]
+) -> dict[str, Any]:
     """The leader from `ctx.leadership` (this node on a single node; the lease holder in a cluster,
     whose data every node could read, so the leader is the one replica listed). Without a leader:
     LEADER_NOT_AVAILABLE with leader -1 and no replicas in sync, as Kafka answers an offline
-    partition (MetadataCache: a leader that is not alive)."""
+    partition (MetadataCache: a leader that is not alive). A leader whose lease has not expired yet
+    but who is no longer a live broker (killed) is no leader: clients must never be sent to a broker
+    the same response does not list (kafka-python raises UnknownBrokerIdError)."""
     node = ctx.leadership.leader(name, index)
+    if node not in listed:
+        node = -1
     entry: dict[str, Any] = {
         "error_code": ErrorCode.NONE if node >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
         "partition_index": index,
