@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from tests.cluster.nodes import Node, init_cluster, nodes, rpc, until
 from tests.kcoord_process import REPO
-from tests.server.wire import connect, create_topic
+from tests.server.wire import connect, create_topic, decode_response, read_frame, send
 
 log = logging.getLogger(__name__)
 
@@ -248,3 +249,60 @@ def test_transactions_span_partitions_led_by_different_nodes(tmp_path: Path, clu
                 committed.extend(values)
         assert sorted(_read(bootstrap, "read_committed")) == sorted(committed)
         assert sorted(_read(bootstrap, "read_uncommitted")) == sorted(committed + aborted)
+
+
+def test_a_paused_leader_is_fenced_and_answers_not_leader_after_it_resumes(
+    tmp_path: Path, cluster_dsn: str
+) -> None:
+    """SIGSTOP a partition's leader past its lease, produce through its successor, SIGCONT: the
+    Produce that waited in the paused node's socket is answered NOT_LEADER_OR_FOLLOWER and never
+    written; the offsets the successor handed out stand."""
+    import asyncio
+
+    import asyncpg
+
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2], TTL_MS) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, TOPIC, PARTITIONS)["error_code"] == 0
+        led = agreed_leaders(cluster)
+        partition, leader = next(iter(led.items()))
+        paused = next(n for n in cluster if n.node_id == leader)
+        successor = next(n for n in cluster if n is not paused)
+        assert _produce(paused, partition, b"before")["base_offset"] == 0
+        old = connect(paused.address)  # open before the pause
+        body = {
+            "transactional_id": None, "acks": -1, "timeout_ms": 5000,
+            "topic_data": [{"name": TOPIC, "partition_data": [
+                {"index": partition, "records": _batch(b"stale")}]}],
+        }  # fmt: skip
+        paused.proc.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+        try:
+            send(old, 0, 8, 1, body)  # waits in the paused node's socket
+
+            def through_successor() -> int | None:
+                answer = _produce(successor, partition, b"after")
+                return int(answer["base_offset"]) if answer["error_code"] == 0 else None
+
+            assert until(through_successor, 20, "the successor leads the partition", step=0.1) == 1
+        finally:
+            paused.proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+        _, answer = decode_response(0, 8, read_frame(old))
+        old.close()
+        refused = answer["responses"][0]["partition_responses"][0]
+        assert refused["error_code"] == NOT_LEADER_OR_FOLLOWER and refused["base_offset"] == -1
+
+        async def stored() -> list[tuple[int, bytes]]:
+            conn = await asyncpg.connect(cluster_dsn)
+            try:
+                rows = await conn.fetch(
+                    "SELECT base_offset, batch FROM kcoord_partition_batch "
+                    "WHERE topic = $1 AND partition = $2 ORDER BY base_offset", TOPIC, partition,
+                )  # fmt: skip
+            finally:
+                await conn.close()
+            return [(int(r[0]), bytes(r[1])) for r in rows]
+
+        rows = asyncio.run(stored())
+        assert [offset for offset, _ in rows] == [0, 1]
+        assert not any(b"stale" in batch for _, batch in rows)
