@@ -122,7 +122,9 @@ class ShardLeases:
     async def renew(self) -> set[int]:
         """Extend every held lease in one statement. Returns the shards LOST (taken over, or
         released by someone else): they are forgotten here and must be unloaded at once. A database
-        error propagates and renews nothing: the clocks run out on their own."""
+        error propagates and renews nothing: the clocks run out on their own. A lease whose clock ran
+        out but which nobody took (same epoch) is renewed and valid again: no one else wrote the
+        shard meanwhile, since any acquire would have bumped the epoch."""
         if not self._held:
             return set()
         held = dict(self._held)

@@ -26,12 +26,13 @@ CONNECT_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.PostgresError,
 )
 
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@/]*@")
+_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&]*")
 
 
 def redact(dsn: str) -> str:
-    """The DSN without its password, for messages and logs."""
-    return _PASSWORD.sub(r"\1***@", dsn)
+    """The DSN without its password (in the user info or as a `password=` parameter)."""
+    return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD.sub(r"\1***@", dsn))
 
 
 def _settings(node_id: int | None) -> dict[str, str]:

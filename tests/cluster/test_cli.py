@@ -76,3 +76,14 @@ def test_usage_errors_exit_2() -> None:
     assert kcoord("cluster", "init").returncode == 2
     assert kcoord("cluster", "init", "--cluster", "postgresql://x/y", "--num-shards", "0").returncode == 2
     assert kcoord("cluster").returncode == 2
+
+
+def test_redact_hides_passwords_wherever_the_dsn_puts_them() -> None:
+    from kcoord.coordinator.cluster.pg import redact
+
+    assert redact("postgresql://u:p@h:5432/d") == "postgresql://u:***@h:5432/d"
+    assert (
+        redact("postgresql://u@h/d?password=p&sslmode=require")
+        == "postgresql://u@h/d?password=***&sslmode=require"
+    )
+    assert redact("postgresql://h/d") == "postgresql://h/d"

@@ -122,18 +122,20 @@ async def test_group_commit_puts_appends_made_during_a_call_into_the_next_one(po
     blocker = await pool.acquire()
     tx = blocker.transaction()
     await tx.start()
-    await blocker.execute("SELECT 1 FROM kcoord_shard_lease WHERE shard = 1 FOR UPDATE")  # the call waits
-    log.append([commit(group, 0, 0)], outcomes(0))
-    waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1"
-    for _ in range(1000):  # until the first call is in PostgreSQL, waiting for the lease row
-        if await pool.fetchval(waiting, "%kcoord_append%") == 1:
-            break
-    else:
-        raise AssertionError("the first call never reached the lease row")
-    for i in range(1, 51):
-        log.append([commit(group, i, i), commit(group, i, i + 1)], outcomes(i))
-    await tx.rollback()
-    await pool.release(blocker)
+    try:
+        await blocker.execute("SELECT 1 FROM kcoord_shard_lease WHERE shard = 1 FOR UPDATE")  # the call waits
+        log.append([commit(group, 0, 0)], outcomes(0))
+        waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1"
+        for _ in range(1000):  # until the first call is in PostgreSQL, waiting for the lease row
+            if await pool.fetchval(waiting, "%kcoord_append%") == 1:
+                break
+        else:
+            raise AssertionError("the first call never reached the lease row")
+        for i in range(1, 51):
+            log.append([commit(group, i, i), commit(group, i, i + 1)], outcomes(i))
+    finally:
+        await tx.rollback()
+        await pool.release(blocker)
     await log.flush()
     assert outcomes.seen == [(i, None) for i in range(51)]
     assert (log.batches, log.records) == (2, 101)
