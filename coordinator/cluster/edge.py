@@ -8,8 +8,8 @@
   the lease's self-fence) -> NOT_COORDINATOR, still loading -> COORDINATOR_LOAD_IN_PROGRESS, except
   Heartbeat, which answers NONE while the group loads (GroupCoordinatorService.heartbeat: "the group
   is still loading, so blindly respond"). The error answers are the APIs' own error bodies
-  (`server/faults.ERROR_APIS`). A request naming several groups (DescribeGroups, DeleteGroups,
-  OffsetFetch v8+, ConsumerGroupDescribe) answers every group with the first refusal found.
+  (`server/faults.error_body`, every API). A request naming several groups (DescribeGroups,
+  DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe) answers every group with the first refusal.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from kcoord.coordinator.cluster.ownership import ShardState
 from kcoord.coordinator.cluster.shards import shard_of
 from kcoord.coordinator.server.apis import find_coordinator
 from kcoord.coordinator.server.context import Handler, Request, RequestMeta, Respond, ServerContext
-from kcoord.coordinator.server.faults import ERROR_APIS
+from kcoord.coordinator.server.faults import error_body
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["GROUP_APIS", "TXN_APIS", "request_keys", "route_handlers"]
@@ -72,7 +72,7 @@ def _routed(api_key: int, plain: Handler, state_of: StateOf, num_shards: int) ->
                 continue
             if api_key == _HEARTBEAT and error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
                 error = ErrorCode.NONE
-            respond(ERROR_APIS[api_key](meta.api_version, req, int(error)))
+            respond(error_body(api_key, meta.api_version, req, int(error)))
             return
         plain(ctx, req, meta, respond)
 

@@ -28,7 +28,8 @@ import time
 from typing import Any
 
 from kcoord import storage
-from kcoord.coordinator.app import App, _acl_store, _halt_soon, run
+from kcoord.coordinator.app import App, _halt_soon, run
+from kcoord.coordinator.app_state import State, _acl_store
 from kcoord.coordinator.cluster.edge import route_handlers
 from kcoord.coordinator.cluster.leases import ShardLeases
 from kcoord.coordinator.cluster.membership import CHANNEL, Membership, NodeInfo
@@ -41,10 +42,10 @@ from kcoord.coordinator.cluster.shards import shard_of
 from kcoord.coordinator.config import Config
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.persistence import Replayer
+from kcoord.coordinator.security.acls_store import AclStore
 from kcoord.coordinator.security.credentials import ScramCredentials
 from kcoord.coordinator.server.context import ServerContext
 from kcoord.coordinator.server.markers import CoordinatorMarkers, TxnMarkers
-from kcoord.coordinator.server.timers import AsyncioTimers, SystemClock
 from kcoord.coordinator.topics import TopicRegistry
 from kcoord.coordinator.topics.data import TopicData
 from kcoord.coordinator.transactions import TransactionCoordinator
@@ -151,6 +152,19 @@ class _Brokers:
         return min([*self._membership.view.nodes, self._membership.node.node_id])
 
 
+class _NoLog:
+    """`State.log` in cluster mode: the shards' and metadata's logs are PostgreSQL's, nothing to close."""
+
+    segments: list[Any] = []
+    compactions = 0
+
+    async def close(self, write_snapshot: bool = True) -> None:
+        return None
+
+    def abandon(self) -> None:
+        return None
+
+
 class ClusterApp(App):
     """A node: the single-node App over PostgreSQL's shards and metadata."""
 
@@ -158,18 +172,22 @@ class ClusterApp(App):
         super().__init__(config)
         self.num_shards = num_shards
         self._pool: Any = None
+        self._acls: AclStore | None = None
+        self._credentials: ScramCredentials | None = None
         self._listen_conn: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._wake = asyncio.Event()
         self._stopping = False
 
-    # -- startup ---------------------------------------------------------------------------------
-    async def startup(self) -> None:
+    # -- startup: App.startup calls open_state, then binds (and _context_built) -------------------
+    async def open_state(self) -> State:
+        """The node's state: coordinators over the routing log, cluster-wide records replayed from
+        `kcoord_metadata`, local partition logs; shards load later, as the node acquires them."""
         config = self.config
-        assert config.cluster is not None
+        assert config.cluster is not None and self._timers is not None
         loop = asyncio.get_running_loop()
+        timers, clock = self._timers, self.clock
         self._pool = await create_pool(config.cluster, node_id=config.node_id, max_size=20)
-        self._timers = timers = AsyncioTimers(loop)
         self.metadata = MetadataLog(self._pool)
         self.leases = ShardLeases(self._pool, config.node_id, config.lease_ttl_ms)
         self.ownership = Ownership(self._pool, self.leases, self.num_shards, _Shards(self), self._notify)
@@ -177,35 +195,34 @@ class ClusterApp(App):
             self.num_shards, self.ownership.log, self.metadata, self.ownership.log_failed
         )
         self.topics = topics = TopicRegistry(record_log)
-        self.manager = manager = GroupManager(
-            config.group_config(), SystemClock(), timers, record_log, topics=topics
-        )
+        group_config = config.group_config()
+        self.manager = manager = GroupManager(group_config, clock, timers, record_log, topics=topics)
         self.producer_ids = producer_ids = ClusterProducerIds(self._pool)
         coordinator_markers = CoordinatorMarkers(loop)
         self.transactions = transactions = TransactionCoordinator(
-            config.transaction_config(), SystemClock(), timers, record_log, producer_ids, coordinator_markers
+            config.transaction_config(), clock, timers, record_log, producer_ids, coordinator_markers
         )
         self._acls = _acl_store(config, record_log)  # type: ignore[arg-type]
         self._credentials = ScramCredentials(record_log)
         self._follower = self.replayer()
         count = await self.metadata.catch_up(self._follower.apply)
         manager.on_loaded()  # active; each shard's groups arrive when it loads
-        policy = FaultPolicy(on_fatal=_halt_soon)
         partition_logs = await PartitionLogs.open(
-            config.data_dir / "topics", fsync=config.fsync, now_ms=TopicData.now_ms, policy=policy
-        )
-        self._data = data = TopicData(topics, partition_logs)
+            config.data_dir / "topics", fsync=config.fsync, now_ms=TopicData.now_ms,
+            policy=FaultPolicy(on_fatal=_halt_soon),
+        )  # fmt: skip
+        data = TopicData(topics, partition_logs)
         data.start_retention(loop)
         markers = TxnMarkers(data, manager)
         coordinator_markers.attach(markers)
         transactions.on_loaded()
+        summary = (
+            f"cluster={config.cluster_id} node={config.node_id} shards={self.num_shards} metadata={count}"
+        )
         log.info("cluster %s: node %d, %d shards, %d metadata records", config.cluster_id,
                  config.node_id, self.num_shards, count)  # fmt: skip
-        await self.security.start(
-            loop, self._credentials, lambda: self.ctx is not None and self.ctx.shutting_down
-        )
-        await self._bind(loop, manager, topics, producer_ids, transactions, markers)
-        await self._start_http()
+        return State(_NoLog(), manager, topics, producer_ids, transactions, data, markers, self._acls,
+                     self._credentials, summary)  # fmt: skip
 
     def replayer(self) -> Replayer:
         """A replayer into this node's coordinators (never finished: shards load at any time)."""
@@ -269,7 +286,7 @@ class ClusterApp(App):
     async def shutdown(self) -> None:
         """Stop accepting, hand every shard over (drain, release), leave, then the App's shutdown."""
         self._stopping = True
-        for server in self._servers:
+        for server in self.servers:
             server.close()
         for task in self._tasks:
             task.cancel()
