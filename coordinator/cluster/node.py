@@ -32,6 +32,7 @@ from kcoord.coordinator.app import App, _halt_soon, run
 from kcoord.coordinator.app_state import State, _acl_store
 from kcoord.coordinator.cluster.edge import route_handlers
 from kcoord.coordinator.cluster.leases import ShardLeases
+from kcoord.coordinator.cluster.markers import RoutedTxnMarkers
 from kcoord.coordinator.cluster.membership import CHANNEL, Membership, NodeInfo
 from kcoord.coordinator.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
 from kcoord.coordinator.cluster.ownership import Ownership
@@ -213,8 +214,11 @@ class ClusterApp(App):
         )  # fmt: skip
         data = TopicData(topics, partition_logs)
         data.start_retention(loop)
-        markers = TxnMarkers(data, manager)
-        coordinator_markers.attach(markers)
+        markers = TxnMarkers(data, manager)  # WriteTxnMarkers received: written here
+        listener = config.resolved_listeners()[0].name
+        # This node's transactions: a shard owned elsewhere gets its markers there.
+        view = lambda: self.membership.view  # noqa: E731 - membership exists once the listeners bind
+        coordinator_markers.attach(RoutedTxnMarkers(data, manager, self.ownership.state, view, listener))
         transactions.on_loaded()
         summary = (
             f"cluster={config.cluster_id} node={config.node_id} shards={self.num_shards} metadata={count}"

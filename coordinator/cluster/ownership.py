@@ -121,8 +121,9 @@ class Ownership:
     async def renew(self) -> None:
         lost = await self.leases.renew()
         for shard in sorted(lost):
-            log.warning("shard %d: lease lost (another node took it over); unloading", shard)
-            await self._unload(shard, release=False)
+            if self._state.get(shard) in (ShardState.ACTIVE, ShardState.LOADING):  # not being released
+                log.warning("shard %d: lease lost (another node took it over); unloading", shard)
+                await self._unload(shard, release=False)
         for shard, state in list(self._state.items()):
             if state is ShardState.ACTIVE and not self.leases.valid(shard):
                 await self._unload(shard, release=False)

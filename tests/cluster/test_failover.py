@@ -186,3 +186,48 @@ def test_metadata_and_describe_cluster_list_the_live_nodes_and_a_joining_node_ta
 
         until(spread, 20, "node 3 owns some of the groups")
         assert joiner.count("shard \\d+: loaded") > 0
+
+
+def test_a_transaction_commits_offsets_of_a_group_another_node_owns(tmp_path: Path, cluster_dsn: str) -> None:
+    """The transaction coordinator on one node, the group on the other: EndTxn's marker for the
+    group's `__consumer_offsets` partition goes to the group's owner (WriteTxnMarkers)."""
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2], TTL_MS) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, "t", 1)["error_code"] == 0
+        txn_id = next(f"tx-{i}" for i in range(100) if preferred_owner(shard_of(f"tx-{i}"), [1, 2]) == 1)
+        group = next(f"tg-{i}" for i in range(100) if preferred_owner(shard_of(f"tg-{i}"), [1, 2]) == 2)
+        until(lambda: owner_of(cluster[1], txn_id, 1) == 1 or None, 20, "the transaction's owner")
+        coordinator, group_owner = cluster[0], _by_id(cluster, _settled(cluster, group))
+        assert group_owner.node_id == 2
+        init = rpc(coordinator.address, 22, 1, {"transactional_id": txn_id, "transaction_timeout_ms": 60000})
+        assert init["error_code"] == 0
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        ids = {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch}
+        assert rpc(coordinator.address, 25, 1, {**ids, "group_id": group})["error_code"] == 0
+        offsets = [
+            {
+                "name": "t",
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 42,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": "",
+                    }
+                ],
+            }
+        ]
+        body = {**ids, "group_id": group, "topics": offsets}
+
+        def txn_commit() -> int | None:
+            code = int(rpc(group_owner.address, 28, 2, body)["topics"][0]["partitions"][0]["error_code"])
+            assert code in (0, 15, 16, 14), f"TxnOffsetCommit answered {code}"
+            return 1 if code == 0 else None
+
+        until(txn_commit, 10, "TxnOffsetCommit")
+        assert fetch_offset(group_owner.address, group, "t") == (0, -1)  # pending until the marker
+        assert rpc(coordinator.address, 26, 1, {**ids, "committed": True})["error_code"] == 0
+        until(
+            lambda: fetch_offset(group_owner.address, group, "t") == (0, 42) or None, 10, "the marker applied"
+        )
