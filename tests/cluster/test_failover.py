@@ -53,6 +53,14 @@ def _by_id(cluster: list[Node], node_id: int) -> Node:
     return next(n for n in cluster if n.node_id == node_id)
 
 
+def _fetch_owner(cluster: list[Node], group: str) -> int | None:
+    for node in cluster:
+        error, offset = fetch_offset(node.address, group, "t")
+        if error == 0:
+            return offset
+    return None
+
+
 def _commit_until_ok(cluster: list[Node], group: str, topic: str, offset: int, timeout: float) -> Node:
     """Follow FindCoordinator until a commit succeeds (what a client does on NOT_COORDINATOR)."""
 
@@ -176,9 +184,18 @@ def test_metadata_and_describe_cluster_list_the_live_nodes_and_a_joining_node_ta
         described = rpc(cluster[0].address, 60, 0, {"include_cluster_authorized_operations": False})
         assert sorted(b["broker_id"] for b in described["brokers"]) == [1, 2]
         assert described["controller_id"] == 1
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, "t", 1)["error_code"] == 0
         joiner = Node(tmp_path, 3, cluster_dsn, TTL_MS)
         cluster.append(joiner)
         joiner.start()
+        # Commits go on while the shards move: every error a client sees is retriable (asserted by
+        # _commit_until_ok), and every group commits again within the bound.
+        deadline, offset = time.monotonic() + 4, 0
+        while time.monotonic() < deadline:
+            offset += 1
+            for group in groups[:10]:
+                _commit_until_ok(cluster, group, "t", offset, 15)
 
         def spread() -> set[int] | None:
             seen = {owner_of(cluster[0], g) for g in groups}
@@ -186,6 +203,8 @@ def test_metadata_and_describe_cluster_list_the_live_nodes_and_a_joining_node_ta
 
         until(spread, 20, "node 3 owns some of the groups")
         assert joiner.count("shard \\d+: loaded") > 0
+        for group in groups[:10]:  # nothing acknowledged was lost in the moves
+            assert until(lambda g=group: _fetch_owner(cluster, g), 10, "an owner answers") == offset
 
 
 def test_a_transaction_commits_offsets_of_a_group_another_node_owns(tmp_path: Path, cluster_dsn: str) -> None:
@@ -231,3 +250,22 @@ def test_a_transaction_commits_offsets_of_a_group_another_node_owns(tmp_path: Pa
         until(
             lambda: fetch_offset(group_owner.address, group, "t") == (0, 42) or None, 10, "the marker applied"
         )
+
+
+def test_a_graceful_stop_hands_its_shards_over_without_waiting_for_the_lease(
+    tmp_path: Path, cluster_dsn: str
+) -> None:
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2], 10_000) as cluster:  # a long TTL: only a handover is fast
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, "t", 1)["error_code"] == 0
+        group = next(f"s-{i}" for i in range(100) if preferred_owner(shard_of(f"s-{i}"), [1, 2]) == 2)
+        owner = _by_id(cluster, _settled(cluster, group))
+        until(lambda: commit(owner.address, group, "t", 3) == 0 or None, 10, "first commit")
+        stopped_at = time.monotonic()
+        assert owner.stop() == 0  # SIGTERM: drain, release, leave, exit 0
+        successor = _commit_until_ok(cluster, group, "t", 4, 10)
+        handover_s = time.monotonic() - stopped_at
+        print(f"\nHANDOVER SIGTERM -> first commit on the successor: {handover_s:.3f} s (ttl 10000 ms)")
+        assert successor.node_id == 1 and handover_s < 5
+        assert fetch_offset(successor.address, group, "t") == (0, 4)
