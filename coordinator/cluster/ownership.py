@@ -188,7 +188,14 @@ class Ownership:
             await self._give_back(shard)
             raise
         self._logs[shard] = ShardRecordLog(self._pool, shard, epoch)
-        self._host.load(shard, records)
+        try:
+            self._host.load(shard, records)
+        except Exception:  # a record this kcoord cannot replay: leave the shard to another node
+            self._logs.pop(shard, None)
+            self._host.unload(shard)
+            self._state.pop(shard, None)
+            await self._give_back(shard)
+            raise
         self._state[shard] = ShardState.ACTIVE
         self.failovers += epoch > 1
         log.info(
