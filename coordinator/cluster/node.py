@@ -253,6 +253,7 @@ class ClusterApp(App):
     async def _listen_for_changes(self) -> None:
         assert self.config.cluster is not None
         try:
+            self._listen_conn = None
             self._listen_conn = await connect(self.config.cluster, node_id=self.config.node_id)
             for channel in (CHANNEL, METADATA_CHANNEL):
                 await self._listen_conn.add_listener(channel, lambda *_: self._wake.set())
@@ -267,16 +268,18 @@ class ClusterApp(App):
         period = self.config.lease_ttl_ms / 4000
         while not self._stopping:
             started = time.monotonic()
-            try:
-                await self.membership.renew()
-                await self.ownership.renew()
-            except Exception as exc:
-                log.warning("lease renewal failed: %s", _one_line(exc))
+            for renew in (self.ownership.renew, self.membership.renew):  # each on its own: the
+                try:  # shards' self-fence check runs even when the database is away
+                    await renew()
+                except Exception as exc:  # the database is away: the leases run out, shards fence
+                    log.warning("lease renewal failed: %s", _one_line(exc))
             await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
 
     async def _poll_loop(self) -> None:
         while not self._stopping:
             try:
+                if self._listen_conn is None or self._listen_conn.is_closed():  # e.g. the database restarted
+                    await self._listen_for_changes()
                 view = await self.membership.refresh()
                 await self.ownership.reconcile(view)
                 await self.metadata.catch_up(self._follower.apply)

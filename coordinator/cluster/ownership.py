@@ -119,13 +119,18 @@ class Ownership:
 
     # -- the node loop's steps -------------------------------------------------------------------
     async def renew(self) -> None:
-        lost = await self.leases.renew()
+        """Renew every held lease; unload the lost ones, and (renewed or not: the database may be
+        away) every shard whose lease clock ran out, before another node can take it over."""
+        try:
+            lost = await self.leases.renew()
+        finally:
+            for shard, state in list(self._state.items()):
+                if state is ShardState.ACTIVE and not self.leases.valid(shard):
+                    log.warning("shard %d: lease not renewed in time, unloading (self-fence)", shard)
+                    await self._unload(shard, release=False)
         for shard in sorted(lost):
             if self._state.get(shard) in (ShardState.ACTIVE, ShardState.LOADING):  # not being released
                 log.warning("shard %d: lease lost (another node took it over); unloading", shard)
-                await self._unload(shard, release=False)
-        for shard, state in list(self._state.items()):
-            if state is ShardState.ACTIVE and not self.leases.valid(shard):
                 await self._unload(shard, release=False)
 
     async def reconcile(self, view: ClusterView) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kcoord.coordinator.cluster.ownership import preferred_owner
 from kcoord.coordinator.cluster.shards import shard_of
+from tests.cluster.conftest import PgServer
 from tests.cluster.nodes import (
     NOT_COORDINATOR,
     RETRIABLE,
@@ -269,3 +270,29 @@ def test_a_graceful_stop_hands_its_shards_over_without_waiting_for_the_lease(
         print(f"\nHANDOVER SIGTERM -> first commit on the successor: {handover_s:.3f} s (ttl 10000 ms)")
         assert successor.node_id == 1 and handover_s < 5
         assert fetch_offset(successor.address, group, "t") == (0, 4)
+
+
+def test_postgresql_stopped_and_restarted_nodes_answer_retriable_errors_and_recover(
+    tmp_path: Path, cluster_dsn: str, pg_server: PgServer
+) -> None:
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2], TTL_MS) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, "t", 1)["error_code"] == 0
+        group = "pg-restart"
+        owner = _by_id(cluster, _settled(cluster, group))
+        until(lambda: commit(owner.address, group, "t", 5) == 0 or None, 10, "first commit")
+        pg_server.stop("immediate")
+        try:
+            deadline = time.monotonic() + TTL_MS / 1000 + 2
+            errors: set[int] = set()
+            while time.monotonic() < deadline:  # nothing is acknowledged without the database
+                for node in cluster:
+                    errors.add(commit(node.address, group, "t", 6))
+            assert errors <= RETRIABLE | {-1}, errors
+            assert NOT_COORDINATOR in errors  # the owner fenced itself once its lease ran out
+        finally:
+            pg_server.start()
+        _commit_until_ok(cluster, group, "t", 7, 30)
+        assert until(lambda: _fetch_owner(cluster, group), 20, "an owner answers") == 7
+        assert all(node.alive() for node in cluster)
