@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from tests.cluster.nodes import (
     rpc,
     until,
 )
+from tests.kcoord_process import REPO
 from tests.server.wire import call, connect, create_topic, decode_response, read_frame, send
 
 log = logging.getLogger(__name__)
@@ -204,6 +207,14 @@ def test_metadata_and_describe_cluster_list_the_live_nodes_and_a_joining_node_ta
 
         until(spread, 20, "node 3 owns some of the groups")
         assert joiner.count("shard \\d+: loaded") > 0
+        status = subprocess.run(
+            [sys.executable, "-m", "kcoord", "cluster", "status", "--cluster", cluster_dsn],
+            cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+        ).stdout.splitlines()  # fmt: skip
+        expected = [["node", str(c.node_id), f"127.0.0.1:{c.port}"] for c in cluster]
+        assert [line.split()[:3] for line in status[:3]] == expected
+        owners = {int(line.split()[1]): line.split()[2] for line in status if line.startswith("shard")}
+        assert len(owners) == 50 and {f"owner={n}" for n in (1, 2, 3)} <= set(owners.values())
         for group in groups[:10]:  # nothing acknowledged was lost in the moves
             assert until(lambda g=group: _fetch_owner(cluster, g), 10, "an owner answers") == offset
 
