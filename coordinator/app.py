@@ -22,30 +22,28 @@ from collections.abc import Callable
 from typing import Any
 
 from kcoord import storage
+from kcoord.coordinator.app_state import (
+    State,
+    close_state,
+    open_state,
+    stop_state,
+    sweep_trash,
+)
 from kcoord.coordinator.config import Config, HostPort
+from kcoord.coordinator.controls import TestControls
+from kcoord.coordinator.controls.lifecycle import abandon_app, reset_app
 from kcoord.coordinator.group_views import group_lags
-from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.http import HttpEndpoint, Observed
-from kcoord.coordinator.metrics import MetricsSource, TimedFileOps
-from kcoord.coordinator.persistence import Replayer, StorageRecordLog, storage_config
-from kcoord.coordinator.producer_ids import ProducerIds
-from kcoord.coordinator.security.acls_store import AclStore
-from kcoord.coordinator.security.authorizer import StandardAuthorizer
-from kcoord.coordinator.security.credentials import ScramCredentials
+from kcoord.coordinator.metrics import MetricsSource
 from kcoord.coordinator.security.listeners import Listener
 from kcoord.coordinator.server.apis import HANDLERS, served_versions
 from kcoord.coordinator.server.connection import Connection
 from kcoord.coordinator.server.context import DelayedResponses, ServerContext
 from kcoord.coordinator.server.listener import ListenerSetup, Security
-from kcoord.coordinator.server.markers import CoordinatorMarkers, TxnMarkers
-from kcoord.coordinator.server.timers import AsyncioTimers, SystemClock
-from kcoord.coordinator.topics import TopicRegistry
-from kcoord.coordinator.topics.data import TopicData
+from kcoord.coordinator.server.timers import AsyncioTimers, MovableClock, MovableTimers, SystemClock
 from kcoord.coordinator.topics.leadership import SingleNodeLeadership
-from kcoord.coordinator.transactions import TransactionCoordinator
-from kcoord.partition_log import PartitionLogs
 from kcoord.protocol.api_versions_table import SERVED_VERSIONS
-from kcoord.storage.faults import EXIT_STORAGE_FATAL, FaultPolicy, StorageFault
+from kcoord.storage.faults import EXIT_STORAGE_FATAL, StorageFault
 
 __all__ = ["App", "raise_open_files_limit", "run"]
 
@@ -58,16 +56,16 @@ class App:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.connections: set[Connection] = set()
-        self._servers: list[asyncio.Server] = []
+        self.servers: list[asyncio.Server] = []
         self.security = Security(config)
-        self._credentials: ScramCredentials | None = None
         # listener name -> the bound address (port 0 resolved); `bound` is the first listener's
         self.bound_by_listener: dict[str, HostPort] = {}
-        self._log: Any = None
+        self.state: State | None = None
+        self.clock: SystemClock | MovableClock = SystemClock()
         self._timers: AsyncioTimers | None = None
-        self._data: TopicData | None = None
+        # The test controls (--enable-test-controls): built by startup(), None otherwise.
+        self.controls: TestControls | None = None
         self.ctx: ServerContext | None = None
-        self._acls: AclStore | None = None
         self.bound: HostPort | None = None
         # The HTTP endpoint and what it counts: only with --http-listen (no cost on requests otherwise).
         self.metrics = MetricsSource() if config.http_listen is not None else None
@@ -76,48 +74,14 @@ class App:
     async def startup(self) -> None:
         """Recover storage into memory, then bind the listener (in that order)."""
         loop = asyncio.get_running_loop()
-        self._timers = AsyncioTimers(loop)
-        record_log = StorageRecordLog()
-        topics = TopicRegistry(record_log)
-        manager = GroupManager(
-            self.config.group_config(), SystemClock(), self._timers, record_log, topics=topics
-        )
-        producer_ids = ProducerIds(record_log)
-        # The transaction coordinator: a second tenant of the same log and runtime. Its markers go to
-        # the partition logs, which open after recovery: the writer is connected to them below.
-        coordinator_markers = CoordinatorMarkers(loop)
-        transactions = TransactionCoordinator(
-            self.config.transaction_config(), SystemClock(), self._timers, record_log, producer_ids,
-            coordinator_markers,
-        )  # fmt: skip
-        # The authorizer (issue 25): only with --authorizer standard; its ACLs are replayed with the rest.
-        acls = _acl_store(self.config, record_log)
-        self._acls = acls
-        credentials = ScramCredentials(record_log)
-        replayer = Replayer(manager, topics, producer_ids, transactions, acls=acls, credentials=credentials)
+        if self.config.enable_test_controls:  # the clock advance() moves; the plain one otherwise
+            self.clock = MovableClock()
+            self._timers = MovableTimers(loop, self.clock)
+        else:
+            self._timers = AsyncioTimers(loop)
         started = time.monotonic()
-        ops = None
-        if self.metrics is not None:
-            ops = TimedFileOps(self.metrics.fsync_seconds)
-            record_log.append_seconds = self.metrics.append_seconds
-            manager.observe_transitions(self.metrics.events)
-        # One storage-fault policy for the coordinator log and the partition logs (storage/faults.py).
-        policy = FaultPolicy(on_fatal=_halt_soon)
-        self._log = await storage.Log.open(
-            self.config.data_dir, storage_config(self.config), replayer.apply, ops=ops, policy=policy
-        )
-        record_log.attach(self._log)
-        replayer.finish()
-        manager.on_loaded()
-        partition_logs = await PartitionLogs.open(
-            self.config.data_dir / "topics", fsync=self.config.fsync, now_ms=TopicData.now_ms, policy=policy
-        )
-        self._data = data = TopicData(topics, partition_logs)
-        await data.remove_orphans()
-        data.start_retention(loop)
-        markers = TxnMarkers(data, manager)
-        coordinator_markers.attach(markers)
-        transactions.on_loaded()  # timers armed; transactions found in Prepare* get their markers
+        self.state = state = await self.open_state()
+        sweep_trash(self.config)  # what a reset had not deleted yet when the process ended
         # What recovery loaded (keydir, groups, offsets) lives as long as the process: keep it out of
         # the collector's full passes, which would walk all of it (tens of ms per 100k keys) while
         # clients wait. Frozen objects are still freed by reference counting when replaced.
@@ -125,46 +89,67 @@ class App:
         log.info(
             "recovered data_dir=%s %s topics=%d seconds=%.3f",
             self.config.data_dir,
-            replayer.summary(),
-            len(topics.all()),
+            state.summary,
+            len(state.topics.all()),
             time.monotonic() - started,
         )
-        self._credentials = credentials
-        await self.security.start(loop, credentials, lambda: self.ctx is not None and self.ctx.shutting_down)
-        await self._bind(loop, manager, topics, producer_ids, transactions, markers)
+        await self.security.start(
+            loop, state.credentials, lambda: self.ctx is not None and self.ctx.shutting_down
+        )
+        await self._bind(loop, state)
+        if self.config.enable_test_controls:
+            self.controls = TestControls(self)
         await self._start_http()
+
+    async def open_state(self) -> State:
+        """Recover the data directory into a state (startup; a test-control reset)."""
+        assert self._timers is not None
+        return await open_state(self.config, self.clock, self._timers, self.metrics, _halt_soon)
+
+    @property
+    def timers(self) -> AsyncioTimers | None:
+        return self._timers
+
+    def plain_handlers(self) -> dict[int, Any]:
+        """The API handlers the server serves (before any test-control wrapping)."""
+        return HANDLERS
+
+    async def reset(self) -> float:
+        """The test controls' reset (coordinator/controls/lifecycle.py): the state as after startup on
+        an empty data directory, behind the same listeners and client connections; milliseconds."""
+        return await reset_app(self)
 
     async def _start_http(self) -> None:
         """After recovery and the Kafka listener: /readyz means recovered and listening."""
         if self.metrics is None or self.config.http_listen is None:
             return
-        assert self.ctx is not None and self._data is not None
-        ctx, data, metrics, log_ = self.ctx, self._data, self.metrics, self._log
-        metrics.groups = ctx.manager.groups
-        metrics.lags = lambda group_id: group_lags(ctx.manager, data, group_id, TopicData.now_ms())
+        assert self.ctx is not None
+        ctx, metrics = self.ctx, self.metrics
+        self.wire_metrics()
         metrics.connections = lambda: len(self.connections)
-        metrics.log_bytes = lambda: (
-            sum(segment.size for segment in log_.segments) if log_ is not None else 0,
-            sum(p.size for p in data.logs.partitions()),
-        )
-        metrics.compactions = lambda: int(log_.compactions)
         metrics.authentications = lambda: self.security.authentications
-        observed = Observed(ctx, metrics, self.config.enable_test_controls, self.config.metrics_max_groups)
+        observed = Observed(ctx, metrics, self.controls, self.config.metrics_max_groups)
         self.http = HttpEndpoint(observed)
         tls = self.security.http_tls()
         await self.http.start(
             self.config.http_listen, None if tls is None else tls.context, self.config.http_bearer_token
         )
 
-    async def _bind(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        manager: GroupManager,
-        topics: TopicRegistry,
-        producer_ids: ProducerIds,
-        transactions: TransactionCoordinator,
-        markers: TxnMarkers,
-    ) -> None:
+    def wire_metrics(self) -> None:
+        """Point the metrics at the state (again after a test-control reset replaced it)."""
+        if self.metrics is None or self.state is None:
+            return
+        state, metrics = self.state, self.metrics
+        manager, data, log_ = state.manager, state.data, state.log
+        metrics.groups = manager.groups
+        metrics.lags = lambda group_id: group_lags(manager, data, group_id, data.now_ms())
+        metrics.log_bytes = lambda: (
+            sum(segment.size for segment in log_.segments) if log_ is not None else 0,
+            sum(p.size for p in data.logs.partitions()),
+        )
+        metrics.compactions = lambda: int(log_.compactions) if log_ is not None else 0
+
+    async def _bind(self, loop: asyncio.AbstractEventLoop, state: State) -> None:
         # The context needs the advertised addresses, which depend on the bound ports (port 0 = any):
         # bind every listener without serving, build the context, then start accepting.
         listeners = self.config.resolved_listeners()
@@ -180,28 +165,27 @@ class App:
             )
         first = listeners[0].name
         self.bound = self.bound_by_listener[first]
-        assert self._data is not None, "the partition logs open before the listener binds"
         self.ctx = ServerContext(
             config=self.config,
-            manager=manager,
-            topics=topics,
-            data=self._data,
-            producer_ids=producer_ids,
-            transactions=transactions,
-            markers=markers,
+            manager=state.manager,
+            topics=state.topics,
+            data=state.data,
+            producer_ids=state.producer_ids,
+            transactions=state.transactions,
+            markers=state.markers,
             advertised=endpoints[first],
             delayed=DelayedResponses(loop),
             served=served_versions(dict(SERVED_VERSIONS)),
-            leadership=SingleNodeLeadership(self.config.node_id),
             handlers=dict(HANDLERS),
             stats=None if self.metrics is None else self.metrics.requests,
-            authorizer=None if self._acls is None else self._acls.authorizer,
-            acls=self._acls,
+            authorizer=None if state.acls is None else state.acls.authorizer,
+            acls=state.acls,
             endpoints=endpoints,
-            credentials=self._credentials,
+            credentials=state.credentials,
+            leadership=SingleNodeLeadership(self.config.node_id),
         )
         await self._context_built(self.ctx)
-        for server, listener in zip(self._servers, listeners, strict=True):
+        for server, listener in zip(self.servers, listeners, strict=True):
             await server.start_serving()
             bound = self.bound_by_listener[listener.name]
             log.info(
@@ -233,7 +217,7 @@ class App:
             ssl=None if tls is None else tls.context,
             ssl_handshake_timeout=None if tls is None else self.config.ssl_handshake_timeout_ms / 1000,
         )
-        self._servers.append(server)
+        self.servers.append(server)
         return server
 
     def reload_certificates(self) -> None:
@@ -247,34 +231,36 @@ class App:
     async def shutdown(self) -> None:
         """Stop accepting, settle in-flight requests, close the log with a snapshot."""
         ctx = self.ctx
-        for server in self._servers:
+        for server in self.servers:
             server.close()
         if ctx is not None:
             ctx.shutting_down = True  # /readyz answers 503 from here on
         http, self.http = self.http, None
         if http is not None:
             await http.stop()
-        if ctx is not None:
+        if ctx is not None and self.state is not None:
             ctx.shutting_down = True
             for conn in list(self.connections):
                 conn.drain()
-            ctx.manager.shutdown()
-            ctx.transactions.shutdown()
+            stop_state(self.state)
             ctx.delayed.fire_all()
-            await self._settle(self.config.shutdown_timeout_s)
+            await self.settle(self.config.shutdown_timeout_s)
         for conn in list(self.connections):
             conn.close()
         if self._timers is not None:
             self._timers.cancel_all()
-        data, self._data = self._data, None
-        if data is not None:
-            await data.close()  # partition logs: flush, fsync
-        log_, self._log = self._log, None
-        if log_ is not None:
-            await log_.close()  # a StorageError here reaches _main: exit code 1
-            log.info("storage closed (flushed, fsynced, snapshot written)")
+        state, self.state = self.state, None
+        if state is not None:
+            await close_state(state)
 
-    async def _settle(self, timeout_s: float) -> None:
+    async def abandon(self) -> None:
+        """A crash of this in-process server (the test plugin's `kill()`): stop accepting, drop every
+        connection unanswered, cancel the timers, close the logs as they are (no write of what is
+        queued, no fsync, no snapshot), release the data-directory lock. A new `App` on the same
+        directory then recovers as after kill -9 (coordinator/controls/lifecycle.py)."""
+        await abandon_app(self)
+
+    async def settle(self, timeout_s: float) -> None:
         """Wait (bounded) until every received request has been answered; durable writes finish first."""
         deadline = time.monotonic() + timeout_s
         while any(conn.in_flight for conn in self.connections):
@@ -289,20 +275,6 @@ class App:
 # timer exits even if the event loop is stuck (a hung file system call) - well within 1 s either way.
 HALT_DELAY_S = 0.2
 HALT_BACKSTOP_S = 0.8
-
-
-def _acl_store(config: Config, record_log: StorageRecordLog) -> AclStore | None:
-    """Kafka's authorizer.class.name=StandardAuthorizer with super.users and
-    allow.everyone.if.no.acl.found; None (no authorizer, the default) otherwise."""
-    if config.authorizer != "standard":
-        return None
-    authorizer = StandardAuthorizer(config.super_users, config.allow_everyone_if_no_acl_found)
-    log.info(
-        "authorizer=standard super_users=%s allow_everyone_if_no_acl_found=%s",
-        ",".join(config.super_users) or "-",
-        config.allow_everyone_if_no_acl_found,
-    )
-    return AclStore(authorizer, record_log)
 
 
 def _halt_soon(fault: StorageFault) -> None:
@@ -388,8 +360,8 @@ def _fatal_storage_fault(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno == errno.EIO
 
 
-def run(config: Config, app_factory: Callable[[Config], App] = App) -> int:
+def run(config: Config, app_factory: Callable[[Config], App] | None = None) -> int:
     """Run the server until SIGTERM/SIGINT; the exit code. `app_factory`: cluster mode's subclass."""
     raise_open_files_limit()
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(_main(config, app_factory))
+        return runner.run(_main(config, App if app_factory is None else app_factory))

@@ -12,23 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.process_collector import ProcessCollector
 
 from kcoord.coordinator.config import HostPort
+from kcoord.coordinator.controls.names import api_key, api_name
+from kcoord.coordinator.controls.routes import LEGACY_ERROR_APIS, json_body, test_routes
 from kcoord.coordinator.group_views import all_groups, find_group, group_detail, group_summary
 from kcoord.coordinator.groups.controls import TestControlError
-from kcoord.coordinator.metrics import API_NAMES, KcoordCollector, MetricsSource
+from kcoord.coordinator.metrics import KcoordCollector, MetricsSource
 from kcoord.coordinator.server.context import ServerContext
-from kcoord.coordinator.server.faults import ERROR_APIS, Faults
 from kcoord.coordinator.topics.data import TopicData
 from kcoord.coordinator.transactions import ControlResult
 from kcoord.coordinator.transactions.results import OnControl
@@ -42,11 +42,13 @@ from kcoord.coordinator.txn_views import (
 )
 from kcoord.protocol.errors import ErrorCode
 
+if TYPE_CHECKING:
+    from kcoord.coordinator.controls import TestControls
+
 __all__ = ["HttpEndpoint", "Observed"]
 
 log = logging.getLogger("kcoord.http")
 
-_API_KEYS = {name.lower(): key for key, name in API_NAMES.items()}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # A transaction control answers once its record is durable; a storage write never takes this long.
 CONTROL_TIMEOUT_S = 30.0
@@ -62,7 +64,7 @@ class Observed:
 
     ctx: ServerContext
     metrics: MetricsSource
-    test_controls: bool
+    controls: TestControls | None  # with --enable-test-controls
     max_groups: int
 
 
@@ -71,17 +73,25 @@ class HttpEndpoint:
         self._obs = observed
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(KcoordCollector(observed.metrics, observed.max_groups))
-        ctx = observed.ctx
-        self._registry.register(
-            TransactionCollector(
-                ctx.transactions, ctx.data.logs.partitions, TopicData.now_ms, observed.max_groups
-            )
-        )
+        self._txn_collector = self._transaction_collector()
+        self._registry.register(self._txn_collector)
         self._registry.register(ProcessCollector(registry=None))
-        self._faults: Faults | None = None
+        self._controls = observed.controls
         self._runner: web.AppRunner | None = None
         self._bearer: bytes | None = None
         self.bound: HostPort | None = None
+
+    def _transaction_collector(self) -> TransactionCollector:
+        ctx = self._obs.ctx
+        return TransactionCollector(
+            ctx.transactions, ctx.data.logs.partitions, ctx.data.now_ms, self._obs.max_groups
+        )
+
+    def state_replaced(self) -> None:
+        """A test-control reset replaced the transaction coordinator and the partition logs."""
+        self._registry.unregister(self._txn_collector)
+        self._txn_collector = self._transaction_collector()
+        self._registry.register(self._txn_collector)
 
     async def start(
         self, listen: HostPort, ssl_context: ssl.SSLContext | None = None, bearer_token: str | None = None
@@ -89,8 +99,6 @@ class HttpEndpoint:
         """Serve on `listen`; over TLS with `ssl_context`; with `bearer_token`, every path but the
         probes (/healthz, /readyz) needs `Authorization: Bearer <token>` (compared in constant time)."""
         self._bearer = None if not bearer_token else f"Bearer {bearer_token}".encode()
-        if self._obs.test_controls:
-            self._faults = Faults(self._obs.ctx, asyncio.get_running_loop())
         app = web.Application(middlewares=[self._guard])
         app.add_routes(self._routes())
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -105,7 +113,7 @@ class HttpEndpoint:
             "http endpoint on %s:%d test_controls=%s tls=%s bearer_token=%s",
             listen.host,
             port,
-            self._obs.test_controls,
+            self._controls is not None,
             ssl_context is not None,
             self._bearer is not None,
         )
@@ -136,7 +144,15 @@ class HttpEndpoint:
             web.post("/v1/test/latency", self._set_latency),
             web.get("/v1/test/config", self._config),
             web.post("/v1/test/config", self._set_config),
+            *test_routes(self._controls_or_403),
         ]
+
+    def _controls_or_403(self) -> TestControls:
+        if self._controls is None:
+            raise TestControlError(
+                403, "test controls are off: start kcoord serve with --enable-test-controls"
+            )
+        return self._controls
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -146,7 +162,7 @@ class HttpEndpoint:
                 response = _error(401, "a bearer token is required (Authorization: Bearer <token>)")
                 response.headers["WWW-Authenticate"] = "Bearer"
                 return response
-        if request.path.startswith("/v1/test/") and self._faults is None:
+        if request.path.startswith("/v1/test/") and self._controls is None:
             return _error(403, "test controls are off: start kcoord serve with --enable-test-controls")
         try:
             return await handler(request)
@@ -221,63 +237,39 @@ class HttpEndpoint:
         return await self._group(request)
 
     async def _errors(self, request: web.Request) -> web.Response:
-        assert self._faults is not None
-        return web.json_response({"errors": [f.to_json() for f in self._faults.errors]})
+        controls = self._controls_or_403()
+        errors = [f.legacy_view() for f in controls.fault_table.armed if f.kind == "error"]
+        return web.json_response({"errors": errors})
 
     async def _add_error(self, request: web.Request) -> web.Response:
-        assert self._faults is not None
-        body = await _json_body(request)
-        api_key = _api_key(body.get("api"))
-        if api_key not in ERROR_APIS:
-            names = sorted(API_NAMES[k] for k in ERROR_APIS)
+        """The older route: group coordinator APIs only, `group_id` as the filter."""
+        controls = self._controls_or_403()
+        body = await json_body(request)
+        if api_key(body.get("api")) not in LEGACY_ERROR_APIS:
+            names = sorted(api_name(k) for k in LEGACY_ERROR_APIS)
             raise TestControlError(400, f"errors can be injected into {names}, not {body.get('api')!r}")
-        error = _error_code(body.get("error"))
-        if error is ErrorCode.NONE:
-            raise TestControlError(400, "inject an error code other than NONE")
-        count = body.get("count", 1)
-        if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
-            raise TestControlError(400, f"count must be a positive integer, got {count!r}")
         group_id = body.get("group_id")
-        if group_id is not None and not isinstance(group_id, str):
-            raise TestControlError(400, "group_id must be a string")
-        fault = self._faults.add_error(api_key, error, count, group_id)
-        return web.json_response(fault.to_json(), status=201)
+        view = await controls.fail(body.get("api"), body.get("error"), body.get("count", 1), group=group_id)
+        return web.json_response({**view, "group_id": view["group"]}, status=201)
 
     async def _clear_faults(self, request: web.Request) -> web.Response:
-        assert self._faults is not None
-        self._faults.clear()
+        await self._controls_or_403().clear_faults()
         return web.json_response({"errors": [], "latency_ms": {}})
 
     async def _latency(self, request: web.Request) -> web.Response:
-        assert self._faults is not None
-        latency = {API_NAMES.get(k, str(k)): ms for k, ms in sorted(self._faults.latency_ms.items())}
-        return web.json_response({"latency_ms": latency})
+        latency = self._controls_or_403().fault_table.latency_ms
+        return web.json_response({"latency_ms": {api_name(k): ms for k, ms in sorted(latency.items())}})
 
     async def _set_latency(self, request: web.Request) -> web.Response:
-        assert self._faults is not None
-        body = await _json_body(request)
-        api_key = _api_key(body.get("api"))
-        if api_key not in self._obs.ctx.handlers:
-            raise TestControlError(400, f"no handler for api {body.get('api')!r}")
-        ms = body.get("ms")
-        if not isinstance(ms, int) or isinstance(ms, bool) or not 0 <= ms <= 600_000:
-            raise TestControlError(400, f"ms must be an integer from 0 to 600000, got {ms!r}")
-        self._faults.set_latency(api_key, ms)
+        body = await json_body(request)
+        await self._controls_or_403().set_latency(body.get("api"), body.get("ms"))
         return await self._latency(request)
 
     async def _config(self, request: web.Request) -> web.Response:
-        config = self._obs.ctx.manager.config
-        return web.json_response(
-            {
-                "group_initial_rebalance_delay_ms": config.group_initial_rebalance_delay_ms,
-                "group_min_session_timeout_ms": config.group_min_session_timeout_ms,
-                "group_max_session_timeout_ms": config.group_max_session_timeout_ms,
-            }
-        )
+        return web.json_response(await self._controls_or_403().configure())
 
     async def _set_config(self, request: web.Request) -> web.Response:
-        self._obs.ctx.manager.controls.update_config(await _json_body(request))
-        return await self._config(request)
+        return web.json_response(await self._controls_or_403().configure(**await json_body(request)))
 
 
 def _error(status: int, message: str) -> web.Response:
@@ -300,34 +292,3 @@ async def _control(action: Callable[[str, OnControl], None], transactional_id: s
     if result.error is not ErrorCode.NONE:
         detail = f": {result.message}" if result.message else ""
         raise TestControlError(control_status(result), f"{result.error.name}{detail}")
-
-
-async def _json_body(request: web.Request) -> dict[str, Any]:
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TestControlError(400, f"the body is not JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise TestControlError(400, "the body must be a JSON object")
-    return body
-
-
-def _api_key(value: object) -> int:
-    """An API by Kafka name ("Heartbeat", any case) or key (12)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value in API_NAMES:
-        return value
-    if isinstance(value, str) and value.lower() in _API_KEYS:
-        return _API_KEYS[value.lower()]
-    raise TestControlError(400, f"unknown api {value!r}: give a Kafka API name or key")
-
-
-def _error_code(value: object) -> ErrorCode:
-    """An error by Kafka name ("NOT_COORDINATOR") or code (16)."""
-    try:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return ErrorCode(value)
-        if isinstance(value, str):
-            return ErrorCode[value.upper()]
-    except (KeyError, ValueError):
-        pass
-    raise TestControlError(400, f"unknown error {value!r}: give a Kafka error name or code")

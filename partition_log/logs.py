@@ -119,6 +119,37 @@ class PartitionLogs:
         for plog in self.partitions():
             plog.close()
 
+    @property
+    def pending(self) -> bool:
+        """Appends submitted and not yet written."""
+        return bool(self._queue) or (self._writer is not None and not self._writer.done())
+
+    async def flush(self) -> None:
+        """Wait until every append submitted so far is written (the test controls' `advance()`)."""
+        while self._writer is not None and not self._writer.done():
+            await asyncio.shield(self._writer)
+
+    async def discard(self) -> None:
+        """Close without fsync (the test controls' reset deletes the files next)."""
+        await self.flush()
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self._ticker is not None:
+            self._ticker.cancel()
+        for plog in self.partitions():
+            plog.close()
+
+    def abandon(self) -> None:
+        """A crash: drop what is queued, close the files as they are (no write, no fsync)."""
+        self._queue.clear()
+        for task in [self._writer, *self._tasks]:
+            if task is not None:
+                task.cancel()
+        if self._ticker is not None:
+            self._ticker.cancel()
+        for plog in self.partitions():
+            plog.close()
+
     # -- the writer ----------------------------------------------------------------------------------------
     def _submit(self, pending: Pending) -> None:
         if self.policy.fatal is not None:  # acknowledge nothing after a fatal fault

@@ -97,3 +97,21 @@ class PartitionStores(Protocol):
     def enforce_retention(self) -> None: ...
 
     async def close(self) -> None: ...
+
+    # -- the test controls (coordinator/controls/): advance() settles writes, reset() and abandon()
+    @property
+    def pending(self) -> bool:
+        """Appends submitted and not yet durable."""
+        ...
+
+    async def flush(self) -> None:
+        """Until every append submitted so far has settled."""
+        ...
+
+    async def discard(self) -> None:
+        """Close without making anything more durable (reset deletes the data next)."""
+        ...
+
+    def abandon(self) -> None:
+        """A crash: drop what is queued, nothing more is written."""
+        ...

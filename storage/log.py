@@ -441,10 +441,29 @@ class Log:
             await asyncio.to_thread(self._roll, self.next_lsn)
 
     # -- lifecycle --------------------------------------------------------------------------------
+    @property
+    def pending(self) -> int:
+        """Appends queued and not yet written."""
+        return len(self._queue)
+
     async def flush(self) -> None:
         """Wait until everything appended so far has been written."""
         while self._queue:
             await asyncio.gather(*(p.future for p in list(self._queue)), return_exceptions=True)
+
+    def abandon(self) -> None:
+        """A crash (the test controls' `App.abandon()`): stop writing, drop what is queued, close the
+        active segment without fsync or snapshot and release the lock; recovery then sees the files
+        exactly as a kill -9 would leave them."""
+        if self._closing:
+            return
+        self._closing = True
+        self._queue.clear()
+        for task in (self._writer, self._compaction, self._history_trim):
+            if task is not None:
+                task.cancel()
+        os.close(self._fd)
+        self._lock.release()
 
     async def close(self, *, write_snapshot: bool = True) -> None:
         """Flush, fsync, snapshot and release the lock."""

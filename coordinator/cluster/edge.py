@@ -8,8 +8,8 @@
   the lease's self-fence) -> NOT_COORDINATOR, still loading -> COORDINATOR_LOAD_IN_PROGRESS, except
   Heartbeat, which answers NONE while the group loads (GroupCoordinatorService.heartbeat: "the group
   is still loading, so blindly respond"). The error answers are the APIs' own error bodies
-  (`server/faults.ERROR_APIS`). A request naming several groups (DescribeGroups, DeleteGroups,
-  OffsetFetch v8+, ConsumerGroupDescribe) answers every group with the first refusal found.
+  (`server/faults.error_body`, every API). A request naming several groups (DescribeGroups,
+  DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe) answers every group with the first refusal.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from typing import Any
 from kcoord.coordinator.cluster.membership import ClusterView
 from kcoord.coordinator.cluster.ownership import ShardState
 from kcoord.coordinator.cluster.shards import shard_of
+from kcoord.coordinator.cluster.txn_verify import verified_remotely
 from kcoord.coordinator.server.apis import find_coordinator
 from kcoord.coordinator.server.context import Handler, Request, RequestMeta, Respond, ServerContext
-from kcoord.coordinator.server.faults import ERROR_APIS
+from kcoord.coordinator.server.faults import error_body
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["GROUP_APIS", "TXN_APIS", "request_keys", "route_handlers"]
@@ -40,7 +41,10 @@ StateOf = Callable[[int], ShardState]
 
 def request_keys(api_key: int, req: Request) -> list[str]:
     """The group or transactional ids a coordinator request is about ([] = route nowhere)."""
-    if api_key in (22, 24, 25, 26):
+    if api_key == 24:  # v0-3 from a client; v4+ is broker to broker, answered per transaction
+        txn_id = req.get("v3_and_below_transactional_id") or None
+        return [] if txn_id is None else [str(txn_id)]
+    if api_key in (22, 25, 26):
         txn_id = req.get("transactional_id")
         return [] if txn_id is None else [str(txn_id)]
     if api_key == 9 and req.get("groups"):  # v8+; before v8 the decoder leaves an empty default
@@ -72,7 +76,7 @@ def _routed(api_key: int, plain: Handler, state_of: StateOf, num_shards: int) ->
                 continue
             if api_key == _HEARTBEAT and error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
                 error = ErrorCode.NONE
-            respond(ERROR_APIS[api_key](meta.api_version, req, int(error)))
+            respond(error_body(api_key, meta.api_version, req, int(error)))
             return
         plain(ctx, req, meta, respond)
 
@@ -84,6 +88,8 @@ def route_handlers(
 ) -> None:
     """Wrap the coordinator APIs of `handlers` (a context's table) with the shard check, and serve
     FindCoordinator from the cluster's view."""
+    if 28 in handlers:  # checked against the transaction's owner, then routed by group like the rest
+        handlers[28] = verified_remotely(handlers[28], state_of, view, num_shards)
     for api_key in (*GROUP_APIS, *TXN_APIS, 24):
         plain = handlers.get(api_key)
         if plain is not None:

@@ -31,10 +31,12 @@ import time
 from typing import Any
 
 from kcoord import storage
-from kcoord.coordinator.app import App, _acl_store, _halt_soon, run
+from kcoord.coordinator.app import App, _halt_soon, run
+from kcoord.coordinator.app_state import State, _acl_store
 from kcoord.coordinator.cluster.edge import route_handlers
 from kcoord.coordinator.cluster.leadership import ClusterLeadership
 from kcoord.coordinator.cluster.leases import PartitionLeases, ShardLeases
+from kcoord.coordinator.cluster.markers import RoutedTxnMarkers
 from kcoord.coordinator.cluster.membership import CHANNEL, Membership, NodeInfo
 from kcoord.coordinator.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
 from kcoord.coordinator.cluster.ownership import Ownership, ShardState
@@ -48,10 +50,10 @@ from kcoord.coordinator.cluster.shards import shard_of
 from kcoord.coordinator.config import Config
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.persistence import Replayer
+from kcoord.coordinator.security.acls_store import AclStore
 from kcoord.coordinator.security.credentials import ScramCredentials
 from kcoord.coordinator.server.context import ServerContext
 from kcoord.coordinator.server.markers import CoordinatorMarkers, TxnMarkers
-from kcoord.coordinator.server.timers import AsyncioTimers, SystemClock
 from kcoord.coordinator.topics import TopicRegistry
 from kcoord.coordinator.topics.data import TopicData
 from kcoord.coordinator.transactions import TransactionCoordinator
@@ -157,6 +159,19 @@ class _Brokers:
         return min([*self._membership.view.nodes, self._membership.node.node_id])
 
 
+class _NoLog:
+    """`State.log` in cluster mode: the shards' and metadata's logs are PostgreSQL's, nothing to close."""
+
+    segments: list[Any] = []
+    compactions = 0
+
+    async def close(self, write_snapshot: bool = True) -> None:
+        return None
+
+    def abandon(self) -> None:
+        return None
+
+
 class ClusterApp(App):
     """A node: the single-node App over PostgreSQL's shards and metadata."""
 
@@ -164,18 +179,22 @@ class ClusterApp(App):
         super().__init__(config)
         self.num_shards = num_shards
         self._pool: Any = None
+        self._acls: AclStore | None = None
+        self._credentials: ScramCredentials | None = None
         self._listen_conn: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._wake = asyncio.Event()
         self._stopping = False
 
-    # -- startup ---------------------------------------------------------------------------------
-    async def startup(self) -> None:
+    # -- startup: App.startup calls open_state, then binds (and _context_built) -------------------
+    async def open_state(self) -> State:
+        """The node's state: coordinators over the routing log, cluster-wide records replayed from
+        `kcoord_metadata`, local partition logs; shards load later, as the node acquires them."""
         config = self.config
-        assert config.cluster is not None
+        assert config.cluster is not None and self._timers is not None
         loop = asyncio.get_running_loop()
+        timers, clock = self._timers, self.clock
         self._pool = await create_pool(config.cluster, node_id=config.node_id, max_size=20)
-        self._timers = timers = AsyncioTimers(loop)
         self.metadata = MetadataLog(self._pool)
         self.leases = ShardLeases(self._pool, config.node_id, config.lease_ttl_ms)
         self.ownership = Ownership(self._pool, self.leases, self.num_shards, _Shards(self), self._notify)
@@ -183,13 +202,12 @@ class ClusterApp(App):
             self.num_shards, self.ownership.log, self.metadata, self.ownership.log_failed
         )
         self.topics = topics = TopicRegistry(record_log)
-        self.manager = manager = GroupManager(
-            config.group_config(), SystemClock(), timers, record_log, topics=topics
-        )
+        group_config = config.group_config()
+        self.manager = manager = GroupManager(group_config, clock, timers, record_log, topics=topics)
         self.producer_ids = producer_ids = ClusterProducerIds(self._pool)
         coordinator_markers = CoordinatorMarkers(loop)
         self.transactions = transactions = TransactionCoordinator(
-            config.transaction_config(), SystemClock(), timers, record_log, producer_ids, coordinator_markers
+            config.transaction_config(), clock, timers, record_log, producer_ids, coordinator_markers
         )
         self._acls = _acl_store(config, record_log)  # type: ignore[arg-type]
         self._credentials = ScramCredentials(record_log)
@@ -204,7 +222,7 @@ class ClusterApp(App):
             TopicData.now_ms,
             FaultPolicy(on_fatal=_halt_soon),
         )
-        self._data = data = TopicData(topics, self.partitions)
+        data = TopicData(topics, self.partitions)
         self.placement = PartitionPlacement(
             self._pool,
             config.node_id,
@@ -213,19 +231,24 @@ class ClusterApp(App):
             poll_ms=int(POLL_S * 1000),
         )
         data.start_retention(loop)
-        markers = TxnMarkers(data, manager)
-        # The coordinator's markers go to each partition's leader; WriteTxnMarkers itself writes here.
+        markers = TxnMarkers(data, manager)  # WriteTxnMarkers received: written here
+        listener = config.resolved_listeners()[0].name
+        self._listener = listener
+        # This node's transactions: a group shard owned elsewhere gets its markers there, a data
+        # partition led elsewhere its leader.
+        view = lambda: self.membership.view  # noqa: E731 - membership exists once the listeners bind
+        routed = RoutedTxnMarkers(data, manager, self.ownership.state, view, listener)
         coordinator_markers.attach(
-            RemoteMarkers(data, manager, config.node_id, self.placement.leader, self._node_address)
+            RemoteMarkers(data, manager, config.node_id, self.placement.leader, self._node_address, routed)
         )
         transactions.on_loaded()
+        summary = (
+            f"cluster={config.cluster_id} node={config.node_id} shards={self.num_shards} metadata={count}"
+        )
         log.info("cluster %s: node %d, %d shards, %d metadata records", config.cluster_id,
                  config.node_id, self.num_shards, count)  # fmt: skip
-        await self.security.start(
-            loop, self._credentials, lambda: self.ctx is not None and self.ctx.shutting_down
-        )
-        await self._bind(loop, manager, topics, producer_ids, transactions, markers)
-        await self._start_http()
+        return State(_NoLog(), manager, topics, producer_ids, transactions, data, markers, self._acls,
+                     self._credentials, summary)  # fmt: skip
 
     def replayer(self) -> Replayer:
         """A replayer into this node's coordinators (never finished: shards load at any time)."""
@@ -257,6 +280,7 @@ class ClusterApp(App):
     async def _listen_for_changes(self) -> None:
         assert self.config.cluster is not None
         try:
+            self._listen_conn = None
             self._listen_conn = await connect(self.config.cluster, node_id=self.config.node_id)
             for channel in (CHANNEL, METADATA_CHANNEL):
                 await self._listen_conn.add_listener(channel, lambda *_: self._wake.set())
@@ -265,7 +289,7 @@ class ClusterApp(App):
 
     def _node_address(self, node_id: int) -> tuple[str, int] | None:
         node = self.membership.view.nodes.get(node_id) if hasattr(self, "membership") else None
-        return None if node is None else (node.host, node.port)
+        return None if node is None else node.endpoint(self._listener)
 
     async def _notify(self) -> None:
         await self.membership.notify()
@@ -275,16 +299,18 @@ class ClusterApp(App):
         period = self.config.lease_ttl_ms / 4000
         while not self._stopping:
             started = time.monotonic()
-            try:
-                await self.membership.renew()
-                await self.ownership.renew()
-            except Exception as exc:
-                log.warning("lease renewal failed: %s", _one_line(exc))
+            for renew in (self.ownership.renew, self.membership.renew):  # each on its own: the
+                try:  # shards' self-fence check runs even when the database is away
+                    await renew()
+                except Exception as exc:  # the database is away: the leases run out, shards fence
+                    log.warning("lease renewal failed: %s", _one_line(exc))
             await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
 
     async def _poll_loop(self) -> None:
         while not self._stopping:
             try:
+                if self._listen_conn is None or self._listen_conn.is_closed():  # e.g. the database restarted
+                    await self._listen_for_changes()
                 view = await self.membership.refresh()
                 await self.ownership.reconcile(view)
                 await self.metadata.catch_up(self._follower.apply)
@@ -300,7 +326,7 @@ class ClusterApp(App):
         self._stopping = True
         if hasattr(self, "placement"):
             self.placement.stop()
-        for server in self._servers:
+        for server in self.servers:
             server.close()
         for task in self._tasks:
             task.cancel()

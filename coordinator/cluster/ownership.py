@@ -119,12 +119,18 @@ class Ownership:
 
     # -- the node loop's steps -------------------------------------------------------------------
     async def renew(self) -> None:
-        lost = await self.leases.renew()
+        """Renew every held lease; unload the lost ones, and (renewed or not: the database may be
+        away) every shard whose lease clock ran out, before another node can take it over."""
+        try:
+            lost = await self.leases.renew()
+        finally:
+            for shard, state in list(self._state.items()):
+                if state is ShardState.ACTIVE and not self.leases.valid(shard):
+                    log.warning("shard %d: lease not renewed in time, unloading (self-fence)", shard)
+                    await self._unload(shard, release=False)
         for shard in sorted(lost):
-            log.warning("shard %d: lease lost (another node took it over); unloading", shard)
-            await self._unload(shard, release=False)
-        for shard, state in list(self._state.items()):
-            if state is ShardState.ACTIVE and not self.leases.valid(shard):
+            if self._state.get(shard) in (ShardState.ACTIVE, ShardState.LOADING):  # not being released
+                log.warning("shard %d: lease lost (another node took it over); unloading", shard)
                 await self._unload(shard, release=False)
 
     async def reconcile(self, view: ClusterView) -> None:
@@ -187,7 +193,14 @@ class Ownership:
             await self._give_back(shard)
             raise
         self._logs[shard] = ShardRecordLog(self._pool, shard, epoch)
-        self._host.load(shard, records)
+        try:
+            self._host.load(shard, records)
+        except Exception:  # a record this kcoord cannot replay: leave the shard to another node
+            self._logs.pop(shard, None)
+            self._host.unload(shard)
+            self._state.pop(shard, None)
+            await self._give_back(shard)
+            raise
         self._state[shard] = ShardState.ACTIVE
         self.failovers += epoch > 1
         log.info(

@@ -245,6 +245,21 @@ class PgPartitionLog:
         if self._on_failed is not None:
             self._on_failed(self)
 
+    @property
+    def pending(self) -> bool:
+        return bool(self._queue) or self._writer is not None
+
+    async def flush(self) -> None:
+        while (writer := self._writer) is not None:
+            await asyncio.shield(writer)
+
+    def abandon(self) -> None:
+        """A crash: the writer stops, nothing queued is written or answered."""
+        self.failure = self.failure or PartitionFenced(f"{self.topic}-{self.partition}: abandoned")
+        self._queue.clear()
+        if self._writer is not None:
+            self._writer.cancel()
+
     async def close(self) -> None:
         """Refuse later appends; let those already made settle (the partition is handed over)."""
         if self.failure is None:

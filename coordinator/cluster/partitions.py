@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from kcoord.coordinator.cluster.leases import PartitionLeases
 from kcoord.coordinator.cluster.partition_rows import PartitionMoved, load_partition
-from kcoord.coordinator.cluster.partition_store import PgPartitionLog
+from kcoord.coordinator.cluster.partition_store import PartitionFenced, PgPartitionLog
 from kcoord.partition_log import PartitionConfig
 from kcoord.partition_log.port import PartitionStore, PartitionStores
 from kcoord.storage.faults import FaultPolicy
@@ -108,6 +108,26 @@ class ClusterPartitions:
             await self.resign(key)
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    @property
+    def pending(self) -> bool:
+        return any(plog.pending for plog in self._logs.values())
+
+    async def flush(self) -> None:
+        for plog in list(self._logs.values()):
+            await plog.flush()
+
+    async def discard(self) -> None:
+        """Let what is in flight settle and stop leading (the leases run out; nothing is released)."""
+        await self.flush()
+        for key in list(self._logs):
+            self._logs.pop(key).failure = PartitionFenced(f"{key[0]}-{key[1]}: discarded")
+            self.leases.forget(key)
+
+    def abandon(self) -> None:
+        for plog in self._logs.values():
+            plog.abandon()
+        self._logs.clear()
 
     # -- leadership --------------------------------------------------------------------------------------
     def leads(self, key: Key) -> bool:

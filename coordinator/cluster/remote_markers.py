@@ -1,7 +1,8 @@
 """Transaction markers for partitions another node leads: the transaction coordinator's marker writer
 in a cluster sends WriteTxnMarkers (27) to each partition's leader, as Kafka's
 `TransactionMarkerChannelManager` does (`addTxnMarkersToBrokerQueue`: grouped by leader), and writes
-the partitions this node leads (and `__consumer_offsets`) locally through `TxnMarkers`.
+the rest through `inner` (K3's `RoutedTxnMarkers`: `__consumer_offsets` partitions to their shard's
+owner, the partitions this node leads locally).
 
 A partition without a known leader, an unreachable leader or a leader that answers
 NOT_LEADER_OR_FOLLOWER settles with NOT_LEADER_OR_FOLLOWER, which `CoordinatorMarkers` retries with
@@ -16,23 +17,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kcoord.coordinator.cluster.markers import call
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.server.markers import OFFSETS_TOPIC, Partition, Results, TxnMarkers
 from kcoord.coordinator.topics.data import TopicData
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.frames import decode_response, encode_request
 
 __all__ = ["RemoteMarkers"]
 
 log = logging.getLogger("kcoord.cluster.markers")
 
 API_KEY, VERSION = 27, 1  # WriteTxnMarkers v1 (flexible), as Kafka 4.0's brokers send it
-TIMEOUT_S = 10.0
-_SIZE = struct.Struct(">i")
 
 Address = Callable[[int], tuple[str, int] | None]
 """A node id -> its host and port (None: not a live node)."""
@@ -46,13 +44,14 @@ class RemoteMarkers(TxnMarkers):
         node_id: int,
         leader: Callable[[str, int], int],
         address: Address,
+        inner: TxnMarkers | None = None,
     ) -> None:
         super().__init__(data, groups)
+        self._inner = inner
         self._node_id = node_id
         self._leader = leader
         self._address = address
         self._tasks: set[asyncio.Future[Any]] = set()
-        self._correlation = 0
 
     def write(
         self,
@@ -91,7 +90,8 @@ class RemoteMarkers(TxnMarkers):
             task.add_done_callback(self._tasks.discard)
             task.add_done_callback(functools.partial(_settle, parts, part_done))
         if local:
-            super().write(producer_id, producer_epoch, commit, coordinator_epoch, local, part_done)
+            write = super().write if self._inner is None else self._inner.write
+            write(producer_id, producer_epoch, commit, coordinator_epoch, local, part_done)
 
     async def _send(
         self, node_id: int, marker: tuple[int, int, bool, int], parts: list[Partition]
@@ -108,8 +108,7 @@ class RemoteMarkers(TxnMarkers):
             "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()],
             "coordinator_epoch": coordinator_epoch,
         }]}  # fmt: skip
-        self._correlation += 1
-        answer = await asyncio.wait_for(_call(address, body, self._correlation), TIMEOUT_S)
+        answer = await call(*address, API_KEY, VERSION, body)
         found: Results = {}
         for marker_answer in answer["markers"]:
             for topic in marker_answer["topics"]:
@@ -128,17 +127,3 @@ def _outcome(task: asyncio.Future[Results], parts: list[Partition]) -> Results:
         log.warning("WriteTxnMarkers to the leader of %s failed: %r (retried)", parts, error)
         return dict.fromkeys(parts, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     return task.result()
-
-
-async def _call(address: tuple[str, int], body: dict[str, Any], correlation_id: int) -> dict[str, Any]:
-    reader, writer = await asyncio.open_connection(*address)
-    try:
-        writer.write(encode_request(API_KEY, VERSION, correlation_id, body, client_id="kcoord-markers"))
-        await writer.drain()
-        (size,) = _SIZE.unpack(await reader.readexactly(4))
-        got, response = decode_response(API_KEY, VERSION, await reader.readexactly(size))
-        if got != correlation_id:
-            raise ValueError(f"correlation id {got}, expected {correlation_id}")
-        return response
-    finally:
-        writer.close()

@@ -110,6 +110,7 @@ class Connection(asyncio.Protocol):
         self._reading_paused = False
         self._writing_paused = False
         self._draining = False  # shutdown: answer what was received, read nothing more
+        self._held: list[bytes] | None = None  # a test-control reset: bytes kept until release()
         self._debug = log.isEnabledFor(logging.DEBUG)  # read once: the check costs per request
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
@@ -124,6 +125,8 @@ class Connection(asyncio.Protocol):
         if self._ctx.shutting_down:
             transport.close()
             return
+        if self._ctx.holding:  # accepted while a test-control reset runs: read after it
+            self.hold()
         listener = self._listener
         if listener.principal_mapper is not None:
             try:
@@ -146,6 +149,8 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._closed or self._draining:
+            if self._held is not None and not self._closed:
+                self._held.append(data)  # read before pause_reading took effect: kept for release()
             return
         try:
             frames = self._splitter.feed(data)
@@ -346,6 +351,11 @@ class Connection(asyncio.Protocol):
             self._reading_paused = False
 
     @property
+    def peer(self) -> str:
+        """The client's address as "host:port" (the test controls' request log)."""
+        return self._peer
+
+    @property
     def in_flight(self) -> int:
         """Requests received and not yet answered."""
         return len(self._slots)
@@ -354,6 +364,32 @@ class Connection(asyncio.Protocol):
         """Shutdown: stop reading new requests; in-flight ones are still answered."""
         self._draining = True
         self._update_reading()
+
+    def hold(self) -> None:
+        """A test-control reset: read nothing until `release()`; what was received is still answered.
+        The path of every request stays the same (one flag it already tests)."""
+        if self._held is None:
+            self._held = []
+        self._draining = True
+        self._update_reading()
+
+    def release(self) -> None:
+        """After the reset: read again, starting with the bytes that arrived while holding."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        self._draining = False
+        self._update_reading()
+        for data in held:
+            self.data_received(data)
+
+    def drop(self) -> None:
+        """A crash (`App.abandon()`): the socket is reset, nothing more is written."""
+        self._closed = True
+        self._slots.clear()
+        self._connections.discard(self)
+        if self._transport is not None:
+            self._transport.abort()
 
     def close(self) -> None:
         """Close after the responses already written are sent."""

@@ -74,6 +74,22 @@ class DelayedResponses:
         _, fire = self._waiting.pop(token)
         fire()
 
+    def fire_due(self, horizon: float) -> int:
+        """Fire now what is due by loop time `horizon` (the test controls' `advance()`); how many."""
+        due = sorted((handle.when(), token) for token, (handle, _) in self._waiting.items())
+        fired = 0
+        for when, token in due:
+            if when > horizon:
+                break
+            waiting = self._waiting.pop(token, None)
+            if waiting is None:  # cancelled by one fired before it
+                continue
+            handle, fire = waiting
+            handle.cancel()
+            fire()
+            fired += 1
+        return fired
+
     def fire_all(self) -> None:
         waiting, self._waiting = self._waiting, {}
         for handle, fire in waiting.values():
@@ -114,6 +130,8 @@ class ServerContext:
     # Alter/ListPartitionReassignments): SingleNodeLeadership today, partition leases in cluster mode.
     leadership: PartitionLeadership
     shutting_down: bool = False
+    # A test-control reset is replacing the state: connections accepted meanwhile wait (hold()).
+    holding: bool = False
     # Cached encoded ApiVersions frames (version -> frame with correlation id 0).
     api_versions_frames: dict[int, bytes] = field(default_factory=dict)
     # -- observability (coordinator/http.py): both stay empty/None unless --http-listen is given --

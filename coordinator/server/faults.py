@@ -1,17 +1,18 @@
-"""Injected errors and latency for the group coordinator's APIs (test controls only).
+"""Injected errors (test controls only): a request's answer carrying a Kafka error, in the API's own
+response shape for that version.
 
-`Faults` owns the connection's handler table (`ServerContext.handlers`): while an API has an injected
-error or latency, its entry is a wrapper; otherwise the plain handler is back in place, so the request
-path costs nothing when no fault is set. An injected error is answered instead of running the handler
-(the group logic never sees the request), shaped as the API's own error answer for that version.
+`error_body(api_key, version, req, code)` answers any served API: the group coordinator's APIs have
+their own shapes below; per topic-partition APIs (`PARTITIONED`) give every partition of the request
+the error; APIs answering per topic, resource, group or id echo the request's entries with the error;
+the rest set the top-level `error_code` of the response (every field else at its default). Where a
+fault names a topic or partition, `split()` and `merge()` let the connection serve the rest of the
+request normally and add the error entries for the matching partitions to the answer.
 """
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import logging
-from collections.abc import Callable
+import copy
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,12 +21,12 @@ from kcoord.coordinator.server.apis.heartbeat import heartbeat_response
 from kcoord.coordinator.server.apis.join_group import join_body
 from kcoord.coordinator.server.apis.leave_group import leave_response
 from kcoord.coordinator.server.apis.sync_group import sync_body
-from kcoord.coordinator.server.context import Handler, Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.server.context import Request
 from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.schema import Schema
+from kcoord.protocol.types import Array
 
-__all__ = ["ERROR_APIS", "Fault", "Faults", "request_groups"]
-
-log = logging.getLogger("kcoord.faults")
+__all__ = ["PARTITIONED", "PartitionShape", "error_body", "request_groups", "request_partitions"]
 
 Body = dict[str, Any]
 
@@ -37,15 +38,6 @@ def _find_coordinator(version: int, req: Request, code: int) -> Body:
     return {
         "coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code} for k in keys]
     }
-
-
-def _offset_commit(version: int, req: Request, code: int) -> Body:
-    topics = [
-        {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
-                                           for p in t["partitions"]]}
-        for t in req.get("topics") or []
-    ]  # fmt: skip
-    return {"topics": topics}
 
 
 def _offset_fetch(version: int, req: Request, code: int) -> Body:
@@ -61,35 +53,9 @@ def _offset_fetch(version: int, req: Request, code: int) -> Body:
     return {"topics": topics}
 
 
-def _describe(version: int, req: Request, code: int) -> Body:
-    return {"groups": [{"group_id": g, "error_code": code} for g in req.get("groups") or []]}
-
-
-def _delete(version: int, req: Request, code: int) -> Body:
-    return {"results": [{"group_id": g, "error_code": code} for g in req.get("groups_names") or []]}
-
-
-def _partition_errors(req: Request, code: int) -> list[Body]:
-    """TxnOffsetCommit's and OffsetDelete's per-partition answer: every partition gets `code`."""
-    out = []
-    for t in req.get("topics") or []:
-        parts = [p["partition_index"] if isinstance(p, dict) else p for p in t.get("partitions") or []]
-        out.append(
-            {"name": t["name"], "partitions": [{"partition_index": i, "error_code": code} for i in parts]}
-        )
-    return out
-
-
-def _consumer_group_describe(version: int, req: Request, code: int) -> Body:
-    groups = req.get("group_ids") or []
-    blank = {"group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": []}
-    return {"groups": [{"group_id": g, "error_code": code, **blank} for g in groups]}
-
-
 ErrorBody = Callable[[int, Request, int], Body]
-# The coordinator's APIs, by key: the error answer of a request at a version.
-ERROR_APIS: dict[int, ErrorBody] = {
-    8: _offset_commit,
+# APIs with an answer of their own shape, by key: the error answer of a request at a version.
+SHAPED: dict[int, ErrorBody] = {
     9: _offset_fetch,
     10: _find_coordinator,
     11: lambda version, req, code: join_body(
@@ -98,25 +64,197 @@ ERROR_APIS: dict[int, ErrorBody] = {
     12: lambda version, req, code: heartbeat_response(ErrorCode(code)),
     13: lambda version, req, code: leave_response(version, ErrorCode(code)),
     14: lambda version, req, code: sync_body(version, sync_error(ErrorCode(code))),
-    15: _describe,
     16: lambda version, req, code: {"error_code": code, "groups": []},
-    42: _delete,
-    # Added for cluster mode's routing (NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS at the edge):
-    # the transaction coordinator's APIs and the group APIs the table above did not have.
-    22: lambda version, req, code: {"error_code": code, "producer_id": -1, "producer_epoch": -1},
-    25: lambda version, req, code: {"error_code": code},
-    26: lambda version, req, code: {"error_code": code, "producer_id": -1, "producer_epoch": -1},
-    28: lambda version, req, code: {"topics": _partition_errors(req, code)},
-    47: lambda version, req, code: {"error_code": code, "topics": []},
-    68: lambda version, req, code: {
-        "error_code": code,
-        "member_id": None,
-        "member_epoch": -1,
-        "heartbeat_interval_ms": 0,
-        "assignment": None,
-    },
-    69: _consumer_group_describe,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionShape:
+    """Where a per-partition API names its partitions in the request and answers them."""
+
+    req_topics: str
+    req_parts: str
+    req_index: str | None  # None: the request's partitions are plain ints
+    resp_topics: str
+    resp_parts: str
+    resp_index: str
+    error_field: str = "error_code"
+    topic_key: str = "name"  # the topic's name field in both (Fetch: "topic", and topic_id from v13)
+
+
+PARTITIONED: dict[int, PartitionShape] = {
+    0: PartitionShape("topic_data", "partition_data", "index", "responses", "partition_responses", "index"),
+    1: PartitionShape("topics", "partitions", "partition", "responses", "partitions", "partition_index",
+                      topic_key="topic"),
+    2: PartitionShape("topics", "partitions", "partition_index", "topics", "partitions", "partition_index"),
+    8: PartitionShape("topics", "partitions", "partition_index", "topics", "partitions", "partition_index"),
+    21: PartitionShape("topics", "partitions", "partition_index", "topics", "partitions", "partition_index"),
+    28: PartitionShape("topics", "partitions", "partition_index", "topics", "partitions", "partition_index"),
+    61: PartitionShape("topics", "partition_indexes", None, "topics", "partitions", "partition_index"),
+}  # fmt: skip
+# AddPartitionsToTxn up to v3 (one transaction per request); v4+ answers the top-level error.
+_ADD_PARTITIONS_V3 = PartitionShape(
+    "v3_and_below_topics", "partitions", None, "results_by_topic_v3_and_below", "results_by_partition",
+    "partition_index", "partition_error_code",
+)  # fmt: skip
+
+# APIs answering one entry per requested thing: key -> (response array, request array, copied fields).
+_ECHO: dict[int, tuple[str, str, tuple[tuple[str, str], ...]]] = {
+    3: ("topics", "topics", (("name", "name"), ("topic_id", "topic_id"))),
+    15: ("groups", "groups", (("group_id", ""),)),
+    19: ("topics", "topics", (("name", "name"),)),
+    20: ("responses", "topics", (("name", "name"), ("topic_id", "topic_id"))),
+    30: ("results", "creations", ()),
+    31: ("filter_results", "filters", ()),
+    32: ("results", "resources", (("resource_type", "resource_type"), ("resource_name", "resource_name"))),
+    33: ("responses", "resources", (("resource_type", "resource_type"), ("resource_name", "resource_name"))),
+    37: ("results", "topics", (("name", "name"),)),
+    42: ("results", "groups_names", (("group_id", ""),)),
+    44: ("responses", "resources", (("resource_type", "resource_type"), ("resource_name", "resource_name"))),
+    65: ("transaction_states", "transactional_ids", (("transactional_id", ""),)),
+    69: ("groups", "group_ids", (("group_id", ""),)),
+}
+
+
+def _response_schema(api_key: int) -> Schema:
+    from kcoord.protocol.messages import RESPONSE_SCHEMAS
+
+    return RESPONSE_SCHEMAS[api_key]
+
+
+def _item_schema(schema: Schema, name: str) -> Schema:
+    for f in schema.fields:
+        if f.name == name and isinstance(f.type, Array) and isinstance(f.type.item, Schema):
+            return f.type.item
+    raise KeyError(f"{schema.name} has no array of structs {name}")
+
+
+def _carries(schema: Schema, name: str, version: int) -> bool:
+    """The field is on the wire at `version` (a default elsewhere: the encoder refuses other values)."""
+    flexible = schema.is_flexible(version)
+    return any(f.name == name and f.present(version, flexible) for f in schema.fields)
+
+
+def _shape(api_key: int, version: int) -> PartitionShape | None:
+    if api_key == 24:
+        return _ADD_PARTITIONS_V3 if version <= 3 else None
+    return PARTITIONED.get(api_key)
+
+
+def error_body(api_key: int, version: int, req: Request, code: int) -> Body:
+    """The answer to `req` with every part of it failed with `code`."""
+    shaped = SHAPED.get(api_key)
+    if shaped is not None:
+        return shaped(version, req, code)
+    schema = _response_schema(api_key)
+    body = schema.defaults()
+    if _carries(schema, "error_code", version):
+        body["error_code"] = code
+    shape = _shape(api_key, version)
+    if shape is not None:
+        body[shape.resp_topics] = partition_errors(
+            api_key, shape, list(req.get(shape.req_topics) or []), code
+        )
+    elif api_key in _ECHO:
+        resp_field, req_field, copied = _ECHO[api_key]
+        item = _item_schema(schema, resp_field)
+        entries = []
+        for requested in req.get(req_field) or []:
+            entry = item.defaults()
+            entry["error_code"] = code
+            for to, source in copied:
+                entry[to] = requested if not source else requested.get(source, entry[to])
+            entries.append(entry)
+        body[resp_field] = entries
+    return body
+
+
+def partition_errors(api_key: int, shape: PartitionShape, topics: Iterable[Request], code: int) -> list[Body]:
+    """The answer's topic entries for these request topic entries, every partition failed."""
+    schema = _response_schema(api_key)
+    topic_item = _item_schema(schema, shape.resp_topics)
+    part_item = _item_schema(topic_item, shape.resp_parts)
+    out = []
+    for topic in topics:
+        entry = topic_item.defaults()
+        for key in (shape.topic_key, "topic_id"):
+            if key in topic and key in entry:
+                entry[key] = topic[key]
+        parts = []
+        for p in topic.get(shape.req_parts) or []:
+            part = part_item.defaults()
+            part[shape.resp_index] = p if shape.req_index is None else p[shape.req_index]
+            part[shape.error_field] = code
+            parts.append(part)
+        entry[shape.resp_parts] = parts
+        out.append(entry)
+    return out
+
+
+def request_partitions(
+    api_key: int, version: int, req: Request, name_of: Callable[[Any], str | None]
+) -> list[tuple[str, int]] | None:
+    """The (topic, partition)s a per-partition request names; None for other APIs. `name_of` turns a
+    topic id into its name (Fetch v13+)."""
+    shape = _shape(api_key, version)
+    if shape is None:
+        return None
+    out = []
+    for topic in req.get(shape.req_topics) or []:
+        name = _topic_name(shape, topic, name_of)
+        for p in topic.get(shape.req_parts) or []:
+            out.append((name, p if shape.req_index is None else p[shape.req_index]))
+    return out
+
+
+def _topic_name(shape: PartitionShape, topic: Request, name_of: Callable[[Any], str | None]) -> str:
+    name = topic.get(shape.topic_key) or ""
+    if not name and topic.get("topic_id") is not None:
+        name = name_of(topic["topic_id"]) or ""
+    return str(name)
+
+
+def split(
+    api_key: int,
+    version: int,
+    req: Request,
+    failed: Callable[[str, int], bool],
+    name_of: Callable[[Any], str | None],
+) -> tuple[Request, list[Request]]:
+    """(the request without the partitions `failed` picks, the request topic entries of those)."""
+    shape = _shape(api_key, version)
+    assert shape is not None
+    kept_topics, failed_topics = [], []
+    for topic in req.get(shape.req_topics) or []:
+        name = _topic_name(shape, topic, name_of)
+        index: Callable[[Any], int] = (
+            (lambda p: p) if shape.req_index is None else (lambda p: p[shape.req_index])
+        )
+        parts = topic.get(shape.req_parts) or []
+        bad = [p for p in parts if failed(name, index(p))]
+        good = [p for p in parts if not failed(name, index(p))]
+        if good:
+            kept_topics.append({**topic, shape.req_parts: good})
+        if bad:
+            failed_topics.append({**topic, shape.req_parts: bad})
+    rest = copy.copy(req)
+    rest[shape.req_topics] = kept_topics
+    return rest, failed_topics
+
+
+def merge(api_key: int, version: int, body: Body, failed_topics: list[Request], code: int) -> Body:
+    """The served part's answer with the failed partitions' error entries added."""
+    shape = _shape(api_key, version)
+    assert shape is not None
+    topics = list(body.get(shape.resp_topics) or [])
+    for entry in partition_errors(api_key, shape, failed_topics, code):
+        key = shape.topic_key if entry.get(shape.topic_key) else "topic_id"
+        same = next((t for t in topics if t.get(key) == entry.get(key)), None)
+        if same is None:
+            topics.append(entry)
+        else:
+            same[shape.resp_parts] = [*same.get(shape.resp_parts, []), *entry[shape.resp_parts]]
+    return {**body, shape.resp_topics: topics}
 
 
 def request_groups(api_key: int, req: Request) -> list[str]:
@@ -125,96 +263,26 @@ def request_groups(api_key: int, req: Request) -> list[str]:
         if req.get("key_type", 0) != 0:
             return []
         return list(req.get("coordinator_keys") or []) or [str(req.get("key") or "")]
-    if api_key == 9 and "groups" in req:
+    if api_key == 9 and req.get("groups"):
         return [g["group_id"] for g in req["groups"] or []]
     if api_key == 15:
         return list(req.get("groups") or [])
     if api_key == 42:
         return list(req.get("groups_names") or [])
+    if api_key == 69:
+        return list(req.get("group_ids") or [])
     return [str(req.get("group_id") or "")]
 
 
-@dataclass(slots=True)
-class Fault:
-    id: int
-    api_key: int
-    error: ErrorCode
-    remaining: int
-    group_id: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "api_key": self.api_key,
-            "error": self.error.name,
-            "error_code": int(self.error),
-            "remaining": self.remaining,
-            "group_id": self.group_id,
-        }
-
-
-class Faults:
-    """The injected errors (first in, first used) and latencies, per API key."""
-
-    def __init__(self, ctx: ServerContext, loop: asyncio.AbstractEventLoop) -> None:
-        self._ctx = ctx
-        self._loop = loop
-        self._plain = dict(ctx.handlers)
-        self._ids = itertools.count(1)
-        self.errors: list[Fault] = []
-        self.latency_ms: dict[int, int] = {}
-
-    def add_error(self, api_key: int, error: ErrorCode, count: int, group_id: str | None) -> Fault:
-        fault = Fault(next(self._ids), api_key, error, count, group_id)
-        self.errors.append(fault)
-        self._rewire(api_key)
-        log.info("test control: the next %d %s requests answer %s", count, api_key, error.name)
-        return fault
-
-    def set_latency(self, api_key: int, ms: int) -> None:
-        if ms > 0:
-            self.latency_ms[api_key] = ms
-        else:
-            self.latency_ms.pop(api_key, None)
-        self._rewire(api_key)
-
-    def clear(self) -> None:
-        keys = {f.api_key for f in self.errors} | set(self.latency_ms)
-        self.errors.clear()
-        self.latency_ms.clear()
-        for key in keys:
-            self._rewire(key)
-
-    def _rewire(self, api_key: int) -> None:
-        plain = self._plain[api_key]
-        active = api_key in self.latency_ms or any(f.api_key == api_key for f in self.errors)
-        self._ctx.handlers[api_key] = self._wrap(api_key, plain) if active else plain
-
-    def _wrap(self, api_key: int, plain: Handler) -> Handler:
-        def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-            fault = self._take(api_key, req)
-            delay_ms = self.latency_ms.get(api_key, 0)
-            if fault is not None:
-                body = ERROR_APIS[api_key](meta.api_version, req, int(fault.error))
-                run: Callable[[], None] = lambda: respond(body)  # noqa: E731
-            else:
-                run = lambda: plain(ctx, req, meta, respond)  # noqa: E731
-            if delay_ms:
-                self._loop.call_later(delay_ms / 1000, run)
-            else:
-                run()
-
-        return handle
-
-    def _take(self, api_key: int, req: Request) -> Fault | None:
-        for fault in self.errors:
-            if fault.api_key != api_key:
-                continue
-            if fault.group_id is not None and fault.group_id not in request_groups(api_key, req):
-                continue
-            fault.remaining -= 1
-            if fault.remaining <= 0:
-                self.errors.remove(fault)
-                self._rewire(api_key)
-            return fault
-        return None
+def request_topics(api_key: int, req: Request) -> list[str]:
+    """Topic names a request without per-partition entries names (Metadata, CreateTopics, ...)."""
+    names: list[str] = []
+    for field in ("topics", "topic_names"):
+        for entry in req.get(field) or []:
+            name = entry if isinstance(entry, str) else entry.get("name") if isinstance(entry, dict) else None
+            if name:
+                names.append(name)
+    for resource in req.get("resources") or []:
+        if resource.get("resource_type") == 2:  # TOPIC
+            names.append(resource.get("resource_name", ""))
+    return names

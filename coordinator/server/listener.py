@@ -135,10 +135,10 @@ class Security:
     ) -> None:
         """After recovery, before the listeners open: the SCRAM table, the bootstrap users, the JWKS."""
         self.add_scram(credentials.lookup)
-        await self._bootstrap_scram(credentials)
+        await self.bootstrap_scram(credentials)
         await self._load_jwks(loop, stopped)
 
-    async def _bootstrap_scram(self, credentials: ScramCredentials) -> None:
+    async def bootstrap_scram(self, credentials: ScramCredentials) -> None:
         """--sasl-scram-bootstrap-users: durable before the listeners open (a failed write fails startup)."""
         if not self.config.sasl_scram_bootstrap_users:
             return

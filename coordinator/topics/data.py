@@ -115,3 +115,19 @@ class TopicData:
         if self._retention is not None:
             self._retention.cancel()
         await self.logs.close()
+
+    async def discard(self) -> None:
+        """Close the partition logs without fsync (the test controls' reset deletes them next)."""
+        if self._retention is not None:
+            self._retention.cancel()
+        await self.logs.discard()
+
+    def abandon(self) -> None:
+        """A crash: the partition logs' files are closed as they are."""
+        if self._retention is not None:
+            self._retention.cancel()
+        self.logs.abandon()
+
+    def check_retention(self) -> None:
+        """The periodic retention check, once now (the test controls' `advance()`)."""
+        self.logs.enforce_retention()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -66,6 +67,8 @@ def confluent(bootstrap: list[str], topic: str, group: str, protocol: str, secon
         "bootstrap.servers": ",".join(bootstrap), "group.id": group, "enable.auto.commit": False,
         "group.protocol": protocol, "topic.metadata.refresh.interval.ms": 1000, "retry.backoff.ms": 50,
     }  # fmt: skip
+    if os.environ.get("KCOORD_RDKAFKA_DEBUG"):
+        config["debug"] = os.environ["KCOORD_RDKAFKA_DEBUG"]
     if protocol == "classic":
         config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
     consumer = Consumer(config)

@@ -156,6 +156,11 @@ async def cluster_dsn(pg_server: PgServer) -> AsyncIterator[str]:
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
         yield pg_server.dsn(name)
+    finally:
+        await admin.close()
+    # A fresh connection: a test may have restarted the server (tests/cluster/test_failover.py).
+    admin = await asyncpg.connect(pg_server.dsn())
+    try:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await admin.close()

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import logging
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from kcoord.coordinator.cluster.ownership import preferred_owner
 from kcoord.coordinator.cluster.shards import shard_of
+from tests.cluster.conftest import PgServer
 from tests.cluster.nodes import (
     NOT_COORDINATOR,
     RETRIABLE,
@@ -25,6 +28,7 @@ from tests.cluster.nodes import (
     rpc,
     until,
 )
+from tests.kcoord_process import REPO
 from tests.server.wire import call, connect, create_topic, decode_response, read_frame, send
 
 log = logging.getLogger(__name__)
@@ -51,6 +55,14 @@ def _settled(cluster: list[Node], group: str) -> int:
 
 def _by_id(cluster: list[Node], node_id: int) -> Node:
     return next(n for n in cluster if n.node_id == node_id)
+
+
+def _fetch_owner(cluster: list[Node], group: str) -> int | None:
+    for node in cluster:
+        error, offset = fetch_offset(node.address, group, "t")
+        if error == 0:
+            return offset
+    return None
 
 
 def _commit_until_ok(cluster: list[Node], group: str, topic: str, offset: int, timeout: float) -> Node:
@@ -176,9 +188,18 @@ def test_metadata_and_describe_cluster_list_the_live_nodes_and_a_joining_node_ta
         described = rpc(cluster[0].address, 60, 0, {"include_cluster_authorized_operations": False})
         assert sorted(b["broker_id"] for b in described["brokers"]) == [1, 2]
         assert described["controller_id"] == 1
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, "t", 1)["error_code"] == 0
         joiner = Node(tmp_path, 3, cluster_dsn, TTL_MS)
         cluster.append(joiner)
         joiner.start()
+        # Commits go on while the shards move: every error a client sees is retriable (asserted by
+        # _commit_until_ok), and every group commits again within the bound.
+        deadline, offset = time.monotonic() + 4, 0
+        while time.monotonic() < deadline:
+            offset += 1
+            for group in groups[:10]:
+                _commit_until_ok(cluster, group, "t", offset, 15)
 
         def spread() -> set[int] | None:
             seen = {owner_of(cluster[0], g) for g in groups}
@@ -186,3 +207,103 @@ def test_metadata_and_describe_cluster_list_the_live_nodes_and_a_joining_node_ta
 
         until(spread, 20, "node 3 owns some of the groups")
         assert joiner.count("shard \\d+: loaded") > 0
+        status = subprocess.run(
+            [sys.executable, "-m", "kcoord", "cluster", "status", "--cluster", cluster_dsn],
+            cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+        ).stdout.splitlines()  # fmt: skip
+        expected = [["node", str(c.node_id), f"127.0.0.1:{c.port}"] for c in cluster]
+        assert [line.split()[:3] for line in status[:3]] == expected
+        owners = {int(line.split()[1]): line.split()[2] for line in status if line.startswith("shard")}
+        assert len(owners) == 50 and {f"owner={n}" for n in (1, 2, 3)} <= set(owners.values())
+        for group in groups[:10]:  # nothing acknowledged was lost in the moves
+            assert until(lambda g=group: _fetch_owner(cluster, g), 10, "an owner answers") == offset
+
+
+def test_a_transaction_commits_offsets_of_a_group_another_node_owns(tmp_path: Path, cluster_dsn: str) -> None:
+    """The transaction coordinator on one node, the group on the other: EndTxn's marker for the
+    group's `__consumer_offsets` partition goes to the group's owner (WriteTxnMarkers)."""
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2], TTL_MS) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, "t", 1)["error_code"] == 0
+        txn_id = next(f"tx-{i}" for i in range(100) if preferred_owner(shard_of(f"tx-{i}"), [1, 2]) == 1)
+        group = next(f"tg-{i}" for i in range(100) if preferred_owner(shard_of(f"tg-{i}"), [1, 2]) == 2)
+        until(lambda: owner_of(cluster[1], txn_id, 1) == 1 or None, 20, "the transaction's owner")
+        coordinator, group_owner = cluster[0], _by_id(cluster, _settled(cluster, group))
+        assert group_owner.node_id == 2
+        init = rpc(coordinator.address, 22, 1, {"transactional_id": txn_id, "transaction_timeout_ms": 60000})
+        assert init["error_code"] == 0
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+        ids = {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch}
+        assert rpc(coordinator.address, 25, 1, {**ids, "group_id": group})["error_code"] == 0
+        offsets = [
+            {
+                "name": "t",
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 42,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": "",
+                    }
+                ],
+            }
+        ]
+        body = {**ids, "group_id": group, "topics": offsets}
+
+        def txn_commit() -> int | None:
+            code = int(rpc(group_owner.address, 28, 2, body)["topics"][0]["partitions"][0]["error_code"])
+            assert code in (0, 15, 16, 14), f"TxnOffsetCommit answered {code}"
+            return 1 if code == 0 else None
+
+        until(txn_commit, 10, "TxnOffsetCommit")
+        assert fetch_offset(group_owner.address, group, "t") == (0, -1)  # pending until the marker
+        assert rpc(coordinator.address, 26, 1, {**ids, "committed": True})["error_code"] == 0
+        until(
+            lambda: fetch_offset(group_owner.address, group, "t") == (0, 42) or None, 10, "the marker applied"
+        )
+
+
+def test_a_graceful_stop_hands_its_shards_over_without_waiting_for_the_lease(
+    tmp_path: Path, cluster_dsn: str
+) -> None:
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2], 10_000) as cluster:  # a long TTL: only a handover is fast
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, "t", 1)["error_code"] == 0
+        group = next(f"s-{i}" for i in range(100) if preferred_owner(shard_of(f"s-{i}"), [1, 2]) == 2)
+        owner = _by_id(cluster, _settled(cluster, group))
+        until(lambda: commit(owner.address, group, "t", 3) == 0 or None, 10, "first commit")
+        stopped_at = time.monotonic()
+        assert owner.stop() == 0  # SIGTERM: drain, release, leave, exit 0
+        successor = _commit_until_ok(cluster, group, "t", 4, 10)
+        handover_s = time.monotonic() - stopped_at
+        print(f"\nHANDOVER SIGTERM -> first commit on the successor: {handover_s:.3f} s (ttl 10000 ms)")
+        assert successor.node_id == 1 and handover_s < 5
+        assert fetch_offset(successor.address, group, "t") == (0, 4)
+
+
+def test_postgresql_stopped_and_restarted_nodes_answer_retriable_errors_and_recover(
+    tmp_path: Path, cluster_dsn: str, pg_server: PgServer
+) -> None:
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2], TTL_MS) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, "t", 1)["error_code"] == 0
+        group = "pg-restart"
+        owner = _by_id(cluster, _settled(cluster, group))
+        until(lambda: commit(owner.address, group, "t", 5) == 0 or None, 10, "first commit")
+        pg_server.stop("immediate")
+        try:
+            deadline = time.monotonic() + TTL_MS / 1000 + 2
+            errors: set[int] = set()
+            while time.monotonic() < deadline:  # nothing is acknowledged without the database
+                for node in cluster:
+                    errors.add(commit(node.address, group, "t", 6))
+            assert errors <= RETRIABLE | {-1}, errors
+            assert NOT_COORDINATOR in errors  # the owner fenced itself once its lease ran out
+        finally:
+            pg_server.start()
+        _commit_until_ok(cluster, group, "t", 7, 30)
+        assert until(lambda: _fetch_owner(cluster, group), 20, "an owner answers") == 7
+        assert all(node.alive() for node in cluster)

@@ -208,3 +208,71 @@ def test_test_controls_without_an_http_endpoint_is_a_one_line_error(tmp_path: An
     )
     assert done.returncode != 0
     assert done.stderr.strip().count("\n") == 0 and "--http-listen" in done.stderr
+
+
+def test_advance_expires_a_confluent_kafka_process_session(
+    http: Http, workers: Workers, topic: str, topic_partitions: Any
+) -> None:
+    """A member in its own process, a 45 s session: advance() expires it now; it learns it from its
+    next heartbeat (UNKNOWN_MEMBER_ID) and joins again with a new member id."""
+    group = unique("advance")
+    consumer = workers.spawn("confluent-kafka", group, [topic], **LONG_SESSION)
+    wait_for_split([consumer], topic_partitions)
+    before = wait_until(lambda: _stable(http, group, 1), 30, "a Stable group")
+    since = http.get("/v1/test/requests")[-1]["seq"]
+    moved = http.post("/v1/test/advance", {"seconds": DEFAULT_SESSION_TIMEOUT_MS / 1000 + 1})
+    assert moved["advanced_ms"] == DEFAULT_SESSION_TIMEOUT_MS + 1000 and moved["fired"] >= 1
+    wait_until(
+        lambda: any(
+            r["api"] == "Heartbeat" and 25 in r["error_codes"]
+            for r in http.get(f"/v1/test/requests?since={since}")
+        ),
+        15,
+        "a heartbeat answered UNKNOWN_MEMBER_ID",
+    )
+    after = wait_until(lambda: _stable(http, group, 1), 30, "the member back")
+    assert after["members"][0]["member_id"] != before["members"][0]["member_id"]
+    wait_for_split([consumer], topic_partitions)
+
+
+def test_a_kafka_python_process_retries_not_coordinator_from_a_fault(
+    http: Http, workers: Workers, topic: str, topic_partitions: Any
+) -> None:
+    group = unique("retry")
+    consumer = workers.spawn("kafka-python", group, [topic], **LONG_SESSION)
+    wait_for_split([consumer], topic_partitions)
+    fault = http.post(
+        "/v1/test/faults",
+        {"kind": "error", "api": "OffsetCommit", "error": "NOT_COORDINATOR", "count": 2, "group": group},
+    )
+    partition = sorted(consumer.assignment)[0]
+    consumer.commit([(partition[0], partition[1], 3, "")])
+    [fired] = http.get("/v1/test/faults/fired")
+    assert fired["id"] == fault["id"] and fired["fired"] == 2
+    committed = http.get(f"/v1/test/groups/{group}/committed")
+    assert {"topic": partition[0], "partition": partition[1], "offset": 3, "metadata": ""} in committed
+
+
+def test_a_consumer_process_keeps_its_connection_across_a_reset(
+    http: Http, workers: Workers, topic: str, topic_partitions: Any
+) -> None:
+    """reset() forgets the topic and the group; the consumer process, on the same connections, rejoins
+    the recreated topic's group (the request log's peers before and after are the same sockets)."""
+    group = unique("reset")
+    consumer = workers.spawn("kafka-python", group, [topic], **LONG_SESSION)
+    wait_for_split([consumer], topic_partitions)
+    peers = {r["peer"] for r in http.get("/v1/test/requests") if r["api"] == "Heartbeat"}
+    changes = consumer.assignment_changes
+    assert http.post("/v1/test/reset")["reset_ms"] < 1000
+    assert http.call("GET", f"/v1/test/groups/{group}")[0] == 404
+    # kafka-python's metadata refresh may create the topic first (auto.create.topics.enable): 409 then
+    status, _ = http.call("POST", "/v1/test/topics", {"name": topic, "partitions": len(topic_partitions)})
+    assert status in (201, 409)
+    wait_until(lambda: _stable(http, group, 1), 45, "the group again, after the reset")
+    after = {r["peer"] for r in http.get("/v1/test/requests") if r["api"] in ("Heartbeat", "JoinGroup")}
+    assert peers & after, (peers, after)
+    wait_until(
+        lambda: consumer.assignment_changes > changes and {t for t, _ in consumer.assignment} == {topic},
+        30,
+        "an assignment from the new group",
+    )
