@@ -6,6 +6,7 @@ requests are raw Kafka wire calls through our codec (the stock clients are in te
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import subprocess
@@ -307,3 +308,16 @@ def test_postgresql_stopped_and_restarted_nodes_answer_retriable_errors_and_reco
         _commit_until_ok(cluster, group, "t", 7, 30)
         assert until(lambda: _fetch_owner(cluster, group), 20, "an owner answers") == 7
         assert all(node.alive() for node in cluster)
+
+
+def test_a_second_process_with_a_live_node_id_is_refused(tmp_path: Path, cluster_dsn: str) -> None:
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1], TTL_MS) as cluster:
+        twin = Node(tmp_path / "twin", 1, cluster_dsn, TTL_MS)
+        (tmp_path / "twin").mkdir()
+        cluster.append(twin)
+        with contextlib.suppress(AssertionError):  # it may exit before or after its "listening" line
+            twin.start(timeout=20)
+        assert twin.proc is not None and twin.proc.wait(20) == 1
+        assert twin.count("registered by another live node") == 1
+        assert cluster[0].alive() and owner_of(cluster[0], "g") == 1
