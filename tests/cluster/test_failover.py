@@ -189,6 +189,15 @@ def test_metadata_and_describe_cluster_list_the_live_nodes_and_a_joining_node_ta
         described = rpc(cluster[0].address, 60, 0, {"include_cluster_authorized_operations": False})
         assert sorted(b["broker_id"] for b in described["brokers"]) == [1, 2]
         assert described["controller_id"] == 1
+        # FindCoordinator at every shape: v0 (no key type), v4-6 batched, transaction keys; any node.
+        owners = {g: _settled(cluster, g) for g in groups[:4]}
+        v0 = rpc(cluster[1].address, 10, 0, {"key": groups[0]})
+        assert (v0["error_code"], v0["node_id"]) == (0, owners[groups[0]])
+        for version in (4, 6):
+            batch = rpc(cluster[0].address, 10, version, {"key_type": 0, "coordinator_keys": groups[:4]})
+            assert {c["key"]: c["node_id"] for c in batch["coordinators"]} == owners
+        txn = rpc(cluster[1].address, 10, 4, {"key_type": 1, "coordinator_keys": ["tx-a"]})["coordinators"][0]
+        assert txn["error_code"] == 0 and txn["node_id"] == preferred_owner(shard_of("tx-a"), [1, 2])
         with connect(cluster[0].address) as sock:
             assert create_topic(sock, "t", 1)["error_code"] == 0
         joiner = Node(tmp_path, 3, cluster_dsn, TTL_MS)
