@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHANNEL", "ClusterView", "Membership", "NodeInfo"]
+__all__ = ["CHANNEL", "ClusterView", "DuplicateNode", "Membership", "NodeInfo"]
 
 log = logging.getLogger("kcoord.cluster")
 
@@ -28,6 +30,8 @@ VALUES ($1, $2, $3, $4, $5::jsonb, now() + $6::integer * interval '1 millisecond
 ON CONFLICT (node_id) DO UPDATE
    SET host = excluded.host, port = excluded.port, rack = excluded.rack, endpoints = excluded.endpoints,
        expires_at = excluded.expires_at
+ WHERE kcoord_node.expires_at <= now() OR $7
+    OR (kcoord_node.host, kcoord_node.port) = (excluded.host, excluded.port)
 """
 _RENEW = """
 UPDATE kcoord_node SET expires_at = now() + $2::integer * interval '1 millisecond' WHERE node_id = $1
@@ -80,6 +84,10 @@ class ClusterView:
         return None if node_id is None else self.nodes.get(node_id)
 
 
+class DuplicateNode(OSError):
+    """Another live process registered this node id (an OSError: startup reports it and exits 1)."""
+
+
 class Membership:
     """This node's registration and the cached `ClusterView`, over an asyncpg pool."""
 
@@ -93,11 +101,26 @@ class Membership:
         self.node = node
         self.ttl_ms = ttl_ms
         self.view = ClusterView()
+        self._registered = False  # once registered, a re-registration (row deleted) is ours
 
-    async def register(self) -> None:
+    async def register(self, *, wait_s: float | None = None) -> None:
+        """Register this node. A live row of the same id at another endpoint is another process
+        (Kafka refuses a duplicate broker registration until the old session expires): wait up to
+        `wait_s` (default: the TTL and a second, so a restart after kill -9 gets in) for it to
+        expire, then raise `DuplicateNode`. The same endpoint is this node restarted: taken at once."""
         n = self.node
         endpoints = json.dumps({name: list(hp) for name, hp in n.endpoints.items()})
-        await self._pool.execute(_REGISTER, n.node_id, n.host, n.port, n.rack, endpoints, self.ttl_ms)
+        deadline = time.monotonic() + (self.ttl_ms / 1000 + 1 if wait_s is None else wait_s)
+        while True:
+            status = await self._pool.execute(
+                _REGISTER, n.node_id, n.host, n.port, n.rack, endpoints, self.ttl_ms, self._registered
+            )
+            if status == "INSERT 0 1":
+                break
+            if time.monotonic() >= deadline:
+                raise DuplicateNode(f"node id {n.node_id} is registered by another live node")
+            await asyncio.sleep(0.1)
+        self._registered = True
         await self.notify()
 
     async def renew(self) -> None:
@@ -106,6 +129,8 @@ class Membership:
             await self.register()
 
     async def leave(self) -> None:
+        if not self._registered:  # never ours (e.g. refused as a duplicate): leave the row alone
+            return
         await self._pool.execute(_LEAVE, self.node.node_id)
         await self.notify()
 

@@ -36,9 +36,14 @@ if importlib.util.find_spec("asyncpg") is None:
     importlib.invalidate_caches()
 if importlib.util.find_spec("asyncpg") is None and not REQUIRED:
     collect_ignore = [
+        "commit_worker.py",
+        "nodes.py",
         "test_cli.py",
+        "test_clients.py",
+        "test_failover.py",
         "test_fencing_race.py",
         "test_leases.py",
+        "test_node_parts.py",
         "test_schema.py",
         "test_shard_log.py",
     ]

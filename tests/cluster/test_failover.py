@@ -6,6 +6,7 @@ requests are raw Kafka wire calls through our codec (the stock clients are in te
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import subprocess
@@ -188,6 +189,15 @@ def test_metadata_and_describe_cluster_list_the_live_nodes_and_a_joining_node_ta
         described = rpc(cluster[0].address, 60, 0, {"include_cluster_authorized_operations": False})
         assert sorted(b["broker_id"] for b in described["brokers"]) == [1, 2]
         assert described["controller_id"] == 1
+        # FindCoordinator at every shape: v0 (no key type), v4-6 batched, transaction keys; any node.
+        owners = {g: _settled(cluster, g) for g in groups[:4]}
+        v0 = rpc(cluster[1].address, 10, 0, {"key": groups[0]})
+        assert (v0["error_code"], v0["node_id"]) == (0, owners[groups[0]])
+        for version in (4, 6):
+            batch = rpc(cluster[0].address, 10, version, {"key_type": 0, "coordinator_keys": groups[:4]})
+            assert {c["key"]: c["node_id"] for c in batch["coordinators"]} == owners
+        txn = rpc(cluster[1].address, 10, 4, {"key_type": 1, "coordinator_keys": ["tx-a"]})["coordinators"][0]
+        assert txn["error_code"] == 0 and txn["node_id"] == preferred_owner(shard_of("tx-a"), [1, 2])
         with connect(cluster[0].address) as sock:
             assert create_topic(sock, "t", 1)["error_code"] == 0
         joiner = Node(tmp_path, 3, cluster_dsn, TTL_MS)
@@ -307,3 +317,16 @@ def test_postgresql_stopped_and_restarted_nodes_answer_retriable_errors_and_reco
         _commit_until_ok(cluster, group, "t", 7, 30)
         assert until(lambda: _fetch_owner(cluster, group), 20, "an owner answers") == 7
         assert all(node.alive() for node in cluster)
+
+
+def test_a_second_process_with_a_live_node_id_is_refused(tmp_path: Path, cluster_dsn: str) -> None:
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1], TTL_MS) as cluster:
+        twin = Node(tmp_path / "twin", 1, cluster_dsn, TTL_MS)
+        (tmp_path / "twin").mkdir()
+        cluster.append(twin)
+        with contextlib.suppress(AssertionError):  # it may exit before or after its "listening" line
+            twin.start(timeout=20)
+        assert twin.proc is not None and twin.proc.wait(20) == 1
+        assert twin.count("registered by another live node") == 1
+        assert cluster[0].alive() and owner_of(cluster[0], "g") == 1

@@ -92,6 +92,19 @@ async def test_within_one_batch_the_newest_entry_of_a_key_wins(pool: Any) -> Non
     assert await rows(pool, 0) == [(0, b"b", b"2", 4)]
 
 
+async def test_an_append_commits_synchronously_even_where_the_session_says_off(pool: Any) -> None:
+    assert await ShardLeases(pool, 1, 60_000).acquire(0) == 1
+    sql = "SELECT kcoord_append(0, 1, $1::smallint[], $2::bytea[], $3::bytea[], $4::bigint[])"
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL synchronous_commit = off")
+        await conn.fetchval(sql, [0], [b"k"], [b"v"], [1])
+        assert await conn.fetchval("SHOW synchronous_commit") == "on"  # for this transaction's commit
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL synchronous_commit = remote_apply")
+        await conn.fetchval(sql, [0], [b"k"], [b"w"], [2])
+        assert await conn.fetchval("SHOW synchronous_commit") == "remote_apply"  # never weakened
+
+
 # -- ShardRecordLog ---------------------------------------------------------------------------------------
 async def test_records_are_stored_as_the_local_log_stores_them(pool: Any) -> None:
     group = group_in(3, NUM_SHARDS)
