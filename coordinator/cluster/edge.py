@@ -19,6 +19,7 @@ from typing import Any
 
 from kcoord.coordinator.cluster.membership import ClusterView
 from kcoord.coordinator.cluster.ownership import ShardState
+from kcoord.coordinator.cluster.produce_verify import produce_verified_remotely
 from kcoord.coordinator.cluster.shards import shard_of
 from kcoord.coordinator.cluster.txn_verify import verified_remotely
 from kcoord.coordinator.server.apis import find_coordinator
@@ -90,6 +91,8 @@ def route_handlers(
     FindCoordinator from the cluster's view."""
     if 28 in handlers:  # checked against the transaction's owner, then routed by group like the rest
         handlers[28] = verified_remotely(handlers[28], state_of, view, num_shards)
+    if 0 in handlers:  # transactional batches: verified with the transaction's owner (produce_verify.py)
+        handlers[0] = produce_verified_remotely(handlers[0], state_of, view, num_shards)
     for api_key in (*GROUP_APIS, *TXN_APIS, 24):
         plain = handlers.get(api_key)
         if plain is not None:

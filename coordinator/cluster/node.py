@@ -39,7 +39,7 @@ from kcoord.coordinator.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.coordinator.cluster.markers import RoutedTxnMarkers
 from kcoord.coordinator.cluster.membership import CHANNEL, Membership, NodeInfo
 from kcoord.coordinator.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
-from kcoord.coordinator.cluster.ownership import Ownership, ShardState
+from kcoord.coordinator.cluster.ownership import Ownership
 from kcoord.coordinator.cluster.partitions import ClusterPartitions
 from kcoord.coordinator.cluster.pg import CONNECT_ERRORS, connect, create_pool, redact
 from kcoord.coordinator.cluster.placement import PartitionPlacement
@@ -264,9 +264,6 @@ class ClusterApp(App):
         self.membership = Membership(self._pool, node, self.config.lease_ttl_ms)
         ctx.brokers = _Brokers(self.membership)
         ctx.leadership = ClusterLeadership(self._pool, self.placement)
-        ctx.coordinates = lambda tid: (
-            self.ownership.state(shard_of(tid, self.num_shards)) is ShardState.ACTIVE
-        )
         route_handlers(ctx.handlers, self.ownership.state, lambda: self.membership.view, self.num_shards)
         await self.membership.register()
         await self._listen_for_changes()

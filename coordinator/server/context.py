@@ -151,9 +151,6 @@ class ServerContext:
     credentials: ScramCredentials | None = None
     # Cluster mode (issue 27): the live nodes Metadata and DescribeCluster list; None = this node alone.
     brokers: Brokers | None = None
-    # Cluster mode: whether this node coordinates a transactional id (Produce verifies its partitions
-    # only there, see produce.py); None = every transactional id is coordinated here.
-    coordinates: Callable[[str], bool] | None = None
 
     def endpoint(self, meta: RequestMeta) -> HostPort:
         """The advertised endpoint of the listener this request arrived on."""

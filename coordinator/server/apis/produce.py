@@ -175,11 +175,7 @@ def _transactional(
         # KafkaApis.handleProduceRequest: transactional records need an authorized transactional id.
         _fail(entry, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "no transactional id", version)
         return
-    if not ctx.config.transaction_partition_verification_enable or (
-        ctx.coordinates is not None and not ctx.coordinates(transactional_id)
-    ):
-        # Cluster mode, a transactional id another node coordinates: not verified (Kafka asks that
-        # coordinator with AddPartitionsToTxn verify_only, AddPartitionsToTxnManager; docs/compat.md).
+    if not ctx.config.transaction_partition_verification_enable:
         pending.wait(plog.append(checked), entry)
         return
     header = checked.header
