@@ -144,10 +144,10 @@ class App:
         metrics.groups = manager.groups
         metrics.lags = lambda group_id: group_lags(manager, data, group_id, data.now_ms())
         metrics.log_bytes = lambda: (
-            sum(segment.size for segment in log_.segments),
-            sum(s.size for p in data.logs.partitions() for s in p.segments),
+            sum(segment.size for segment in log_.segments) if log_ is not None else 0,
+            sum(p.size for p in data.logs.partitions()),
         )
-        metrics.compactions = lambda: int(log_.compactions)
+        metrics.compactions = lambda: int(log_.compactions) if log_ is not None else 0
 
     async def _bind(self, loop: asyncio.AbstractEventLoop, state: State) -> None:
         # The context needs the advertised addresses, which depend on the bound ports (port 0 = any):
@@ -176,14 +176,15 @@ class App:
             advertised=endpoints[first],
             delayed=DelayedResponses(loop),
             served=served_versions(dict(SERVED_VERSIONS)),
-            leadership=SingleNodeLeadership(self.config.node_id),
             handlers=dict(HANDLERS),
             stats=None if self.metrics is None else self.metrics.requests,
             authorizer=None if state.acls is None else state.acls.authorizer,
             acls=state.acls,
             endpoints=endpoints,
             credentials=state.credentials,
+            leadership=SingleNodeLeadership(self.config.node_id),
         )
+        await self._context_built(self.ctx)
         for server, listener in zip(self.servers, listeners, strict=True):
             await server.start_serving()
             bound = self.bound_by_listener[listener.name]
@@ -197,6 +198,10 @@ class App:
                 listener.security_protocol,
             )
         self.security.watch_certificates(loop)
+
+    async def _context_built(self, ctx: ServerContext) -> None:
+        """Called once the context exists, before any listener accepts: cluster mode (a subclass
+        in coordinator/cluster/node.py) routes the coordinator APIs and registers the node here."""
 
     async def _listen(
         self, loop: asyncio.AbstractEventLoop, listener: Listener, setup: ListenerSetup
@@ -306,7 +311,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-async def _main(config: Config) -> int:
+async def _main(config: Config, app_factory: Callable[[Config], App]) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     interrupts = 0
@@ -324,7 +329,7 @@ async def _main(config: Config) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
     try:
-        app = App(config)
+        app = app_factory(config)
     except (OSError, ValueError) as exc:  # e.g. an unreadable PLAIN users file
         log.error("startup failed: %s", exc)
         return 1
@@ -355,8 +360,8 @@ def _fatal_storage_fault(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno == errno.EIO
 
 
-def run(config: Config) -> int:
-    """Run the server until SIGTERM/SIGINT; the exit code."""
+def run(config: Config, app_factory: Callable[[Config], App] | None = None) -> int:
+    """Run the server until SIGTERM/SIGINT; the exit code. `app_factory`: cluster mode's subclass."""
     raise_open_files_limit()
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        return runner.run(_main(config))
+        return runner.run(_main(config, App if app_factory is None else app_factory))

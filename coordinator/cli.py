@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kcoord.coordinator.config import (
     ENV_PREFIX,
+    Config,
     HostPort,
     add_serve_arguments,
     config_from_args,
@@ -128,7 +129,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kcoord.coordinator.logs import setup_logging
 
     setup_logging(config.log_level, config.log_format)
+    if config.cluster is not None:
+        return _serve_cluster(config)
     return run(config)
+
+
+def _serve_cluster(config: Config) -> int:
+    """`serve --cluster DSN`: loaded by name, so that no path without --cluster imports asyncpg."""
+    import importlib
+
+    try:
+        module = importlib.import_module("kcoord.coordinator.cluster.node")
+    except ImportError as exc:
+        print(f"kcoord serve --cluster: {exc} (pip install 'kcoord[cluster]')", file=sys.stderr)
+        return 1
+    code: int = module.serve(config)
+    return code
 
 
 def _client_command(name: str, argv: list[str]) -> int:

@@ -78,6 +78,10 @@ class Config:
     http_bearer_token: str | None = None
     data_dir: Path = Path("./data")  # log.dirs
     node_id: int = 0  # node.id / broker.id
+    # Cluster mode (issue 27): the PostgreSQL DSN holding the nodes' shared state; None = one node on
+    # the local log (the default, which never imports asyncpg). --lease-ttl-ms: shard and node leases.
+    cluster: str | None = None
+    lease_ttl_ms: int = 5000
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
@@ -313,6 +317,8 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     *SECURITY_OPTIONS,  # listeners, TLS and SASL (issue 25): coordinator/security/settings.py
     ("--data-dir", Path, "directory of the durable log (log.dirs), default ./data"),
     ("--node-id", _non_negative_int, "broker id returned in Metadata/FindCoordinator, default 0"),
+    ("--cluster", str, "cluster mode: postgresql://user@host:port/db (needs kcoord[cluster]); default off"),
+    ("--lease-ttl-ms", _positive_int, "cluster mode: shard and node lease time to live, default 5000"),
     ("--group-initial-rebalance-delay-ms", _non_negative_int, "default 3000"),
     ("--group-min-session-timeout-ms", _non_negative_int, "default 6000"),
     ("--group-max-session-timeout-ms", _non_negative_int, "default 1800000"),
@@ -377,6 +383,7 @@ _METAVARS: dict[object, str] = {
     parse_host_port: "HOST:PORT",
     Path: "DIR",
     _parse_bool: "true|false",
+    str: "DSN",
     parse_fsync: "always|interval[:MS]|never",
     parse_log_level: "LEVEL",
     parse_log_format: "text|json",

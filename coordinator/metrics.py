@@ -25,7 +25,7 @@ from kcoord.coordinator.groups.consumer.model import ConsumerGroupState
 from kcoord.coordinator.groups.group import Group
 from kcoord.coordinator.groups.manager import GroupSummary
 from kcoord.coordinator.groups.state import GroupState
-from kcoord.partition_log import PartitionLog
+from kcoord.partition_log.port import PartitionStore
 
 __all__ = [
     "ALWAYS_TIMED",
@@ -243,7 +243,7 @@ class Lag:
     seconds: float
 
 
-def partition_lag(log: PartitionLog | None, committed: int, now_ms: int) -> Lag | None:
+def partition_lag(log: PartitionStore | None, committed: int, now_ms: int) -> Lag | None:
     """Lag of a committed offset behind the partition's high watermark (what a consumer can read).
 
     Seconds: now minus the timestamp of the batch holding the first record not yet consumed (its max
@@ -255,18 +255,9 @@ def partition_lag(log: PartitionLog | None, committed: int, now_ms: int) -> Lag 
     position = max(committed, log.log_start_offset)
     if position >= end:
         return Lag(end, max(end - committed, 0), 0.0)
-    timestamp = _batch_timestamp(log, position)
+    timestamp = log.batch_max_timestamp(position)
     seconds = max(now_ms - timestamp, 0) / 1000 if timestamp >= 0 else 0.0
     return Lag(end, end - committed, seconds)
-
-
-def _batch_timestamp(log: PartitionLog, offset: int) -> int:
-    """The max timestamp of the batch holding `offset` (through the sealed segments' sparse index)."""
-    for segment in reversed(log.segments):
-        if segment.base_offset <= offset and not segment.empty:
-            batch = segment.find(offset)
-            return batch.max_timestamp if batch is not None else -1
-    return -1
 
 
 GroupLags = dict[tuple[str, int], tuple[int, Lag | None]]

@@ -21,14 +21,14 @@ from prometheus_client.registry import Collector
 
 from kcoord.coordinator.transactions import TransactionCoordinator, TransactionState
 from kcoord.coordinator.txn_views import LIVE_STATES
-from kcoord.partition_log import PartitionLog
+from kcoord.partition_log.port import PartitionStore
 
 __all__ = ["TransactionCollector", "lso_lags"]
 
 LsoLag = tuple[str, int, int]  # topic, partition, high watermark - last stable offset
 
 
-def lso_lags(logs: Iterable[PartitionLog]) -> list[LsoLag]:
+def lso_lags(logs: Iterable[PartitionStore]) -> list[LsoLag]:
     """Every transactional partition's LSO lag, largest first, then by topic and partition."""
     out = []
     for log in logs:
@@ -43,7 +43,7 @@ class TransactionCollector(Collector):
     def __init__(
         self,
         transactions: TransactionCoordinator,
-        partitions: Callable[[], Iterable[PartitionLog]],
+        partitions: Callable[[], Iterable[PartitionStore]],
         now_ms: Callable[[], int],
         max_partitions: int,
     ) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from kcoord.coordinator.transactions import ControlResult, TransactionCoordinator, TransactionState
 from kcoord.coordinator.transactions.metadata import TransactionMetadata
-from kcoord.partition_log import PartitionLogs
+from kcoord.partition_log.port import PartitionStores
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = [
@@ -96,7 +96,7 @@ def transaction_summary(tc: TransactionCoordinator, md: TransactionMetadata, now
 
 
 def transaction_detail(
-    tc: TransactionCoordinator, logs: PartitionLogs, md: TransactionMetadata, now_ms: int
+    tc: TransactionCoordinator, logs: PartitionStores, md: TransactionMetadata, now_ms: int
 ) -> dict[str, Any]:
     return {
         **transaction_summary(tc, md, now_ms),
@@ -104,7 +104,7 @@ def transaction_detail(
     }
 
 
-def _partition_log(logs: PartitionLogs, producer_id: int, topic: str, partition: int) -> dict[str, Any]:
+def _partition_log(logs: PartitionStores, producer_id: int, topic: str, partition: int) -> dict[str, Any]:
     """A partition of the transaction as its log stands; nulls for one without a log here (the
     `__consumer_offsets` partition AddOffsetsToTxn adds is the group coordinator's)."""
     log = logs.get(topic, partition)

@@ -9,6 +9,7 @@ from kcoord.partition_log.config import PartitionConfig
 from kcoord.partition_log.log import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, PartitionLog, ReadResult
 from kcoord.partition_log.logs import PartitionLogs
 from kcoord.partition_log.producers import ProducerStateRow
+from kcoord.partition_log.results import NotLeader
 from kcoord.partition_log.segment import CorruptSegment
 from kcoord.partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend
 
@@ -19,6 +20,7 @@ __all__ = [
     "AppendResult",
     "CorruptSegment",
     "DuplicateAppend",
+    "NotLeader",
     "PartitionConfig",
     "PartitionLog",
     "PartitionLogs",

@@ -25,8 +25,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import crc32c
-
 from kcoord.partition_log import timestamps
 from kcoord.partition_log.config import PartitionConfig
 from kcoord.partition_log.producers import CompletedTxn, ProducerEntry, ProducerStateRow, ProducerStates
@@ -34,14 +32,17 @@ from kcoord.partition_log.recovery import LOG_START_FILE, read_log_start, recove
 from kcoord.partition_log.results import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, ReadResult
 from kcoord.partition_log.segment import Segment, segment_name
 from kcoord.partition_log.snapshots import write_snapshot
+from kcoord.partition_log.stamp import stamp
 from kcoord.partition_log.txn_index import AbortedTxn, collect_aborted
-from kcoord.partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend, check_batch
-from kcoord.protocol.errors import ErrorCode
+from kcoord.partition_log.validation import (
+    AppendError,
+    DuplicateAppend,
+    ValidatedAppend,
+    check_append,
+    marker_append,
+)
 from kcoord.protocol.record_batch import (
-    CRC_START,
-    TIMESTAMP_TYPE_BIT,
     EndTransactionMarker,
-    end_txn_marker_batch,
     read_header,
 )
 from kcoord.storage.files import FileOps
@@ -110,15 +111,7 @@ class PartitionLog:
 
     # -- writing ---------------------------------------------------------------------------------------------
     def validate(self, records: bytes, now_ms: int) -> ValidatedAppend | DuplicateAppend | AppendError:
-        checked = check_batch(records, self.config, now_ms)
-        if isinstance(checked, AppendError):
-            return checked
-        error, duplicate_of = self.producers.check(checked.header)
-        if error is not ErrorCode.NONE:
-            return AppendError(error, f"{error.name} for producer {checked.header.producer_id}")
-        if duplicate_of >= 0:
-            return DuplicateAppend(duplicate_of)
-        return checked
+        return check_append(records, self.config, self.producers, now_ms)
 
     def append(self, validated: ValidatedAppend, now_ms: int | None = None) -> asyncio.Future[AppendResult]:
         return self._append(validated, now_ms, None)
@@ -134,13 +127,11 @@ class PartitionLog:
         """Write a COMMIT or ABORT control batch for the producer's transaction (Kafka's WriteTxnMarkers
         append, `ProducerAppendInfo.appendEndTxnMarker`). A producer without an open transaction still
         gets its marker (an empty transaction), which completes nothing."""
-        error = self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
-        if error is not ErrorCode.NONE:
-            return AppendError(error, f"{error.name} for the transaction marker of producer {producer_id}")
         now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        data = end_txn_marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
-        marker = EndTransactionMarker(commit, coordinator_epoch)
-        return self._append(ValidatedAppend(data, read_header(data)), now_ms, marker)
+        made = marker_append(self.producers, producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        if isinstance(made, AppendError):
+            return made
+        return self._append(made[0], now_ms, made[1])
 
     def _append(
         self, validated: ValidatedAppend, now_ms: int | None, marker: EndTransactionMarker | None
@@ -148,39 +139,14 @@ class PartitionLog:
         header = validated.header
         now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         base = self.log_end_offset
-        data = bytearray(validated.data)
-        data[0:8] = _OFFSET.pack(base)
-        data[12:16] = struct.pack(">i", 0)  # partitionLeaderEpoch: this node leads in epoch 0
-        max_timestamp, append_time = header.max_timestamp, -1
-        if self.config.message_timestamp_type == "LogAppendTime":
-            append_time = max_timestamp = now_ms
-            attributes = header.attributes | TIMESTAMP_TYPE_BIT
-            struct.pack_into(">h", data, CRC_START, attributes)
-            struct.pack_into(">q", data, 35, now_ms)  # maxTimestamp
-            struct.pack_into(">I", data, 17, crc32c.crc32c(bytes(data[CRC_START:])))
+        # partitionLeaderEpoch 0: this node leads every partition in epoch 0
+        data, max_timestamp, append_time = stamp(validated.data, header, base, self.config, now_ms)
         self.log_end_offset = base + header.last_offset_delta + 1
-        entry: ProducerEntry | None
-        completed: CompletedTxn | None = None
-        if marker is not None:
-            entry, completed = self.producers.marker_updated(
-                header.producer_id,
-                header.producer_epoch,
-                marker.commit,
-                marker.coordinator_epoch,
-                base,
-                max_timestamp,
-            )
-        else:
-            entry = self.producers.updated(header, base, max_timestamp)
-        producer = None
-        if entry is not None:
-            self.producers.pending[header.producer_id] = entry
-            producer = (header.producer_id, entry)
+        entry, completed = self.producers.stage(header, marker, base, max_timestamp)
+        producer = None if entry is None else (header.producer_id, entry)
         future: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
         last = self.log_end_offset - 1
-        pending = Pending(
-            self, bytes(data), base, last, max_timestamp, producer, future, completed, append_time
-        )
+        pending = Pending(self, data, base, last, max_timestamp, producer, future, completed, append_time)
         self._submit(pending)
         return future
 
@@ -323,6 +289,14 @@ class PartitionLog:
             if not segment.empty:
                 found = i
         return found
+
+    def batch_max_timestamp(self, offset: int) -> int:
+        """The max timestamp of the batch holding `offset` (through the sealed segments' sparse index)."""
+        for segment in reversed(self.segments):
+            if segment.base_offset <= offset and not segment.empty:
+                batch = segment.find(offset)
+                return batch.max_timestamp if batch is not None else -1
+        return -1
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         return timestamps.offset_for_timestamp(self.segments, self.log_start_offset, timestamp)

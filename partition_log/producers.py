@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from kcoord.partition_log.txn_index import AbortedTxn
 from kcoord.protocol.errors import ErrorCode
-from kcoord.protocol.record_batch import BatchHeader, read_end_txn_marker
+from kcoord.protocol.record_batch import BatchHeader, EndTransactionMarker, read_end_txn_marker
 
 __all__ = ["CompletedTxn", "ProducerEntry", "ProducerStateRow", "ProducerStates", "replay_batch"]
 
@@ -184,6 +184,37 @@ class ProducerStates:
             completed = CompletedTxn(producer_id, entry.current_txn_first_offset, offset, not commit)
         batches = entry.batches if entry.epoch == producer_epoch else ()  # maybeUpdateProducerEpoch
         return ProducerEntry(producer_epoch, batches, coordinator_epoch, timestamp, -1), completed
+
+    def stage(
+        self, header: BatchHeader, marker: EndTransactionMarker | None, base_offset: int, max_timestamp: int
+    ) -> tuple[ProducerEntry | None, CompletedTxn | None]:
+        """A batch (data, or the `marker`'s control batch) now placed at `base_offset`: its producer's
+        entry after it, recorded as pending, and the transaction it completes (`ProducerAppendInfo`
+        as `UnifiedLog.append` drives it). (None, None) for a batch without a producer id."""
+        completed: CompletedTxn | None = None
+        entry: ProducerEntry | None
+        if marker is not None:
+            entry, completed = self.marker_updated(
+                header.producer_id, header.producer_epoch, marker.commit, marker.coordinator_epoch,
+                base_offset, max_timestamp,
+            )  # fmt: skip
+        else:
+            entry = self.updated(header, base_offset, max_timestamp)
+        if entry is not None:
+            self.pending[header.producer_id] = entry
+        return entry, completed
+
+    def last_stable_at_append(self, completed: CompletedTxn) -> int:
+        """ProducerStateManager.lastStableOffset(completedTxn) when the marker is appended: the first
+        offset of another producer's transaction still open (durable or pending), else the marker's
+        offset + 1."""
+        current = {**self.durable, **self.pending}
+        others = [
+            e.current_txn_first_offset
+            for pid, e in current.items()
+            if pid != completed.producer_id and e.current_txn_first_offset >= 0
+        ]
+        return min(others) if others else completed.last_offset + 1
 
     # -- durability ------------------------------------------------------------------------------------------
     def make_durable(self, producer_id: int, entry: ProducerEntry, completed: CompletedTxn | None) -> int:

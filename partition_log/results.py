@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppendResult", "ReadResult"]
+__all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppendResult", "NotLeader", "ReadResult"]
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Fetch's and ListOffsets' isolation_level
 
@@ -25,3 +25,9 @@ class ReadResult:
     # READ_COMMITTED: (producer id, first offset) of the aborted transactions in the range read;
     # None for READ_UNCOMMITTED (Kafka answers null there).
     aborted_transactions: list[tuple[int, int]] | None = None
+
+
+class NotLeader(Exception):
+    """An append failed because this node no longer leads the partition (cluster mode: another node's
+    lease fenced it). Produce answers NOT_LEADER_OR_FOLLOWER, so the client refreshes its metadata
+    and follows the partition to its new leader (Kafka's NotLeaderOrFollowerException)."""

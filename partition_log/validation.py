@@ -20,17 +20,27 @@ import struct
 from dataclasses import dataclass
 
 from kcoord.partition_log.config import PartitionConfig
+from kcoord.partition_log.producers import ProducerStates
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import (
     BATCH_HEADER,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     BatchHeader,
+    EndTransactionMarker,
     batch_crc,
+    end_txn_marker_batch,
     read_header,
 )
 
-__all__ = ["AppendError", "DuplicateAppend", "ValidatedAppend", "check_batch"]
+__all__ = [
+    "AppendError",
+    "DuplicateAppend",
+    "ValidatedAppend",
+    "check_append",
+    "check_batch",
+    "marker_append",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,3 +134,37 @@ def _check_timestamps(
 
 def _invalid(message: str) -> AppendError:
     return AppendError(ErrorCode.INVALID_RECORD, message)
+
+
+def check_append(
+    records: bytes, config: PartitionConfig, producers: ProducerStates, now_ms: int
+) -> ValidatedAppend | DuplicateAppend | AppendError:
+    """A Produce batch for a partition: the batch checks, then its producer's (a duplicate of one of
+    its last five batches is answered with that batch's offset)."""
+    checked = check_batch(records, config, now_ms)
+    if isinstance(checked, AppendError):
+        return checked
+    error, duplicate_of = producers.check(checked.header)
+    if error is not ErrorCode.NONE:
+        return AppendError(error, f"{error.name} for producer {checked.header.producer_id}")
+    if duplicate_of >= 0:
+        return DuplicateAppend(duplicate_of)
+    return checked
+
+
+def marker_append(
+    producers: ProducerStates,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+    now_ms: int,
+) -> tuple[ValidatedAppend, EndTransactionMarker] | AppendError:
+    """The COMMIT or ABORT control batch of the producer's transaction, after Kafka's checks
+    (`ProducerAppendInfo.appendEndTxnMarker`); a producer without an open transaction still gets its
+    marker (an empty transaction)."""
+    error = producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+    if error is not ErrorCode.NONE:
+        return AppendError(error, f"{error.name} for the transaction marker of producer {producer_id}")
+    data = end_txn_marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+    return ValidatedAppend(data, read_header(data)), EndTransactionMarker(commit, coordinator_epoch)

@@ -1,7 +1,7 @@
 """`kcoord cluster init --cluster DSN [--num-shards 50] [--cluster-id ID]`: create or upgrade the
 cluster schema in PostgreSQL and store the cluster id and shard count once (idempotent).
 
-Room for `kcoord cluster status` (nodes, shard owners, epochs): a second subcommand here.
+`kcoord cluster status --cluster DSN`: the nodes, shard owners and epochs (status.py).
 Exit codes: 0 done; 1 the database cannot be reached or refuses (one line on stderr, the DSN's
 password hidden); 2 usage.
 """
@@ -15,8 +15,9 @@ import sys
 from collections.abc import Sequence
 
 from kcoord.coordinator.cluster.pg import CONNECT_ERRORS, connect, redact
-from kcoord.coordinator.cluster.schema import ClusterMismatch, SchemaTooNew, init_cluster
+from kcoord.coordinator.cluster.schema import ClusterMismatch, SchemaTooNew, init_cluster, schema_version
 from kcoord.coordinator.cluster.shards import DEFAULT_NUM_SHARDS
+from kcoord.coordinator.cluster.status import status_lines
 
 __all__ = ["main"]
 
@@ -47,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="the id to store (default: a new random one); refused if the database holds another",
     )
+    status = sub.add_parser("status", help="the nodes, shard owners and epochs")
+    status.add_argument("--cluster", metavar="DSN", default=os.environ.get(ENV_CLUSTER), help="as for init")
     return parser
 
 
@@ -55,6 +58,8 @@ def main(argv: Sequence[str]) -> int:
     args = parser.parse_args(list(argv))
     if not args.cluster:
         parser.error(f"--cluster DSN is required (or ${ENV_CLUSTER})")
+    if args.command == "status":
+        return asyncio.run(_status(args.cluster))
     if args.num_shards <= 0:
         parser.error(f"--num-shards must be positive, not {args.num_shards}")
     return asyncio.run(_init(args.cluster, args.num_shards, args.cluster_id))
@@ -82,11 +87,29 @@ async def _init(dsn: str, num_shards: int, cluster_id: str | None) -> int:
     return 0
 
 
+async def _status(dsn: str) -> int:
+    where = redact(dsn)
+    try:
+        conn = await connect(dsn)
+    except CONNECT_ERRORS as exc:
+        return _fail(f"cannot connect to {where}: {_reason(exc)}", "status")
+    try:
+        if await schema_version(conn) == 0:
+            return _fail(f"{where} has no kcoord schema: run `kcoord cluster init` first", "status")
+        for line in await status_lines(conn):
+            print(line)
+    except CONNECT_ERRORS as exc:
+        return _fail(f"{where}: {_reason(exc)}", "status")
+    finally:
+        await conn.close()
+    return 0
+
+
 def _reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())  # one line: PostgreSQL's messages may carry newlines
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _fail(message: str) -> int:
-    print(f"kcoord cluster init: {message}", file=sys.stderr)
+def _fail(message: str, command: str = "init") -> int:
+    print(f"kcoord cluster {command}: {message}", file=sys.stderr)
     return 1

@@ -22,9 +22,9 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-__all__ = ["LeaseClock", "ShardLeases"]
+__all__ = ["LeaseClock", "PartitionLeases", "ShardLeases"]
 
 _ACQUIRE = """
 UPDATE kcoord_shard_lease
@@ -81,13 +81,12 @@ class _Held:
     clock: LeaseClock
 
 
-class ShardLeases:
-    """The shard leases one node holds, in the `kcoord_shard_lease` table of `pool` (an asyncpg
-    pool or connection: anything with `fetchval`/`fetch`/`execute`).
+K = TypeVar("K", int, tuple[str, int])
 
-    `margin_ms` defaults to a tenth of the TTL; `monotonic` is the clock `LeaseClock` reads (tests
-    pass their own). Renew every `ttl_ms / 4` or so: a shard is lost after ttl without one.
-    """
+
+class _Leases(Generic[K]):
+    """The leases of one kind (shards, partitions) one node holds: the acquire / renew / release and
+    self-fence rules, whatever the key; subclasses give the table's statements."""
 
     def __init__(
         self,
@@ -106,21 +105,35 @@ class ShardLeases:
         self.margin_ms = ttl_ms // 10 if margin_ms is None else margin_ms
         LeaseClock(ttl_ms, self.margin_ms)  # validates the margin now, not at the first acquire
         self._monotonic = monotonic
-        self._held: dict[int, _Held] = {}
+        self._held: dict[K, _Held] = {}
 
-    async def acquire(self, shard: int) -> int | None:
-        """Take `shard` if it is free or its lease expired: the new epoch, else None."""
+    # -- the table's statements ------------------------------------------------------------------------
+    async def _take(self, key: K) -> Any:
+        raise NotImplementedError
+
+    async def _extend(self, held: dict[K, _Held]) -> set[K]:
+        raise NotImplementedError
+
+    async def _free(self, key: K, epoch: int) -> bool:
+        raise NotImplementedError
+
+    # -- the rules -------------------------------------------------------------------------------------
+    async def acquire(self, key: K) -> int | None:
+        """Take `key` if it is free or its lease expired: the new epoch, else None."""
         sent_at = self._monotonic()
-        epoch = await self._pool.fetchval(_ACQUIRE, shard, self.node_id, self.ttl_ms)
+        epoch = await self._take(key)
         if epoch is None:
             return None
-        clock = LeaseClock(self.ttl_ms, self.margin_ms)
-        clock.renewed(sent_at)
-        self._held[shard] = _Held(int(epoch), clock)
+        self._hold(key, int(epoch), sent_at)
         return int(epoch)
 
-    async def renew(self) -> set[int]:
-        """Extend every held lease in one statement. Returns the shards LOST (taken over, or
+    def _hold(self, key: K, epoch: int, sent_at: float) -> None:
+        clock = LeaseClock(self.ttl_ms, self.margin_ms)
+        clock.renewed(sent_at)
+        self._held[key] = _Held(epoch, clock)
+
+    async def renew(self) -> set[K]:
+        """Extend every held lease in one statement. Returns the keys LOST (taken over, or
         released by someone else): they are forgotten here and must be unloaded at once. A database
         error propagates and renews nothing: the clocks run out on their own. A lease whose clock ran
         out but which nobody took (same epoch) is renewed and valid again: no one else wrote the
@@ -128,42 +141,138 @@ class ShardLeases:
         if not self._held:
             return set()
         held = dict(self._held)
-        shards = list(held)
         sent_at = self._monotonic()
+        renewed = await self._extend(held)
+        for key in renewed:
+            held[key].clock.renewed(sent_at)
+        lost = set(held) - renewed
+        for key in lost:
+            if self._held.get(key) is held[key]:  # not re-acquired meanwhile
+                del self._held[key]
+        return lost
+
+    async def release(self, key: K) -> bool:
+        """Give `key` up (graceful handover): True if it was still ours at our epoch. Stop its
+        writer first; the next owner can take it at once, without waiting for the TTL."""
+        entry = self._held.pop(key, None)
+        if entry is None:
+            return False
+        return await self._free(key, entry.epoch)
+
+    def forget(self, key: K) -> None:
+        """Stop renewing `key` without touching its row (it was found taken over)."""
+        self._held.pop(key, None)
+
+    def epoch(self, key: K) -> int | None:
+        entry = self._held.get(key)
+        return None if entry is None else entry.epoch
+
+    def held(self) -> dict[K, int]:
+        """key -> epoch of every lease this node believes it holds."""
+        return {key: entry.epoch for key, entry in self._held.items()}
+
+    def clock(self, key: K) -> LeaseClock | None:
+        entry = self._held.get(key)
+        return None if entry is None else entry.clock
+
+    def valid(self, key: K, now: float | None = None) -> bool:
+        """The self-fence: may this node answer for `key` from memory now?"""
+        entry = self._held.get(key)
+        return entry is not None and entry.clock.valid(self._monotonic() if now is None else now)
+
+
+class ShardLeases(_Leases[int]):
+    """The shard leases one node holds, in the `kcoord_shard_lease` table of `pool` (an asyncpg
+    pool or connection: anything with `fetchval`/`fetch`/`execute`).
+
+    `margin_ms` defaults to a tenth of the TTL; `monotonic` is the clock `LeaseClock` reads (tests
+    pass their own). Renew every `ttl_ms / 4` or so: a shard is lost after ttl without one.
+    """
+
+    async def _take(self, key: int) -> Any:
+        return await self._pool.fetchval(_ACQUIRE, key, self.node_id, self.ttl_ms)
+
+    async def _extend(self, held: dict[int, _Held]) -> set[int]:
+        shards = list(held)
         rows = await self._pool.fetch(
             _RENEW, self.node_id, shards, [held[s].epoch for s in shards], self.ttl_ms
         )
-        renewed = {int(row["shard"]) for row in rows}
-        for shard in renewed:
-            held[shard].clock.renewed(sent_at)
-        lost = set(shards) - renewed
-        for shard in lost:
-            if self._held.get(shard) is held[shard]:  # not re-acquired meanwhile
-                del self._held[shard]
-        return lost
+        return {int(row["shard"]) for row in rows}
 
-    async def release(self, shard: int) -> bool:
-        """Give `shard` up (graceful handover): True if it was still ours at our epoch. Stop its
-        writer first; the next owner can take it at once, without waiting for the TTL."""
-        entry = self._held.pop(shard, None)
-        if entry is None:
-            return False
-        status = await self._pool.execute(_RELEASE, shard, self.node_id, entry.epoch)
+    async def _free(self, key: int, epoch: int) -> bool:
+        status = await self._pool.execute(_RELEASE, key, self.node_id, epoch)
         return bool(status == "UPDATE 1")
 
-    def epoch(self, shard: int) -> int | None:
-        entry = self._held.get(shard)
-        return None if entry is None else entry.epoch
 
-    def held(self) -> dict[int, int]:
-        """shard -> epoch of every lease this node believes it holds."""
-        return {shard: entry.epoch for shard, entry in self._held.items()}
+# A partition's row is made by its first acquire (topics come and go; shards are fixed at init).
+_PARTITION_ACQUIRE = """
+INSERT INTO kcoord_partition_lease AS lease (topic, partition, leader, epoch, expires_at)
+VALUES ($1, $2, $3, 1, now() + $4::integer * interval '1 millisecond')
+ON CONFLICT (topic, partition) DO UPDATE
+   SET leader = excluded.leader, epoch = lease.epoch + 1, expires_at = excluded.expires_at
+ WHERE lease.leader IS NULL OR lease.expires_at < now()
+RETURNING epoch
+"""
 
-    def clock(self, shard: int) -> LeaseClock | None:
-        entry = self._held.get(shard)
-        return None if entry is None else entry.clock
+_PARTITION_RENEW = """
+UPDATE kcoord_partition_lease AS lease
+   SET expires_at = now() + $5::integer * interval '1 millisecond'
+  FROM unnest($2::text[], $3::integer[], $4::bigint[]) AS held(topic, partition, epoch)
+ WHERE lease.topic = held.topic AND lease.partition = held.partition AND lease.epoch = held.epoch
+   AND lease.leader = $1
+RETURNING lease.topic, lease.partition
+"""
 
-    def valid(self, shard: int, now: float | None = None) -> bool:
-        """The self-fence: may this node answer for `shard` from memory now?"""
-        entry = self._held.get(shard)
-        return entry is not None and entry.clock.valid(self._monotonic() if now is None else now)
+_PARTITION_RELEASE = """
+UPDATE kcoord_partition_lease SET leader = NULL, expires_at = '-infinity'
+ WHERE topic = $1 AND partition = $2 AND leader = $3 AND epoch = $4
+"""
+
+# The leader bumps its own epoch: whatever it still has in flight at the old one is fenced, so it
+# can reload the partition from the table and trust what it reads (after an unknown outcome).
+_PARTITION_REFENCE = """
+UPDATE kcoord_partition_lease
+   SET epoch = epoch + 1, expires_at = now() + $5::integer * interval '1 millisecond'
+ WHERE topic = $1 AND partition = $2 AND leader = $3 AND epoch = $4
+RETURNING epoch
+"""
+
+
+class PartitionLeases(_Leases[tuple[str, int]]):
+    """The partition leader leases one node holds (`kcoord_partition_lease`, migration 3): the same
+    rules as `ShardLeases`, keyed by (topic, partition). The epoch is what `kcoord_partition_append`
+    checks; Kafka's equivalent is the partition leader epoch the controller hands out."""
+
+    async def _take(self, key: tuple[str, int]) -> Any:
+        return await self._pool.fetchval(_PARTITION_ACQUIRE, key[0], key[1], self.node_id, self.ttl_ms)
+
+    async def _extend(self, held: dict[tuple[str, int], _Held]) -> set[tuple[str, int]]:
+        keys = list(held)
+        rows = await self._pool.fetch(
+            _PARTITION_RENEW,
+            self.node_id,
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+            [held[k].epoch for k in keys],
+            self.ttl_ms,
+        )
+        return {(str(row["topic"]), int(row["partition"])) for row in rows}
+
+    async def _free(self, key: tuple[str, int], epoch: int) -> bool:
+        status = await self._pool.execute(_PARTITION_RELEASE, key[0], key[1], self.node_id, epoch)
+        return bool(status == "UPDATE 1")
+
+    async def refence(self, key: tuple[str, int]) -> int | None:
+        """Bump our own epoch of a held partition: the new epoch, None if it is no longer ours."""
+        entry = self._held.get(key)
+        if entry is None:
+            return None
+        sent_at = self._monotonic()
+        epoch = await self._pool.fetchval(
+            _PARTITION_REFENCE, key[0], key[1], self.node_id, entry.epoch, self.ttl_ms
+        )
+        if epoch is None:
+            self._held.pop(key, None)
+            return None
+        self._hold(key, int(epoch), sent_at)
+        return int(epoch)

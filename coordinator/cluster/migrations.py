@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FENCED_SQLSTATE", "MIGRATIONS", "Migration"]
+__all__ = ["FENCED_SQLSTATE", "MIGRATIONS", "OFFSET_MISMATCH_SQLSTATE", "Migration"]
 
 FENCED_SQLSTATE = "KC001"
 """Raised by `kcoord_append` when the caller's lease epoch is not the shard's current one. Class
 "KC" is implementation-defined (the SQL standard keeps 0-4 and A-H) and unused by PostgreSQL."""
+
+
+OFFSET_MISMATCH_SQLSTATE = "KC002"
+"""Raised by `kcoord_partition_append` when the batch does not start at the partition's stored log
+end offset: the leader's memory no longer matches the table (an earlier call's outcome was unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,186 @@ END
 $fn$;
 """
 
+# Migration 2 (node wiring, K3): cluster-wide records and producer id blocks.
+# * kcoord_metadata: the records no shard holds (`shard_log.shard_key` None: topics, producer id
+#   blocks, ACLs, SCRAM credentials), newest value per (type, key). A tombstone stays as a row with a
+#   NULL value, so a node following the table by `seq` sees deletions too. Every write bumps `seq`
+#   from one sequence and notifies channel `kcoord_metadata`; nodes replay the table at start and
+#   then read `seq > last seen` on a notification or every poll (bounded staleness).
+# * kcoord_producer_id_block: producer ids in blocks of 1,000 (Kafka's ProducerIdsBlock); nextval is
+#   never handed out twice, across nodes and crashes, so two nodes never give out the same id.
+# * kcoord_node.endpoints: each node's advertised endpoint per listener name, {"NAME": [host, port]}.
+_METADATA = """
+CREATE SEQUENCE kcoord_metadata_seq;
+CREATE TABLE kcoord_metadata (
+    type smallint NOT NULL,
+    key bytea NOT NULL,
+    value bytea,
+    seq bigint NOT NULL DEFAULT nextval('kcoord_metadata_seq'),
+    PRIMARY KEY (type, key)
+);
+CREATE INDEX kcoord_metadata_by_seq ON kcoord_metadata (seq);
+CREATE SEQUENCE kcoord_producer_id_block START WITH 0 MINVALUE 0;
+ALTER TABLE kcoord_node ADD COLUMN endpoints jsonb NOT NULL DEFAULT '{}';
+
+CREATE FUNCTION kcoord_metadata_put(p_types smallint[], p_keys bytea[], p_values bytea[])
+RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_seq bigint;
+BEGIN
+    IF current_setting('synchronous_commit') = 'off' THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    -- One row per (type, key), the batch's newest entry winning, each with a fresh seq in batch order.
+    INSERT INTO kcoord_metadata AS m (type, key, value, seq)
+    SELECT b.type, b.key, b.value, nextval('kcoord_metadata_seq')
+      FROM (SELECT DISTINCT ON (u.type, u.key) u.type, u.key, u.value, u.ord
+              FROM unnest(p_types, p_keys, p_values) WITH ORDINALITY AS u(type, key, value, ord)
+             ORDER BY u.type, u.key, u.ord DESC) AS b
+     ORDER BY b.ord
+    ON CONFLICT (type, key) DO UPDATE SET value = excluded.value, seq = excluded.seq;
+    SELECT max(seq) INTO v_seq FROM kcoord_metadata;
+    PERFORM pg_notify('kcoord_metadata', v_seq::text);
+    RETURN v_seq;
+END
+$fn$;
+"""
+
+# Migration 3 (issue 27, partitions in PostgreSQL). A partition's lease row is made by its first
+# acquire; it carries the log start and end offsets, so the fence, the offset continuity check and
+# the data share one row lock. A batch row is a whole Kafka record batch as the local log stores it
+# (offsets assigned); producer rows are the durable ProducerStateEntry after the newest batch (the
+# last five batches packed as >iiqq: first/last sequence, first/last offset); aborted rows are
+# Kafka's .txnindex entries (TransactionIndex: producer, first, last = the marker's, last stable).
+_PARTITIONS = """
+CREATE TABLE kcoord_partition_lease (
+    topic text NOT NULL,
+    partition integer NOT NULL CHECK (partition >= 0),
+    leader integer,
+    epoch bigint NOT NULL DEFAULT 0,
+    expires_at timestamptz NOT NULL DEFAULT '-infinity',
+    replicas integer[],
+    log_start_offset bigint NOT NULL DEFAULT 0,
+    log_end_offset bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (topic, partition)
+);
+
+CREATE TABLE kcoord_partition_batch (
+    topic text NOT NULL,
+    partition integer NOT NULL,
+    base_offset bigint NOT NULL,
+    last_offset bigint NOT NULL,
+    max_timestamp bigint NOT NULL,
+    producer_id bigint NOT NULL,
+    producer_epoch smallint NOT NULL,
+    base_sequence integer NOT NULL,
+    batch bytea NOT NULL,
+    PRIMARY KEY (topic, partition, base_offset)
+);
+
+CREATE TABLE kcoord_partition_producer (
+    topic text NOT NULL,
+    partition integer NOT NULL,
+    producer_id bigint NOT NULL,
+    producer_epoch smallint NOT NULL,
+    coordinator_epoch integer NOT NULL,
+    last_timestamp bigint NOT NULL,
+    txn_first_offset bigint NOT NULL,
+    batches bytea NOT NULL,
+    PRIMARY KEY (topic, partition, producer_id)
+);
+
+CREATE TABLE kcoord_partition_aborted (
+    topic text NOT NULL,
+    partition integer NOT NULL,
+    producer_id bigint NOT NULL,
+    first_offset bigint NOT NULL,
+    last_offset bigint NOT NULL,
+    last_stable_offset bigint NOT NULL,
+    PRIMARY KEY (topic, partition, last_offset)
+);
+"""
+
+# The same fence as kcoord_append (see there): the guarded UPDATE of the lease row, at the caller's
+# epoch AND at the log end offset the batches start from; no row matched raises and nothing stays.
+# The continuity check means no offset is ever handed out twice, even by a leader whose earlier call
+# is still running after its connection broke.
+_PARTITION_APPEND = f"""
+CREATE FUNCTION kcoord_partition_append(
+    p_topic text, p_partition integer, p_epoch bigint, p_start bigint, p_end bigint,
+    b_base bigint[], b_last bigint[], b_max_ts bigint[], b_pid bigint[], b_pepoch smallint[],
+    b_seq integer[], b_data bytea[],
+    s_pid bigint[], s_epoch smallint[], s_coord integer[], s_ts bigint[], s_txn bigint[], s_batches bytea[],
+    a_pid bigint[], a_first bigint[], a_last bigint[], a_lso bigint[]
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_epoch bigint;
+    v_end bigint;
+BEGIN
+    UPDATE kcoord_partition_lease SET log_end_offset = p_end
+     WHERE topic = p_topic AND partition = p_partition AND epoch = p_epoch AND log_end_offset = p_start;
+    IF NOT FOUND THEN
+        SELECT epoch, log_end_offset INTO v_epoch, v_end
+          FROM kcoord_partition_lease WHERE topic = p_topic AND partition = p_partition;
+        IF v_epoch IS DISTINCT FROM p_epoch THEN
+            RAISE EXCEPTION 'kcoord: partition %-% is not led at epoch %', p_topic, p_partition, p_epoch
+                USING ERRCODE = '{FENCED_SQLSTATE}', HINT = 'another node leads the partition';
+        END IF;
+        RAISE EXCEPTION 'kcoord: partition %-% ends at %, not %', p_topic, p_partition, v_end, p_start
+            USING ERRCODE = '{OFFSET_MISMATCH_SQLSTATE}';
+    END IF;
+    IF current_setting('synchronous_commit') = 'off' THEN
+        PERFORM set_config('synchronous_commit', 'on', true);
+    END IF;
+    INSERT INTO kcoord_partition_batch
+        (topic, partition, base_offset, last_offset, max_timestamp, producer_id, producer_epoch,
+         base_sequence, batch)
+    SELECT p_topic, p_partition, b.*
+      FROM unnest(b_base, b_last, b_max_ts, b_pid, b_pepoch, b_seq, b_data) AS b;
+    INSERT INTO kcoord_partition_producer AS p
+        (topic, partition, producer_id, producer_epoch, coordinator_epoch, last_timestamp,
+         txn_first_offset, batches)
+    SELECT p_topic, p_partition, s.* FROM unnest(s_pid, s_epoch, s_coord, s_ts, s_txn, s_batches) AS s
+    ON CONFLICT (topic, partition, producer_id) DO UPDATE
+       SET producer_epoch = excluded.producer_epoch, coordinator_epoch = excluded.coordinator_epoch,
+           last_timestamp = excluded.last_timestamp, txn_first_offset = excluded.txn_first_offset,
+           batches = excluded.batches;
+    INSERT INTO kcoord_partition_aborted
+        (topic, partition, producer_id, first_offset, last_offset, last_stable_offset)
+    SELECT p_topic, p_partition, a.* FROM unnest(a_pid, a_first, a_last, a_lso) AS a;
+    RETURN p_end;
+END
+$fn$;
+
+-- DeleteRecords and retention: a new log start, fenced like an append; whole batches below it go,
+-- with the aborted transactions that ended below it (Kafka deletes a segment with its .txnindex).
+CREATE FUNCTION kcoord_partition_trim(
+    p_topic text, p_partition integer, p_epoch bigint, p_start bigint
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_start bigint;
+BEGIN
+    UPDATE kcoord_partition_lease
+       SET log_start_offset = GREATEST(log_start_offset, LEAST(p_start, log_end_offset))
+     WHERE topic = p_topic AND partition = p_partition AND epoch = p_epoch
+    RETURNING log_start_offset INTO v_start;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'kcoord: partition %-% is not led at epoch %', p_topic, p_partition, p_epoch
+            USING ERRCODE = '{FENCED_SQLSTATE}', HINT = 'another node leads the partition';
+    END IF;
+    DELETE FROM kcoord_partition_batch
+     WHERE topic = p_topic AND partition = p_partition AND last_offset < v_start;
+    DELETE FROM kcoord_partition_aborted
+     WHERE topic = p_topic AND partition = p_partition AND last_offset < v_start;
+    RETURN v_start;
+END
+$fn$;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "cluster, nodes, shard leases, records, kcoord_append", _TABLES + _APPEND),
+    Migration(2, "cluster-wide metadata, producer id blocks, node endpoints", _METADATA),
+    Migration(
+        3, "partition leases, batches, producers, aborted transactions", _PARTITIONS + _PARTITION_APPEND
+    ),
 )

@@ -85,9 +85,12 @@ async def migrate(conn: Any) -> list[int]:
             raise SchemaTooNew(
                 f"the database's schema is version {current}; this kcoord knows {SCHEMA_VERSION}"
             )
+        # Every migration not recorded, not only those above the newest: branches add migrations
+        # with reserved numbers (2: metadata, 3: partitions), and a database may have run 3 first.
+        done = {int(r[0]) for r in await conn.fetch("SELECT version FROM kcoord_schema_version")}
         applied = []
         for migration in MIGRATIONS:
-            if migration.version <= current:
+            if migration.version in done:
                 continue
             await conn.execute(migration.sql)
             await conn.execute(

@@ -17,7 +17,7 @@ from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
 from kcoord.coordinator.topics import TopicRegistry
 from kcoord.coordinator.topics.data import TopicData
-from kcoord.partition_log.log import PartitionLog
+from kcoord.partition_log.port import PartitionStore
 from kcoord.protocol.record_batch import iter_records, read_end_txn_marker, read_header
 
 __all__ = ["committed_view", "group_view", "records_view"]
@@ -37,7 +37,7 @@ def records_view(topics: TopicRegistry, data: TopicData, topic: str) -> list[dic
     return out
 
 
-def _batches(plog: PartitionLog) -> list[bytes]:
+def _batches(plog: PartitionStore) -> list[bytes]:
     batches, offset = [], plog.log_start_offset
     while offset < plog.high_watermark:
         read = plog.read(offset, READ_BYTES)
@@ -53,7 +53,7 @@ def _batches(plog: PartitionLog) -> list[bytes]:
     return batches
 
 
-def _partition_records(plog: PartitionLog, partition: int) -> list[dict[str, Any]]:
+def _partition_records(plog: PartitionStore, partition: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     open_txns: dict[int, list[dict[str, Any]]] = {}  # producer id -> its records since its last marker
     start = plog.log_start_offset

@@ -173,6 +173,31 @@ class GroupManager:
         self._retention.schedule()
         log.info("groups loaded: groups=%d offsets=%d", len(rt.groups), rt.offsets.count())
 
+    # -- cluster mode: shards of groups moving between nodes ----------------------------------------
+    def shard_loaded(self, belongs: Callable[[str], bool]) -> None:
+        """`on_loaded` for the groups `belongs` names, just replayed through `apply` while the
+        manager serves others (cluster mode: a shard taken over; Kafka's scheduleLoadOperation)."""
+        rt = self._rt
+        for group_id in rt.offsets.group_ids():
+            if belongs(group_id) and group_id not in rt.groups and group_id not in rt.consumer_groups:
+                rt.groups[group_id] = Group(group_id, None)
+        for group in [g for g in rt.groups.values() if belongs(g.group_id)]:
+            for member in group.members.values():
+                self._rb.schedule_session(group, member.member_id, member.session_timeout_ms)
+        self.consumer.loaded(belongs)
+
+    def unload(self, gone: Callable[[str], bool]) -> None:
+        """Forget the groups `gone` names: their timers stop, parked JoinGroup / SyncGroup answer
+        NOT_COORDINATOR, their offsets leave memory (cluster mode: the shard moved to another
+        node; Kafka's onResignation -> GroupMetadataManager.onUnloaded). Nothing is written."""
+        rt = self._rt
+        for group_id in [g for g in rt.groups if gone(g)]:
+            group = rt.groups.pop(group_id)
+            self._rb.cancel_group_timers(group)
+            self._rb.fail_parked(group, ErrorCode.NOT_COORDINATOR)
+        self.consumer.unload(gone)
+        rt.offsets.unload(gone)
+
     def shutdown(self) -> None:
         """Cancel every timer; answer parked JoinGroup/SyncGroup with NOT_COORDINATOR (retriable,
         the client rediscovers the coordinator). Later requests get COORDINATOR_NOT_AVAILABLE."""

@@ -54,6 +54,16 @@ class OffsetStore:
         if not offsets:
             del self._offsets[group_id]
 
+    def unload(self, gone: Callable[[str], bool]) -> None:
+        """Cluster mode: forget the committed and pending offsets of the groups `gone` names."""
+        for group_id in [g for g in self._offsets if gone(g)]:
+            del self._offsets[group_id]
+        for group_id in [g for g in self._pending if gone(g)]:
+            del self._pending[group_id]
+        for group_id in [g for g in self._latest_write if gone(g)]:
+            del self._latest_write[group_id]
+        self.txn.unload(gone)
+
     def put_pending(self, record: TxnOffsetCommitRecord) -> None:
         """A pending transactional offset, later than the offset committed now."""
         self.txn.put(record, self.get(record.group_id, record.topic, record.partition))

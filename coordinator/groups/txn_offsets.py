@@ -100,6 +100,25 @@ class PendingTxnOffsets:
             if values is not None and values.pop(key, None) is not None and not values:
                 del self._values[pid]
 
+    def unload(self, gone: Callable[[str], bool]) -> None:
+        """Cluster mode: forget every pending offset of the groups `gone` names (their shard moved)."""
+        for pid in list(self._values):
+            values = self._values[pid]
+            for key in [k for k in values if gone(k[0])]:
+                del values[key]
+            if not values:
+                del self._values[pid]
+        for pid in list(self._written):
+            written = self._written[pid]
+            written.difference_update([k for k in written if gone(k[0])])
+            if not written:
+                del self._written[pid]
+                self._epochs.pop(pid, None)
+        for group_id in [g for g in self._open if gone(g)]:
+            del self._open[group_id]
+        for group_id in [g for g in self._in_flight if gone(g)]:
+            del self._in_flight[group_id]
+
     def _close(self, group_id: str, pid: int) -> None:
         producers = self._open.get(group_id)
         if producers is not None:

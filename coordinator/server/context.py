@@ -6,7 +6,7 @@ import asyncio
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kcoord.coordinator.config import Config, HostPort
 from kcoord.coordinator.groups.manager import GroupManager
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kcoord.coordinator.security.authorizer import StandardAuthorizer
     from kcoord.coordinator.server.markers import TxnMarkers
 
-__all__ = ["DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
+__all__ = ["Brokers", "DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
 
 # Decoded request bodies: Kafka JSON field names -> values whose types the schema fixes.
 Request = dict[str, Any]
@@ -100,6 +100,17 @@ class DelayedResponses:
         return len(self._waiting)
 
 
+class Brokers(Protocol):
+    """The live brokers of a cluster (cluster mode's membership; None on a single node, which is
+    the only broker and the controller)."""
+
+    def brokers(self, listener: str) -> list[tuple[int, str, int, str | None]]:
+        """(node id, host, port, rack) of every live node, as listener `listener` advertises it."""
+        ...
+
+    def controller_id(self) -> int: ...
+
+
 @dataclass(slots=True)
 class ServerContext:
     """Shared by every connection; built by `coordinator.app` once recovery has finished."""
@@ -138,6 +149,8 @@ class ServerContext:
     endpoints: dict[str, HostPort] = field(default_factory=dict)
     # SCRAM credentials (coordinator log record type 9); None only in tests that build a bare context.
     credentials: ScramCredentials | None = None
+    # Cluster mode (issue 27): the live nodes Metadata and DescribeCluster list; None = this node alone.
+    brokers: Brokers | None = None
 
     def endpoint(self, meta: RequestMeta) -> HostPort:
         """The advertised endpoint of the listener this request arrived on."""

@@ -86,7 +86,7 @@ class TxnMarkers:
     ) -> None:
         plog = self._data.log(*partition)
         if plog is None:
-            settle(partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            settle(partition, self._data.missing(*partition))  # led elsewhere: retried
             return
         appended = plog.append_marker(producer_id, producer_epoch, commit, coordinator_epoch)
         if isinstance(appended, AppendError):

@@ -17,7 +17,9 @@ from collections.abc import Iterable
 
 from kcoord.coordinator.topics.configs import partition_config
 from kcoord.coordinator.topics.registry import TopicRegistry
-from kcoord.partition_log import PartitionConfig, PartitionLog, PartitionLogs
+from kcoord.partition_log import PartitionConfig
+from kcoord.partition_log.port import PartitionStore, PartitionStores
+from kcoord.protocol.errors import ErrorCode
 from kcoord.storage.faults import StorageFault
 
 __all__ = ["RETENTION_CHECK_INTERVAL_MS", "TopicData"]
@@ -30,7 +32,7 @@ RETENTION_CHECK_INTERVAL_MS = 300_000  # log.retention.check.interval.ms
 class TopicData:
     """Partition logs of the registry's topics."""
 
-    def __init__(self, registry: TopicRegistry, logs: PartitionLogs) -> None:
+    def __init__(self, registry: TopicRegistry, logs: PartitionStores) -> None:
         self._registry = registry
         self.logs = logs
         self._retention: asyncio.TimerHandle | None = None
@@ -58,14 +60,24 @@ class TopicData:
             if partition.topic == topic:
                 partition.config = config
 
-    def log(self, topic: str, partition: int) -> PartitionLog | None:
-        """The partition's log, None if the registry has no such partition."""
+    def log(self, topic: str, partition: int) -> PartitionStore | None:
+        """The partition's log; None if the registry has no such partition or this node does not lead it
+        (`missing` says which)."""
         existing = self.logs.get(topic, partition)
         if existing is not None:
             return existing if self._registry.has_partition(topic, partition) else None
         if not self._registry.has_partition(topic, partition) or self._registry.is_pending(topic):
             return None
         return self.logs.ensure(topic, partition, self.partition_config(topic))
+
+    def missing(self, topic: str, partition: int) -> ErrorCode:
+        """Why `log` answered None: the partition does not exist (or its topic is still being
+        created), or it exists and another node leads it (cluster mode), which Kafka answers
+        NOT_LEADER_OR_FOLLOWER so the client refreshes its metadata and follows the leader
+        (ReplicaManager.getPartitionOrException: known in the metadata but not online here)."""
+        if not self._registry.has_partition(topic, partition) or self._registry.is_pending(topic):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     def read_failed(self, fault: StorageFault) -> None:
         """A read of a partition log failed; the caller answers KAFKA_STORAGE_ERROR for it. EIO is

@@ -9,7 +9,7 @@ request sees the transition in flight (CONCURRENT_TRANSACTIONS) at once.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from kcoord.coordinator.runtime import KeyedTimers, Phase
 from kcoord.coordinator.runtime.time import Clock
@@ -203,6 +203,19 @@ class TransactionCoordinator:
     def check_now(self) -> None:
         """The timed-out transaction and transactional-id expiry checks, once now (test controls)."""
         self._maintenance.check_now()
+
+    # -- cluster mode: shards of transactional ids moving between nodes ---------------------------
+    def shard_loaded(self, belongs: Callable[[str], bool]) -> None:
+        """The ids `belongs` names were just replayed (a shard taken over): finish the Prepare*
+        ones, as `on_loaded` does at startup (Kafka: TransactionStateManager's
+        loadTransactionsForTxnTopicPartition)."""
+        self._maintenance.finish_prepared(belongs)
+
+    def unload(self, gone: Callable[[str], bool]) -> None:
+        """Forget the ids `gone` names (their shard moved: Kafka's removeTransactionsForTxnTopicPartition)."""
+        txns = self._core.txns
+        for transactional_id in [t for t in txns if gone(t)]:
+            del txns[transactional_id]
 
     @property
     def phase(self) -> Phase:

@@ -14,6 +14,7 @@ a tombstone, then removed). Timer keys: ``txn-abort-timed-out`` and ``txn-expire
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from kcoord.coordinator.runtime import Phase
 from kcoord.coordinator.transactions.core import TxnCore
@@ -44,8 +45,17 @@ class Maintenance:
         core.runtime.phase = Phase.ACTIVE
         self._arm_abort()
         self._arm_expire()
+        self.finish_prepared(lambda _: True)
+
+    def finish_prepared(self, belongs: Callable[[str], bool]) -> None:
+        """Write the markers of every transaction `belongs` names found in Prepare*."""
+        core = self.core
         for md in list(core.txns.values()):
-            if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and md.pending is None:
+            if (
+                md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
+                and md.pending is None
+                and belongs(md.transactional_id)
+            ):
                 log.info(
                     "transaction %s found in %s: writing its markers",
                     md.transactional_id,

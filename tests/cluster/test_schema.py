@@ -8,6 +8,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from kcoord.coordinator.cluster.migrations import MIGRATIONS
 from kcoord.coordinator.cluster.schema import (
     SCHEMA_VERSION,
     ClusterMismatch,
@@ -22,11 +23,11 @@ from kcoord.coordinator.cluster.schema import (
 
 async def test_migrate_applies_each_migration_once(conn: Any) -> None:
     assert await schema_version(conn) == 0
-    assert await migrate(conn) == list(range(1, SCHEMA_VERSION + 1))
+    assert await migrate(conn) == [m.version for m in MIGRATIONS]
     assert await migrate(conn) == []
     assert await schema_version(conn) == SCHEMA_VERSION
     rows = await conn.fetch("SELECT version FROM kcoord_schema_version ORDER BY version")
-    assert [r["version"] for r in rows] == list(range(1, SCHEMA_VERSION + 1))
+    assert [r["version"] for r in rows] == [m.version for m in MIGRATIONS]
 
 
 async def test_a_schema_newer_than_this_kcoord_is_refused(conn: Any) -> None:

@@ -370,6 +370,23 @@ class ConsumerGroupService:
                 if member.state is MemberState.UNREVOKED_PARTITIONS and member.classic is None:
                     self._schedule_rebalance_timeout(group_id, member)
 
+    def unload(self, gone: Callable[[str], bool]) -> None:
+        """Cluster mode: the groups `gone` names moved to another node: their timers stop and they
+        are forgotten (Kafka's onResignation unloads the partition's groups)."""
+        for group_id in [g for g in self.rt.consumer_groups if gone(g)]:
+            for member_id in self.rt.consumer_groups.pop(group_id).members:
+                self._cancel_timers(group_id, member_id)
+
+    def loaded(self, belongs: Callable[[str], bool]) -> None:
+        """Cluster mode: `on_loaded` for the groups of one shard just loaded."""
+        for group_id, group in self.rt.consumer_groups.items():
+            if not belongs(group_id):
+                continue
+            for member in group.members.values():
+                self._schedule_session(group_id, member.member_id, member)
+                if member.state is MemberState.UNREVOKED_PARTITIONS and member.classic is None:
+                    self._schedule_rebalance_timeout(group_id, member)
+
     def shutdown(self) -> None:
         for group_id, group in self.rt.consumer_groups.items():
             for member_id in group.members:

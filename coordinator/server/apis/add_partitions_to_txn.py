@@ -16,6 +16,7 @@ from typing import Any
 from kcoord.coordinator.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.server import authz
 from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.server.markers import OFFSETS_TOPIC
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]
@@ -79,7 +80,13 @@ def _one(ctx: ServerContext, meta: RequestMeta, txn: Request, done: Any) -> None
             done(dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
             return
         refused = _unwritable(ctx, meta, partitions)
-    unknown = [p for p in partitions if p not in refused and not ctx.topics.has_partition(*p)]
+    # `__consumer_offsets` exists as Kafka's metadata cache has it (a group coordinator's v4+
+    # verification in cluster mode names its partition, coordinator/cluster/txn_verify.py).
+    unknown = [
+        p
+        for p in partitions
+        if p not in refused and p[0] != OFFSETS_TOPIC and not ctx.topics.has_partition(*p)
+    ]
     if unknown or refused:
         failed = {p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for p in unknown} | refused
         done({p: failed.get(p, ErrorCode.OPERATION_NOT_ATTEMPTED) for p in partitions})

@@ -56,7 +56,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 def _delete(ctx: ServerContext, name: str, entry: Entry, offset: int) -> asyncio.Future[int] | None:
     log = ctx.data.log(name, entry["partition_index"])
     if log is None:
-        entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        entry["error_code"] = ctx.data.missing(name, entry["partition_index"])
         return None
     target = log.high_watermark if offset == _HIGH_WATERMARK else offset
     if target < 0 or target > log.high_watermark:

@@ -20,7 +20,8 @@ _BROKERS = 1
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-    body: dict[str, Any] = {"cluster_id": ctx.config.cluster_id, "controller_id": ctx.node_id, "brokers": []}
+    controller = ctx.node_id if ctx.brokers is None else ctx.brokers.controller_id()
+    body: dict[str, Any] = {"cluster_id": ctx.config.cluster_id, "controller_id": controller, "brokers": []}
     if meta.api_version >= 1 and int(req["endpoint_type"]) != _BROKERS:
         body.update(
             error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
@@ -32,6 +33,11 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         return
     endpoint = ctx.endpoint(meta)  # the listener the request arrived on (issue 25)
     body["brokers"] = [{"broker_id": ctx.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}]
+    if ctx.brokers is not None:  # cluster mode: every live node
+        body["brokers"] = [
+            {"broker_id": node_id, "host": host, "port": port, "rack": rack}
+            for node_id, host, port, rack in ctx.brokers.brokers(meta.listener_name)
+        ]
     if req["include_cluster_authorized_operations"]:
         ops = CLUSTER_AUTHORIZED_OPERATIONS  # no authorizer: all
         if ctx.authorizer is not None:  # AuthHelper.computeDescribeClusterResponse: 0 without DESCRIBE

@@ -43,7 +43,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 def _partition(ctx: ServerContext, name: str, index: int) -> dict[str, Any]:
     plog = ctx.data.log(name, index)
     if plog is None:
-        return _error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) | {"partition_index": index}
+        return _error(ctx.data.missing(name, index)) | {"partition_index": index}
     producers = [
         {
             "producer_id": row.producer_id,

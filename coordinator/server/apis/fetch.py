@@ -28,7 +28,7 @@ from typing import Any
 from kcoord.coordinator.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.server import authz
 from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.partition_log import PartitionLog
+from kcoord.partition_log.port import PartitionStore
 from kcoord.protocol.errors import ErrorCode
 from kcoord.storage.faults import StorageFault
 
@@ -83,7 +83,7 @@ class _Wanted:
     def __init__(
         self,
         entry: Entry,
-        log: PartitionLog | None,
+        log: PartitionStore | None,
         fetch_offset: int,
         max_bytes: int,
         version: int,
@@ -124,7 +124,7 @@ class _Fetch:
         self._respond = respond
         self._min_bytes = int(req["min_bytes"])
         self.max_bytes = max(int(req["max_bytes"]), 0)
-        self._parked: list[PartitionLog] = []
+        self._parked: list[PartitionStore] = []
         self._token: int | None = None
         self._responded = False
         self.wanted: list[_Wanted] = []
@@ -154,8 +154,8 @@ class _Fetch:
             out["partitions"].append(entry)
             if denied:  # READ on the topic is checked before its existence (KafkaApis.handleFetchRequest)
                 error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif log is None:  # an unknown id (v13+), else an unknown topic name or partition
-                error = unknown if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif log is None:  # an unknown id (v13+), an unknown name or partition, or led elsewhere
+                error = unknown if name is None else self._ctx.data.missing(name, index)
             else:
                 error = _leader_epoch_error(int(part["current_leader_epoch"]))
             if error is not ErrorCode.NONE:

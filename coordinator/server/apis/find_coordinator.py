@@ -8,6 +8,7 @@ Kafka's KafkaApis.getCoordinator.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kcoord.coordinator.security.acls import AclOperation, ResourceType
@@ -15,7 +16,7 @@ from kcoord.coordinator.server import authz
 from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["handle"]
+__all__ = ["Lookup", "answer", "handle", "lookup"]
 
 _MESSAGES = {
     ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
@@ -25,21 +26,30 @@ _MESSAGES = {
 GROUP, TRANSACTION = 0, 1
 
 
+Lookup = Callable[[ServerContext, RequestMeta, str, int], dict[str, Any]]
+
+
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    answer(ctx, req, meta, respond, lookup)
+
+
+def answer(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond, find: Lookup) -> None:
+    """The version's answer with `find`'s entry per key (cluster mode passes its own `find`)."""
     version = meta.api_version
     key_type = int(req["key_type"])
     if version >= 4:
         keys = req["coordinator_keys"]
-        respond({"coordinators": [_lookup(ctx, meta, str(key), key_type) for key in keys]})
+        respond({"coordinators": [find(ctx, meta, str(key), key_type) for key in keys]})
         return
-    entry = _lookup(ctx, meta, str(req["key"]), key_type)
+    entry = find(ctx, meta, str(req["key"]), key_type)
     del entry["key"]
     if version == 0:
         del entry["error_message"]
     respond(entry)
 
 
-def _lookup(ctx: ServerContext, meta: RequestMeta, key: str, key_type: int) -> dict[str, Any]:
+def lookup(ctx: ServerContext, meta: RequestMeta, key: str, key_type: int) -> dict[str, Any]:
+    """One key's entry: this node for group and transaction keys (a single node owns them all)."""
     if ctx.authorizer is not None and (denied := _denied(ctx, meta, key, key_type)) is not None:
         # KafkaApis.getCoordinator: no node; v0-3 carry the error's default message (prepareOldResponse)
         message = None if meta.api_version >= 4 else _MESSAGES[denied]

@@ -17,7 +17,7 @@ from typing import Any
 from kcoord.coordinator.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.server import authz
 from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.partition_log import PartitionLog
+from kcoord.partition_log.port import PartitionStore
 from kcoord.protocol.errors import ErrorCode
 from kcoord.storage.faults import StorageFault
 
@@ -57,7 +57,7 @@ def _partition(
     entry: dict[str, Any] = {"partition_index": index}
     log = ctx.data.log(name, index)
     if log is None:
-        entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        entry["error_code"] = ctx.data.missing(name, index)
         return entry
     if version >= 4 and int(req["current_leader_epoch"]) > _LEADER_EPOCH:
         entry["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
@@ -79,7 +79,7 @@ def _partition(
     return entry
 
 
-def _lookup(log: PartitionLog, timestamp: int, committed: bool) -> tuple[int, int] | None:
+def _lookup(log: PartitionStore, timestamp: int, committed: bool) -> tuple[int, int] | None:
     """(offset, timestamp) as Kafka answers it; None = no such record (offset -1, timestamp -1)."""
     last_fetchable = log.last_stable_offset if committed else log.high_watermark
     if timestamp == LATEST:

@@ -103,18 +103,20 @@ def _response(
     ctx: ServerContext, req: Request, meta: RequestMeta, wanted: Wanted | None, refused: Refused
 ) -> dict[str, Any]:
     version = meta.api_version
+    brokers = broker_entries(ctx, meta)
+    listed = {int(b["node_id"]) for b in brokers}
     if wanted is None:
-        topics = [_topic_entry(ctx, t.name, t, version) for t in _visible(ctx, meta)]
+        topics = [_topic_entry(ctx, t.name, t, version, listed) for t in _visible(ctx, meta)]
     else:
         topics = [
-            _topic_entry(ctx, name, ctx.topics.get(name), version)
+            _topic_entry(ctx, name, ctx.topics.get(name), version, listed)
             if name is not None and name not in refused
             else _refused_entry(name, topic_id, refused)
             for name, topic_id in wanted
         ]
-    body: dict[str, Any] = {"brokers": [broker_entry(ctx, meta)], "topics": topics}
+    body: dict[str, Any] = {"brokers": brokers, "topics": topics}
     if version >= 1:
-        body["controller_id"] = ctx.node_id
+        body["controller_id"] = ctx.node_id if ctx.brokers is None else ctx.brokers.controller_id()
     if version >= 2:
         body["cluster_id"] = ctx.config.cluster_id
     if ctx.authorizer is not None:
@@ -171,19 +173,31 @@ def _operations_from_acls(
                 )
 
 
+def broker_entries(ctx: ServerContext, meta: RequestMeta) -> list[dict[str, Any]]:
+    """This broker alone, or in cluster mode every live node (their endpoints on this listener)."""
+    if ctx.brokers is None:
+        return [broker_entry(ctx, meta)]
+    return [
+        {"node_id": node_id, "host": host, "port": port, "rack": rack}
+        for node_id, host, port, rack in ctx.brokers.brokers(meta.listener_name)
+    ]
+
+
 def broker_entry(ctx: ServerContext, meta: RequestMeta) -> dict[str, Any]:
     """This broker as the listener the request arrived on advertises it (issue 25)."""
     endpoint = ctx.endpoint(meta)
     return {"node_id": ctx.node_id, "host": endpoint.host, "port": endpoint.port}
 
 
-def _topic_entry(ctx: ServerContext, name: str, topic: TopicRecord | None, version: int) -> dict[str, Any]:
+def _topic_entry(
+    ctx: ServerContext, name: str, topic: TopicRecord | None, version: int, listed: set[int]
+) -> dict[str, Any]:
     if topic is None:
         return {"error_code": _missing_error(ctx, name), "name": name}
     entry: dict[str, Any] = {
         "error_code": ErrorCode.NONE,
         "name": name,
-        "partitions": [_partition_entry(ctx, p, version) for p in range(topic.num_partitions)],
+        "partitions": [_partition_entry(ctx, name, p, version, listed) for p in range(topic.num_partitions)],
     }
     if version >= 10:
         entry["topic_id"] = topic.topic_id
@@ -198,14 +212,24 @@ def _missing_error(ctx: ServerContext, name: str) -> ErrorCode:
     return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def _partition_entry(ctx: ServerContext, index: int, version: int) -> dict[str, Any]:
-    node = ctx.node_id
+def _partition_entry(
+    ctx: ServerContext, name: str, index: int, version: int, listed: set[int]
+) -> dict[str, Any]:
+    """The leader from `ctx.leadership` (this node on a single node; the lease holder in a cluster,
+    whose data every node could read, so the leader is the one replica listed). Without a leader:
+    LEADER_NOT_AVAILABLE with leader -1 and no replicas in sync, as Kafka answers an offline
+    partition (MetadataCache: a leader that is not alive). A leader whose lease has not expired yet
+    but who is no longer a live broker (killed) is no leader: clients must never be sent to a broker
+    the same response does not list (kafka-python raises UnknownBrokerIdError)."""
+    node = ctx.leadership.leader(name, index)
+    if node not in listed:
+        node = -1
     entry: dict[str, Any] = {
-        "error_code": ErrorCode.NONE,
+        "error_code": ErrorCode.NONE if node >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
         "partition_index": index,
         "leader_id": node,
-        "replica_nodes": [node],
-        "isr_nodes": [node],
+        "replica_nodes": [node] if node >= 0 else [],
+        "isr_nodes": [node] if node >= 0 else [],
     }
     if version >= 7:
         entry["leader_epoch"] = 0

@@ -10,9 +10,10 @@ acks=0 requests get no response at all (the connection never queues one, see con
 
 Kafka's order of checks (`KafkaApis.handleProduceRequest`, `ReplicaManager.appendRecords`):
 invalid acks -> INVALID_REQUIRED_ACKS for every partition; unknown partitions
-UNKNOWN_TOPIC_OR_PARTITION; acks=-1 to a topic whose min.insync.replicas exceeds our one replica
-NOT_ENOUGH_REPLICAS; then each partition's own validation. A failed write answers
-KAFKA_STORAGE_ERROR (retriable) and acknowledges nothing.
+UNKNOWN_TOPIC_OR_PARTITION, a partition another node leads (cluster mode) NOT_LEADER_OR_FOLLOWER, as is
+an append the lease fence refused (`partition_log.NotLeader`); acks=-1 to a topic whose
+min.insync.replicas exceeds our one replica NOT_ENOUGH_REPLICAS; then each partition's own
+validation. A failed write answers KAFKA_STORAGE_ERROR (retriable) and acknowledges nothing.
 
 Transactional batches (v3+ carry the transactional id; a transactional batch without one is
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis refuses it) are verified against the transaction
@@ -36,7 +37,8 @@ from kcoord import storage
 from kcoord.coordinator.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.server import authz
 from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.partition_log import AppendError, AppendResult, DuplicateAppend, PartitionLog, ValidatedAppend
+from kcoord.partition_log import AppendError, AppendResult, DuplicateAppend, NotLeader, ValidatedAppend
+from kcoord.partition_log.port import PartitionStore
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["API_KEY", "handle", "wants_response"]
@@ -120,7 +122,7 @@ def _append(
 ) -> None:
     plog = ctx.data.log(name, entry["index"])
     if plog is None:
-        _fail(entry, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, version)
+        _fail(entry, ctx.data.missing(name, entry["index"]), None, version)
         return
     if pending.acks == -1 and (min_isr := ctx.data.min_insync_replicas(name)) > 1:
         # Partition.appendRecordsToLeader: acks=all needs min.insync.replicas in sync; we have one.
@@ -162,7 +164,7 @@ _RETRY_LATER = frozenset(
 def _transactional(
     ctx: ServerContext,
     pending: _Pending,
-    plog: PartitionLog,
+    plog: PartitionStore,
     name: str,
     entry: Entry,
     checked: ValidatedAppend,
@@ -271,7 +273,9 @@ class _Pending:
     def _on_done(self, entry: Entry) -> Callable[[asyncio.Future[AppendResult]], None]:
         def done(future: asyncio.Future[AppendResult]) -> None:
             error = None if future.cancelled() else future.exception()
-            if future.cancelled() or error is not None:
+            if isinstance(error, NotLeader):  # cluster mode: another node took the partition over
+                _fail(entry, ErrorCode.NOT_LEADER_OR_FOLLOWER, str(error), self._version)
+            elif future.cancelled() or error is not None:
                 message = f"storage failure: {error}" if isinstance(error, storage.StorageError) else None
                 _fail(entry, ErrorCode.KAFKA_STORAGE_ERROR, message, self._version)
             else:
