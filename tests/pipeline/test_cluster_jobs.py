@@ -20,8 +20,9 @@ if not REQUIRED:
 from kcoord.pipeline import compact, lag, offsets, rebalances
 from kcoord.pipeline.inputs import CLUSTER_NOTE, Input
 from kcoord.pipeline.reader import COLUMNS, OFFSET_COMMIT_TYPE
-from tests.kcoord_process import REPO
+from tests.kcoord_process import REPO, KcoordServer
 from tests.pipeline import pg_cluster
+from tests.pipeline.conftest import offsets_of
 
 SAME = [c for c in COLUMNS if c not in ("lsn", "timestamp_ms")]  # lsn and write time are the table's
 
@@ -104,6 +105,12 @@ def test_jobs_over_a_cluster_agree_with_the_data_directory(
     for record in pg_cluster.replayed(pg_produced["dir"]):
         live[(record.type, record.key)] = record.value
     assert {(r.type, r.key): r.value for r in restored} == {k: v for k, v in live.items() if v is not None}
+    server = KcoordServer(tmp_path / "c", log_path=tmp_path / "serve.log")
+    try:  # the exported cluster is a data directory a server starts from, with the same offsets
+        server.start()
+        assert {g: offsets_of(server.bootstrap, g) for g in pg_produced["offsets"]} == pg_produced["offsets"]
+    finally:
+        server.kill()
 
 
 def test_the_command_line_runs_a_job_over_a_cluster(

@@ -214,3 +214,19 @@ def test_cli_refuses_in_one_line_before_spark_starts(pg_server: PgServer, fresh:
     assert done.returncode == 2 and "not allowed with argument" in done.stderr
     done = _pipeline("offsets", "--out", out)
     assert done.returncode == 2 and "one of the arguments --data-dir --cluster is required" in done.stderr
+
+
+def test_column_wise_rows_equal_the_row_wise_decode() -> None:
+    import pyarrow as pa
+
+    from kcoord.pipeline.cluster_source import raws_batches
+    from kcoord.pipeline.source import rows_batch
+
+    records = [_commit(f"g{i % 3}", i, 10 * i, -1 if i == 3 else NOW + i) for i in range(40)]
+    records += [_group("g0", 4), OffsetTombstone("g1", "events", 1)]
+    records.append(TopicRecord("events", uuid.UUID(int=1), 2))
+    raws = [reader.Raw(lsn, -1, r.type, r.key, r.value) for lsn, r in enumerate(map(to_storage, records))]
+    fast = pa.Table.from_batches(list(raws_batches(raws))).sort_by("lsn")
+    slow = pa.Table.from_batches([rows_batch(cluster_reader.decode(raw) for raw in raws)]).sort_by("lsn")
+    assert fast.equals(slow) and fast.num_rows == len(records)
+    assert fast.column("timestamp_ms").to_pylist()[:5] == [NOW, NOW + 1, NOW + 2, None, NOW + 4]
