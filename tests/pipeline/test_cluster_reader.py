@@ -230,3 +230,17 @@ def test_column_wise_rows_equal_the_row_wise_decode() -> None:
     slow = pa.Table.from_batches([rows_batch(cluster_reader.decode(raw) for raw in raws)]).sort_by("lsn")
     assert fast.equals(slow) and fast.num_rows == len(records)
     assert fast.column("timestamp_ms").to_pylist()[:5] == [NOW, NOW + 1, NOW + 2, None, NOW + 4]
+
+
+def test_without_psycopg_the_cli_names_the_extra(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = None  # import psycopg now raises ImportError, as when it is absent\n"
+        "from kcoord.coordinator.cli import main\n"
+        "argv = ['pipeline', 'offsets', '--cluster', 'postgresql://127.0.0.1/x', '--out', sys.argv[1]]\n"
+        "sys.exit(main(argv))\n"
+    )
+    argv = [sys.executable, "-c", code, str(tmp_path)]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "kcoord pipeline: --cluster needs psycopg 3: pip install 'kcoord[pipeline]'"
