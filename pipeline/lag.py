@@ -18,6 +18,10 @@ committed past the log end, and null when the topic no longer exists.
   had waited by then: commit time - that record's timestamp, 0 when caught up, null when the lag is
   negative or that record is gone. Burrow and kafka-lag-exporter report time lag the same way.
 
+On a cluster (`--cluster`), log start and end come from each partition's lease row and the records
+from its stored batches (pipeline/cluster_reader.py); its history is the newest commit of each
+partition only (PostgreSQL keeps no older ones), which the notes say.
+
 The chart and the text summary: pipeline/lag_report.py.
 """
 

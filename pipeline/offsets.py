@@ -6,6 +6,8 @@ does the same with the newest record per key of __consumer_offsets), read from t
 newest snapshot and after), so the history area can never change it.
 
 `offsets_history`: every offset commit on disk, the history area's included (issue 28), oldest first.
+A cluster (`--cluster`) keeps the newest commit of each partition only: `offsets` is complete, the
+history holds those commits, and the notes say so.
 """
 
 from __future__ import annotations

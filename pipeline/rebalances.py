@@ -10,6 +10,9 @@ The reason of a rebalance is inferred from that comparison: Kafka's GroupMetadat
 reason (JoinGroup v8's `reason` only reaches the broker's log, GroupCoordinator.handleJoinGroup), so
 "joined", "left or expired" and "same members rejoined" (a subscription change, a forced rebalance,
 a leader's metadata change) are what the log can tell.
+
+A cluster (`--cluster`) keeps each group's newest generation only, dated by its state timestamp: one
+row per group, and the notes say there is no history.
 """
 
 from __future__ import annotations
