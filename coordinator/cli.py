@@ -67,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "pipeline",
         add_help=False,
-        help="Spark jobs over a data directory (needs kcoord[pipeline]): "
-        "offsets|rebalances|lag|compact --data-dir DIR --out DIR [--master URL]",
+        help="Spark jobs over a data directory or a cluster (needs kcoord[pipeline]): "
+        "offsets|rebalances|lag|compact (--data-dir DIR | --cluster DSN) --out DIR [--master URL]",
     )
     sub.add_parser(
         "groups",

@@ -1,6 +1,8 @@
-"""`kcoord pipeline <job> --data-dir DIR --out DIR [--master URL]`.
+"""`kcoord pipeline <job> (--data-dir DIR | --cluster DSN) --out DIR [--master URL]`.
 
-Failures the user can fix (no Java, wrong directory, corrupt sealed segment, unreachable master)
+`--cluster` reads a cluster's PostgreSQL instead of a data directory (pipeline/inputs.py).
+Failures the user can fix (no Java, wrong directory, corrupt sealed segment, a database that cannot
+be reached or is not a kcoord cluster, unreachable master)
 end as one line on stderr and exit status 2, never a Java stack trace: the JVM's stderr (Spark's log,
 failed tasks' traces) goes to a temporary file, named in that line when Spark failed and removed
 after a successful run; Spark's progress bar still reaches the terminal.
@@ -16,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from kcoord.pipeline import reader
+from kcoord.pipeline.inputs import Input
 from kcoord.pipeline.reader import PipelineError
 
 Job = Callable[..., str]
@@ -34,9 +36,18 @@ JOB_NAMES = ("offsets", "rebalances", "lag", "compact")
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kcoord pipeline", description="Spark jobs over a kcoord data directory")
+    p = argparse.ArgumentParser(
+        prog="kcoord pipeline", description="Spark jobs over a kcoord data directory or cluster"
+    )
     p.add_argument("job", choices=JOB_NAMES)
-    p.add_argument("--data-dir", required=True, help="a kcoord data directory (read, never written)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data-dir", help="a kcoord data directory (read, never written)")
+    source.add_argument(
+        "--cluster",
+        metavar="DSN",
+        help="a kcoord cluster's PostgreSQL, postgresql://... (read only; it keeps the newest state, "
+        "no history)",
+    )
     p.add_argument("--out", required=True, help="output directory (Parquet, charts, compacted log)")
     p.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
     p.add_argument(
@@ -67,17 +78,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     fd, spark_log = tempfile.mkstemp(prefix=f"kcoord-pipeline-{args.job}-", suffix=".spark.log")
     os.close(fd)
+    source = Input(data_dir=args.data_dir, cluster=args.cluster)
     try:
-        reader.plan(args.data_dir)  # a wrong directory fails before Spark starts
+        source.check()  # a wrong directory or an unreachable cluster fails before Spark starts
         from kcoord.pipeline import session
 
         spark = session.start(args.master, f"kcoord-{args.job}", log_path=spark_log)
         try:
             job = _jobs()[args.job]
             if args.job in HISTORY_JOBS:
-                print(job(spark, args.data_dir, args.out, since_ms=args.since))
+                print(job(spark, source, args.out, since_ms=args.since))
             else:
-                print(job(spark, args.data_dir, args.out))
+                print(job(spark, source, args.out))
         finally:
             spark.stop()
     except PipelineError as exc:

@@ -18,6 +18,10 @@ committed past the log end, and null when the topic no longer exists.
   had waited by then: commit time - that record's timestamp, 0 when caught up, null when the lag is
   negative or that record is gone. Burrow and kafka-lag-exporter report time lag the same way.
 
+On a cluster (`--cluster`), log start and end come from each partition's lease row and the records
+from its stored batches (pipeline/cluster_reader.py); its history is the newest commit of each
+partition only (PostgreSQL keeps no older ones), which the notes say.
+
 The chart and the text summary: pipeline/lag_report.py.
 """
 
@@ -26,8 +30,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kcoord.pipeline import history as history_notes
-from kcoord.pipeline import lag_report, topic_reader
+from kcoord.pipeline import lag_report
+from kcoord.pipeline.inputs import Input, as_input
 from kcoord.pipeline.reader import OFFSET_COMMIT_TYPE, TOPIC_TYPE
 
 ENDS_DDL = "topic STRING, partition INT, log_start BIGINT, log_end BIGINT"
@@ -37,17 +41,13 @@ HISTORY_COLUMNS = [
 ]  # fmt: skip
 
 
-def registered_topics(spark: Any, data_dir: str) -> dict[str, int]:
+def registered_topics(spark: Any, source: str | Input) -> dict[str, int]:
     """topic -> partitions of every topic the coordinator's registry holds (newest record wins)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    records = (
-        spark.read.format("kcoord")
-        .option("history", "false")
-        .load(data_dir)
-        .where(F.col("record_type") == TOPIC_TYPE)
-    )
+    coordinator = as_input(source).coordinator(spark, with_history=False)
+    records = coordinator.where(F.col("record_type") == TOPIC_TYPE)
     newest = Window.partitionBy("topic").orderBy(F.col("lsn").desc())
     rows = (
         records.withColumn("_rank", F.row_number().over(newest))
@@ -58,8 +58,8 @@ def registered_topics(spark: Any, data_dir: str) -> dict[str, int]:
     return {r["topic"]: r["num_partitions"] for r in rows}
 
 
-def log_end_rows(data_dir: str, topics: dict[str, int]) -> list[tuple[str, int, int, int]]:
-    ends = topic_reader.log_ends(data_dir)
+def log_end_rows(source: str | Input, topics: dict[str, int]) -> list[tuple[str, int, int, int]]:
+    ends = as_input(source).log_ends()
     return [
         (topic, p, *ends.get((topic, p), (0, 0)))
         for topic, count in sorted(topics.items())
@@ -67,13 +67,13 @@ def log_end_rows(data_dir: str, topics: dict[str, int]) -> list[tuple[str, int, 
     ]
 
 
-def latest(spark: Any, data_dir: str) -> Any:
+def latest(spark: Any, source: str | Input) -> Any:
     from pyspark.sql import functions as F
 
     from kcoord.pipeline.offsets import latest_offsets
 
-    ends = spark.createDataFrame(log_end_rows(data_dir, registered_topics(spark, data_dir)), ENDS_DDL)
-    committed = latest_offsets(spark, data_dir).withColumnRenamed("offset", "committed_offset")
+    ends = spark.createDataFrame(log_end_rows(source, registered_topics(spark, source)), ENDS_DDL)
+    committed = latest_offsets(spark, source).withColumnRenamed("offset", "committed_offset")
     return (
         committed.join(ends, ["topic", "partition"], "left")
         .withColumn("lag", F.col("log_end") - F.col("committed_offset"))
@@ -81,14 +81,14 @@ def latest(spark: Any, data_dir: str) -> Any:
     )
 
 
-def history(spark: Any, data_dir: str, topics: list[str]) -> Any:
+def history(spark: Any, source: str | Input, topics: list[str]) -> Any:
     """Every commit with the log end at its time and the lag then."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     commits = (
-        spark.read.format("kcoord")
-        .load(data_dir)
+        as_input(source)
+        .coordinator(spark)
         .where(
             (F.col("record_type") == OFFSET_COMMIT_TYPE) & ~F.col("tombstone") & F.col("group").isNotNull()
         )
@@ -111,8 +111,8 @@ def history(spark: Any, data_dir: str, topics: list[str]) -> Any:
             }
         )
     topic_records = (
-        spark.read.format("kcoord-topic").load(data_dir).where(F.col("topic").isin(topics))
-    )  # the filter is pushed down: other topics' segments are not read
+        as_input(source).topic_records(spark).where(F.col("topic").isin(topics))
+    )  # the filter is pushed down: other topics' segments (or batches) are not read
     records = topic_records.select(
         F.lit(None).cast("string").alias("group"),
         "topic",
@@ -148,22 +148,21 @@ def history(spark: Any, data_dir: str, topics: list[str]) -> Any:
     )
 
 
-def run(spark: Any, data_dir: str, out: str, since_ms: int | None = None) -> str:
+def run(spark: Any, source: str | Input, out: str, since_ms: int | None = None) -> str:
     from pyspark.sql import functions as F
 
-    cover = history_notes.plan_coverage(data_dir)
-    latest_df = latest(spark, data_dir).orderBy("group", "topic", "partition").cache()
+    note_lines = as_input(source).notes(since_ms)
+    latest_df = latest(spark, source).orderBy("group", "topic", "partition").cache()
     latest_df.write.mode("overwrite").parquet(f"{out}/lag")
     latest_rows = latest_df.collect()
     topics = sorted({r["topic"] for r in latest_rows if r["log_end"] is not None})
-    history_df = history(spark, data_dir, topics)
+    history_df = history(spark, source, topics)
     if since_ms is not None:
         history_df = history_df.where(F.col("ts_ms") >= since_ms)
     history_df = history_df.orderBy("group", "topic", "partition", "ts_ms").cache()
     history_df.write.mode("overwrite").parquet(f"{out}/lag_history")
     history_rows = history_df.select("group", "topic", "partition", "ts_ms", "lag_then", "lag_seconds_then")
     groups = lag_report.build(latest_rows, history_rows.collect())
-    note_lines = history_notes.notes(cover, since_ms)
     path = lag_report.write(groups, note_lines, Path(out))
     lines = [
         f"lag: {len(latest_rows)} partitions of {len({r['group'] for r in latest_rows})} groups"

@@ -6,23 +6,27 @@ does the same with the newest record per key of __consumer_offsets), read from t
 newest snapshot and after), so the history area can never change it.
 
 `offsets_history`: every offset commit on disk, the history area's included (issue 28), oldest first.
+A cluster (`--cluster`) keeps the newest commit of each partition only: `offsets` is complete, the
+history holds those commits, and the notes say so.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kcoord.pipeline.inputs import Input, as_input
+
 OFFSET_COLUMNS = ["group", "topic", "partition", "offset", "leader_epoch", "metadata", "commit_timestamp"]
 HISTORY_COLUMNS = ["lsn", "timestamp_ms", *OFFSET_COLUMNS, "tombstone"]
 
 
-def latest_offsets(spark: Any, data_dir: str) -> Any:
+def latest_offsets(spark: Any, source: str | Input) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     from kcoord.pipeline.reader import OFFSET_COMMIT_TYPE
 
-    records = spark.read.format("kcoord").option("history", "false").load(data_dir)
+    records = as_input(source).coordinator(spark, with_history=False)
     commits = records.where((F.col("record_type") == OFFSET_COMMIT_TYPE) & F.col("group").isNotNull())
     newest = Window.partitionBy("group", "topic", "partition").orderBy(F.col("lsn").desc())
     return (
@@ -32,29 +36,28 @@ def latest_offsets(spark: Any, data_dir: str) -> Any:
     )
 
 
-def commit_history(spark: Any, data_dir: str, since_ms: int | None = None) -> Any:
-    """Every offset commit (and offset tombstone) on disk, the history area's included."""
+def commit_history(spark: Any, source: str | Input, since_ms: int | None = None) -> Any:
+    """Every offset commit (and offset tombstone) on disk, the history area's included (a cluster:
+    the newest commit of each partition)."""
     from pyspark.sql import functions as F
 
     from kcoord.pipeline.reader import OFFSET_COMMIT_TYPE
 
-    records = spark.read.format("kcoord").load(data_dir)
+    records = as_input(source).coordinator(spark)
     commits = records.where((F.col("record_type") == OFFSET_COMMIT_TYPE) & F.col("group").isNotNull())
     if since_ms is not None:
         commits = commits.where(F.col("timestamp_ms") >= since_ms)
     return commits.select(*HISTORY_COLUMNS)
 
 
-def run(spark: Any, data_dir: str, out: str, since_ms: int | None = None) -> str:
-    from kcoord.pipeline import history
-
-    offsets = latest_offsets(spark, data_dir).orderBy("group", "topic", "partition").cache()
+def run(spark: Any, source: str | Input, out: str, since_ms: int | None = None) -> str:
+    offsets = latest_offsets(spark, source).orderBy("group", "topic", "partition").cache()
     offsets.write.mode("overwrite").parquet(f"{out}/offsets")
     rows = offsets.count()
     groups = offsets.select("group").distinct().count()
-    commits = commit_history(spark, data_dir, since_ms).orderBy("lsn").cache()
+    commits = commit_history(spark, source, since_ms).orderBy("lsn").cache()
     commits.write.mode("overwrite").parquet(f"{out}/offsets_history")
-    notes = history.notes(history.plan_coverage(data_dir), since_ms)
+    notes = as_input(source).notes(since_ms)
     return "\n".join(
         [
             f"offsets: {rows} partitions committed by {groups} groups -> {out}/offsets; "

@@ -10,6 +10,9 @@ The reason of a rebalance is inferred from that comparison: Kafka's GroupMetadat
 reason (JoinGroup v8's `reason` only reaches the broker's log, GroupCoordinator.handleJoinGroup), so
 "joined", "left or expired" and "same members rejoined" (a subscription change, a forced rebalance,
 a leader's metadata change) are what the log can tell.
+
+A cluster (`--cluster`) keeps each group's newest generation only, dated by its state timestamp: one
+row per group, and the notes say there is no history.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from kcoord.pipeline import history as history_notes
 from kcoord.pipeline import rebalance_charts
+from kcoord.pipeline.inputs import Input, as_input
 
 TIMELINE_DDL = (
     "`group` STRING, generation INT, timestamp_ms BIGINT, members INT, joins INT, leaves INT, "
@@ -91,24 +95,27 @@ def summary(rows: list[tuple[Any, ...]]) -> dict[str, Any]:
     }
 
 
-def compute(spark: Any, data_dir: str) -> Any:
+def compute(spark: Any, source: str | Input) -> Any:
     from pyspark.sql import functions as F
 
     from kcoord.pipeline.reader import GROUP_METADATA_TYPE
 
-    records = spark.read.format("kcoord").load(data_dir)
+    records = as_input(source).coordinator(spark)
     metadata = records.where(
-        (F.col("record_type") == GROUP_METADATA_TYPE) & ~F.col("tombstone") & F.col("group").isNotNull()
+        (F.col("record_type") == GROUP_METADATA_TYPE)
+        & ~F.col("tombstone")
+        & F.col("group").isNotNull()
+        & F.col("timestamp_ms").isNotNull()  # a cluster's record without a state time cannot be dated
     ).select("group", "generation", "lsn", "timestamp_ms", "members")
     per_group = metadata.rdd.map(lambda r: (r["group"], r.asDict(recursive=True))).groupByKey()
     return spark.createDataFrame(per_group.flatMap(lambda kv: timeline(kv[0], kv[1])), TIMELINE_DDL)
 
 
-def run(spark: Any, data_dir: str, out: str, since_ms: int | None = None) -> str:
+def run(spark: Any, source: str | Input, out: str, since_ms: int | None = None) -> str:
     from pyspark.sql import functions as F
 
-    cover = history_notes.plan_coverage(data_dir)
-    timeline_df = compute(spark, data_dir)
+    note_lines = as_input(source).notes(since_ms)
+    timeline_df = compute(spark, source)
     if since_ms is not None:
         timeline_df = timeline_df.where(F.col("timestamp_ms") >= since_ms)
     timeline_df = timeline_df.orderBy("group", "generation").cache()
@@ -120,7 +127,6 @@ def run(spark: Any, data_dir: str, out: str, since_ms: int | None = None) -> str
     summaries = [summary(g) for g in groups.values()]
     summary_df = spark.createDataFrame([tuple(s.values()) for s in summaries], SUMMARY_DDL)
     summary_df.write.mode("overwrite").parquet(f"{out}/rebalance_summary")
-    note_lines = history_notes.notes(cover, since_ms)
     shown = rebalance_charts.write(groups, note_lines, Path(out))
     lines = [
         f"rebalances: {len(rows)} generations in {len(groups)} groups -> {out}/rebalances, charts in {out}",

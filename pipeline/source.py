@@ -7,7 +7,7 @@ are decoded column-wise (pipeline/columnar.py); the few other records row by row
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -55,9 +55,14 @@ def to_batches(raws: Sequence[reader.Raw]) -> Iterator[pa.RecordBatch]:
 
 
 def _batch(raws: Sequence[reader.Raw]) -> pa.RecordBatch:
+    return rows_batch(reader.decode_row_tuple(raw) for raw in raws)
+
+
+def rows_batch(rows: Iterable[tuple[Any, ...]]) -> pa.RecordBatch:
+    """Decoded rows (tuples in reader.COLUMNS order) as one Arrow batch of ARROW_SCHEMA."""
     columns: list[list[Any]] = [[] for _ in reader.COLUMNS]
-    for raw in raws:
-        for column, cell in zip(columns, reader.decode_row_tuple(raw), strict=True):
+    for row in rows:
+        for column, cell in zip(columns, row, strict=True):
             column.append(cell)
     arrays = [_array(column, field.type) for column, field in zip(columns, ARROW_SCHEMA, strict=True)]
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
@@ -84,7 +89,8 @@ class KcoordReader(DataSourceReader):
 
 class KcoordDataSource(DataSource):
     """spark.read.format("kcoord").load(DATA_DIR): every record on disk, the history area's included;
-    with .option("history", "false") only what recovery restores (the newest snapshot and after)."""
+    with .option("history", "false") only what recovery restores (the newest snapshot and after).
+    .option("cluster", DSN).load(): a cluster's records from PostgreSQL (pipeline/cluster_reader.py)."""
 
     @classmethod
     def name(cls) -> str:
@@ -93,10 +99,18 @@ class KcoordDataSource(DataSource):
     def schema(self) -> str:
         return SPARK_DDL
 
-    def reader(self, schema: Any) -> KcoordReader:
-        path = self.options.get("path")
+    def reader(self, schema: Any) -> DataSourceReader:
+        path, cluster = self.options.get("path"), self.options.get("cluster")
+        if cluster and path:
+            raise reader.PipelineError("kcoord source: a data directory or option cluster, not both")
+        if cluster:
+            from kcoord.pipeline.cluster_source import ClusterRecordsReader
+
+            return ClusterRecordsReader(str(cluster))
         if not path:
-            raise reader.PipelineError("kcoord source: load(DATA_DIR) needs a data directory")
+            raise reader.PipelineError(
+                'kcoord source: load(DATA_DIR) needs a data directory (or .option("cluster", DSN))'
+            )
         with_history = str(self.options.get("history", "true")).lower() != "false"
         return KcoordReader(str(path), with_history)
 

@@ -208,14 +208,21 @@ def records(part: TopicPart, bounds: Bounds = Bounds()) -> Iterator[Row]:
     for header, data in batches(part, bounds.hi):
         if header.last_offset < lo or header.is_control:
             continue
-        try:
-            for record in iter_records(data):
-                if lo <= record.offset <= bounds.hi:
-                    yield Row(record.offset, record.timestamp, record.key, record.value, record.headers)
-        except Exception as exc:  # a CRC-valid batch whose records do not parse: say where
-            raise PipelineError(
-                f"{part.path}: batch at offset {header.base_offset} does not decode: {exc}"
-            ) from None
+        yield from batch_rows(data, header.base_offset, lo, bounds.hi, part.path)
+
+
+def batch_rows(data: bytes, base_offset: int, lo: int, hi: int, where: str) -> Iterator[Row]:
+    """The records of one whole, CRC-checked batch with offsets in [lo, hi]; `where` names the
+    batch's home (a segment file, a cluster's partition) when its records do not parse."""
+    try:
+        rows = [
+            Row(record.offset, record.timestamp, record.key, record.value, record.headers)
+            for record in iter_records(data)
+            if lo <= record.offset <= hi
+        ]
+    except Exception as exc:  # a CRC-valid batch whose records do not parse: say where
+        raise PipelineError(f"{where}: batch at offset {base_offset} does not decode: {exc}") from None
+    yield from rows
 
 
 def log_ends(data_dir: str) -> dict[tuple[str, int], tuple[int, int]]:

@@ -65,6 +65,11 @@ class SegmentInput(InputPartition):
 
 
 def to_batches(part: topic_reader.TopicPart, bounds: topic_reader.Bounds) -> Iterator[pa.RecordBatch]:
+    yield from rows_batches(part.topic, part.partition, topic_reader.records(part, bounds))
+
+
+def rows_batches(topic: str, partition: int, rows: Iterable[topic_reader.Row]) -> Iterator[pa.RecordBatch]:
+    """One partition's records as Arrow batches of BATCH_ROWS rows."""
     columns: tuple[list[Any], ...] = ([], [], [], [], [])
     offsets, timestamps, keys, values, headers = columns
 
@@ -72,8 +77,8 @@ def to_batches(part: topic_reader.TopicPart, bounds: topic_reader.Bounds) -> Ite
         n = len(offsets)
         batch = pa.RecordBatch.from_arrays(
             [
-                pa.repeat(part.topic, n).cast(pa.string()) if n else pa.array([], pa.string()),
-                pa.array([part.partition] * n, pa.int32()),
+                pa.repeat(topic, n).cast(pa.string()) if n else pa.array([], pa.string()),
+                pa.array([partition] * n, pa.int32()),
                 pa.array(offsets, pa.int64()),
                 pa.array(timestamps, pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC")),
                 pa.array(keys, pa.binary()),
@@ -86,7 +91,7 @@ def to_batches(part: topic_reader.TopicPart, bounds: topic_reader.Bounds) -> Ite
             column.clear()
         return batch
 
-    for row in topic_reader.records(part, bounds):
+    for row in rows:
         offsets.append(row.offset)
         timestamps.append(row.timestamp)
         keys.append(row.key)
@@ -128,7 +133,9 @@ class TopicReader(DataSourceReader):
 
 
 class KcoordTopicDataSource(DataSource):
-    """spark.read.format("kcoord-topic").load(DATA_DIR)"""
+    """spark.read.format("kcoord-topic").load(DATA_DIR), or .option("cluster", DSN).load(): a
+    cluster's partition batches from PostgreSQL, one input part per partition or range of offsets
+    (.option("offsetsPerPartition", N), default cluster_reader.OFFSETS_PER_PART)."""
 
     @classmethod
     def name(cls) -> str:
@@ -137,9 +144,18 @@ class KcoordTopicDataSource(DataSource):
     def schema(self) -> str:
         return SPARK_DDL
 
-    def reader(self, schema: Any) -> TopicReader:
-        path = self.options.get("path")
+    def reader(self, schema: Any) -> DataSourceReader:
+        path, cluster = self.options.get("path"), self.options.get("cluster")
+        if cluster and path:
+            raise PipelineError("kcoord-topic source: a data directory or option cluster, not both")
+        if cluster:
+            from kcoord.pipeline.cluster_source import ClusterTopicReader
+
+            per_part = int(self.options.get("offsetsPerPartition", 0)) or None
+            return ClusterTopicReader(str(cluster), per_part)
         if not path:
-            raise PipelineError("kcoord-topic source: load(DATA_DIR) needs a data directory")
+            raise PipelineError(
+                'kcoord-topic source: load(DATA_DIR) needs a data directory (or .option("cluster", DSN))'
+            )
         topic_reader.partition_dirs(str(path))  # a wrong directory fails at planning, in one line
         return TopicReader(str(path))

@@ -255,3 +255,12 @@ def _ends_of(acked: list[tuple[int, int, str, str]], partitions: int) -> dict[in
     for partition, offset, _, _ in acked:
         ends[partition] = max(ends[partition], offset + 1)
     return ends
+
+
+@pytest.fixture(scope="session")
+def pg_produced(pg_server: Any, produced: dict[str, Any]) -> dict[str, Any]:
+    """`produced` copied into a cluster's PostgreSQL (tests/pipeline/pg_cluster.py: coordinator records
+    through ShardRecordLog, partitions' batches byte for byte); dsn: that database."""
+    from tests.pipeline import pg_cluster
+
+    return {**produced, "dsn": pg_cluster.run(pg_cluster.copy_data_dir(pg_server, produced["dir"]))}
