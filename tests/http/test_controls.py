@@ -259,7 +259,9 @@ def test_a_consumer_process_keeps_its_connection_across_a_reset(
     """reset() forgets the topic and the group; the consumer process, on the same connections, rejoins
     the recreated topic's group (the request log's peers before and after are the same sockets)."""
     group = unique("reset")
-    consumer = workers.spawn("kafka-python", group, [topic], **LONG_SESSION)
+    # If the consumer rejoins before the topic is back, its leader assigns nothing; kafka-python notices
+    # the topic on its next metadata refresh (5 min by default), so the test refreshes every second.
+    consumer = workers.spawn("kafka-python", group, [topic], metadata_max_age_ms=1000, **LONG_SESSION)
     wait_for_split([consumer], topic_partitions)
     peers = {r["peer"] for r in http.get("/v1/test/requests") if r["api"] == "Heartbeat"}
     changes = consumer.assignment_changes
