@@ -76,6 +76,8 @@ class HttpEndpoint:
         self._txn_collector = self._transaction_collector()
         self._registry.register(self._txn_collector)
         self._registry.register(ProcessCollector(registry=None))
+        for collector in observed.metrics.extra:
+            self._registry.register(collector)
         self._controls = observed.controls
         self._runner: web.AppRunner | None = None
         self._bearer: bytes | None = None

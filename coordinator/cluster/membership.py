@@ -103,6 +103,7 @@ class Membership:
         self.view = ClusterView()
         self._registered = False  # once registered, a re-registration (row deleted) is ours
         self.renewed_at = time.monotonic()  # registration counts as the first renewal
+        self.renewals: dict[str, int] = {}  # result (ok, reregistered, failed) -> count, for /metrics
 
     async def register(self, *, wait_s: float | None = None) -> None:
         """Register this node. A live row of the same id at another endpoint is another process
@@ -126,9 +127,14 @@ class Membership:
 
     async def renew(self) -> None:
         sent_at = time.monotonic()
-        status = await self._pool.execute(_RENEW, self.node.node_id, self.ttl_ms)
-        if status != "UPDATE 1":  # someone deleted the row: put it back
-            await self.register()
+        result = "failed"
+        try:
+            status = await self._pool.execute(_RENEW, self.node.node_id, self.ttl_ms)
+            if status != "UPDATE 1":  # someone deleted the row: put it back
+                await self.register()
+            result = "ok" if status == "UPDATE 1" else "reregistered"
+        finally:
+            self.renewals[result] = self.renewals.get(result, 0) + 1
         self.renewed_at = sent_at
 
     def reachable(self, now: float | None = None) -> bool:
