@@ -12,8 +12,9 @@ time as `coordinator/metrics.py`'s collector reads the rest; nothing is counted 
 A failover is an acquisition of a lease whose holder did not release it (its lease expired: it was
 killed, paused or cut off, or this node itself lost the database for longer than the TTL); a
 graceful handover releases, so its successor's acquisition counts as `previous="free"`. Kafka's
-nearest are the coordinator runtime's partition load counts and the controller's leader election
-rate (`ControllerStats` LeaderElectionRateAndTimeMs, UncleanLeaderElectionsPerSec).
+nearest: the coordinator runtime's `num-partitions` by `state` (loading, active, failed;
+`CoordinatorRuntimeMetricsImpl`), `ReplicaManager`'s `LeaderCount`, and the controller's
+`LeaderElectionRateAndTimeMs` / `UncleanLeaderElectionsPerSec`.
 """
 
 from __future__ import annotations
