@@ -150,3 +150,35 @@ def test_sigterm_hands_shards_and_partitions_over_well_under_the_lease_ttl(
         print(f"\nGRACEFUL HANDOVER (ttl 10000 ms) SIGTERM -> first ack on the successor: {took}")
         assert set(took) == {"commit", "produce"} and max(took.values()) < 5, took
         assert fetch_offset(successor.address, group, TOPIC) == (0, 2)
+
+
+def test_the_collector_counts_failovers_apart_from_handovers_and_reports_the_database_away() -> None:
+    """Pure: the series from given counts (the database-away case is not worth a PostgreSQL stop here;
+    test_failover.py stops it for /readyz)."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from kcoord.coordinator.cluster.cluster_metrics import ClusterCollector, ClusterSources
+    from kcoord.coordinator.cluster.ownership import ShardState
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(
+        ClusterCollector(
+            ClusterSources(
+                shard_states=lambda: {0: ShardState.ACTIVE, 1: ShardState.ACTIVE, 7: ShardState.LOADING},
+                partitions_led=lambda: 3,
+                renewals=lambda: {"shard": {"ok": 9, "failed": 2}, "node": {}},
+                acquisitions=lambda: {"shard": {"free": 5, "other": 2, "self": 1}, "partition": {"free": 3}},
+                reachable=lambda: False,
+            )
+        )
+    )
+    text = generate_latest(registry).decode()
+    samples = dict(re.findall(r"^(kcoord_cluster_\S+) (\S+)$", text, re.MULTILINE))
+    assert samples['kcoord_cluster_shards{state="active"}'] == "2.0"
+    assert samples['kcoord_cluster_shards{state="loading"}'] == "1.0"
+    assert samples['kcoord_cluster_shards{state="draining"}'] == "0.0"
+    assert samples["kcoord_cluster_partitions_led"] == "3.0"
+    assert samples['kcoord_cluster_lease_renewals_total{lease="shard",result="failed"}'] == "2.0"
+    assert samples['kcoord_cluster_failovers_total{lease="shard"}'] == "3.0"  # other + self, not free
+    assert samples['kcoord_cluster_failovers_total{lease="partition"}'] == "0.0"
+    assert samples["kcoord_cluster_database_reachable"] == "0.0"
