@@ -157,6 +157,16 @@ def test_three_nodes_lead_partitions_and_stock_clients_follow_the_leaders(
         for event in acked:
             assert read[(event["p"], event["o"])] == str(event["acked"]).encode()
         assert len(read) == len(acked) + 1
+        status = subprocess.run(
+            [sys.executable, "-m", "kcoord", "cluster", "status", "--cluster", cluster_dsn],
+            cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+        ).stdout.splitlines()  # fmt: skip
+        lines = {line.split()[1]: line.split() for line in status if line.startswith("partition ")}
+        assert {name: fields[2] for name, fields in lines.items()} == {
+            f"{TOPIC}-{p}": f"leader={node_id}" for p, node_id in led.items()
+        }
+        ends = {p: sum(1 for key in read if key[0] == p) for p in range(PARTITIONS)}
+        assert all(lines[f"{TOPIC}-{p}"][-1] == f"log_end={ends[p]}" for p in range(PARTITIONS))
 
 
 def test_kill_9_of_a_leader_under_produce_load_loses_no_acknowledged_record(
