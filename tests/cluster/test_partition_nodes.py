@@ -316,3 +316,30 @@ def test_a_paused_leader_is_fenced_and_answers_not_leader_after_it_resumes(
         rows = asyncio.run(stored())
         assert [offset for offset, _ in rows] == [0, 1]
         assert not any(b"stale" in batch for _, batch in rows)
+
+
+def test_a_graceful_stop_hands_its_partitions_over_without_waiting_for_the_lease(
+    tmp_path: Path, cluster_dsn: str
+) -> None:
+    """SIGTERM releases every partition lease (ClusterPartitions.close): with a 10 s lease, the
+    survivor leads and acknowledges a produce on each well before the lease would have expired."""
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2], 10_000) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, TOPIC, PARTITIONS)["error_code"] == 0
+        led = agreed_leaders(cluster)
+        stopping = next(n for n in cluster if n.node_id in led.values())
+        survivor = next(n for n in cluster if n is not stopping)
+        moved = [p for p, node_id in led.items() if node_id == stopping.node_id]
+        for partition in moved:
+            assert _produce(stopping, partition, b"before")["error_code"] == 0
+        started = time.monotonic()
+        assert stopping.stop(signal.SIGTERM) == 0
+        for partition in moved:
+            until(lambda p=partition: _produce(survivor, p, b"after")["error_code"] == 0 or None, 8,
+                  f"the survivor takes partition {partition}", step=0.05)  # fmt: skip
+        elapsed = time.monotonic() - started
+        log.warning("graceful partition handover: %.2f s for %d partitions (lease 10 s)", elapsed, len(moved))
+        assert elapsed < 8
+        assert agreed_leaders(cluster) == dict.fromkeys(range(PARTITIONS), survivor.node_id)
+        assert all(_list_offsets(survivor, p)["offset"] == 2 for p in moved)
