@@ -62,14 +62,22 @@ def test_status_refuses_a_bad_dsn_and_a_missing_schema_then_lists_the_free_shard
     assert lines[0] == "shard 0 owner=- epoch=0 free expires_in_ms=-" and len(lines) == SHARDS
 
 
-def _spread(ports: dict[int, int]) -> dict[int, dict[str, float]] | None:
-    """Each node's samples once the 50 shards and the partitions are all held, by both nodes."""
+def _settled(ports: dict[int, int], dsn: str) -> tuple[dict[int, dict[str, float]], dict[str, Any]] | None:
+    """Each node's samples and the status report once the shards sit on their preferred nodes, every
+    partition is led, and the report agrees with the metrics: nothing moves any more."""
     seen = {node_id: _metrics(port) for node_id, port in ports.items()}
-    shards = [m.get('kcoord_cluster_shards{state="active"}', 0) for m in seen.values()]
-    led = [m.get("kcoord_cluster_partitions_led", 0) for m in seen.values()]
-    if sum(shards) == SHARDS and sum(led) == PARTITIONS and all(shards):
-        return seen
-    return None
+    for node_id, samples in seen.items():
+        preferred = sum(1 for s in range(SHARDS) if preferred_owner(s, list(ports)) == node_id)
+        if samples.get('kcoord_cluster_shards{state="active"}') != preferred:
+            return None
+    if sum(m.get("kcoord_cluster_partitions_led", 0) for m in seen.values()) != PARTITIONS:
+        return None
+    report = _report(dsn)
+    for node_id, samples in seen.items():
+        led = sum(1 for p in report["partitions"] if p["leader"] == node_id)
+        if led != samples["kcoord_cluster_partitions_led"]:
+            return None
+    return seen, report
 
 
 def test_status_and_metrics_show_the_shards_and_partitions_and_follow_a_kill(
@@ -80,8 +88,7 @@ def test_status_and_metrics_show_the_shards_and_partitions_and_follow_a_kill(
         with connect(cluster[0].address) as sock:
             assert create_topic(sock, "t", PARTITIONS)["error_code"] == 0
         ports = {n.node_id: int(n.wait_for(r"http endpoint on \S+:(\d+)").group(1)) for n in cluster}
-        seen = until(lambda: _spread(ports), 30, "both nodes hold shards, every partition led")
-        report = _report(cluster_dsn)
+        seen, report = until(lambda: _settled(ports, cluster_dsn), 30, "shards and partitions placed")
         assert [(n["node_id"], n["port"], n["live"]) for n in report["nodes"]] == [
             (n.node_id, n.port, True) for n in cluster
         ]
@@ -106,13 +113,16 @@ def test_status_and_metrics_show_the_shards_and_partitions_and_follow_a_kill(
             return samples if full and samples["kcoord_cluster_partitions_led"] == PARTITIONS else None
 
         after = until(took_over, 30, "node 1 holds every shard and partition")
-        moved = SHARDS - seen[1]['kcoord_cluster_shards{state="active"}']
-        assert after['kcoord_cluster_failovers_total{lease="shard"}'] == moved
-        assert after['kcoord_cluster_lease_acquisitions_total{lease="shard",previous="other"}'] == moved
-        assert (
-            after['kcoord_cluster_failovers_total{lease="partition"}']
-            == PARTITIONS - seen[1]["kcoord_cluster_partitions_led"]
-        )
+        before = seen[1]
+
+        def grew(name: str) -> float:  # this node's own stalls (an expired lease of its own) count too
+            return after[name] - before.get(name, 0)
+
+        moved = SHARDS - before['kcoord_cluster_shards{state="active"}']
+        assert grew('kcoord_cluster_failovers_total{lease="shard"}') == moved
+        assert grew('kcoord_cluster_lease_acquisitions_total{lease="shard",previous="other"}') == moved
+        led_by_victim = PARTITIONS - before["kcoord_cluster_partitions_led"]
+        assert grew('kcoord_cluster_failovers_total{lease="partition"}') == led_by_victim
         report = _report(cluster_dsn)
         assert [(n["node_id"], n["live"]) for n in report["nodes"]] == [(1, True), (2, False)]
         assert {s["owner"] for s in report["shards"]} == {1}
