@@ -414,6 +414,8 @@ class MetricsSource:
         self.compactions: Callable[[], int] = lambda: 0
         # (mechanism, result) -> count (coordinator/server/listener.py's Security.authentications)
         self.authentications: Callable[[], Mapping[tuple[str, str], int]] = dict
+        # More collectors scraped with these (cluster mode adds coordinator/cluster/cluster_metrics.py's).
+        self.extra: list[Collector] = []
 
 
 def _total_lag(lags: GroupLags) -> int:

@@ -1,7 +1,8 @@
 """`kcoord cluster init --cluster DSN [--num-shards 50] [--cluster-id ID]`: create or upgrade the
 cluster schema in PostgreSQL and store the cluster id and shard count once (idempotent).
 
-`kcoord cluster status --cluster DSN`: the nodes, shard owners and epochs (status.py).
+`kcoord cluster status --cluster DSN [--json]`: the nodes, shard owners and partition leaders with
+their epochs (status.py).
 Exit codes: 0 done; 1 the database cannot be reached or refuses (one line on stderr, the DSN's
 password hidden); 2 usage.
 """
@@ -10,14 +11,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Sequence
 
 from kcoord.coordinator.cluster.pg import CONNECT_ERRORS, connect, redact
-from kcoord.coordinator.cluster.schema import ClusterMismatch, SchemaTooNew, init_cluster, schema_version
+from kcoord.coordinator.cluster.schema import (
+    SCHEMA_VERSION,
+    ClusterMismatch,
+    SchemaTooNew,
+    init_cluster,
+    schema_version,
+)
 from kcoord.coordinator.cluster.shards import DEFAULT_NUM_SHARDS
-from kcoord.coordinator.cluster.status import status_lines
+from kcoord.coordinator.cluster.status import status_lines, status_report
 
 __all__ = ["main"]
 
@@ -48,8 +56,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="the id to store (default: a new random one); refused if the database holds another",
     )
-    status = sub.add_parser("status", help="the nodes, shard owners and epochs")
+    status = sub.add_parser("status", help="the nodes, shard owners and partition leaders with their epochs")
     status.add_argument("--cluster", metavar="DSN", default=os.environ.get(ENV_CLUSTER), help="as for init")
+    status.add_argument("--json", action="store_true", help="one JSON object instead of lines")
     return parser
 
 
@@ -59,7 +68,7 @@ def main(argv: Sequence[str]) -> int:
     if not args.cluster:
         parser.error(f"--cluster DSN is required (or ${ENV_CLUSTER})")
     if args.command == "status":
-        return asyncio.run(_status(args.cluster))
+        return asyncio.run(_status(args.cluster, args.json))
     if args.num_shards <= 0:
         parser.error(f"--num-shards must be positive, not {args.num_shards}")
     return asyncio.run(_init(args.cluster, args.num_shards, args.cluster_id))
@@ -87,21 +96,32 @@ async def _init(dsn: str, num_shards: int, cluster_id: str | None) -> int:
     return 0
 
 
-async def _status(dsn: str) -> int:
+async def _status(dsn: str, as_json: bool) -> int:
     where = redact(dsn)
     try:
         conn = await connect(dsn)
     except CONNECT_ERRORS as exc:
         return _fail(f"cannot connect to {where}: {_reason(exc)}", "status")
     try:
-        if await schema_version(conn) == 0:
+        version = await schema_version(conn)
+        if version == 0:
             return _fail(f"{where} has no kcoord schema: run `kcoord cluster init` first", "status")
-        for line in await status_lines(conn):
-            print(line)
+        if version < SCHEMA_VERSION:  # the tables status reads may not exist yet
+            return _fail(
+                f"{where} has schema version {version}, this kcoord reads {SCHEMA_VERSION}: "
+                "run `kcoord cluster init` to upgrade it",
+                "status",
+            )
+        report = await status_report(conn)
     except CONNECT_ERRORS as exc:
         return _fail(f"{where}: {_reason(exc)}", "status")
     finally:
         await conn.close()
+    if as_json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        for line in status_lines(report):
+            print(line)
     return 0
 
 

@@ -26,11 +26,14 @@ from typing import Any, Generic, TypeVar
 
 __all__ = ["LeaseClock", "PartitionLeases", "ShardLeases"]
 
+# `previous` (the holder before this statement's snapshot; NULL when free) labels the acquisition for
+# /metrics only: the epoch bump and its WHERE clause alone decide who holds the lease.
 _ACQUIRE = """
+WITH before AS (SELECT owner FROM kcoord_shard_lease WHERE shard = $1)
 UPDATE kcoord_shard_lease
    SET owner = $2, epoch = epoch + 1, expires_at = now() + $3::integer * interval '1 millisecond'
  WHERE shard = $1 AND (owner IS NULL OR expires_at < now())
-RETURNING epoch
+RETURNING epoch, (SELECT owner FROM before) AS previous
 """
 
 _RENEW = """
@@ -106,9 +109,16 @@ class _Leases(Generic[K]):
         LeaseClock(ttl_ms, self.margin_ms)  # validates the margin now, not at the first acquire
         self._monotonic = monotonic
         self._held: dict[K, _Held] = {}
+        self.renewals: dict[str, int] = {}
+        """result -> renewal statements: ok (every held lease extended), lost (some were taken
+        over), failed (the database did not answer): for /metrics."""
+        self.acquisitions: dict[str, int] = {}
+        """previous holder -> leases acquired: free (released or never held), self (our own lease
+        ran out and nobody took it), other (another node's ran out: a failover): for /metrics."""
 
     # -- the table's statements ------------------------------------------------------------------------
     async def _take(self, key: K) -> Any:
+        """The acquire's row (epoch, previous holder), None when the lease is held by someone."""
         raise NotImplementedError
 
     async def _extend(self, held: dict[K, _Held]) -> set[K]:
@@ -121,11 +131,14 @@ class _Leases(Generic[K]):
     async def acquire(self, key: K) -> int | None:
         """Take `key` if it is free or its lease expired: the new epoch, else None."""
         sent_at = self._monotonic()
-        epoch = await self._take(key)
-        if epoch is None:
+        row = await self._take(key)
+        if row is None:
             return None
-        self._hold(key, int(epoch), sent_at)
-        return int(epoch)
+        epoch, previous = int(row["epoch"]), row["previous"]
+        how = "free" if previous is None else "self" if previous == self.node_id else "other"
+        self.acquisitions[how] = self.acquisitions.get(how, 0) + 1
+        self._hold(key, epoch, sent_at)
+        return epoch
 
     def _hold(self, key: K, epoch: int, sent_at: float) -> None:
         clock = LeaseClock(self.ttl_ms, self.margin_ms)
@@ -142,7 +155,12 @@ class _Leases(Generic[K]):
             return set()
         held = dict(self._held)
         sent_at = self._monotonic()
-        renewed = await self._extend(held)
+        try:
+            renewed = await self._extend(held)
+        except Exception:
+            self._count_renewal("failed")
+            raise
+        self._count_renewal("ok" if renewed >= set(held) else "lost")
         for key in renewed:
             held[key].clock.renewed(sent_at)
         lost = set(held) - renewed
@@ -150,6 +168,9 @@ class _Leases(Generic[K]):
             if self._held.get(key) is held[key]:  # not re-acquired meanwhile
                 del self._held[key]
         return lost
+
+    def _count_renewal(self, result: str) -> None:
+        self.renewals[result] = self.renewals.get(result, 0) + 1
 
     async def release(self, key: K) -> bool:
         """Give `key` up (graceful handover): True if it was still ours at our epoch. Stop its
@@ -190,7 +211,7 @@ class ShardLeases(_Leases[int]):
     """
 
     async def _take(self, key: int) -> Any:
-        return await self._pool.fetchval(_ACQUIRE, key, self.node_id, self.ttl_ms)
+        return await self._pool.fetchrow(_ACQUIRE, key, self.node_id, self.ttl_ms)
 
     async def _extend(self, held: dict[int, _Held]) -> set[int]:
         shards = list(held)
@@ -206,12 +227,13 @@ class ShardLeases(_Leases[int]):
 
 # A partition's row is made by its first acquire (topics come and go; shards are fixed at init).
 _PARTITION_ACQUIRE = """
+WITH before AS (SELECT leader FROM kcoord_partition_lease WHERE topic = $1 AND partition = $2)
 INSERT INTO kcoord_partition_lease AS lease (topic, partition, leader, epoch, expires_at)
 VALUES ($1, $2, $3, 1, now() + $4::integer * interval '1 millisecond')
 ON CONFLICT (topic, partition) DO UPDATE
    SET leader = excluded.leader, epoch = lease.epoch + 1, expires_at = excluded.expires_at
  WHERE lease.leader IS NULL OR lease.expires_at < now()
-RETURNING epoch
+RETURNING epoch, (SELECT leader FROM before) AS previous
 """
 
 _PARTITION_RENEW = """
@@ -244,7 +266,7 @@ class PartitionLeases(_Leases[tuple[str, int]]):
     checks; Kafka's equivalent is the partition leader epoch the controller hands out."""
 
     async def _take(self, key: tuple[str, int]) -> Any:
-        return await self._pool.fetchval(_PARTITION_ACQUIRE, key[0], key[1], self.node_id, self.ttl_ms)
+        return await self._pool.fetchrow(_PARTITION_ACQUIRE, key[0], key[1], self.node_id, self.ttl_ms)
 
     async def _extend(self, held: dict[tuple[str, int], _Held]) -> set[tuple[str, int]]:
         keys = list(held)

@@ -33,6 +33,7 @@ from typing import Any
 from kcoord import storage
 from kcoord.coordinator.app import App, _halt_soon, run
 from kcoord.coordinator.app_state import State, _acl_store
+from kcoord.coordinator.cluster.cluster_metrics import ClusterCollector, ClusterSources
 from kcoord.coordinator.cluster.edge import route_handlers
 from kcoord.coordinator.cluster.leadership import ClusterLeadership
 from kcoord.coordinator.cluster.leases import PartitionLeases, ShardLeases
@@ -158,6 +159,11 @@ class _Brokers:
     def controller_id(self) -> int:
         return min([*self._membership.view.nodes, self._membership.node.node_id])
 
+    def ready(self) -> tuple[bool, str]:
+        if self._membership.reachable():
+            return True, ""
+        return False, "the cluster's database has not answered within the lease TTL"
+
 
 class _NoLog:
     """`State.log` in cluster mode: the shards' and metadata's logs are PostgreSQL's, nothing to close."""
@@ -265,6 +271,8 @@ class ClusterApp(App):
         ctx.brokers = _Brokers(self.membership)
         ctx.leadership = ClusterLeadership(self._pool, self.placement)
         route_handlers(ctx.handlers, self.ownership.state, lambda: self.membership.view, self.num_shards)
+        if self.metrics is not None:  # /metrics (App._start_http registers it after startup)
+            self.metrics.extra.append(ClusterCollector(self._metric_sources()))
         await self.membership.register()
         await self._listen_for_changes()
         await self.membership.refresh()
@@ -273,6 +281,23 @@ class ClusterApp(App):
             asyncio.create_task(self._poll_loop(), name="kcoord-cluster-poll"),
             asyncio.create_task(self.placement.run(), name="kcoord-cluster-partitions"),
         ]
+
+    def _metric_sources(self) -> ClusterSources:
+        shard_leases, partition_leases = self.leases, self.partitions.leases
+        return ClusterSources(
+            shard_states=self.ownership.owned,
+            partitions_led=lambda: len(self.partitions.held()),
+            renewals=lambda: {
+                "node": self.membership.renewals,
+                "shard": shard_leases.renewals,
+                "partition": partition_leases.renewals,
+            },
+            acquisitions=lambda: {
+                "shard": shard_leases.acquisitions,
+                "partition": partition_leases.acquisitions,
+            },
+            reachable=self.membership.reachable,
+        )
 
     async def _listen_for_changes(self) -> None:
         assert self.config.cluster is not None
