@@ -110,7 +110,7 @@ END
 $fn$;
 """
 
-# Migration 2 (node wiring, K3): cluster-wide records and producer id blocks.
+# Migration 2 (node wiring): cluster-wide records and producer id blocks.
 # * kcoord_metadata: the records no shard holds (`shard_log.shard_key` None: topics, producer id
 #   blocks, ACLs, SCRAM credentials), newest value per (type, key). A tombstone stays as a row with a
 #   NULL value, so a node following the table by `seq` sees deletions too. Every write bumps `seq`

@@ -1,7 +1,7 @@
 """Transaction markers for partitions another node leads: the transaction coordinator's marker writer
 in a cluster sends WriteTxnMarkers (27) to each partition's leader, as Kafka's
 `TransactionMarkerChannelManager` does (`addTxnMarkersToBrokerQueue`: grouped by leader), and writes
-the rest through `inner` (K3's `RoutedTxnMarkers`: `__consumer_offsets` partitions to their shard's
+the rest through `inner` (`RoutedTxnMarkers`: `__consumer_offsets` partitions to their shard's
 owner, the partitions this node leads locally).
 
 A partition without a known leader, an unreachable leader or a leader that answers
