@@ -10,22 +10,19 @@ with its defaults (fsync on): the acknowledged-means-durable tests built on it m
 
 from __future__ import annotations
 
-import glob
 import importlib.util
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.cluster.postgres import PgServer, PostgresUnavailable, start_postgres
+
+__all__ = ["PgServer"]  # test_failover.py imports it from here
 
 REQUIRED = os.environ.get("KCOORD_CLUSTER_TESTS") == "required"
 
@@ -55,100 +52,16 @@ def cannot(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _run(argv: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, env=env)
-
-
-def _bin_dir() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[4]))
-    return Path(found[-1]).parent if found else None
-
-
-def _ensure_postgresql() -> Path:
-    if _bin_dir() is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        _run(["apt-get", "update", "-q"])
-        done = _run(["apt-get", "install", "-y", "-q", "postgresql"])
-        if done.returncode != 0:
-            cannot(f"apt-get install postgresql failed: {done.stderr.strip()[-300:]}")
-    bin_dir = _bin_dir()
-    if bin_dir is None:
-        cannot("no PostgreSQL binaries in /usr/lib/postgresql/*/bin (apt-get install postgresql)")
-    assert bin_dir is not None
-    if os.geteuid() == 0 and shutil.which("runuser") is None:
-        cannot("running as root without runuser: cannot start PostgreSQL as the postgres user")
-    if importlib.util.find_spec("asyncpg") is None:
-        cannot("asyncpg missing (pip install 'kcoord[cluster]')")
-    return bin_dir
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class PgServer:
-    bin_dir: Path
-    root: Path
-    port: int
-
-    @property
-    def data(self) -> Path:
-        return self.root / "data"
-
-    def dsn(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
-
-    def as_postgres(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        """Run a PostgreSQL program as the postgres user (runuser when root)."""
-        prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        return _run([*prefix, str(self.bin_dir / argv[0]), *argv[1:]], timeout=120)
-
-    def start(self) -> None:
-        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c max_connections=200"
-        done = self.as_postgres(
-            "pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "start", "-o", options
-        )
-        if done.returncode != 0:
-            log = (
-                (self.root / "log").read_text(errors="replace")[-1000:]
-                if (self.root / "log").exists()
-                else ""
-            )
-            raise RuntimeError(f"pg_ctl start failed: {done.stdout}{done.stderr}{log}")
-
-    def stop(self, mode: str = "fast") -> None:
-        done = self.as_postgres("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
-        if done.returncode != 0 and (pid := self.postmaster_pid()) is not None:
-            os.kill(pid, signal.SIGKILL)
-
-    def postmaster_pid(self) -> int | None:
-        try:
-            return int((self.data / "postmaster.pid").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-
-
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
-    bin_dir = _ensure_postgresql()
-    root = Path(tempfile.mkdtemp(prefix="kcoord-pg-"))
-    os.chmod(root, 0o755)
-    server = PgServer(bin_dir, root, free_port())
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres", "postgres")
-    done = server.as_postgres("initdb", "-D", str(server.data), "-A", "trust", "-U", "postgres", "--no-sync")
-    if done.returncode != 0:
-        shutil.rmtree(root, ignore_errors=True)
-        cannot(f"initdb failed: {done.stderr.strip()[-300:]}")
     try:
-        server.start()
+        server = start_postgres()
+    except PostgresUnavailable as exc:
+        cannot(str(exc))
+    try:
         yield server
     finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        server.remove()
 
 
 @pytest.fixture
