@@ -98,11 +98,15 @@ class Bench:
             await create_topic(port, "bench-commits", 1)
         await create_topic(self.nodes[0].port, FAILOVER_TOPIC, FAILOVER_PARTITIONS)
 
-    def stop(self) -> None:
+    def stop(self) -> list[int]:
+        """Stop every process this run started; their PIDs (for the smoke test to check)."""
+        pids = [s.pid for s in [self.single, *self.nodes] if s.proc is not None]
         for server in [self.single, *self.nodes]:
             server.stop()
         if self.pg is not None:
+            pids += [pid] if (pid := self.pg.postmaster_pid()) is not None else []
             self.pg.remove()
+        return pids
 
     async def commits_phase(self, flip: bool) -> dict[str, Any]:
         def run(servers: Sequence[Any], pg: PgServer | None) -> Phase:
@@ -193,7 +197,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                 results["rounds"].append(await run.one_round(index))
                 print(f"round {index + 1}/{args.rounds} done", file=sys.stderr, flush=True)
         finally:
-            run.stop()
+            results["pids"] = run.stop()
     results["median"] = medians(results["rounds"])
     return results
 
