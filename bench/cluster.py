@@ -227,9 +227,9 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
     if "limit" in m:
         c, b = m["limit"]["commit_rows"], m["limit"]["batch_rows"]
         print(f"PostgreSQL's own batched INSERTs (asyncpg, 8 connections, synchronous_commit on): "
-              f"{c['rows_per_s']:,.0f} rows/s of {c['row_bytes']:.0f} bytes ({c['rows_per_statement']} a "
+              f"{c['rows_per_s']:,.0f} rows/s of {c['row_bytes']:.0f} bytes ({c['rows_per_statement']:.0f} a "
               f"statement, database {c['db_cpu_us_per_row']:.1f} us CPU/row); {b['mib_s']:.1f} MiB/s of "
-              f"{b['row_bytes']:,.0f}-byte rows ({b['rows_per_statement']} a statement)")  # fmt: skip
+              f"{b['row_bytes']:,.0f}-byte rows ({b['rows_per_statement']:.0f} a statement)")  # fmt: skip
     if "commits" in m:
         row = m["commits"]
         print(f"durable commits, {loads.CONNECTIONS} connections x {args.window} in flight: "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import os
 import statistics
 import time
@@ -138,6 +139,10 @@ def commit_body(group: str, topic: str, offset: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _committed(address: tuple[str, int], group: str, topic: str) -> bool | None:
+    return commit(address, group, topic, 0) == 0 or None
+
+
 def commit_loads(servers: Sequence[Any], topic: str, window: int) -> dict[Any, list[list[bytes]]]:
     """OffsetCommit frames (simple groups, one partition each) for `COMMIT_GROUPS` groups, each on a
     connection to its owner; every owner answered one commit first (it has seen the topic)."""
@@ -146,7 +151,8 @@ def commit_loads(servers: Sequence[Any], topic: str, window: int) -> dict[Any, l
     per_server = max(1, CONNECTIONS // len(servers))
     loads = {}
     for server, mine in placed.items():
-        until(lambda s=server, g=mine[0]: commit(s.address, g, topic, 0) == 0 or None, 30, f"{topic} seen")
+        seen = functools.partial(_committed, server.address, mine[0], topic)
+        until(seen, 30, f"{server.name} has seen {topic}")
         count = max(len(mine), per_server * window)
         frames = [encode(8, COMMIT_V, commit_body(mine[i % len(mine)], topic, i)) for i in range(count)]
         loads[server] = spread(frames, per_server)
@@ -163,7 +169,9 @@ async def heartbeat_loads(
     over its share of the connections, the members' connections (to close) and the leaves."""
     placed = by_server(owners(servers, [f"{prefix}-{g}" for g in range(groups)]))
     per_server = max(1, CONNECTIONS // len(servers))
-    loads, conns, leaves = {}, [], []
+    loads: dict[Any, list[list[bytes]]] = {}
+    conns: list[Conn] = []
+    leaves: list[Callable[[], Any]] = []
     for server, mine in placed.items():
         member_conns = await connect(server.port, len(mine) * per_group)
         conns += member_conns
@@ -174,7 +182,7 @@ async def heartbeat_loads(
         loads[server] = await heartbeat_frames(formed, per_server)
         for index, (formation, members, tasks) in enumerate(formed):
             conn = member_conns[index * per_group]
-            leaves.append(lambda c=conn, f=formation, m=members, t=tasks: leave_group(c, f.group, m, t))
+            leaves.append(functools.partial(leave_group, conn, formation.group, members, tasks))
     return loads, conns, leaves
 
 
