@@ -21,7 +21,7 @@ from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from bench.cluster_loads import agreed_leaders, leaders, owners
+from bench.cluster_loads import agreed_leaders, metadata_leaders, owners
 from tests.cluster.nodes import Node, commit, owner_of, rpc, until
 
 FAILOVER_TOPIC = "bench-failover"
@@ -66,8 +66,8 @@ def _produce_probe(survivors: Sequence[Node], partition: int) -> Callable[[], bo
 
     def attempt() -> bool:
         for asker in survivors:
-            led = leaders(asker, FAILOVER_TOPIC, FAILOVER_PARTITIONS) or {}
-            leader = by_id.get(led.get(partition, -1))
+            # this partition's leader alone: the victim's other partitions may move a little later
+            leader = by_id.get(metadata_leaders(asker, FAILOVER_TOPIC).get(partition, -1))
             if leader is not None:
                 return produce_error(leader, partition) == 0
         return False

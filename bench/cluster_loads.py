@@ -189,13 +189,18 @@ async def heartbeat_loads(
 # -- produce (bench.dataplane's librdkafka producer, acks=all) ---------------------------------------------
 
 
-def leaders(server: Any, topic: str, partitions: int) -> dict[int, int] | None:
-    """partition -> leader in `server`'s Metadata v4; None until every partition has one."""
+def metadata_leaders(server: Any, topic: str) -> dict[int, int]:
+    """partition -> leader (-1: none now) in `server`'s Metadata v4; empty if it cannot be asked."""
     try:
         answer = rpc(server.address, 3, 4, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
     except OSError:
-        return None
-    found = {int(p["partition_index"]): int(p["leader_id"]) for p in answer["topics"][0]["partitions"]}
+        return {}
+    return {int(p["partition_index"]): int(p["leader_id"]) for p in answer["topics"][0]["partitions"]}
+
+
+def leaders(server: Any, topic: str, partitions: int) -> dict[int, int] | None:
+    """partition -> leader in `server`'s Metadata; None until every partition has one."""
+    found = metadata_leaders(server, topic)
     return found if len(found) == partitions and min(found.values()) >= 0 else None
 
 
