@@ -25,8 +25,9 @@ to the next (interleaved) and the report gives the median of the rounds (every r
    (bench/cluster_failover.py); the victim restarts before the next phase.
 Server CPU (/proc/PID/stat, the three nodes added up) and the database's CPU (the postmaster and its
 children) per request or per MiB are given beside every figure; the fsync latency of the temp dir's
-file system too. One load generator process drives every load: on a small machine it shares the cores
-with the servers, so compare figures only within a run.
+file system too. This one process drives the commit and heartbeat loads (the producer is its own
+process): on a small machine they share the cores with the servers and PostgreSQL, so compare figures
+only within a run.
 """
 
 from __future__ import annotations
