@@ -6,10 +6,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.postgres import PgServer, running_server
+from tests.postgres import PgServer, PostgresUnavailable, cannot, start_postgres
 
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     """One real PostgreSQL per session (tests/postgres.py), for tests/cluster and tests/pipeline."""
-    yield from running_server()
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as exc:
+        cannot(str(exc))
+    try:
+        yield server
+    finally:
+        server.remove()

@@ -1,36 +1,41 @@
-"""A real PostgreSQL for the tests that need one (tests/cluster, tests/pipeline): Debian's binaries,
-run as the `postgres` user through runuser when the tests run as root (initdb refuses root), on
-127.0.0.1 and a free port, with its socket directory and data in a fresh temporary directory, stopped
-by its PID at the end. `tests/conftest.py` makes it the session fixture `pg_server`: one server per
-session, whichever directories use it.
+"""A real PostgreSQL server as a subprocess, without pytest: the `pg_server` session fixture of
+tests/conftest.py (one server per session, for tests/cluster and tests/pipeline) and bench/cluster.py
+both start theirs through `start_postgres`.
 
-Missing binaries are installed with apt-get (`postgresql`) when root; otherwise the tests skip with
-the reason, except under KCOORD_CLUSTER_TESTS=required (.ci/run), where they fail. The server runs
-with its defaults (fsync on): the acknowledged-means-durable tests built on it mean what they say.
+Debian's binaries, run as the `postgres` user through runuser when the caller is root (initdb refuses
+root), on 127.0.0.1 and a free port, with its socket directory and data in a fresh temporary
+directory; missing binaries are installed with apt-get (`postgresql`) when root. The server runs with
+its defaults (fsync on), so what is acknowledged on it is durable.
 """
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
+# .ci/run sets it: a machine where PostgreSQL cannot run fails the tests instead of skipping them.
 REQUIRED = os.environ.get("KCOORD_CLUSTER_TESTS") == "required"
 
 
 def cannot(reason: str) -> None:
+    """Skip the test, or fail it under KCOORD_CLUSTER_TESTS=required."""
+    import pytest
+
     if REQUIRED:
         pytest.fail(f"KCOORD_CLUSTER_TESTS=required but {reason}")
     pytest.skip(reason)
+
+
+class PostgresUnavailable(Exception):
+    """PostgreSQL cannot be run here (the reason is the message)."""
 
 
 def _run(argv: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -43,18 +48,24 @@ def _bin_dir() -> Path | None:
     return Path(found[-1]).parent if found else None
 
 
-def _ensure_postgresql() -> Path:
+def ensure_postgresql() -> Path:
+    """The directory of PostgreSQL's programs (installed first when root and missing)."""
     if _bin_dir() is None and os.geteuid() == 0 and shutil.which("apt-get"):
         _run(["apt-get", "update", "-q"])
         done = _run(["apt-get", "install", "-y", "-q", "postgresql"])
         if done.returncode != 0:
-            cannot(f"apt-get install postgresql failed: {done.stderr.strip()[-300:]}")
+            raise PostgresUnavailable(f"apt-get install postgresql failed: {done.stderr.strip()[-300:]}")
     bin_dir = _bin_dir()
     if bin_dir is None:
-        cannot("no PostgreSQL binaries in /usr/lib/postgresql/*/bin (apt-get install postgresql)")
-    assert bin_dir is not None
+        raise PostgresUnavailable(
+            "no PostgreSQL binaries in /usr/lib/postgresql/*/bin (apt-get install postgresql)"
+        )
     if os.geteuid() == 0 and shutil.which("runuser") is None:
-        cannot("running as root without runuser: cannot start PostgreSQL as the postgres user")
+        raise PostgresUnavailable(
+            "running as root without runuser: cannot start PostgreSQL as the postgres user"
+        )
+    if importlib.util.find_spec("asyncpg") is None:
+        raise PostgresUnavailable("asyncpg missing (pip install 'kcoord[cluster]')")
     return bin_dir
 
 
@@ -106,10 +117,18 @@ class PgServer:
         except (OSError, ValueError, IndexError):
             return None
 
+    def remove(self) -> None:
+        """Stop the server and delete its directory."""
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
 
-def running_server() -> Iterator[PgServer]:
-    """Start one server (the `pg_server` session fixture of tests/conftest.py) and stop it after."""
-    bin_dir = _ensure_postgresql()
+
+def start_postgres() -> PgServer:
+    """initdb in a fresh temporary directory and start the server; the caller calls `remove()`.
+    PostgresUnavailable when it cannot run here."""
+    bin_dir = ensure_postgresql()
     root = Path(tempfile.mkdtemp(prefix="kcoord-pg-"))
     os.chmod(root, 0o755)
     server = PgServer(bin_dir, root, free_port())
@@ -118,10 +137,10 @@ def running_server() -> Iterator[PgServer]:
     done = server.as_postgres("initdb", "-D", str(server.data), "-A", "trust", "-U", "postgres", "--no-sync")
     if done.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
-        cannot(f"initdb failed: {done.stderr.strip()[-300:]}")
+        raise PostgresUnavailable(f"initdb failed: {done.stderr.strip()[-300:]}")
     try:
         server.start()
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    except BaseException:
+        server.remove()
+        raise
+    return server
