@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
@@ -173,6 +173,17 @@ async def _scenario(root: Path, ops: list[tuple[Any, ...]]) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(ops=OPS)
+@example(  # a failed roll, then DeleteRecords deleting every segment that producer 1's batches were in
+    ops=[
+        ("data", 1, False, 1),
+        ("data", 1, False, 1),
+        ("burst", 2),
+        ("data", 1, False, 1),
+        ("fail",),
+        ("data", 1, False, 1),
+        ("delete",),
+    ]
+)
 def test_recovered_partition_state_equals_the_live_state(ops: list[tuple[Any, ...]]) -> None:
     with tempfile.TemporaryDirectory() as directory:
         asyncio.run(_scenario(Path(directory), ops))
