@@ -92,6 +92,10 @@ class PartitionLog:
         self._background = background or asyncio.ensure_future
         self.segments: list[Segment] = []
         self._unsealed: list[Segment] = []  # rolled away from, index files not written yet
+        # The producer snapshots taken at segment ends and not on disk yet (offset -> state), written by
+        # one writer at a time: the seal of the segment, or a log start move deleting it (whichever first).
+        self._snapshots_due: dict[int, dict[int, ProducerEntry]] = {}
+        self._snapshot_lock = asyncio.Lock()
         self.log_start_offset = 0
         self.high_watermark = 0
         self.log_end_offset = 0
@@ -196,14 +200,15 @@ class PartitionLog:
         snapshot at its end (the durable state now is the state after its last batch)."""
         for segment in [s for s in self._unsealed if s.durable_end == s.size]:
             self._unsealed.remove(segment)
-            self._background(self._seal(segment, segment.next_offset, dict(self.producers.durable)))
+            self._snapshots_due[segment.next_offset] = dict(self.producers.durable)
+            self._background(self._seal(segment, segment.next_offset))
 
-    async def _seal(self, segment: Segment, end: int, producers: dict[int, ProducerEntry]) -> None:
+    async def _seal(self, segment: Segment, end: int) -> None:
         interval = self.config.index_interval_bytes
         try:
             await asyncio.to_thread(segment.write_index_files, interval)
             # Even if retention deleted the segment meanwhile: the state at its end is the next one's start.
-            await asyncio.to_thread(write_snapshot, self.directory, end, producers)
+            await self._write_due_snapshot(end)
         except OSError as exc:
             # Index files are derived data: the batches are durable, the segment keeps its dense
             # index in memory, and the next start rebuilds files that are missing or do not fit.
@@ -211,6 +216,14 @@ class PartitionLog:
             return
         if segment in self.segments:  # not deleted by retention meanwhile
             segment.become_sparse(interval)
+
+    async def _write_due_snapshot(self, offset: int) -> None:
+        """Write the snapshot taken at `offset` if it is not on disk yet (OSError: it stays due)."""
+        async with self._snapshot_lock:
+            producers = self._snapshots_due.get(offset)
+            if producers is not None:
+                await asyncio.to_thread(write_snapshot, self.directory, offset, producers)
+                self._snapshots_due.pop(offset, None)
 
     def failed(self) -> None:
         """A write failed: everything not durable is gone (the files were cut back already)."""
@@ -222,6 +235,9 @@ class PartitionLog:
             self.segments.pop().remove()  # rolled to by the failed round: empty, named past the end
             if self.segments[-1] in self._unsealed:  # recovery also drops such a file (recovery.py)
                 self._unsealed.remove(self.segments[-1])
+        # A segment rolled away from by the failed round is whole: its snapshot is due now, not at the
+        # next write (which may never come before DeleteRecords deletes it).
+        self._seal_completed()
 
     def notify(self) -> None:
         for listener in list(self._listeners):
@@ -326,12 +342,31 @@ class PartitionLog:
             offset = min(offset, first_unstable)
         if offset <= self.log_start_offset:
             return self.log_start_offset
+        keep = await self._snapshot_at_new_start(offset)
         await asyncio.to_thread(_write_checkpoint, self.directory, offset)
         self.log_start_offset = offset
-        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+        while keep and len(self.segments) > 1 and self.segments[1].base_offset <= offset:
             doomed = self.segments.pop(0)
             doomed.remove()
+            self._snapshots_due.pop(doomed.base_offset, None)
         return offset
+
+    async def _snapshot_at_new_start(self, offset: int) -> bool:
+        """The producer snapshot at the first kept segment's base is on disk before the segments below
+        it (and their snapshots) go: producers outlive their batches until producer-id expiration and
+        recovery starts there. Kafka (core/.../log/UnifiedLog.scala): `roll` takes that snapshot,
+        `deleteSegments` deletes only the deleted bases' snapshots, and ProducerStateManager.java's
+        `onLogStartOffsetIncremented` keeps every producer. False: not written, the segments stay."""
+        self._seal_completed()  # a segment whose last batch is durable: its end state is due now
+        new_first = [s.base_offset for s in self.segments[1:] if s.base_offset <= offset]
+        if not new_first:  # no segment is deleted
+            return True
+        try:
+            await self._write_due_snapshot(new_first[-1])
+        except OSError as exc:
+            log.warning("producer snapshot before %s not written; its segments stay: %s", offset, exc)
+            return False
+        return True
 
     def delete_records(self, before_offset: int) -> asyncio.Future[int]:
         if before_offset > self.high_watermark:

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+import kcoord.partition_log.log as partition_log
 import kcoord.partition_log.logs as partition_logs
 from kcoord.partition_log import (
     READ_COMMITTED,
@@ -171,8 +172,35 @@ async def _scenario(root: Path, ops: list[tuple[Any, ...]]) -> None:
         assert recovered["reads"][-1] is not None  # the reads compared are real ones
 
 
+# A failed roll, then DeleteRecords deleting every segment that producer 1's batches were in: recovery
+# must still know producer 1 (from the snapshot at the new log start).
+FAILED_ROLL_THEN_DELETE: list[tuple[Any, ...]] = [
+    ("data", 1, False, 1),
+    ("data", 1, False, 1),
+    ("burst", 2),
+    ("data", 1, False, 1),
+    ("fail",),
+    ("data", 1, False, 1),
+    ("delete",),
+]
+
+
 @settings(max_examples=60, deadline=None)
 @given(ops=OPS)
+@example(ops=FAILED_ROLL_THEN_DELETE)
 def test_recovered_partition_state_equals_the_live_state(ops: list[tuple[Any, ...]]) -> None:
     with tempfile.TemporaryDirectory() as directory:
         asyncio.run(_scenario(Path(directory), ops))
+
+
+def test_a_log_start_move_without_the_snapshot_at_the_new_start_keeps_the_segments(tmp_path: Path) -> None:
+    """The snapshot cannot be written: DeleteRecords still moves the log start, but the segments below it
+    stay, so recovery replays them and still knows producer 1."""
+
+    def refuse(directory: Path, offset: int, producers: object) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(partition_log, "write_snapshot", refuse)
+        asyncio.run(_scenario(tmp_path, FAILED_ROLL_THEN_DELETE))
+    assert (tmp_path / "t-0" / f"{0:020d}.log").exists()
