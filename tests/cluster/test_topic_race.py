@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,13 @@ import pytest
 
 from kcoord.coordinator.cluster.metadata import MetadataLog
 from kcoord.coordinator.cluster.migrations import IDENTITY_TAKEN_SQLSTATE
-from kcoord.coordinator.persistence.codec import to_storage
 from kcoord.coordinator.persistence import Replayer
+from kcoord.coordinator.persistence.codec import to_storage
 from kcoord.coordinator.producer_ids import ProducerIds
 from kcoord.coordinator.topics import TopicExists, TopicRecord, TopicRegistry, TopicTombstone
 from tests.cluster.helpers import init
-from tests.cluster.nodes import Node, init_cluster, rpc, until
+from tests.cluster.nodes import Node, init_cluster, nodes, rpc, until
+from tests.server.wire import call, connect
 from tests.unit.conftest import Harness
 
 TOPIC_ALREADY_EXISTS, LEADER_NOT_AVAILABLE = 36, 5
@@ -137,3 +138,100 @@ async def test_a_stale_copy_cannot_overwrite_a_topic_recreated_elsewhere(cluster
         assert b.topics.get("t") == a.topics.get("t") and not b.topics.is_pending("t")
     finally:
         await pool.close()
+
+
+# -- real node processes ------------------------------------------------------------------------------
+TTL_MS = 1500
+ROUNDS = 4  # names raced per test: each round is one simultaneous pair of requests
+
+
+def _at_once(nodes: list[Node], api_key: int, version: int, bodies: list[dict[str, Any]]) -> list[Any]:
+    """Send `bodies[i]` to `nodes[i]`, all released together once every connection is open."""
+    barrier = threading.Barrier(len(nodes))
+    answers: list[Any] = [None] * len(nodes)
+
+    def one(i: int) -> None:
+        with connect(nodes[i].address, timeout=10) as sock:
+            barrier.wait(timeout=10)
+            answers[i] = call(sock, api_key, version, bodies[i])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(nodes))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert all(a is not None for a in answers), answers
+    return answers
+
+
+def _described(node: Node, name: str) -> tuple[uuid.UUID, int] | None:
+    """(topic id, partition count) in `node`'s Metadata v10 without auto-creation, None if absent."""
+    body = {"topics": [{"name": name, "topic_id": uuid.UUID(int=0)}], "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False}  # fmt: skip
+    topic = rpc(node.address, 3, 10, body)["topics"][0]
+    return None if topic["error_code"] else (topic["topic_id"], len(topic["partitions"]))
+
+
+def _settled(cluster: list[Node], name: str) -> tuple[uuid.UUID, int]:
+    """The topic once every node describes it the same way."""
+
+    def agreed() -> tuple[uuid.UUID, int] | None:
+        seen = {_described(node, name) for node in cluster}
+        return seen.pop() if len(seen) == 1 and None not in seen else None
+
+    return until(agreed, 15, f"every node describes {name} the same way", step=0.1)
+
+
+def _create_topics(name: str, partitions: int) -> dict[str, Any]:
+    topic = {
+        "name": name,
+        "num_partitions": partitions,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [],
+    }
+    return {"topics": [topic], "timeout_ms": 5000, "validate_only": False}
+
+
+def test_two_nodes_given_the_same_create_topics_at_once_make_one_topic(
+    tmp_path: Path, cluster_dsn: str
+) -> None:
+    init_cluster(cluster_dsn, 8)
+    with nodes(tmp_path, cluster_dsn, [1, 2], TTL_MS) as cluster:
+        for round_ in range(ROUNDS):
+            name = f"race-{round_}"
+            answers = [
+                a["topics"][0]
+                for a in _at_once(cluster, 19, 7, [_create_topics(name, 3), _create_topics(name, 5)])
+            ]
+            assert sorted(a["error_code"] for a in answers) == [0, TOPIC_ALREADY_EXISTS], answers
+            won = next(a for a in answers if a["error_code"] == 0)
+            assert _settled(cluster, name) == (won["topic_id"], won["num_partitions"])
+
+
+def test_two_nodes_auto_creating_the_same_topic_at_once_make_one_topic(
+    tmp_path: Path, cluster_dsn: str
+) -> None:
+    """The nodes' default partition counts differ, so a second copy would show; the loser answers
+    LEADER_NOT_AVAILABLE (Kafka's AutoTopicCreationManager turns TOPIC_ALREADY_EXISTS into it) and
+    the topic itself once it has read the winner's record."""
+    init_cluster(cluster_dsn, 8)
+    with (
+        nodes(tmp_path, cluster_dsn, [1], TTL_MS, "--num-partitions", "2") as first,
+        nodes(tmp_path, cluster_dsn, [2], TTL_MS, "--num-partitions", "4") as second,
+    ):
+        cluster = first + second
+        for round_ in range(ROUNDS):
+            name = f"auto-{round_}"
+            version = (1, 10)[round_ % 2]  # v1 auto-creates always; v10 when allowed, and names the id
+            body: dict[str, Any] = {"topics": [{"name": name, "topic_id": uuid.UUID(int=0)}]}
+            if version >= 4:
+                body |= {"allow_auto_topic_creation": True, "include_topic_authorized_operations": False}
+            topics = [a["topics"][0] for a in _at_once(cluster, 3, version, [body, body])]
+            assert {t["error_code"] for t in topics} <= {0, LEADER_NOT_AVAILABLE}, topics
+            served = [t for t in topics if t["error_code"] == 0]
+            assert served, topics
+            topic_id, count = _settled(cluster, name)
+            assert {len(t["partitions"]) for t in served} == {count}, (topics, count)
+            if version >= 10:
+                assert {t["topic_id"] for t in served} == {topic_id}
