@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -235,3 +235,29 @@ def test_two_nodes_auto_creating_the_same_topic_at_once_make_one_topic(
             assert {len(t["partitions"]) for t in served} == {count}, (topics, count)
             if version >= 10:
                 assert {t["topic_id"] for t in served} == {topic_id}
+
+
+class _HeldLog:
+    """A TopicLog whose appends wait until the test settles them."""
+
+    def __init__(self) -> None:
+        self.waiting: list[Callable[[BaseException | None], None]] = []
+
+    def append(self, records: Sequence[Any], on_done: Callable[[BaseException | None], None]) -> None:
+        self.waiting.append(on_done)
+
+
+def test_a_winner_read_while_the_refused_write_was_in_flight_leaves_the_name_settled() -> None:
+    """The winner's record can be applied (catch-up) before the refusal arrives: it will not come
+    again, so the name must not stay pending."""
+    held = _HeldLog()
+    topics = TopicRegistry(held)
+    results: list[BaseException | None] = []
+    topics.create([("t", 3, {}), ("u", 1, {})], results.append)
+    winner = TopicRecord("t", uuid.uuid4(), 5)
+    topics.apply(winner)
+    held.waiting.pop()(TopicExists(["t"]))
+    assert topics.get("t") == winner and not topics.is_pending("t")
+    held.waiting.pop()(None)  # "u" written again on its own, and created
+    assert isinstance(results[0], TopicExists) and results[0].names == {"t"}
+    assert topics.describe("u") is not None and not held.waiting
