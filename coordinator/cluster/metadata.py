@@ -8,6 +8,10 @@
   a poll, so a change made on one node is seen on every other within a poll (500 ms). The writer
   applies its own change when it is durable, as on a single node, and again when it reads it back:
   the owners' `apply` keep the newest value, so that is harmless.
+* A topic record carries its topic id as the row's identity: PostgreSQL refuses it when the name is
+  another topic's (IDENTITY_TAKEN_SQLSTATE), and the append fails with `TopicExists`, nothing
+  written. So of two nodes creating one name at once the second loses, as Kafka's controller
+  answers TOPIC_ALREADY_EXISTS (ReplicationControlManager.createTopics), and follows the winner.
 * `ClusterProducerIds` hands out producer ids from blocks of 1,000 numbered by a PostgreSQL
   sequence (Kafka: the controller's ProducerIdControlManager hands out blocks; a block number is
   never handed out twice, so two nodes never give out the same id, across crashes too).
@@ -21,16 +25,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kcoord import storage
+from kcoord.coordinator.cluster.migrations import IDENTITY_TAKEN_SQLSTATE
 from kcoord.coordinator.persistence.codec import AnyRecord, to_storage
 from kcoord.coordinator.producer_ids import BLOCK_SIZE, ProducerIdBlock, ProducerIds
 from kcoord.coordinator.runtime.ports import OnDone
+from kcoord.coordinator.topics import TopicExists, TopicRecord
 
 __all__ = ["METADATA_CHANNEL", "ClusterProducerIds", "MetadataLog"]
 
 log = logging.getLogger("kcoord.cluster")
 
 METADATA_CHANNEL = "kcoord_metadata"
-_PUT = "SELECT kcoord_metadata_put($1::smallint[], $2::bytea[], $3::bytea[])"
+_PUT = "SELECT kcoord_metadata_put($1::smallint[], $2::bytea[], $3::bytea[], $4::bytea[])"
 _SINCE = "SELECT type, key, value, seq FROM kcoord_metadata WHERE seq > $1 ORDER BY seq"
 _NEXT_BLOCK = "SELECT nextval('kcoord_producer_id_block')"
 
@@ -40,13 +46,13 @@ class MetadataLog:
 
     def __init__(self, pool: Any) -> None:
         self._pool = pool
-        self._pending: list[tuple[list[storage.Record], OnDone]] = []
+        self._pending: list[tuple[Sequence[AnyRecord], OnDone]] = []
         self._task: asyncio.Task[None] | None = None
         self.last_seq = 0
         self._reading = asyncio.Lock()
 
     def append(self, records: Sequence[AnyRecord], on_done: OnDone) -> None:
-        self._pending.append(([to_storage(r) for r in records], on_done))
+        self._pending.append((records, on_done))
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._write(), name="kcoord-metadata-writer")
 
@@ -55,17 +61,30 @@ class MetadataLog:
             while self._pending:
                 (records, on_done), *rest = self._pending
                 self._pending = rest
-                try:
-                    await self._pool.fetchval(
-                        _PUT, [r.type for r in records], [r.key for r in records], [r.value for r in records]
-                    )
-                except Exception as exc:  # the database refused or is unreachable: the caller's error
-                    log.warning("cluster metadata write failed: %r", exc)
-                    on_done(exc)
-                    continue
-                on_done(None)
+                on_done(await self._put(records))
         finally:
             self._task = None
+
+    async def _put(self, records: Sequence[AnyRecord]) -> BaseException | None:
+        rows = [to_storage(r) for r in records]
+        identities = [r.topic_id.bytes if isinstance(r, TopicRecord) else None for r in records]
+        try:
+            await self._pool.fetchval(
+                _PUT, [r.type for r in rows], [r.key for r in rows], [r.value for r in rows], identities
+            )
+        except Exception as exc:  # the database refused or is unreachable: the caller's error
+            if getattr(exc, "sqlstate", None) == IDENTITY_TAKEN_SQLSTATE:
+                taken = set(str(getattr(exc, "detail", "") or "").split(","))
+                names = [
+                    r.name
+                    for r, row in zip(records, rows, strict=True)
+                    if isinstance(r, TopicRecord) and row.key.hex() in taken
+                ]
+                log.info("cluster metadata: topics %s are another topic's, nothing written", names)
+                return TopicExists(names)
+            log.warning("cluster metadata write failed: %r", exc)
+            return exc
+        return None
 
     async def catch_up(self, apply: Callable[[storage.Record], None]) -> int:
         """Apply every row written since the last call, in sequence order; how many."""

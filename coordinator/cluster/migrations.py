@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FENCED_SQLSTATE", "MIGRATIONS", "OFFSET_MISMATCH_SQLSTATE", "Migration"]
+__all__ = [
+    "FENCED_SQLSTATE",
+    "IDENTITY_TAKEN_SQLSTATE",
+    "MIGRATIONS",
+    "OFFSET_MISMATCH_SQLSTATE",
+    "Migration",
+]
 
 FENCED_SQLSTATE = "KC001"
 """Raised by `kcoord_append` when the caller's lease epoch is not the shard's current one. Class
@@ -21,6 +27,12 @@ FENCED_SQLSTATE = "KC001"
 OFFSET_MISMATCH_SQLSTATE = "KC002"
 """Raised by `kcoord_partition_append` when the batch does not start at the partition's stored log
 end offset: the leader's memory no longer matches the table (an earlier call's outcome was unknown)."""
+
+IDENTITY_TAKEN_SQLSTATE = "KC003"
+"""Raised by `kcoord_metadata_put` when an entry carrying an identity (a topic record: its topic id)
+meets a live row of its key with another identity: the name is another topic's (another node created
+it first, or the writer's copy is stale). Nothing of the batch was written; DETAIL lists the refused
+keys in hex, comma-separated."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,39 +127,61 @@ $fn$;
 #   blocks, ACLs, SCRAM credentials), newest value per (type, key). A tombstone stays as a row with a
 #   NULL value, so a node following the table by `seq` sees deletions too. Every write bumps `seq`
 #   from one sequence and notifies channel `kcoord_metadata`; nodes replay the table at start and
-#   then read `seq > last seen` on a notification or every poll (bounded staleness).
+#   then read `seq > last seen` on a notification or every poll (bounded staleness). `identity` is
+#   what a key's live row may not change without a tombstone first: a topic's id. A topic record
+#   for a name another topic holds is refused (IDENTITY_TAKEN_SQLSTATE), so two nodes creating one
+#   name at once make one topic (Kafka's controller serialises creation: ReplicationControlManager.
+#   createTopics answers TOPIC_ALREADY_EXISTS), and a node's stale copy cannot overwrite a newer topic.
 # * kcoord_producer_id_block: producer ids in blocks of 1,000 (Kafka's ProducerIdsBlock); nextval is
 #   never handed out twice, across nodes and crashes, so two nodes never give out the same id.
 # * kcoord_node.endpoints: each node's advertised endpoint per listener name, {"NAME": [host, port]}.
-_METADATA = """
+_METADATA_LOCK_KEY = 0x6B636F6F72646D  # "kcoordm": pg_advisory_xact_lock's key for metadata writes
+_METADATA = f"""
 CREATE SEQUENCE kcoord_metadata_seq;
 CREATE TABLE kcoord_metadata (
     type smallint NOT NULL,
     key bytea NOT NULL,
     value bytea,
+    identity bytea,
     seq bigint NOT NULL DEFAULT nextval('kcoord_metadata_seq'),
     PRIMARY KEY (type, key)
 );
 CREATE INDEX kcoord_metadata_by_seq ON kcoord_metadata (seq);
 CREATE SEQUENCE kcoord_producer_id_block START WITH 0 MINVALUE 0;
-ALTER TABLE kcoord_node ADD COLUMN endpoints jsonb NOT NULL DEFAULT '{}';
+ALTER TABLE kcoord_node ADD COLUMN endpoints jsonb NOT NULL DEFAULT '{{}}';
 
-CREATE FUNCTION kcoord_metadata_put(p_types smallint[], p_keys bytea[], p_values bytea[])
-RETURNS bigint LANGUAGE plpgsql AS $fn$
+CREATE FUNCTION kcoord_metadata_put(
+    p_types smallint[], p_keys bytea[], p_values bytea[], p_identities bytea[] DEFAULT NULL
+) RETURNS bigint LANGUAGE plpgsql AS $fn$
 DECLARE
     v_seq bigint;
+    v_taken text;
 BEGIN
     IF current_setting('synchronous_commit') = 'off' THEN
         PERFORM set_config('synchronous_commit', 'on', true);
     END IF;
+    -- One writer at a time, until commit: the identity check and the write cannot interleave with
+    -- another node's, and seq order is commit order (a follower reading seq > last never skips a
+    -- row committed late with a smaller seq).
+    PERFORM pg_advisory_xact_lock({_METADATA_LOCK_KEY});
+    SELECT string_agg(DISTINCT encode(u.key, 'hex'), ',') INTO v_taken
+      FROM unnest(p_types, p_keys, p_identities) AS u(type, key, identity)
+      JOIN kcoord_metadata AS m ON m.type = u.type AND m.key = u.key
+     WHERE u.identity IS NOT NULL AND m.value IS NOT NULL AND m.identity IS DISTINCT FROM u.identity;
+    IF v_taken IS NOT NULL THEN
+        RAISE EXCEPTION 'kcoord_metadata_put: keys held by another identity'
+            USING ERRCODE = '{IDENTITY_TAKEN_SQLSTATE}', DETAIL = v_taken;
+    END IF;
     -- One row per (type, key), the batch's newest entry winning, each with a fresh seq in batch order.
-    INSERT INTO kcoord_metadata AS m (type, key, value, seq)
-    SELECT b.type, b.key, b.value, nextval('kcoord_metadata_seq')
-      FROM (SELECT DISTINCT ON (u.type, u.key) u.type, u.key, u.value, u.ord
-              FROM unnest(p_types, p_keys, p_values) WITH ORDINALITY AS u(type, key, value, ord)
+    INSERT INTO kcoord_metadata AS m (type, key, value, identity, seq)
+    SELECT b.type, b.key, b.value, b.identity, nextval('kcoord_metadata_seq')
+      FROM (SELECT DISTINCT ON (u.type, u.key) u.type, u.key, u.value, u.identity, u.ord
+              FROM unnest(p_types, p_keys, p_values, p_identities)
+                   WITH ORDINALITY AS u(type, key, value, identity, ord)
              ORDER BY u.type, u.key, u.ord DESC) AS b
      ORDER BY b.ord
-    ON CONFLICT (type, key) DO UPDATE SET value = excluded.value, seq = excluded.seq;
+    ON CONFLICT (type, key)
+    DO UPDATE SET value = excluded.value, identity = excluded.identity, seq = excluded.seq;
     SELECT max(seq) INTO v_seq FROM kcoord_metadata;
     PERFORM pg_notify('kcoord_metadata', v_seq::text);
     RETURN v_seq;

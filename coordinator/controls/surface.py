@@ -20,7 +20,7 @@ from kcoord.coordinator.controls.wiring import RequestLog, wire
 from kcoord.coordinator.groups.controls import RUNTIME_SETTINGS
 from kcoord.coordinator.server.context import ServerContext
 from kcoord.coordinator.server.timers import MovableTimers
-from kcoord.coordinator.topics import validate_topic_name
+from kcoord.coordinator.topics import TopicExists, validate_topic_name
 from kcoord.coordinator.topics.configs import InvalidConfig, validate_topic_configs
 from kcoord.coordinator.transactions.state import TransactionState
 from kcoord.protocol.errors import ErrorCode
@@ -119,6 +119,8 @@ class TestControls:
         durable: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
         ctx.topics.create([(name, partitions, configs)], durable.set_result)
         error = await durable
+        if isinstance(error, TopicExists):  # another node created it first (cluster mode)
+            raise ControlError(409, f"topic {name} already exists")
         if error is not None:
             raise ControlError(503, f"topic {name} not created: {error}")
         return {"name": name, "partitions": partitions}

@@ -6,6 +6,11 @@ client set; `configs.py` knows the defaults); the records live in the partition 
 Writes go through the log first and reach memory only once durable (the `on_done` of the append),
 so a topic a client has seen never disappears after a crash. While a write for a name is in flight
 the name is *pending*: a second create/delete/alter of it is refused instead of racing.
+
+In a cluster, another node may hold the name already (it created the topic first, and this node has
+not read that yet): the log refuses the write with `TopicExists` and writes nothing. The name then
+stays pending until this node applies a record of it (the winner's topic, read from the cluster), so
+meanwhile CreateTopics answers TOPIC_ALREADY_EXISTS and Metadata LEADER_NOT_AVAILABLE (retriable).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Protocol
 
 from kcoord.coordinator.topics.records import TopicRecord, TopicTombstone
 
-__all__ = ["MAX_TOPIC_NAME_LENGTH", "TopicLog", "TopicRegistry", "validate_topic_name"]
+__all__ = ["MAX_TOPIC_NAME_LENGTH", "TopicExists", "TopicLog", "TopicRegistry", "validate_topic_name"]
 
 log = logging.getLogger("kcoord.topics")
 
@@ -29,6 +34,15 @@ TopicChange = TopicRecord | TopicTombstone
 # Kafka's org.apache.kafka.common.internals.Topic: legal characters and maximum length.
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+class TopicExists(Exception):
+    """The log refused topic records because another topic holds their names (cluster mode: another
+    node created it first, or this node's copy is stale). Nothing of that append was written."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.names = frozenset(names)
+        super().__init__(f"topics held by another topic id: {sorted(self.names)}")
 
 
 class TopicLog(Protocol):
@@ -61,6 +75,8 @@ class TopicRegistry:
         self._topics: dict[str, TopicRecord] = {}
         self._by_id: dict[uuid.UUID, str] = {}
         self._pending: set[str] = set()
+        self._contended: set[str] = set()  # refused as another topic's: pending until a record arrives
+        self._applied_in_flight: set[str] = set()  # a record arrived while the name's write was pending
         self.version = 0
         """Counts applied changes: consumer groups re-check their subscribed topics when it moved
         (coordinator.groups.consumer.topics.TopicView)."""
@@ -90,12 +106,16 @@ class TopicRegistry:
         return topic is not None and 0 <= partition < topic.num_partitions
 
     def is_pending(self, name: str) -> bool:
-        """A create/delete/alter of `name` is being written."""
-        return name in self._pending
+        """A create/delete/alter of `name` is being written, or was refused as another topic's whose
+        record this node has not read yet."""
+        return name in self._pending or name in self._contended
 
     # -- replay / apply ------------------------------------------------------------------------
     def apply(self, record: TopicChange) -> None:
         self.version += 1
+        self._contended.discard(record.name)
+        if record.name in self._pending:
+            self._applied_in_flight.add(record.name)
         if isinstance(record, TopicRecord):
             old = self._topics.get(record.name)
             if old is not None and old.topic_id != record.topic_id:
@@ -117,8 +137,27 @@ class TopicRegistry:
             TopicRecord(name, uuid.uuid4(), count, tuple(sorted(configs.items())))
             for name, count, configs in specs
         ]
-        self._write(records, on_done)
+        self._create(records, frozenset(), on_done)
         return records
+
+    def _create(self, records: list[TopicRecord], refused: frozenset[str], on_done: OnDone) -> None:
+        """Write `records`; those refused as another topic's are left out and the rest written again
+        (each round shrinks: bounded), as Kafka creates the other topics of a request. `on_done`
+        gets `TopicExists` with every refused name (the others were created), or the error."""
+
+        def done(error: BaseException | None) -> None:
+            if isinstance(error, TopicExists):
+                rest = [r for r in records if r.name not in error.names]
+                refused_now = refused | error.names
+                if rest and len(rest) < len(records):
+                    self._create(rest, refused_now, on_done)
+                    return
+                error = TopicExists(refused_now)
+            elif error is None and refused:
+                error = TopicExists(refused)
+            on_done(error)
+
+        self._write(records, done)
 
     def delete(self, names: Iterable[str], on_done: OnDone) -> None:
         self._write([TopicTombstone(name) for name in names], on_done)
@@ -140,10 +179,15 @@ class TopicRegistry:
 
         def durable(error: BaseException | None) -> None:
             self._pending.difference_update(names)
+            caught_up = self._applied_in_flight.intersection(names)
+            self._applied_in_flight.difference_update(names)
             if error is None:
                 for record in records:
                     self.apply(record)
                     log.info("topic %s", _describe(record))
+            elif isinstance(error, TopicExists):
+                log.info("topics %s are another topic's: waiting for its record", sorted(error.names))
+                self._contended.update(error.names - caught_up)
             else:
                 log.error("topic write failed, nothing applied: %s (%s)", names, error)
             on_done(error)

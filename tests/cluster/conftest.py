@@ -36,6 +36,7 @@ if importlib.util.find_spec("asyncpg") is None and not REQUIRED:
         "test_node_parts.py",
         "test_schema.py",
         "test_shard_log.py",
+        "test_topic_race.py",
     ]
 
 

@@ -6,7 +6,9 @@ Validation follows Kafka's controller (ReplicationControlManager.createTopics) i
 names, name, existence, assignments vs counts, partitions, replication factor (one broker: only 1).
 Then the configs (INVALID_CONFIG with Kafka's message for an unknown name or a bad value;
 coordinator/topics/configs.py says which configs kcoord acts on). Answered once the topics are
-durable; a storage failure answers KAFKA_STORAGE_ERROR (retriable) and creates nothing. v5+ results
+durable; a storage failure answers KAFKA_STORAGE_ERROR (retriable) and creates nothing. In a cluster a
+topic another node created first (not yet seen here) is TOPIC_ALREADY_EXISTS, the others of the
+request are created (`TopicExists`: the registry's refusal). v5+ results
 list every config of the new topic with its source, as Kafka does (KIP-525).
 """
 
@@ -19,13 +21,17 @@ from kcoord.coordinator.security.acls import CLUSTER_NAME, AclOperation, Resourc
 from kcoord.coordinator.server import authz
 from kcoord.coordinator.server.apis.topic_checks import Failure, check_assignments, check_replication
 from kcoord.coordinator.server.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.coordinator.topics import validate_topic_name
+from kcoord.coordinator.topics import TopicExists, validate_topic_name
 from kcoord.coordinator.topics.configs import InvalidConfig, describe_topic, validate_topic_configs
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]
 
 Topic = dict[str, Any]
+
+
+def _already_exists(name: str) -> Failure:
+    return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -56,11 +62,20 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 
     def durable(error: BaseException | None) -> None:
         if error is not None:
-            for name, _, _ in to_create:
-                outcome[name] = (ErrorCode.KAFKA_STORAGE_ERROR, f"storage failure: {error}")
+            _not_created(outcome, [name for name, _, _ in to_create], error)
         respond(_response(ctx, topics, outcome, version, configs, describable))
 
     ctx.topics.create(to_create, durable)
+
+
+def _not_created(outcome: dict[str, Failure | int], names: list[str], error: BaseException) -> None:
+    """`TopicExists`: those names lost to another node, the others were created; else none was."""
+    for name in names:
+        if isinstance(error, TopicExists):
+            if name in error.names:
+                outcome[name] = _already_exists(name)
+        else:
+            outcome[name] = (ErrorCode.KAFKA_STORAGE_ERROR, f"storage failure: {error}")
 
 
 def _authorized(ctx: ServerContext, meta: RequestMeta, names: set[str]) -> tuple[set[str], set[str]]:
@@ -87,7 +102,7 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
     if (reason := validate_topic_name(name)) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
     if ctx.topics.get(name) is not None or ctx.topics.is_pending(name):
-        return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+        return _already_exists(name)
     assignments: list[dict[str, Any]] = topic["assignments"]
     num_partitions = int(topic["num_partitions"])
     replication = int(topic["replication_factor"])
