@@ -21,6 +21,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,8 +132,10 @@ class PgServer:
             return None
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
+@contextmanager
+def started_server() -> Iterator[PgServer]:
+    """A new PostgreSQL server (initdb, start), stopped and removed on exit. The session's is one;
+    a test that stops or restarts its server takes its own (tests/cluster/test_db_faults.py)."""
     bin_dir = _ensure_postgresql()
     root = Path(tempfile.mkdtemp(prefix="kcoord-pg-"))
     os.chmod(root, 0o755)
@@ -149,6 +152,12 @@ def pg_server() -> Iterator[PgServer]:
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    with started_server() as server:
+        yield server
 
 
 @pytest.fixture

@@ -1,0 +1,274 @@
+"""The nodes when PostgreSQL goes away (issue 27's database faults), on a PostgreSQL server of this
+module's own (stopping the session's would break the tests sharing it):
+
+* PostgreSQL stopped with `pg_ctl stop -m immediate` under commit and produce load by stock clients,
+  then started again: the nodes answer only retriable errors meanwhile, lose nothing acknowledged and
+  recover by themselves (no node is restarted); the clients resume.
+* One node cut off from PostgreSQL by a black-holing TCP proxy (tests/cluster/pg_proxy.py): it stops
+  answering reads and writes for its shards and partitions before its leases expire (its LeaseClock),
+  the other nodes take them over, and once the proxy heals it rejoins and gets its share back.
+
+Recovery times are printed (`pytest -s`) and logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kcoord.coordinator.cluster.ownership import preferred_owner
+from kcoord.coordinator.cluster.placement import preferred_leader
+from kcoord.coordinator.cluster.shards import shard_of
+from tests.cluster.conftest import PgServer, started_server
+from tests.cluster.nodes import (
+    NOT_COORDINATOR,
+    RETRIABLE,
+    Node,
+    commit,
+    fetch_offset,
+    init_cluster,
+    nodes,
+    owner_of,
+    rpc,
+    until,
+)
+from tests.cluster.pg_proxy import BlackHoleProxy
+from tests.cluster.test_partition_nodes import (
+    NOT_LEADER_OR_FOLLOWER,
+    PARTITIONS,
+    TOPIC,
+    _batch,
+    consume_all,
+    leaders,
+)
+from tests.kcoord_process import REPO
+from tests.server.wire import connect, create_topic
+
+log = logging.getLogger(__name__)
+
+TTL_MS = 1500
+REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR = 7, 56
+# What a client may see from a node while the database is away: it retries all of these.
+RETRIABLE_ANY = RETRIABLE | {NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR}
+
+
+@pytest.fixture(scope="module")
+def own_pg() -> Iterator[PgServer]:
+    with started_server() as server:
+        yield server
+
+
+@pytest.fixture
+async def own_dsn(own_pg: PgServer) -> AsyncIterator[str]:
+    import asyncpg
+
+    name = f"f_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(own_pg.dsn())
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    yield own_pg.dsn(name)
+
+
+def _worker(module: str, args: list[str], log_path: Path) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", module, *args]
+    return subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=log_path.open("w"), text=True)
+
+
+def _events(proc: subprocess.Popen[str], timeout: float) -> list[dict[str, Any]]:
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"worker exited {proc.returncode}: {out[-2000:]}"
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def _produce_code(node: Node, partition: int, value: bytes) -> int:
+    body = {
+        "transactional_id": None, "acks": -1, "timeout_ms": 3000,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": partition, "records": _batch(value)}]}],
+    }  # fmt: skip
+    try:
+        answer = rpc(node.address, 0, 8, body)
+    except OSError:
+        return -1
+    return int(answer["responses"][0]["partition_responses"][0]["error_code"])
+
+
+def _fetch_code(node: Node, partition: int) -> int:
+    body = {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+        "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [],
+        "topics": [{"topic": TOPIC, "partitions": [{"partition": partition, "current_leader_epoch": -1,
+                                                    "fetch_offset": 0, "log_start_offset": -1,
+                                                    "partition_max_bytes": 1 << 20}]}],
+    }  # fmt: skip
+    try:
+        return int(rpc(node.address, 1, 11, body)["responses"][0]["partitions"][0]["error_code"])
+    except OSError:
+        return -1
+
+
+def _first_after(events: list[dict[str, Any]], t: float) -> float | None:
+    return next((e["t"] - t for e in events if "acked" in e and e["t"] > t), None)
+
+
+def test_postgresql_stopped_immediately_under_client_load_and_restarted(
+    tmp_path: Path, own_dsn: str, own_pg: PgServer
+) -> None:
+    init_cluster(own_dsn)
+    with nodes(tmp_path, own_dsn, [1, 2], TTL_MS) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, "t", 1)["error_code"] == 0
+            assert create_topic(sock, TOPIC, PARTITIONS)["error_code"] == 0
+        until(lambda: leaders(cluster[0]), 30, "every partition has a leader")
+        bootstrap = ",".join(n.bootstrap for n in cluster)
+        group = "pg-down"
+        committer = _worker(
+            "tests.cluster.commit_worker",
+            ["kafka-python", "classic", bootstrap, "t", group, "16"],
+            tmp_path / "committer.err",
+        )
+        producer = _worker(
+            "tests.cluster.produce_worker", ["confluent", bootstrap, TOPIC, "16"], tmp_path / "producer.err"
+        )
+
+        def committing() -> bool | None:
+            assert committer.poll() is None, "the committer exited early"
+            return any(fetch_offset(n.address, group, "t")[1] >= 3 for n in cluster) or None
+
+        until(committing, 60, "the stock client commits")
+        own_pg.stop("immediate")
+        stopped_at = time.time()
+        try:
+            seen: Counter[tuple[str, int]] = Counter()
+            deadline = time.monotonic() + TTL_MS / 1000 + 1.5
+            while time.monotonic() < deadline:  # nothing is acknowledged without the database
+                for node in cluster:
+                    seen["commit", commit(node.address, group, "t", 10_000)] += 1
+                    seen["produce", _produce_code(node, 0, b"during")] += 1
+                    seen["fetch", _fetch_code(node, 0)] += 1
+        finally:
+            own_pg.start()
+        started_at = time.time()
+        print(f"\nanswers while PostgreSQL was down: {dict(seen)}")
+        assert {code for what, code in seen if what != "fetch"} <= RETRIABLE_ANY | {-1}, seen
+        assert {code for what, code in seen if what == "fetch"} <= {0} | RETRIABLE_ANY, seen
+        assert ("commit", NOT_COORDINATOR) in seen  # the owner fenced itself once its lease ran out
+        assert ("fetch", NOT_LEADER_OR_FOLLOWER) in seen  # so did the partitions' leaders
+        commits = _events(committer, 120)
+        records = _events(producer, 150)
+        assert all(n.alive() for n in cluster), "a node died"
+        for name, events in (("commit", commits), ("produce", records)):
+            resumed = _first_after(events, started_at)
+            assert resumed is not None, f"no {name} acknowledged after the restart: {events[-5:]}"
+            down = started_at - stopped_at
+            print(f"RECOVERY {name}: PostgreSQL down {down:.2f} s, first ack {resumed:.2f} s after the start")
+            log.warning("recovery %s: first ack %.2f s after PostgreSQL started", name, resumed)
+        # Nothing acknowledged was lost: the last acked commit is the committed offset...
+        last = max(e["acked"] for e in commits if "acked" in e)
+        assert next(e["committed"] for e in commits if "committed" in e) == last
+        assert any(fetch_offset(n.address, group, "t") == (0, last) for n in cluster)
+        # ... and every acknowledged record is there, at its offset, no offset handed out twice.
+        acked = [e for e in records if "acked" in e]
+        assert not [e for e in records if "error" in e], [e for e in records if "error" in e][:5]
+        assert max(Counter((e["p"], e["o"]) for e in acked).values()) == 1
+        read = consume_all(bootstrap.split(","))
+        for event in acked:
+            assert read.get((event["p"], event["o"])) == str(event["acked"]).encode(), event
+
+
+def _node3_things(live: list[int]) -> tuple[str, int]:
+    """A group whose shard and a partition which node 3 is preferred for among `live`."""
+    group = next(f"cut-{i}" for i in range(1000) if preferred_owner(shard_of(f"cut-{i}"), live) == 3)
+    partition = next(p for p in range(PARTITIONS) if preferred_leader((TOPIC, p), (), live) == 3)
+    return group, partition
+
+
+def _commit_through(cluster: list[Node], group: str, offset: int) -> int | None:
+    """Follow FindCoordinator from each node and commit at the owner: the owner's id on success."""
+    for asker in cluster:
+        owner = next((n for n in cluster if n.node_id == owner_of(asker, group)), None)
+        if owner is None:  # none yet, or one outside `cluster`
+            continue
+        code = commit(owner.address, group, "t", offset)
+        assert code in (0, -1, *RETRIABLE), f"commit answered {code}"
+        if code == 0:
+            return owner.node_id
+    return None
+
+
+def _led_by(cluster: list[Node], partition: int) -> int | None:
+    """The partition's leader as the first of `cluster` names it, if it is one of `cluster`."""
+    led = leaders(cluster[0])
+    ids = {n.node_id for n in cluster}
+    return led[partition] if led is not None and led[partition] in ids else None
+
+
+def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
+    tmp_path: Path, own_dsn: str, own_pg: PgServer
+) -> None:
+    init_cluster(own_dsn)
+    proxy = BlackHoleProxy(own_pg.port)
+    proxy.start()
+    database = own_dsn.rsplit("/", 1)[1]
+    try:
+        with nodes(tmp_path, own_dsn, [1, 2], TTL_MS) as cluster:
+            cut_node = Node(tmp_path, 3, proxy.dsn(database), TTL_MS)
+            cluster.append(cut_node)
+            cut_node.start()
+            others = cluster[:2]
+            with connect(cluster[0].address) as sock:
+                assert create_topic(sock, "t", 1)["error_code"] == 0
+                assert create_topic(sock, TOPIC, PARTITIONS)["error_code"] == 0
+            group, partition = _node3_things([1, 2, 3])
+            until(lambda: all(owner_of(n, group) == 3 for n in cluster) or None, 30, "node 3 owns the group")
+            until(lambda: commit(cut_node.address, group, "t", 5) == 0 or None, 20, "a commit on node 3")
+            until(lambda: _produce_code(cut_node, partition, b"before") == 0 or None, 30, "node 3 leads")
+
+            proxy.cut()
+            cut_at = time.monotonic()
+
+            def fenced() -> float | None:
+                offsets = fetch_offset(cut_node.address, group, "t")[0]
+                fetch = _fetch_code(cut_node, partition)
+                refused = offsets == NOT_COORDINATOR and fetch == NOT_LEADER_OR_FOLLOWER
+                return time.monotonic() - cut_at if refused else None
+
+            fenced_s = until(fenced, 10, "node 3 stops answering its shards and partitions", step=0.02)
+            print(f"\nFENCED node 3 cut off -> reads refused: {fenced_s:.3f} s (ttl {TTL_MS} ms)")
+            assert fenced_s < TTL_MS / 1000, "node 3 answered after its lease could have expired"
+            assert commit(cut_node.address, group, "t", 6) == NOT_COORDINATOR
+
+            taken = until(lambda: _commit_through(others, group, 7), 20, "another node takes the group")
+            takeover_s = time.monotonic() - cut_at
+            lead = until(lambda: _led_by(others, partition), 20, "another node leads the partition")
+            leader = next(n for n in others if n.node_id == lead)
+            until(lambda: _produce_code(leader, partition, b"during") == 0 or None, 20, "produce, moved")
+            moved_s = time.monotonic() - cut_at
+            print(f"TAKEOVER commit on node {taken}: {takeover_s:.3f} s, produce on {lead}: {moved_s:.3f} s")
+            assert taken in (1, 2)
+
+            proxy.heal()
+            healed_at = time.monotonic()
+            until(lambda: all(owner_of(n, group) == 3 for n in cluster) or None, 30, "node 3 owns it again")
+            until(lambda: commit(cut_node.address, group, "t", 8) == 0 or None, 20, "a commit on node 3")
+            until(lambda: _produce_code(cut_node, partition, b"after") == 0 or None, 30, "node 3 leads again")
+            rejoin_s = time.monotonic() - healed_at
+            print(f"REJOIN healed -> commit and produce on node 3: {rejoin_s:.3f} s")
+            log.warning("fenced %.2f s, takeover %.2f s, rejoin %.2f s", fenced_s, takeover_s, rejoin_s)
+            assert fetch_offset(cut_node.address, group, "t") == (0, 8)
+            assert all(n.alive() for n in cluster)
+            read = consume_all([n.bootstrap for n in cluster])
+            assert {v for (p, _), v in read.items() if p == partition} == {b"before", b"during", b"after"}
+    finally:
+        proxy.close()
