@@ -128,11 +128,13 @@ def test_postgresql_stopped_immediately_under_client_load_and_restarted(
     init_cluster(own_dsn)
     with nodes(tmp_path, own_dsn, [1, 2], TTL_MS) as cluster:
         with connect(cluster[0].address) as sock:
-            assert create_topic(sock, "t", 1)["error_code"] == 0
+            assert create_topic(sock, "t", PARTITIONS)["error_code"] == 0
             assert create_topic(sock, TOPIC, PARTITIONS)["error_code"] == 0
-        until(lambda: leaders(cluster[0]), 30, "every partition has a leader")
-        bootstrap = ",".join(n.bootstrap for n in cluster)
+        for topic in ("t", TOPIC):  # the consumer is assigned only partitions with a leader
+            until(lambda t=topic: all(leaders(n, t) for n in cluster) or None, 30, f"{topic} led")
         group = "pg-down"
+        until(lambda: all(owner_of(n, group) for n in cluster) or None, 30, "the group has an owner")
+        bootstrap = ",".join(n.bootstrap for n in cluster)
         committer = _worker(
             "tests.cluster.commit_worker",
             ["kafka-python", "classic", bootstrap, "t", group, "16"],
