@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 
 from kcoord.coordinator.cluster.ownership import preferred_owner
+from kcoord.coordinator.cluster.pg import COMMAND_TIMEOUT_S
 from kcoord.coordinator.cluster.placement import preferred_leader
 from kcoord.coordinator.cluster.shards import shard_of
 from tests.cluster.conftest import PgServer, started_server
@@ -52,7 +54,7 @@ from tests.cluster.test_partition_nodes import (
     leaders,
 )
 from tests.kcoord_process import REPO
-from tests.server.wire import connect, create_topic
+from tests.server.wire import connect, create_topic, decode_response, read_frame, send
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +94,24 @@ def _events(proc: subprocess.Popen[str], timeout: float) -> list[dict[str, Any]]
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
-def _produce_code(node: Node, partition: int, value: bytes) -> int:
-    body = {
+def produce_body(partition: int, value: bytes) -> dict[str, Any]:
+    return {
         "transactional_id": None, "acks": -1, "timeout_ms": 3000,
         "topic_data": [{"name": TOPIC, "partition_data": [{"index": partition, "records": _batch(value)}]}],
     }  # fmt: skip
+
+
+def commit_body(group: str, topic: str, offset: int) -> dict[str, Any]:
+    return {
+        "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+        "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "committed_offset": offset, "committed_metadata": ""}]}],
+    }  # fmt: skip
+
+
+def _produce_code(node: Node, partition: int, value: bytes) -> int:
     try:
-        answer = rpc(node.address, 0, 8, body)
+        answer = rpc(node.address, 0, 8, produce_body(partition, value))
     except OSError:
         return -1
     return int(answer["responses"][0]["partition_responses"][0]["error_code"])
@@ -209,6 +222,29 @@ def _commit_through(cluster: list[Node], group: str, offset: int) -> int | None:
     return None
 
 
+def _send_commit(node: Node, group: str, offset: int) -> socket.socket:
+    sock = connect(node.address, timeout=30)
+    send(sock, 8, 2, 1, commit_body(group, "t", offset))
+    return sock
+
+
+def _send_produce(node: Node, partition: int, value: bytes) -> socket.socket:
+    sock = connect(node.address, timeout=30)
+    send(sock, 0, 8, 1, produce_body(partition, value))
+    return sock
+
+
+def _answer(commit_sock: socket.socket, produce_sock: socket.socket) -> tuple[int, int]:
+    """The error codes of the commit and the produce sent on these sockets (each waits up to 30 s)."""
+    with commit_sock, produce_sock:
+        _, commit = decode_response(8, 2, read_frame(commit_sock))
+        _, produce = decode_response(0, 8, read_frame(produce_sock))
+    return (
+        int(commit["topics"][0]["partitions"][0]["error_code"]),
+        int(produce["responses"][0]["partition_responses"][0]["error_code"]),
+    )
+
+
 def _led_by(cluster: list[Node], partition: int) -> int | None:
     """The partition's leader as the first of `cluster` names it, if it is one of `cluster`."""
     led = leaders(cluster[0])
@@ -239,6 +275,7 @@ def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
 
             proxy.cut()
             cut_at = time.monotonic()
+            waiting = _send_commit(cut_node, group, 6), _send_produce(cut_node, partition, b"cut")
 
             def fenced() -> float | None:
                 offsets = fetch_offset(cut_node.address, group, "t")[0]
@@ -257,6 +294,13 @@ def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
             leader = next(n for n in others if n.node_id == lead)
             until(lambda: _produce_code(leader, partition, b"during") == 0 or None, 20, "produce, moved")
             moved_s = time.monotonic() - cut_at
+            # The writes node 3 took just after the cut are answered before the heal, retriable.
+            commit_code, produce_code = _answer(*waiting)
+            answered_s = time.monotonic() - cut_at
+            print(f"ANSWERED writes in flight at the cut: {commit_code}, {produce_code} ({answered_s:.3f} s)")
+            assert commit_code in RETRIABLE and produce_code in RETRIABLE_ANY
+            # Bounded by the pool's statement timeout, then asyncpg's cancel attempt, bounded by it too.
+            assert answered_s < 2 * COMMAND_TIMEOUT_S + 3
             print(f"TAKEOVER commit on node {taken}: {takeover_s:.3f} s, produce on {lead}: {moved_s:.3f} s")
             assert taken in (1, 2)
 
