@@ -3,9 +3,10 @@ forwarding in both directions without closing anything (what a network partition
 arrives, nothing is refused, no RST), `heal()` forwards again what was held and what comes next.
 
 Held bytes are delivered after the heal, as TCP's retransmissions deliver them after a short
-partition; a connection made during the cut is accepted (the kernel does it) but not connected
-upstream until the heal, as a SYN that gets no answer. Runs its own event loop in a daemon thread,
-so the synchronous process tests can drive it.
+partition; `heal(reset=True)` is a longer one instead: every connection is lost (closed with a RST
+both ways), with the bytes it held. A connection made during the cut is accepted (the kernel does
+it) but not connected upstream until the heal, as a SYN that gets no answer. Runs its own event
+loop in a daemon thread, so the synchronous process tests can drive it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,12 @@ class BlackHoleProxy:
     def cut(self) -> None:
         self._loop.call_soon_threadsafe(self._open.clear)
 
-    def heal(self) -> None:
+    def heal(self, *, reset: bool = False) -> None:
+        """Forward again. `reset`: first close every connection made before (what the node finds
+        when the partition outlasted TCP's retransmissions, or the server dropped its sessions);
+        the held bytes are lost with them."""
+        if reset:
+            self._call(self._reset())
         self._loop.call_soon_threadsafe(self._open.set)
 
     def close(self) -> None:
@@ -81,6 +87,11 @@ class BlackHoleProxy:
             pass
         finally:
             writer.close()
+
+    async def _reset(self) -> None:
+        for writer in list(self._writers):
+            writer.transport.abort()
+        self._writers.clear()
 
     async def _close(self) -> None:
         if self._server is not None:

@@ -6,7 +6,8 @@ module's own (stopping the session's would break the tests sharing it):
   recover by themselves (no node is restarted); the clients resume.
 * One node cut off from PostgreSQL by a black-holing TCP proxy (tests/cluster/pg_proxy.py): it stops
   answering reads and writes for its shards and partitions before its leases expire (its LeaseClock),
-  the other nodes take them over, and once the proxy heals it rejoins and gets its share back.
+  the other nodes take them over, and once the proxy heals (its connections kept, or lost) it
+  rejoins and gets its share back.
 
 Recovery times are printed (`pytest -s`) and logged.
 """
@@ -50,6 +51,7 @@ from tests.cluster.test_partition_nodes import (
     PARTITIONS,
     TOPIC,
     _batch,
+    agreed_leaders,
     consume_all,
     leaders,
 )
@@ -252,9 +254,12 @@ def _led_by(cluster: list[Node], partition: int) -> int | None:
     return led[partition] if led is not None and led[partition] in ids else None
 
 
+@pytest.mark.parametrize("reset", [False, True], ids=["held", "reset"])
 def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
-    tmp_path: Path, own_dsn: str, own_pg: PgServer
+    tmp_path: Path, own_dsn: str, own_pg: PgServer, reset: bool
 ) -> None:
+    """`reset`: the node's connections are lost in the partition (it must reconnect), else they
+    carry on with what they held."""
     init_cluster(own_dsn)
     proxy = BlackHoleProxy(own_pg.port)
     proxy.start()
@@ -304,7 +309,7 @@ def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
             print(f"TAKEOVER commit on node {taken}: {takeover_s:.3f} s, produce on {lead}: {moved_s:.3f} s")
             assert taken in (1, 2)
 
-            proxy.heal()
+            proxy.heal(reset=reset)
             healed_at = time.monotonic()
             until(lambda: all(owner_of(n, group) == 3 for n in cluster) or None, 30, "node 3 owns it again")
             until(lambda: commit(cut_node.address, group, "t", 8) == 0 or None, 20, "a commit on node 3")
@@ -314,6 +319,7 @@ def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
             log.warning("fenced %.2f s, takeover %.2f s, rejoin %.2f s", fenced_s, takeover_s, rejoin_s)
             assert fetch_offset(cut_node.address, group, "t") == (0, 8)
             assert all(n.alive() for n in cluster)
+            agreed_leaders(cluster)  # settled: no leader moves under the consumer
             read = consume_all([n.bootstrap for n in cluster])
             assert {v for (p, _), v in read.items() if p == partition} == {b"before", b"during", b"after"}
     finally:
