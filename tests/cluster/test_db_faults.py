@@ -46,6 +46,7 @@ from tests.cluster.nodes import (
     until,
 )
 from tests.cluster.pg_proxy import BlackHoleProxy
+from tests.cluster.test_failover import _readyz
 from tests.cluster.test_partition_nodes import (
     NOT_LEADER_OR_FOLLOWER,
     PARTITIONS,
@@ -294,7 +295,7 @@ def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
     database = own_dsn.rsplit("/", 1)[1]
     try:
         with nodes(tmp_path, own_dsn, [1, 2], TTL_MS) as cluster:
-            cut_node = Node(tmp_path, 3, proxy.dsn(database), TTL_MS)
+            cut_node = Node(tmp_path, 3, proxy.dsn(database), TTL_MS, "--http-listen", "127.0.0.1:0")
             cluster.append(cut_node)
             cut_node.start()
             others = cluster[:2]
@@ -306,6 +307,8 @@ def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
             until(lambda: commit(cut_node.address, group, "t", 5) == 0 or None, 20, "a commit on node 3")
             until(lambda: _produce_code(cut_node, partition, b"before") == 0 or None, 30, "node 3 leads")
 
+            http = int(cut_node.wait_for(r"http endpoint on \S+:(\d+)").group(1))
+            assert _readyz(http) == 200
             proxy.cut()
             cut_at = time.monotonic()
             waiting = _send_commit(cut_node, group, 6), _send_produce(cut_node, partition, b"cut")
@@ -313,6 +316,7 @@ def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
             fenced_s, taken, takeover_s = _fence_then_takeover(cut_node, others, group, partition, cut_at)
             print(f"\nFENCED node 3 cut off -> reads refused: {fenced_s:.3f} s (ttl {TTL_MS} ms)")
             assert commit(cut_node.address, group, "t", 6) == NOT_COORDINATOR
+            until(lambda: _readyz(http) == 503 or None, 5, "node 3 is not ready while cut off")
             lead = until(lambda: _led_by(others, partition), 20, "another node leads the partition")
             leader = next(n for n in others if n.node_id == lead)
             until(lambda: _produce_code(leader, partition, b"during") == 0 or None, 20, "produce, moved")
@@ -333,6 +337,7 @@ def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
             until(lambda: commit(cut_node.address, group, "t", 8) == 0 or None, 20, "a commit on node 3")
             until(lambda: _produce_code(cut_node, partition, b"after") == 0 or None, 30, "node 3 leads again")
             rejoin_s = time.monotonic() - healed_at
+            until(lambda: _readyz(http) == 200 or None, 10, "node 3 is ready again")
             print(f"REJOIN healed -> commit and produce on node 3: {rejoin_s:.3f} s")
             log.warning("fenced %.2f s, takeover %.2f s, rejoin %.2f s", fenced_s, takeover_s, rejoin_s)
             assert fetch_offset(cut_node.address, group, "t") == (0, 8)
