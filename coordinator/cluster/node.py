@@ -41,7 +41,7 @@ from kcoord.coordinator.cluster.membership import CHANNEL, Membership, NodeInfo
 from kcoord.coordinator.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
 from kcoord.coordinator.cluster.ownership import Ownership
 from kcoord.coordinator.cluster.partitions import ClusterPartitions
-from kcoord.coordinator.cluster.pg import CONNECT_ERRORS, connect, create_pool, redact
+from kcoord.coordinator.cluster.pg import COMMAND_TIMEOUT_S, CONNECT_ERRORS, connect, create_pool, redact
 from kcoord.coordinator.cluster.placement import PartitionPlacement
 from kcoord.coordinator.cluster.remote_markers import RemoteMarkers
 from kcoord.coordinator.cluster.routing import RoutingRecordLog
@@ -283,11 +283,16 @@ class ClusterApp(App):
         assert self.config.cluster is not None
         try:
             self._listen_conn = None
-            self._listen_conn = await connect(self.config.cluster, node_id=self.config.node_id)
+            self._listen_conn = await connect(
+                self.config.cluster, node_id=self.config.node_id, command_timeout_s=COMMAND_TIMEOUT_S
+            )
             for channel in (CHANNEL, METADATA_CHANNEL):
                 await self._listen_conn.add_listener(channel, lambda *_: self._wake.set())
         except CONNECT_ERRORS as exc:  # the poll still sees every change, only later
             log.warning("LISTEN failed, polling only: %s", _one_line(exc))
+            if self._listen_conn is not None:  # half set up: dropped, so the next poll tries again
+                self._listen_conn.terminate()
+                self._listen_conn = None
 
     def _node_address(self, node_id: int) -> tuple[str, int] | None:
         node = self.membership.view.nodes.get(node_id) if hasattr(self, "membership") else None

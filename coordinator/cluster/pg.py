@@ -57,9 +57,18 @@ def _settings(node_id: int | None) -> dict[str, str]:
     return {"application_name": name}
 
 
-async def connect(dsn: str, *, node_id: int | None = None, timeout_s: float = CONNECT_TIMEOUT_S) -> Any:
-    """One connection (`asyncpg.Connection`), for the command line and tests."""
-    return await asyncpg.connect(dsn, timeout=timeout_s, server_settings=_settings(node_id))
+async def connect(
+    dsn: str,
+    *,
+    node_id: int | None = None,
+    timeout_s: float = CONNECT_TIMEOUT_S,
+    command_timeout_s: float | None = None,
+) -> Any:
+    """One connection (`asyncpg.Connection`), for the command line, tests and a node's LISTEN (which
+    bounds its statements: a LISTEN sent into a black hole would stop the node's poll loop for good)."""
+    return await asyncpg.connect(
+        dsn, timeout=timeout_s, command_timeout=command_timeout_s, server_settings=_settings(node_id)
+    )
 
 
 async def create_pool(
