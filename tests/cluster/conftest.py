@@ -41,6 +41,7 @@ if importlib.util.find_spec("asyncpg") is None and not REQUIRED:
         "nodes.py",
         "test_cli.py",
         "test_clients.py",
+        "test_db_faults.py",
         "test_failover.py",
         "test_fencing_race.py",
         "test_leases.py",
