@@ -168,21 +168,10 @@ def test_postgresql_stopped_immediately_under_client_load_and_restarted(
         own_pg.stop("immediate")
         stopped_at = time.time()
         try:
-            seen: Counter[tuple[str, int]] = Counter()
-            deadline = time.monotonic() + TTL_MS / 1000 + 1.5
-            while time.monotonic() < deadline:  # nothing is acknowledged without the database
-                for node in cluster:
-                    seen["commit", commit(node.address, group, "t", 10_000)] += 1
-                    seen["produce", _produce_code(node, 0, b"during")] += 1
-                    seen["fetch", _fetch_code(node, 0)] += 1
+            _answers_while_down(cluster, group, TTL_MS / 1000 + 1.5)
         finally:
             own_pg.start()
         started_at = time.time()
-        print(f"\nanswers while PostgreSQL was down: {dict(seen)}")
-        assert {code for what, code in seen if what != "fetch"} <= RETRIABLE_ANY | {-1}, seen
-        assert {code for what, code in seen if what == "fetch"} <= {0} | RETRIABLE_ANY, seen
-        assert ("commit", NOT_COORDINATOR) in seen  # the owner fenced itself once its lease ran out
-        assert ("fetch", NOT_LEADER_OR_FOLLOWER) in seen  # so did the partitions' leaders
         commits = _events(committer, 120)
         records = _events(producer, 150)
         assert all(n.alive() for n in cluster), "a node died"
@@ -192,17 +181,40 @@ def test_postgresql_stopped_immediately_under_client_load_and_restarted(
             down = started_at - stopped_at
             print(f"RECOVERY {name}: PostgreSQL down {down:.2f} s, first ack {resumed:.2f} s after the start")
             log.warning("recovery %s: first ack %.2f s after PostgreSQL started", name, resumed)
-        # Nothing acknowledged was lost: the last acked commit is the committed offset...
-        last = max(e["acked"] for e in commits if "acked" in e)
-        assert next(e["committed"] for e in commits if "committed" in e) == last
-        assert any(fetch_offset(n.address, group, "t") == (0, last) for n in cluster)
-        # ... and every acknowledged record is there, at its offset, no offset handed out twice.
-        acked = [e for e in records if "acked" in e]
-        assert not [e for e in records if "error" in e], [e for e in records if "error" in e][:5]
-        assert max(Counter((e["p"], e["o"]) for e in acked).values()) == 1
-        read = consume_all(bootstrap.split(","))
-        for event in acked:
-            assert read.get((event["p"], event["o"])) == str(event["acked"]).encode(), event
+        _nothing_acknowledged_lost(cluster, group, commits, records)
+
+
+def _answers_while_down(cluster: list[Node], group: str, seconds: float) -> None:
+    """Commits, produces and fetches sent to every node for `seconds` while PostgreSQL is down get
+    only retriable refusals, and the owners and leaders fence themselves."""
+    seen: Counter[tuple[str, int]] = Counter()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:  # nothing is acknowledged without the database
+        for node in cluster:
+            seen["commit", commit(node.address, group, "t", 10_000)] += 1
+            seen["produce", _produce_code(node, 0, b"during")] += 1
+            seen["fetch", _fetch_code(node, 0)] += 1
+    print(f"\nanswers while PostgreSQL was down: {dict(seen)}")
+    assert {code for what, code in seen if what != "fetch"} <= RETRIABLE_ANY | {-1}, seen
+    assert {code for what, code in seen if what == "fetch"} <= {0} | RETRIABLE_ANY, seen
+    assert ("commit", NOT_COORDINATOR) in seen  # the owner fenced itself once its lease ran out
+    assert ("fetch", NOT_LEADER_OR_FOLLOWER) in seen  # so did the partitions' leaders
+
+
+def _nothing_acknowledged_lost(
+    cluster: list[Node], group: str, commits: list[dict[str, Any]], records: list[dict[str, Any]]
+) -> None:
+    # The last acked commit is the committed offset...
+    last = max(e["acked"] for e in commits if "acked" in e)
+    assert next(e["committed"] for e in commits if "committed" in e) == last
+    assert any(fetch_offset(n.address, group, "t") == (0, last) for n in cluster)
+    # ... and every acknowledged record is there, at its offset, no offset handed out twice.
+    acked = [e for e in records if "acked" in e]
+    assert not [e for e in records if "error" in e], [e for e in records if "error" in e][:5]
+    assert max(Counter((e["p"], e["o"]) for e in acked).values()) == 1
+    read = consume_all([n.bootstrap for n in cluster])
+    for event in acked:
+        assert read.get((event["p"], event["o"])) == str(event["acked"]).encode(), event
 
 
 def _node3_things(live: list[int]) -> tuple[str, int]:
@@ -276,6 +288,35 @@ def _fence_then_takeover(
     return fenced - cut_at, taken, taken_at - cut_at
 
 
+def _produce_moved(others: list[Node], partition: int, cut_at: float) -> tuple[int, float]:
+    """(the new leader of `partition` among `others`, seconds from the cut to a produce through it)"""
+    lead = until(lambda: _led_by(others, partition), 20, "another node leads the partition")
+    leader = next(n for n in others if n.node_id == lead)
+    until(lambda: _produce_code(leader, partition, b"during") == 0 or None, 20, "produce, moved")
+    return lead, time.monotonic() - cut_at
+
+
+def _in_flight_answered(waiting: tuple[socket.socket, socket.socket], cut_at: float) -> None:
+    """The commit and produce sent to the node just after the cut are answered before the heal,
+    retriable: bounded by the pool's statement timeout, then asyncpg's cancel attempt (bounded too)."""
+    commit_code, produce_code = _answer(*waiting)
+    answered_s = time.monotonic() - cut_at
+    print(f"ANSWERED writes in flight at the cut: {commit_code}, {produce_code} ({answered_s:.3f} s)")
+    assert commit_code in RETRIABLE and produce_code in RETRIABLE_ANY
+    assert answered_s < 2 * COMMAND_TIMEOUT_S + 3
+
+
+def _rejoined(cluster: list[Node], group: str, partition: int, http: int) -> None:
+    """Node 3 (last of `cluster`) is a member again, owns its group, leads its partition, is ready."""
+    node = cluster[-1]
+    until(lambda: all(owner_of(n, group) == 3 for n in cluster) or None, 30, "node 3 owns it again")
+    until(lambda: commit(node.address, group, "t", 8) == 0 or None, 20, "a commit on node 3")
+    until(lambda: _produce_code(node, partition, b"after") == 0 or None, 30, "node 3 leads again")
+    until(lambda: _readyz(http) == 200 or None, 10, "node 3 is ready again")
+    assert fetch_offset(node.address, group, "t") == (0, 8)
+    assert all(n.alive() for n in cluster)
+
+
 def _led_by(cluster: list[Node], partition: int) -> int | None:
     """The partition's leader as the first of `cluster` names it, if it is one of `cluster`."""
     led = leaders(cluster[0])
@@ -317,31 +358,17 @@ def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
             print(f"\nFENCED node 3 cut off -> reads refused: {fenced_s:.3f} s (ttl {TTL_MS} ms)")
             assert commit(cut_node.address, group, "t", 6) == NOT_COORDINATOR
             until(lambda: _readyz(http) == 503 or None, 5, "node 3 is not ready while cut off")
-            lead = until(lambda: _led_by(others, partition), 20, "another node leads the partition")
-            leader = next(n for n in others if n.node_id == lead)
-            until(lambda: _produce_code(leader, partition, b"during") == 0 or None, 20, "produce, moved")
-            moved_s = time.monotonic() - cut_at
-            # The writes node 3 took just after the cut are answered before the heal, retriable.
-            commit_code, produce_code = _answer(*waiting)
-            answered_s = time.monotonic() - cut_at
-            print(f"ANSWERED writes in flight at the cut: {commit_code}, {produce_code} ({answered_s:.3f} s)")
-            assert commit_code in RETRIABLE and produce_code in RETRIABLE_ANY
-            # Bounded by the pool's statement timeout, then asyncpg's cancel attempt, bounded by it too.
-            assert answered_s < 2 * COMMAND_TIMEOUT_S + 3
+            lead, moved_s = _produce_moved(others, partition, cut_at)
+            _in_flight_answered(waiting, cut_at)
             print(f"TAKEOVER commit on node {taken}: {takeover_s:.3f} s, produce on {lead}: {moved_s:.3f} s")
             assert taken in (1, 2)
 
             proxy.heal(reset=reset)
             healed_at = time.monotonic()
-            until(lambda: all(owner_of(n, group) == 3 for n in cluster) or None, 30, "node 3 owns it again")
-            until(lambda: commit(cut_node.address, group, "t", 8) == 0 or None, 20, "a commit on node 3")
-            until(lambda: _produce_code(cut_node, partition, b"after") == 0 or None, 30, "node 3 leads again")
+            _rejoined(cluster, group, partition, http)
             rejoin_s = time.monotonic() - healed_at
-            until(lambda: _readyz(http) == 200 or None, 10, "node 3 is ready again")
             print(f"REJOIN healed -> commit and produce on node 3: {rejoin_s:.3f} s")
             log.warning("fenced %.2f s, takeover %.2f s, rejoin %.2f s", fenced_s, takeover_s, rejoin_s)
-            assert fetch_offset(cut_node.address, group, "t") == (0, 8)
-            assert all(n.alive() for n in cluster)
             agreed_leaders(cluster)  # settled: no leader moves under the consumer
             read = consume_all([n.bootstrap for n in cluster])
             assert {v for (p, _), v in read.items() if p == partition} == {b"before", b"during", b"after"}
