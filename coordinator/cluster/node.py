@@ -37,7 +37,7 @@ from kcoord.coordinator.cluster.edge import route_handlers
 from kcoord.coordinator.cluster.leadership import ClusterLeadership
 from kcoord.coordinator.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.coordinator.cluster.markers import RoutedTxnMarkers
-from kcoord.coordinator.cluster.membership import CHANNEL, Membership, NodeInfo
+from kcoord.coordinator.cluster.membership import CHANNEL, ClusterView, Membership, NodeInfo
 from kcoord.coordinator.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
 from kcoord.coordinator.cluster.ownership import Ownership
 from kcoord.coordinator.cluster.partitions import ClusterPartitions
@@ -269,7 +269,7 @@ class ClusterApp(App):
         self.membership = Membership(self._pool, node, self.config.lease_ttl_ms)
         ctx.brokers = _Brokers(self.membership)
         ctx.leadership = ClusterLeadership(self._pool, self.placement)
-        route_handlers(ctx.handlers, self.ownership.state, lambda: self.membership.view, self.num_shards)
+        route_handlers(ctx.handlers, self.ownership.state, self._view, self.num_shards)
         await self.membership.register()
         await self._listen_for_changes()
         await self.membership.refresh()
@@ -293,6 +293,12 @@ class ClusterApp(App):
             if self._listen_conn is not None:  # half set up: dropped, so the next poll tries again
                 self._listen_conn.terminate()
                 self._listen_conn = None
+
+    def _view(self) -> ClusterView:
+        """The cluster as last read while the database answers this node; nothing known once it has
+        not within the TTL (cut off): FindCoordinator then answers COORDINATOR_NOT_AVAILABLE, so
+        clients ask another node, instead of naming a stale owner (often this node, fenced)."""
+        return self.membership.view if self.membership.reachable() else ClusterView()
 
     def _node_address(self, node_id: int) -> tuple[str, int] | None:
         node = self.membership.view.nodes.get(node_id) if hasattr(self, "membership") else None

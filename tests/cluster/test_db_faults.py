@@ -34,11 +34,13 @@ from kcoord.coordinator.cluster.placement import preferred_leader
 from kcoord.coordinator.cluster.shards import shard_of
 from tests.cluster.conftest import PgServer, started_server
 from tests.cluster.nodes import (
+    COORDINATOR_NOT_AVAILABLE,
     NOT_COORDINATOR,
     RETRIABLE,
     Node,
     commit,
     fetch_offset,
+    find_coordinator,
     init_cluster,
     nodes,
     owner_of,
@@ -358,6 +360,8 @@ def test_a_node_cut_off_from_postgresql_fences_itself_and_rejoins_when_healed(
             print(f"\nFENCED node 3 cut off -> reads refused: {fenced_s:.3f} s (ttl {TTL_MS} ms)")
             assert commit(cut_node.address, group, "t", 6) == NOT_COORDINATOR
             until(lambda: _readyz(http) == 503 or None, 5, "node 3 is not ready while cut off")
+            answer = find_coordinator(cut_node.address, group)  # names no stale owner
+            assert (answer["error_code"], answer["node_id"]) == (COORDINATOR_NOT_AVAILABLE, -1)
             lead, moved_s = _produce_moved(others, partition, cut_at)
             _in_flight_answered(waiting, cut_at)
             print(f"TAKEOVER commit on node {taken}: {takeover_s:.3f} s, produce on {lead}: {moved_s:.3f} s")
