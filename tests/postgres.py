@@ -10,6 +10,7 @@ its defaults (fsync on), so what is acknowledged on it is durable.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.util
 import os
@@ -18,6 +19,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,3 +146,17 @@ def start_postgres() -> PgServer:
         server.remove()
         raise
     return server
+
+
+@contextlib.contextmanager
+def started_server() -> Iterator[PgServer]:
+    """A server of its own for a test that stops or restarts it (the session's `pg_server` is shared):
+    skipped, or failed under KCOORD_CLUSTER_TESTS=required, where PostgreSQL cannot run."""
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as exc:
+        cannot(str(exc))
+    try:
+        yield server
+    finally:
+        server.remove()

@@ -38,11 +38,11 @@ from kcoord.coordinator.cluster.edge import route_handlers
 from kcoord.coordinator.cluster.leadership import ClusterLeadership
 from kcoord.coordinator.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.coordinator.cluster.markers import RoutedTxnMarkers
-from kcoord.coordinator.cluster.membership import CHANNEL, Membership, NodeInfo
+from kcoord.coordinator.cluster.membership import CHANNEL, ClusterView, Membership, NodeInfo
 from kcoord.coordinator.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
 from kcoord.coordinator.cluster.ownership import Ownership
 from kcoord.coordinator.cluster.partitions import ClusterPartitions
-from kcoord.coordinator.cluster.pg import CONNECT_ERRORS, connect, create_pool, redact
+from kcoord.coordinator.cluster.pg import COMMAND_TIMEOUT_S, CONNECT_ERRORS, connect, create_pool, redact
 from kcoord.coordinator.cluster.placement import PartitionPlacement
 from kcoord.coordinator.cluster.remote_markers import RemoteMarkers
 from kcoord.coordinator.cluster.routing import RoutingRecordLog
@@ -270,7 +270,7 @@ class ClusterApp(App):
         self.membership = Membership(self._pool, node, self.config.lease_ttl_ms)
         ctx.brokers = _Brokers(self.membership)
         ctx.leadership = ClusterLeadership(self._pool, self.placement)
-        route_handlers(ctx.handlers, self.ownership.state, lambda: self.membership.view, self.num_shards)
+        route_handlers(ctx.handlers, self.ownership.state, self._view, self.num_shards)
         if self.metrics is not None:  # /metrics (App._start_http registers it after startup)
             self.metrics.extra.append(ClusterCollector(self._metric_sources()))
         await self.membership.register()
@@ -303,11 +303,22 @@ class ClusterApp(App):
         assert self.config.cluster is not None
         try:
             self._listen_conn = None
-            self._listen_conn = await connect(self.config.cluster, node_id=self.config.node_id)
+            self._listen_conn = await connect(
+                self.config.cluster, node_id=self.config.node_id, command_timeout_s=COMMAND_TIMEOUT_S
+            )
             for channel in (CHANNEL, METADATA_CHANNEL):
                 await self._listen_conn.add_listener(channel, lambda *_: self._wake.set())
         except CONNECT_ERRORS as exc:  # the poll still sees every change, only later
             log.warning("LISTEN failed, polling only: %s", _one_line(exc))
+            if self._listen_conn is not None:  # half set up: dropped, so the next poll tries again
+                self._listen_conn.terminate()
+                self._listen_conn = None
+
+    def _view(self) -> ClusterView:
+        """The cluster as last read while the database answers this node; nothing known once it has
+        not within the TTL (cut off): FindCoordinator then answers COORDINATOR_NOT_AVAILABLE, so
+        clients ask another node, instead of naming a stale owner (often this node, fenced)."""
+        return self.membership.view if self.membership.reachable() else ClusterView()
 
     def _node_address(self, node_id: int) -> tuple[str, int] | None:
         node = self.membership.view.nodes.get(node_id) if hasattr(self, "membership") else None

@@ -13,6 +13,7 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kcoord.coordinator.cluster.pg import LOAD_TIMEOUT_S
 from kcoord.partition_log import PartitionConfig
 from kcoord.partition_log.producers import ProducerEntry
 from kcoord.partition_log.txn_index import AbortedTxn
@@ -122,7 +123,7 @@ async def load_partition(
         if lease is None or int(lease["epoch"]) != epoch:
             raise PartitionMoved(f"{topic}-{partition} is no longer led at epoch {epoch}")
         start, end = int(lease["log_start_offset"]), int(lease["log_end_offset"])
-        batch_rows = await conn.fetch(_BATCHES, topic, partition, start)
+        batch_rows = await conn.fetch(_BATCHES, topic, partition, start, timeout=LOAD_TIMEOUT_S)
         producer_rows = await conn.fetch(_PRODUCERS, topic, partition)
         aborted_rows = await conn.fetch(_ABORTED, topic, partition, start)
     batches = [StoredBatch(int(r[0]), int(r[1]), int(r[2]), bytes(r[3])) for r in batch_rows]

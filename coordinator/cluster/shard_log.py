@@ -31,6 +31,7 @@ import asyncpg
 
 from kcoord import storage
 from kcoord.coordinator.cluster.migrations import FENCED_SQLSTATE
+from kcoord.coordinator.cluster.pg import LOAD_TIMEOUT_S
 from kcoord.coordinator.groups.consumer.records import (
     ConsumerGroupEpoch,
     ConsumerMemberAssignment,
@@ -239,5 +240,5 @@ async def load_shard(pool: Any, shard: int) -> list[storage.Record]:
     """The shard's records in lsn order, as the storage records a `Replayer` applies. Call it after
     `ShardLeases.acquire`: the epoch bump committed first, so every batch a previous owner had
     acknowledged is visible, and none it will ever try again can commit."""
-    rows = await pool.fetch(_LOAD, shard)
+    rows = await pool.fetch(_LOAD, shard, timeout=LOAD_TIMEOUT_S)
     return [storage.Record(row[0], row[1], row[2]) for row in rows]
