@@ -188,6 +188,8 @@ def test_cluster_stack_survives_a_killed_node(cluster_stack: tuple[tuple[str, ..
         victim = f"kcoord-{owner}"
         podman("kill", _container(project, victim))  # SIGKILL: no handover, the leases must expire
         killed = time.monotonic()
+        producing = [c for c in compose_containers(project) if compose_service(c) == "producer"]
+        assert producing and not producing[0]["Exited"], "the producer had finished before the kill"
         survivor = next(n for n in NODES if n != victim)
         want = {n: ("expired" if n == owner else "live") for n in (1, 2, 3)}
         owners = _wait_status(project, survivor, want, timeout=60)
