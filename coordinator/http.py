@@ -182,6 +182,8 @@ class HttpEndpoint:
         if ctx.shutting_down:
             return web.json_response({"status": "shutting down"}, status=503)
         storage_ok, reason = ctx.data.logs.policy.ready()  # storage/faults.py: refusing writes?
+        if storage_ok and ctx.brokers is not None:  # cluster mode: the database must be reachable
+            storage_ok, reason = ctx.brokers.ready()
         if not storage_ok:
             return web.json_response({"status": "not ready", "reason": reason}, status=503)
         return web.json_response({"status": "ready", "listening": str(ctx.advertised)})

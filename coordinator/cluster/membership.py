@@ -102,6 +102,7 @@ class Membership:
         self.ttl_ms = ttl_ms
         self.view = ClusterView()
         self._registered = False  # once registered, a re-registration (row deleted) is ours
+        self.renewed_at = time.monotonic()  # registration counts as the first renewal
 
     async def register(self, *, wait_s: float | None = None) -> None:
         """Register this node. A live row of the same id at another endpoint is another process
@@ -124,9 +125,15 @@ class Membership:
         await self.notify()
 
     async def renew(self) -> None:
+        sent_at = time.monotonic()
         status = await self._pool.execute(_RENEW, self.node.node_id, self.ttl_ms)
         if status != "UPDATE 1":  # someone deleted the row: put it back
             await self.register()
+        self.renewed_at = sent_at
+
+    def reachable(self, now: float | None = None) -> bool:
+        """The node's row was renewed within the TTL: the database answers this node."""
+        return (time.monotonic() if now is None else now) - self.renewed_at < self.ttl_ms / 1000
 
     async def leave(self) -> None:
         if not self._registered:  # never ours (e.g. refused as a duplicate): leave the row alone

@@ -158,6 +158,11 @@ class _Brokers:
     def controller_id(self) -> int:
         return min([*self._membership.view.nodes, self._membership.node.node_id])
 
+    def ready(self) -> tuple[bool, str]:
+        if self._membership.reachable():
+            return True, ""
+        return False, "the cluster's database has not answered within the lease TTL"
+
 
 class _NoLog:
     """`State.log` in cluster mode: the shards' and metadata's logs are PostgreSQL's, nothing to close."""

@@ -110,6 +110,10 @@ class Brokers(Protocol):
 
     def controller_id(self) -> int: ...
 
+    def ready(self) -> tuple[bool, str]:
+        """(False, why) while the node cannot reach its cluster's database (/readyz answers 503)."""
+        ...
+
 
 @dataclass(slots=True)
 class ServerContext:

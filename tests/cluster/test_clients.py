@@ -126,7 +126,7 @@ def test_kill_9_of_the_owner_under_stock_client_commits_loses_no_acknowledged_co
         for group in groups:
             assert _settled(cluster, group) == victim_id
         workers = [
-            _start(lib, protocol, bootstrap, group, 14, tmp_path)
+            _start(lib, protocol, bootstrap, group, 20, tmp_path)
             for (lib, protocol), group in zip(plan, groups, strict=True)
         ]
         victim = next(n for n in cluster if n.node_id == victim_id)

@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from kcoord.coordinator.cluster.ownership import preferred_owner
@@ -64,6 +66,14 @@ def _fetch_owner(cluster: list[Node], group: str) -> int | None:
         if error == 0:
             return offset
     return None
+
+
+def _readyz(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
 
 
 def _commit_until_ok(cluster: list[Node], group: str, topic: str, offset: int, timeout: float) -> Node:
@@ -297,9 +307,11 @@ def test_postgresql_stopped_and_restarted_nodes_answer_retriable_errors_and_reco
     tmp_path: Path, cluster_dsn: str, pg_server: PgServer
 ) -> None:
     init_cluster(cluster_dsn)
-    with nodes(tmp_path, cluster_dsn, [1, 2], TTL_MS) as cluster:
+    with nodes(tmp_path, cluster_dsn, [1, 2], TTL_MS, "--http-listen", "127.0.0.1:0") as cluster:
         with connect(cluster[0].address) as sock:
             assert create_topic(sock, "t", 1)["error_code"] == 0
+        http = int(cluster[0].wait_for(r"http endpoint on \S+:(\d+)").group(1))
+        assert _readyz(http) == 200
         group = "pg-restart"
         owner = _by_id(cluster, _settled(cluster, group))
         until(lambda: commit(owner.address, group, "t", 5) == 0 or None, 10, "first commit")
@@ -312,8 +324,10 @@ def test_postgresql_stopped_and_restarted_nodes_answer_retriable_errors_and_reco
                     errors.add(commit(node.address, group, "t", 6))
             assert errors <= RETRIABLE | {-1}, errors
             assert NOT_COORDINATOR in errors  # the owner fenced itself once its lease ran out
+            assert _readyz(http) == 503
         finally:
             pg_server.start()
+        until(lambda: _readyz(http) == 200 or None, 20, "/readyz answers 200 again")
         _commit_until_ok(cluster, group, "t", 7, 30)
         assert until(lambda: _fetch_owner(cluster, group), 20, "an owner answers") == 7
         assert all(node.alive() for node in cluster)

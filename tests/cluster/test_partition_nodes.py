@@ -21,6 +21,7 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from tests.cluster.conftest import PgServer
 from tests.cluster.nodes import Node, init_cluster, nodes, rpc, until
 from tests.kcoord_process import REPO
 from tests.server.wire import connect, create_topic, decode_response, read_frame, send
@@ -31,6 +32,9 @@ TTL_MS = 1500
 TOPIC = "events"
 PARTITIONS = 6
 NOT_LEADER_OR_FOLLOWER = 6
+# What a produce may answer while the database is away: NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR,
+# NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT (all retriable for producers).
+RETRIABLE_PRODUCE = {NOT_LEADER_OR_FOLLOWER, 56, 19, 7}
 
 
 def leaders(node: Node, topic: str = TOPIC) -> dict[int, int] | None:
@@ -157,6 +161,16 @@ def test_three_nodes_lead_partitions_and_stock_clients_follow_the_leaders(
         for event in acked:
             assert read[(event["p"], event["o"])] == str(event["acked"]).encode()
         assert len(read) == len(acked) + 1
+        status = subprocess.run(
+            [sys.executable, "-m", "kcoord", "cluster", "status", "--cluster", cluster_dsn],
+            cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+        ).stdout.splitlines()  # fmt: skip
+        lines = {line.split()[1]: line.split() for line in status if line.startswith("partition ")}
+        assert {name: fields[2] for name, fields in lines.items()} == {
+            f"{TOPIC}-{p}": f"leader={node_id}" for p, node_id in led.items()
+        }
+        ends = {p: sum(1 for key in read if key[0] == p) for p in range(PARTITIONS)}
+        assert all(lines[f"{TOPIC}-{p}"][-1] == f"log_end={ends[p]}" for p in range(PARTITIONS))
 
 
 def test_kill_9_of_a_leader_under_produce_load_loses_no_acknowledged_record(
@@ -306,3 +320,67 @@ def test_a_paused_leader_is_fenced_and_answers_not_leader_after_it_resumes(
         rows = asyncio.run(stored())
         assert [offset for offset, _ in rows] == [0, 1]
         assert not any(b"stale" in batch for _, batch in rows)
+
+
+def test_a_graceful_stop_hands_its_partitions_over_without_waiting_for_the_lease(
+    tmp_path: Path, cluster_dsn: str
+) -> None:
+    """SIGTERM releases every partition lease (ClusterPartitions.close): with a 10 s lease, the
+    survivor leads and acknowledges a produce on each well before the lease would have expired."""
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2], 10_000) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, TOPIC, PARTITIONS)["error_code"] == 0
+        led = agreed_leaders(cluster)
+        stopping = next(n for n in cluster if n.node_id in led.values())
+        survivor = next(n for n in cluster if n is not stopping)
+        moved = [p for p, node_id in led.items() if node_id == stopping.node_id]
+        for partition in moved:
+            assert _produce(stopping, partition, b"before")["error_code"] == 0
+        started = time.monotonic()
+        assert stopping.stop(signal.SIGTERM) == 0
+        for partition in moved:
+            until(lambda p=partition: _produce(survivor, p, b"after")["error_code"] == 0 or None, 8,
+                  f"the survivor takes partition {partition}", step=0.05)  # fmt: skip
+        elapsed = time.monotonic() - started
+        log.warning("graceful partition handover: %.2f s for %d partitions (lease 10 s)", elapsed, len(moved))
+        assert elapsed < 8
+        assert agreed_leaders(cluster) == dict.fromkeys(range(PARTITIONS), survivor.node_id)
+        assert all(_list_offsets(survivor, p)["offset"] == 2 for p in moved)
+
+
+def test_postgresql_stopped_and_restarted_produce_answers_retriable_errors_and_recovers(
+    tmp_path: Path, cluster_dsn: str, pg_server: PgServer
+) -> None:
+    """With PostgreSQL gone (immediate stop) no produce is acknowledged, every answer is retriable,
+    and the leader fences itself; once it is back the partitions are led again, nothing acknowledged
+    before is lost and the offsets continue after it."""
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2], TTL_MS) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, TOPIC, PARTITIONS)["error_code"] == 0
+        led = agreed_leaders(cluster)
+        partition, leader_id = next(iter(led.items()))
+        leader = next(n for n in cluster if n.node_id == leader_id)
+        assert _produce(leader, partition, b"kept")["base_offset"] == 0
+        pg_server.stop("immediate")
+        try:
+            deadline = time.monotonic() + TTL_MS / 1000 + 2
+            errors: set[int] = set()
+            while time.monotonic() < deadline:
+                for node in cluster:
+                    errors.add(int(_produce(node, partition, b"lost")["error_code"]))
+            assert 0 not in errors and errors <= RETRIABLE_PRODUCE, errors
+            assert NOT_LEADER_OR_FOLLOWER in errors  # the leader fenced itself once its lease ran out
+        finally:
+            pg_server.start()
+
+        def produced() -> int | None:
+            for node in cluster:
+                answer = _produce(node, partition, b"after")
+                if answer["error_code"] == 0:
+                    return int(answer["base_offset"])
+            return None
+
+        assert until(produced, 30, "a produce succeeds after the restart", step=0.1) == 1
+        assert all(node.alive() for node in cluster)
