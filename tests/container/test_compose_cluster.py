@@ -3,7 +3,8 @@ up by Docker Compose v2 against podman's API with the host-network overlay, from
 image and a local PostgreSQL stand-in (tests/container/postgres: registries cannot be pulled here).
 The stock producer and a two-member consumer group run while the node owning the group's shard is
 killed (`podman kill`): both finish, every record is consumed and committed once, and `kcoord cluster
-status` inside a node's container shows three live nodes, then the killed one expired."""
+status` inside a node's container shows three live nodes, then the killed one expired and its shards
+and partitions on the survivors."""
 
 from __future__ import annotations
 
@@ -143,24 +144,31 @@ def _container(project: str, service: str) -> str:
     return str(found[0]["Id"])
 
 
-def _status(project: str, via: str) -> tuple[dict[int, str], dict[int, int | None]]:
+Status = tuple[dict[int, str], dict[int, int | None], dict[str, int | None]]
+
+
+def _status(project: str, via: str) -> Status:
     """`kcoord cluster status` run inside the node container `via` (its KCOORD_CLUSTER is the DSN):
-    each node's state (live/expired) and each shard's owner."""
+    each node's state (live/expired), each shard's owner and each partition's leader."""
     done = podman("exec", _container(project, via), "kcoord", "cluster", "status", timeout=60)
     nodes = {int(m[1]): m[2] for m in re.finditer(r"^node (\d+) \S+ (live|expired)\b", done.stdout, re.M)}
     owners = {
         int(m[1]): None if m[2] == "-" else int(m[2])
         for m in re.finditer(r"^shard (\d+) owner=(\d+|-)", done.stdout, re.M)
     }
-    return nodes, owners
+    leaders = {
+        m[1]: None if m[2] == "-" else int(m[2])
+        for m in re.finditer(r"^partition (\S+) leader=(\d+|-)", done.stdout, re.M)
+    }
+    return nodes, owners, leaders
 
 
-def _wait_status(project: str, via: str, want: dict[int, str], timeout: float) -> dict[int, int | None]:
+def _wait_nodes(project: str, via: str, want: dict[int, str], timeout: float) -> None:
+    """Until `kcoord cluster status` lists exactly these nodes in these states."""
     deadline = time.monotonic() + timeout
-    while (status := _status(project, via))[0] != want:
-        assert time.monotonic() < deadline, f"cluster status {status[0]}, wanted {want}"
+    while (nodes := _status(project, via)[0]) != want:
+        assert time.monotonic() < deadline, f"cluster status nodes {nodes}, wanted {want}"
         time.sleep(0.5)
-    return status[1]
 
 
 def _wait_committed(bootstrap: str, timeout: float) -> None:
@@ -180,7 +188,7 @@ def test_cluster_stack_survives_a_killed_node(cluster_stack: tuple[tuple[str, ..
         # Returns once init completed, the three nodes are healthy and the clients started.
         compose(*args, "up", "--detach", "--no-build", env=env, timeout=900)
         FIGURES["cluster compose up to clients started, s"] = time.monotonic() - started
-        _wait_status(project, "kcoord-1", {1: "live", 2: "live", 3: "live"}, timeout=30)
+        _wait_nodes(project, "kcoord-1", {1: "live", 2: "live", 3: "live"}, timeout=30)
         everyone = ",".join(f"127.0.0.1:{env[f'KCOORD_NODE{n}_PORT']}" for n in (1, 2, 3))
         _wait_committed(everyone, timeout=120)
         owner = _status(project, "kcoord-1")[1][shard_of(GROUP)]
@@ -192,7 +200,7 @@ def test_cluster_stack_survives_a_killed_node(cluster_stack: tuple[tuple[str, ..
         assert producing and not producing[0]["Exited"], "the producer had finished before the kill"
         survivor = next(n for n in NODES if n != victim)
         want = {n: ("expired" if n == owner else "live") for n in (1, 2, 3)}
-        owners = _wait_status(project, survivor, want, timeout=60)
+        _wait_nodes(project, survivor, want, timeout=60)
         clients = wait_compose_services_exited(project, {"producer", "consumer"}, 3, timeout=400)
         FIGURES["cluster: node kill to clients done, s"] = time.monotonic() - killed
     for container in clients:
@@ -203,6 +211,10 @@ def test_cluster_stack_survives_a_killed_node(cluster_stack: tuple[tuple[str, ..
     ends = client("ends", alive, "orders")
     assert isinstance(ends, dict) and sum(ends.values()) == MESSAGES and len(ends) == 4, ends
     assert client("offsets", alive, GROUP) == {f"orders:{p}": end for p, end in ends.items()}
-    assert owner not in set(_status(project, survivor)[1].values()), owners  # its shards moved
+    _, owners, leaders = _status(project, survivor)
+    survivors = {1, 2, 3} - {owner}
+    assert len(owners) == 50 and set(owners.values()) <= survivors, owners  # its shards moved
+    assert all(f"orders-{p}" in leaders for p in range(4)), leaders
+    assert {leaders[f"orders-{p}"] for p in range(4)} <= survivors, leaders  # and its partitions
     stopped = [c for c in compose_containers(project) if compose_service(c) == victim]
     assert stopped and stopped[0]["Exited"], stopped  # `podman kill` is a stop: no restart
