@@ -3,7 +3,8 @@
 # slim image. Where no registry is reachable, pass a locally built one: --build-arg BASE=localhost/...
 ARG BASE=python:3.11-slim
 
-# -- build: a virtualenv with kcoord and its wheels (uvloop, crc32c, cramjam, construct) -----------------
+# -- build: a virtualenv with kcoord and its wheels (uvloop, crc32c, cramjam, construct), and the `cluster`
+# extra (asyncpg, one wheel of a few MB) so that the same image serves `--cluster postgresql://...` --------
 FROM ${BASE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 RUN python3 -m venv /opt/kcoord
@@ -16,8 +17,8 @@ COPY coordinator ./coordinator
 COPY pipeline ./pipeline
 COPY kcoord ./kcoord
 # The installer is not needed at run time: the final image gets the venv without pip or setuptools.
-RUN /opt/kcoord/bin/pip install . \
-    && /opt/kcoord/bin/python -c "import uvloop, crc32c, cramjam, kcoord.coordinator.app" \
+RUN /opt/kcoord/bin/pip install ".[cluster]" \
+    && /opt/kcoord/bin/python -c "import uvloop, crc32c, cramjam, asyncpg, kcoord.coordinator.app" \
     && /opt/kcoord/bin/pip uninstall --yes pip setuptools
 
 # -- run: the base plus the venv, a non-root user and the data volume -----------------------------------

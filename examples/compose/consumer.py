@@ -6,6 +6,7 @@ import os
 import time
 
 from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import KafkaError
 
 BOOTSTRAP = os.environ.get("BOOTSTRAP", "kcoord:9092")
 TOPIC = os.environ.get("TOPIC", "orders")
@@ -42,7 +43,12 @@ def group_done() -> bool:
     partitions = [TopicPartition(TOPIC, p) for p in consumer.partitions_for_topic(TOPIC) or ()]
     if not partitions:
         return False
-    ends = consumer.end_offsets(partitions)
+    try:
+        ends = consumer.end_offsets(partitions)
+    except (KafkaError, KeyError):
+        # A partition without a leader just now (a new topic, a cluster node failing over): kafka-python
+        # 3.0 raises KeyError for it. Not done yet; ask again after the next poll.
+        return False
     committed = {tp: consumer.committed(tp) or 0 for tp in partitions}
     return sum(ends.values()) >= MESSAGES and all(committed[tp] >= ends[tp] for tp in partitions)
 

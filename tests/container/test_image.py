@@ -47,14 +47,15 @@ def test_image_runs_as_non_root_with_volume_port_and_healthcheck(kcoord_image: s
     assert config["StopSignal"] in ("SIGTERM", "15")
     assert f"KCOORD_DATA_DIR={DATA}" in config["Env"]
     assert config["Entrypoint"] == ["kcoord"]
-    # uvloop is what the server runs on, and the installer is not shipped.
+    # uvloop is what the server runs on, asyncpg is there for --cluster (the `cluster` extra), and the
+    # installer is not shipped.
     probe = podman(
         "run", "--rm", *PODMAN_RUN_FLAGS, "--entrypoint", "python3", kcoord_image,
         "-c",
-        "import kcoord.coordinator.app as a, importlib.util as u; "
-        "print(a._loop_factory().__module__, u.find_spec('pip'))",
+        "import kcoord.coordinator.app as a, importlib.util as u, asyncpg; "
+        "print(a._loop_factory().__module__, asyncpg.__name__, u.find_spec('pip'))",
     )  # fmt: skip
-    assert probe.stdout.split() == ["uvloop", "None"], probe.stdout
+    assert probe.stdout.split() == ["uvloop", "asyncpg", "None"], probe.stdout
 
 
 def test_offsets_survive_sigterm_and_restart_on_the_same_volume(containers: Containers) -> None:
