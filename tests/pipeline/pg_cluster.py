@@ -106,7 +106,12 @@ async def init(dsn: str, num_shards: int = 50, later_tables: bool = True) -> Non
     try:
         await init_cluster(conn, num_shards)
         if later_tables:
-            await conn.execute(LATER_MIGRATIONS)
+            await conn.execute(LATER_MIGRATIONS)  # no-ops now that init applies migrations 2 and 3
+        else:  # a cluster that keeps only shard records (as one built by migration 1 alone)
+            await conn.execute(
+                "DROP TABLE kcoord_metadata, kcoord_partition_lease, kcoord_partition_batch,"
+                " kcoord_partition_producer, kcoord_partition_aborted CASCADE"
+            )
     finally:
         await conn.close()
 
