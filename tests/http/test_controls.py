@@ -273,10 +273,6 @@ def test_a_consumer_process_keeps_its_connection_across_a_reset(
     wait_until(lambda: _stable(http, group, 1), 45, "the group again, after the reset")
     after = {r["peer"] for r in http.get("/v1/test/requests") if r["api"] in ("Heartbeat", "JoinGroup")}
     assert peers & after, (peers, after)
-    # kafka-python 3.0.12, as the group's leader, may have assigned from metadata read in the instant the
-    # topic did not exist and then never rejoin (tests/integration/FINDINGS.md); one more rebalance, now
-    # that the topic exists, is what a Kafka operator would trigger.
-    assert http.call("POST", f"/v1/test/groups/{group}/rebalance")[0] == 200
     wait_until(
         lambda: consumer.assignment_changes > changes and {t for t, _ in consumer.assignment} == {topic},
         30,
