@@ -45,10 +45,19 @@ __all__ = [
 FIGURES: dict[str, float] = {}  # printed at the end of the session (image size, start, stop times)
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free loopback port, never one this process handed out before: the OS may give a just-closed
+    port again, and two of a container's ports (Kafka, HTTP) must differ."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 @dataclass

@@ -58,8 +58,16 @@ def test_reset_forgets_everything_and_keeps_the_connection(served: Served) -> No
         assert served.call(lambda c: c.committed("g1")) == [
             {"topic": "orders", "partition": 0, "offset": 1, "metadata": "m"}
         ]
-        records = served.call(lambda c: c.records("orders"))
-        assert [(r["value"], r["aborted"]) for r in records] == [(b"one", False), (b"in-txn", True)]
+        # abort_transaction() returns once PrepareAbort is durable (as Kafka's EndTxn answers); the
+        # ABORT marker follows, and only then does the record read as aborted.
+        deadline = time.monotonic() + 10
+        while True:
+            records = served.call(lambda c: c.records("orders"))
+            seen = [(r["value"], r["aborted"]) for r in records]
+            if seen == [(b"one", False), (b"in-txn", True)] or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        assert seen == [(b"one", False), (b"in-txn", True)]
         assert served.app.state is not None and served.app.state.transactions.transactions()
         served.call(lambda c: c.fail("Metadata", "UNKNOWN_SERVER_ERROR", 5))
         served.call(lambda c: c.configure(group_initial_rebalance_delay_ms=3000))
