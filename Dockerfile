@@ -9,16 +9,11 @@ FROM ${BASE} AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 RUN python3 -m venv /opt/kcoord
 WORKDIR /src
-COPY pyproject.toml setup.py README.md ./
-COPY protocol ./protocol
-COPY storage ./storage
-COPY partition_log ./partition_log
-COPY coordinator ./coordinator
-COPY pipeline ./pipeline
+COPY pyproject.toml README.md ./
 COPY kcoord ./kcoord
 # The installer is not needed at run time: the final image gets the venv without pip or setuptools.
 RUN /opt/kcoord/bin/pip install ".[cluster]" \
-    && /opt/kcoord/bin/python -c "import uvloop, crc32c, cramjam, asyncpg, kcoord.coordinator.app" \
+    && /opt/kcoord/bin/python -c "import uvloop, crc32c, cramjam, asyncpg, kcoord.wiring.app" \
     && /opt/kcoord/bin/pip uninstall --yes pip setuptools
 
 # -- run: the base plus the venv, a non-root user and the data volume -----------------------------------

@@ -25,9 +25,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from kcoord.broker.topics import TopicRecord
 from kcoord.coordinator.groups.records import OffsetCommitRecord
 from kcoord.coordinator.persistence import from_storage, to_storage
-from kcoord.coordinator.topics import TopicRecord
 from kcoord.storage import FileOps, LogConfig, framing, recovery
 from kcoord.storage.files import encode_segment_header, segment_name
 

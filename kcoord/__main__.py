@@ -1,5 +1,5 @@
 """`python -m kcoord` is the `kcoord` command."""
 
-from kcoord.coordinator.cli import main
+from kcoord.wiring.cli import main
 
 raise SystemExit(main())

@@ -60,10 +60,10 @@ from testcontainers.core.config import ConnectionMode
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.exceptions import ContainerStartException
 
-from kcoord.coordinator.config import Config
 from kcoord.protocol.frames import decode_response, encode_request
 from kcoord.testing.http_controls import HttpControls
 from kcoord.testing.views import Fault, Group, Record, RequestEntry
+from kcoord.wiring.config import Config
 
 __all__ = ["KcoordContainer"]
 

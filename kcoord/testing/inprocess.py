@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
-from kcoord.coordinator.app import App
-from kcoord.coordinator.config import Config, HostPort
+from kcoord.wiring.app import App
+from kcoord.wiring.config import Config, HostPort
 
 __all__ = ["LogLines", "ServerThread"]
 

@@ -1,7 +1,7 @@
 """`--kafka-bootstrap HOST:PORT`: the same tests against a real Kafka cluster.
 
 What a Kafka client can answer is answered over the wire with kcoord's own blocking admin client
-(coordinator/tools/kafka_client.py), so the plugin needs no client library: CreateTopics, a Fetch of
+(kcoord/client_cli/kafka_client.py), so the plugin needs no client library: CreateTopics, a Fetch of
 every partition for `records()`, OffsetFetch for `committed()`, ConsumerGroupDescribe/DescribeGroups
 for `group()`. What only kcoord's test controls can do (reset, faults, the clock, restart, kill, the
 request log) skips the test, naming the call.
@@ -15,9 +15,9 @@ from typing import Any, NoReturn
 
 import pytest
 
-from kcoord.coordinator.tools.describe import describe_group
-from kcoord.coordinator.tools.groups import committed_offsets
-from kcoord.coordinator.tools.kafka_client import Cluster, ToolError, parse_bootstrap
+from kcoord.client_cli.describe import describe_group
+from kcoord.client_cli.groups import committed_offsets
+from kcoord.client_cli.kafka_client import Cluster, ToolError, parse_bootstrap
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import BATCH_HEADER, iter_records, read_header
 from kcoord.testing.aio import AsyncCalls

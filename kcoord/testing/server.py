@@ -1,7 +1,7 @@
 """The server object tests get from `kcoord`, `kcoord_server` and `kcoord_factory`.
 
 It owns one in-process kcoord (inprocess.ServerThread) and a persistent data directory, and turns the
-test controls' JSON (`app.controls`, coordinator/controls/) into `kcoord.testing.views` objects.
+test controls' JSON (`app.controls`, kcoord/wiring/controls/) into `kcoord.testing.views` objects.
 Every method is a plain blocking call, for sync clients; an async test (aiokafka in the test's own
 loop) awaits the same calls through `server.aio` (aio.py), so waiting never blocks the loop its clients
 run on.
@@ -14,13 +14,13 @@ from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
-from kcoord.coordinator.app import App
-from kcoord.coordinator.config import HostPort
-from kcoord.coordinator.controls import ControlError
 from kcoord.testing.aio import AsyncCalls
 from kcoord.testing.inprocess import LogLines, ServerThread
 from kcoord.testing.settings import build_config
 from kcoord.testing.views import Fault, Group, Record, RequestEntry, committed_map
+from kcoord.wiring.app import App
+from kcoord.wiring.config import HostPort
+from kcoord.wiring.controls import ControlError
 
 __all__ = ["KcoordServer"]
 

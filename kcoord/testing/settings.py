@@ -1,7 +1,7 @@
 """The in-process server's settings: `kcoord serve` flags given as keyword arguments.
 
 `fsync="always"` is `--fsync always`, `enable_x=True` a bare switch, a tuple a comma-separated list.
-The keywords go through the very parser `kcoord serve` uses (coordinator/config.py), so every
+The keywords go through the very parser `kcoord serve` uses (kcoord/wiring/config.py), so every
 setting, its validation and its error message are the command's own; a bad one is a one-line
 `SettingsError`. Environment variables (`KCOORD_*`) are ignored: a test's server is the same on every
 machine.
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from kcoord.coordinator.config import Config, HostPort, add_serve_arguments, config_from_args
+from kcoord.wiring.config import Config, HostPort, add_serve_arguments, config_from_args
 
 __all__ = ["TEST_DEFAULTS", "SettingsError", "build_config"]
 

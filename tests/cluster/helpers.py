@@ -7,8 +7,8 @@ from typing import Any
 
 import asyncpg
 
-from kcoord.coordinator.cluster.schema import init_cluster
-from kcoord.coordinator.cluster.shards import shard_of
+from kcoord.cluster.schema import init_cluster
+from kcoord.cluster.shards import shard_of
 from kcoord.coordinator.groups.records import OffsetCommitRecord
 
 

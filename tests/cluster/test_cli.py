@@ -79,7 +79,7 @@ def test_usage_errors_exit_2() -> None:
 
 
 def test_redact_hides_passwords_wherever_the_dsn_puts_them() -> None:
-    from kcoord.coordinator.cluster.pg import redact
+    from kcoord.cluster.pg import redact
 
     assert redact("postgresql://u:p@h:5432/d") == "postgresql://u:***@h:5432/d"
     assert (

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kcoord.coordinator.cluster.ownership import preferred_owner
-from kcoord.coordinator.cluster.shards import shard_of
+from kcoord.cluster.ownership import preferred_owner
+from kcoord.cluster.shards import shard_of
 from tests.cluster.nodes import Node, fetch_offset, init_cluster, nodes, owner_of, until
 from tests.kcoord_process import REPO
 from tests.server.wire import connect, create_topic

@@ -28,10 +28,10 @@ from typing import Any
 
 import pytest
 
-from kcoord.coordinator.cluster.ownership import preferred_owner
-from kcoord.coordinator.cluster.pg import COMMAND_TIMEOUT_S
-from kcoord.coordinator.cluster.placement import preferred_leader
-from kcoord.coordinator.cluster.shards import shard_of
+from kcoord.cluster.ownership import preferred_owner
+from kcoord.cluster.pg import COMMAND_TIMEOUT_S
+from kcoord.cluster.placement import preferred_leader
+from kcoord.cluster.shards import shard_of
 from tests.cluster.nodes import (
     COORDINATOR_NOT_AVAILABLE,
     NOT_COORDINATOR,

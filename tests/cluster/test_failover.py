@@ -16,8 +16,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from kcoord.coordinator.cluster.ownership import preferred_owner
-from kcoord.coordinator.cluster.shards import shard_of
+from kcoord.cluster.ownership import preferred_owner
+from kcoord.cluster.shards import shard_of
 from tests.cluster.conftest import PgServer
 from tests.cluster.nodes import (
     NOT_COORDINATOR,

@@ -15,8 +15,8 @@ import asyncpg
 import pytest
 
 from kcoord import storage
-from kcoord.coordinator.cluster.leases import ShardLeases
-from kcoord.coordinator.cluster.shard_log import LeaseLost, ShardRecordLog, load_shard
+from kcoord.cluster.leases import ShardLeases
+from kcoord.cluster.shard_log import LeaseLost, ShardRecordLog, load_shard
 from kcoord.coordinator.groups.records import OffsetCommitRecord
 from kcoord.coordinator.persistence import from_storage, to_storage
 from tests.cluster.helpers import commit, group_in, init

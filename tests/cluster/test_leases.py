@@ -10,8 +10,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from kcoord.coordinator.cluster.leases import LeaseClock, ShardLeases
-from kcoord.coordinator.cluster.schema import init_cluster
+from kcoord.cluster.leases import LeaseClock, ShardLeases
+from kcoord.cluster.schema import init_cluster
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from kcoord.coordinator.cluster.ownership import preferred_owner
-from kcoord.coordinator.cluster.shards import shard_of
+from kcoord.cluster.ownership import preferred_owner
+from kcoord.cluster.shards import shard_of
 from tests.cluster.nodes import commit, fetch_offset, free_port, init_cluster, nodes, owner_of, until
 from tests.cluster.test_partition_nodes import PARTITIONS as PARTITIONS_6
 from tests.cluster.test_partition_nodes import TOPIC, _produce, agreed_leaders
@@ -167,8 +167,8 @@ def test_the_collector_counts_failovers_apart_from_handovers_and_reports_the_dat
     test_failover.py stops it for /readyz)."""
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from kcoord.coordinator.cluster.cluster_metrics import ClusterCollector, ClusterSources
-    from kcoord.coordinator.cluster.ownership import ShardState
+    from kcoord.cluster.cluster_metrics import ClusterCollector, ClusterSources
+    from kcoord.cluster.ownership import ShardState
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(

@@ -20,11 +20,11 @@ def python(code: str) -> subprocess.CompletedProcess[str]:
 def test_the_server_and_the_command_line_do_not_load_asyncpg() -> None:
     done = python(
         "import sys\n"
-        "import kcoord.coordinator.app, kcoord.coordinator.cli, kcoord.coordinator.server\n"
-        "import kcoord.coordinator.cluster, kcoord.coordinator.cluster.shards, kcoord.testing\n"
-        "from kcoord.coordinator.cli import main\n"
+        "import kcoord.wiring.app, kcoord.wiring.cli, kcoord.broker\n"
+        "import kcoord.cluster, kcoord.cluster.shards, kcoord.testing\n"
+        "from kcoord.wiring.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "assert 'kcoord.coordinator.app' in sys.modules\n"
+        "assert 'kcoord.wiring.app' in sys.modules\n"
         "print('asyncpg' in sys.modules)\n"
     )
     assert done.returncode == 0, done.stderr
@@ -35,7 +35,7 @@ def test_kcoord_cluster_without_asyncpg_names_the_extra() -> None:
     done = python(
         "import sys\n"
         "sys.modules['asyncpg'] = None  # import asyncpg now raises ImportError, as when it is absent\n"
-        "from kcoord.coordinator.cli import main\n"
+        "from kcoord.wiring.cli import main\n"
         "sys.exit(main(['cluster', 'init', '--cluster', 'postgresql://127.0.0.1/x']))\n"
     )
     assert done.returncode == 2

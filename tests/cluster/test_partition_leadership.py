@@ -19,12 +19,15 @@ import asyncpg
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kcoord.coordinator.cluster.leadership import ClusterLeadership
-from kcoord.coordinator.cluster.leases import PartitionLeases
-from kcoord.coordinator.cluster.partition_rows import load_partition
-from kcoord.coordinator.cluster.partition_store import PartitionWriteFailed, PgPartitionLog
-from kcoord.coordinator.cluster.partitions import ClusterPartitions, Key
-from kcoord.coordinator.cluster.placement import (
+from kcoord.broker.topics import TopicRecord, TopicRegistry
+from kcoord.broker.topics.data import TopicData
+from kcoord.broker.topics.leadership import ElectionType, Outcome, TopicPartition
+from kcoord.cluster.leadership import ClusterLeadership
+from kcoord.cluster.leases import PartitionLeases
+from kcoord.cluster.partition_rows import load_partition
+from kcoord.cluster.partition_store import PartitionWriteFailed, PgPartitionLog
+from kcoord.cluster.partitions import ClusterPartitions, Key
+from kcoord.cluster.placement import (
     NO_LEADER,
     LeaseRow,
     PartitionPlacement,
@@ -32,9 +35,6 @@ from kcoord.coordinator.cluster.placement import (
     preferred_leader,
     rendezvous,
 )
-from kcoord.coordinator.topics import TopicRecord, TopicRegistry
-from kcoord.coordinator.topics.data import TopicData
-from kcoord.coordinator.topics.leadership import ElectionType, Outcome, TopicPartition
 from kcoord.partition_log import NotLeader, PartitionConfig, ValidatedAppend
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import read_header

@@ -15,10 +15,10 @@ import asyncpg
 import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from kcoord.coordinator.cluster.leases import PartitionLeases
-from kcoord.coordinator.cluster.migrations import OFFSET_MISMATCH_SQLSTATE
-from kcoord.coordinator.cluster.partition_rows import APPEND_SQL, PartitionMoved, append_args, load_partition
-from kcoord.coordinator.cluster.partition_store import PartitionFenced, PartitionWriteFailed, PgPartitionLog
+from kcoord.cluster.leases import PartitionLeases
+from kcoord.cluster.migrations import OFFSET_MISMATCH_SQLSTATE
+from kcoord.cluster.partition_rows import APPEND_SQL, PartitionMoved, append_args, load_partition
+from kcoord.cluster.partition_store import PartitionFenced, PartitionWriteFailed, PgPartitionLog
 from kcoord.partition_log import (
     READ_COMMITTED,
     AppendError,
@@ -225,7 +225,7 @@ async def test_the_append_function_checks_the_epoch_in_sql(pool: Any) -> None:
     await lead(pool, 2)
     stale = log.read(0, 1 << 20)
     assert stale is not None
-    from kcoord.coordinator.cluster.partition_store import StoredBatch
+    from kcoord.cluster.partition_store import StoredBatch
 
     row = (StoredBatch(1, 1, NOW, stale.records), -1, None, None)
     with pytest.raises(asyncpg.PostgresError) as refused:

@@ -1,4 +1,4 @@
-"""The bounds a node's pool puts on its PostgreSQL sessions (coordinator/cluster/pg.py), checked on
+"""The bounds a node's pool puts on its PostgreSQL sessions (kcoord/cluster/pg.py), checked on
 the session's server: the server-side settings, and a lease statement stuck behind a row lock."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 import asyncpg
 import pytest
 
-from kcoord.coordinator.cluster.leases import ShardLeases
-from kcoord.coordinator.cluster.pg import COMMAND_TIMEOUT_S, LOCK_TIMEOUT_MS, create_pool
-from kcoord.coordinator.cluster.schema import init_cluster
+from kcoord.cluster.leases import ShardLeases
+from kcoord.cluster.pg import COMMAND_TIMEOUT_S, LOCK_TIMEOUT_MS, create_pool
+from kcoord.cluster.schema import init_cluster
 
 TTL_MS = 1500
 

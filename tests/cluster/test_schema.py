@@ -8,8 +8,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from kcoord.coordinator.cluster.migrations import MIGRATIONS
-from kcoord.coordinator.cluster.schema import (
+from kcoord.cluster.migrations import MIGRATIONS
+from kcoord.cluster.schema import (
     SCHEMA_VERSION,
     ClusterMismatch,
     SchemaTooNew,

@@ -11,9 +11,10 @@ from typing import Any
 import asyncpg
 import pytest
 
-from kcoord.coordinator.cluster.leases import ShardLeases
-from kcoord.coordinator.cluster.migrations import FENCED_SQLSTATE
-from kcoord.coordinator.cluster.shard_log import (
+from kcoord.broker.topics import TopicRecord, TopicRegistry
+from kcoord.cluster.leases import ShardLeases
+from kcoord.cluster.migrations import FENCED_SQLSTATE
+from kcoord.cluster.shard_log import (
     LSN_EPOCH_SHIFT,
     LeaseLost,
     ShardLogFailed,
@@ -31,7 +32,6 @@ from kcoord.coordinator.groups.records import (
 )
 from kcoord.coordinator.persistence import Replayer, from_storage, to_storage
 from kcoord.coordinator.producer_ids import ProducerIdBlock, ProducerIds
-from kcoord.coordinator.topics import TopicRecord, TopicRegistry
 from kcoord.coordinator.transactions import TransactionRecord
 from tests.cluster.helpers import commit, group_in, init, rows
 from tests.unit.conftest import Harness

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from kcoord import storage
-from kcoord.coordinator.config import Config
 from kcoord.coordinator.groups.records import OffsetCommitRecord
 from kcoord.coordinator.persistence import storage_config, to_storage
+from kcoord.wiring.config import Config
 from tests.container.engine import BASE_IMAGE, ensure_base_image, ensure_tools, inspect, podman
 from tests.container.helpers import Containers, free_port, wait_exited, wait_healthy
 from tests.kcoord_process import REPO

@@ -52,7 +52,7 @@ def test_image_runs_as_non_root_with_volume_port_and_healthcheck(kcoord_image: s
     probe = podman(
         "run", "--rm", *PODMAN_RUN_FLAGS, "--entrypoint", "python3", kcoord_image,
         "-c",
-        "import kcoord.coordinator.app as a, importlib.util as u, asyncpg; "
+        "import kcoord.wiring.app as a, importlib.util as u, asyncpg; "
         "print(a._loop_factory().__module__, asyncpg.__name__, u.find_spec('pip'))",
     )  # fmt: skip
     assert probe.stdout.split() == ["uvloop", "asyncpg", "None"], probe.stdout

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from kcoord.coordinator.app import App
-from kcoord.coordinator.config import parse_serve_argv
-from kcoord.coordinator.controls import TestControls
+from kcoord.wiring.app import App
+from kcoord.wiring.config import parse_serve_argv
+from kcoord.wiring.controls import TestControls
 
 CALL_TIMEOUT_S = 30.0
 

@@ -99,7 +99,7 @@ def test_advance_times_out_an_open_transaction_durably(served: Served) -> None:
 
 
 def test_advance_rejects_bad_seconds(served: Served) -> None:
-    from kcoord.coordinator.controls import ControlError
+    from kcoord.wiring.controls import ControlError
 
     for bad in (-1, float("nan"), "5", True):
         with pytest.raises(ControlError) as refused:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from kcoord.coordinator.server.context import DelayedResponses
-from kcoord.coordinator.server.timers import MovableClock, MovableTimers
+from kcoord.broker.context import DelayedResponses
+from kcoord.broker.timers import MovableClock, MovableTimers
 
 
 def _run(test: object) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kcoord.coordinator.server.apis import HANDLERS
-from kcoord.coordinator.server.faults import error_body, merge, request_partitions, split
+from kcoord.broker.apis import HANDLERS
+from kcoord.broker.faults import error_body, merge, request_partitions, split
 from kcoord.protocol.api_versions_table import SERVED_VERSIONS
 from kcoord.protocol.frames import decode_response, encode_response
 from kcoord.protocol.messages import REQUEST_SCHEMAS

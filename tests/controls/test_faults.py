@@ -10,8 +10,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.structs import OffsetAndMetadata
 
-from kcoord.coordinator.controls import ControlError
-from kcoord.coordinator.tools.kafka_client import Connection, ToolError
+from kcoord.client_cli.kafka_client import Connection, ToolError
+from kcoord.wiring.controls import ControlError
 from tests.controls.conftest import Served
 
 pytestmark = pytest.mark.timeout(120)

@@ -10,7 +10,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from kcoord.coordinator.tools.kafka_client import Connection, ToolError
+from kcoord.client_cli.kafka_client import Connection, ToolError
 from tests.controls.conftest import Served
 
 pytestmark = pytest.mark.timeout(120)

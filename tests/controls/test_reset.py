@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import Producer as RdProducer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from kcoord.coordinator.controls import ControlError
-from kcoord.coordinator.tools.kafka_client import Connection
+from kcoord.client_cli.kafka_client import Connection
+from kcoord.wiring.controls import ControlError
 from tests.controls.conftest import Served
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,9 +1,10 @@
-"""Issue 26, item 0: the wheel installs one top-level package, `kcoord`, with everything under it.
+"""Issue 26, item 0, and issue 32, item 1: one installed package, `kcoord`, whose code lives at the path
+it is imported by.
 
-The repository keeps the design's folders at its top (`protocol/`, `storage/`, ...) and `setup.py` maps
-them under `kcoord.`; `kcoord/<folder>` symlinks give the source tree the installed layout for the
-tools (pytest, mypy -p kcoord, lint-imports). A top-level `import storage` would work in the source tree
-and break in the wheel, so these tests read every file and build the wheel itself.
+The source tree is the installed tree (`kcoord/protocol/errors.py` is `kcoord.protocol.errors`): no link
+inside `kcoord/` and no package mapping. The repository's top level keeps `coordinator`, `protocol` and
+`storage` as links into `kcoord/` for readers; importing through them is refused, so no module can load
+twice under two names. These tests read every file, walk the tree and build the wheel itself.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DESIGN_FOLDERS = ("protocol", "storage", "partition_log", "coordinator", "pipeline")
+TOP_LEVEL_LINKS = ("coordinator", "protocol", "storage")
 TOP_LEVEL_IMPORT = re.compile(rf"^\s*(?:from|import)\s+(?:{'|'.join(DESIGN_FOLDERS)})(?:[.\s]|$)", re.M)
 
 
@@ -35,10 +37,22 @@ def test_no_file_imports_a_design_folder_as_a_top_level_package() -> None:
     assert offenders == []
 
 
-def test_the_source_tree_links_every_design_folder_under_kcoord() -> None:
+def test_the_package_tree_has_real_folders_and_no_links() -> None:
+    links = [str(path.relative_to(REPO)) for path in (REPO / "kcoord").rglob("*") if path.is_symlink()]
+    assert links == []
     for folder in DESIGN_FOLDERS:
-        link = REPO / "kcoord" / folder
-        assert link.is_symlink() and link.resolve() == REPO / folder, folder
+        assert (REPO / "kcoord" / folder / "__init__.py").is_file(), folder
+
+
+def test_the_top_level_links_point_into_kcoord_and_refuse_to_be_imported() -> None:
+    for name in TOP_LEVEL_LINKS:
+        link = REPO / name
+        assert link.is_symlink() and link.resolve() == REPO / "kcoord" / name, name
+        run = subprocess.run(
+            [sys.executable, "-c", f"import {name}"], cwd=REPO, capture_output=True, text=True, timeout=60
+        )
+        assert run.returncode == 1, name
+        assert f"import kcoord.{name}" in run.stderr.splitlines()[-1], run.stderr
 
 
 def test_the_wheel_installs_only_kcoord_and_runs_from_it(tmp_path: Path) -> None:
@@ -53,7 +67,7 @@ def test_the_wheel_installs_only_kcoord_and_runs_from_it(tmp_path: Path) -> None
     for folder in DESIGN_FOLDERS:
         assert f"kcoord/{folder}/__init__.py" in names, folder
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt")))
-    assert b"kcoord = kcoord.coordinator.cli:main" in entry_points
+    assert b"kcoord = kcoord.wiring.cli:main" in entry_points
 
     target = tmp_path / "site"
     subprocess.run(
@@ -63,7 +77,7 @@ def test_the_wheel_installs_only_kcoord_and_runs_from_it(tmp_path: Path) -> None
     installed = {p.name for p in target.iterdir() if not p.name.endswith(".dist-info")}
     assert installed - {"bin"} == {"kcoord"}  # bin: the `kcoord` script
     probe = (
-        "import importlib.util, kcoord.coordinator.app as app, kcoord.pipeline\n"
+        "import importlib.util, kcoord.wiring.app as app, kcoord.pipeline\n"
         "print(app.__file__)\n"
         "print([n for n in ('protocol', 'storage', 'partition_log', 'coordinator', 'pipeline')"
         " if importlib.util.find_spec(n)])\n"
@@ -74,5 +88,5 @@ def test_the_wheel_installs_only_kcoord_and_runs_from_it(tmp_path: Path) -> None
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     app_file, leaked = run.stdout.splitlines()
-    assert app_file.startswith(str(target / "kcoord" / "coordinator"))
+    assert app_file.startswith(str(target / "kcoord" / "wiring"))
     assert leaked == "[]"

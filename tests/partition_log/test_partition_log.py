@@ -206,7 +206,7 @@ def test_producer_state_in_sealed_segments_survives_a_reopen(tmp_path: Path) -> 
 
 def test_a_failed_write_that_cannot_be_cut_back_is_fatal(tmp_path: Path) -> None:
     """EBADF on write, then EINVAL on the truncate-back (a read-only fd): the file's end is unknown,
-    so nothing is acknowledged, now or later (storage/faults.py). Transient faults (ENOSPC, write
+    so nothing is acknowledged, now or later (kcoord/storage/faults.py). Transient faults (ENOSPC, write
     EIO) are exercised with real file systems in tests/faults."""
 
     async def scenario() -> None:

@@ -23,18 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from kcoord import storage
-from kcoord.coordinator.cluster.leases import ShardLeases
-from kcoord.coordinator.cluster.pg import create_pool
-from kcoord.coordinator.cluster.schema import init_cluster
-from kcoord.coordinator.cluster.shard_log import ShardRecordLog, shard_key
-from kcoord.coordinator.cluster.shards import shard_of
+from kcoord.cluster.leases import ShardLeases
+from kcoord.cluster.pg import create_pool
+from kcoord.cluster.schema import init_cluster
+from kcoord.cluster.shard_log import ShardRecordLog, shard_key
+from kcoord.cluster.shards import shard_of
 from kcoord.coordinator.persistence.codec import AnyRecord, from_storage
 from kcoord.protocol.record_batch import BATCH_HEADER, batch_crc, framing_problem, read_header
 from kcoord.storage.files import FileOps
 from kcoord.storage.recovery import recover
 from tests.postgres import PgServer
 
-# From h/node's migration 2 and h/partitions' migration 3 (coordinator/cluster/migrations.py there):
+# From h/node's migration 2 and h/partitions' migration 3 (kcoord/cluster/migrations.py there):
 # the columns the pipeline reads and those a row needs to be valid.
 LATER_MIGRATIONS = """
 CREATE SEQUENCE IF NOT EXISTS kcoord_metadata_seq;

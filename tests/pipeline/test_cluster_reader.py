@@ -1,4 +1,4 @@
-"""pipeline/cluster_reader.py against a real PostgreSQL, no Spark: a cluster's records written by
+"""kcoord/pipeline/cluster_reader.py against a real PostgreSQL, no Spark: a cluster's records written by
 its own writers (ShardRecordLog) read back as the data directory's reader decodes the same bytes; a
 partition's batches read as the segment files holding the same batches are, for every range split;
 the one-line failures."""
@@ -22,7 +22,8 @@ if not REQUIRED:
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kcoord.coordinator.cluster.shard_log import LSN_EPOCH_SHIFT
+from kcoord.broker.topics.records import TopicRecord, TopicTombstone
+from kcoord.cluster.shard_log import LSN_EPOCH_SHIFT
 from kcoord.coordinator.groups.records import (
     GroupMetadataRecord,
     MemberRecord,
@@ -30,7 +31,6 @@ from kcoord.coordinator.groups.records import (
     OffsetTombstone,
 )
 from kcoord.coordinator.persistence.codec import to_storage
-from kcoord.coordinator.topics.records import TopicRecord, TopicTombstone
 from kcoord.partition_log import PartitionConfig, PartitionLogs, ValidatedAppend
 from kcoord.pipeline import cluster_reader, cluster_tables, reader, topic_reader
 from kcoord.pipeline.reader import PipelineError
@@ -236,7 +236,7 @@ def test_without_psycopg_the_cli_names_the_extra(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "sys.modules['psycopg'] = None  # import psycopg now raises ImportError, as when it is absent\n"
-        "from kcoord.coordinator.cli import main\n"
+        "from kcoord.wiring.cli import main\n"
         "argv = ['pipeline', 'offsets', '--cluster', 'postgresql://127.0.0.1/x', '--out', sys.argv[1]]\n"
         "sys.exit(main(argv))\n"
     )

@@ -3,7 +3,7 @@
 `kept` (conftest) is a directory real clients wrote, stopped cleanly, compacted (the originals moved to
 the history area) and restarted. The reference is a copy taken before compaction, read here with
 storage's framing alone. Charts are checked through the description each PNG carries of its figure
-(pipeline/charts.py: read back from the drawn artists): points per series, dates on the x axis, notes.
+(kcoord/pipeline/charts.py: read back from the drawn artists): points per series, dates on the x axis, notes.
 """
 
 from __future__ import annotations

@@ -16,17 +16,17 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
-from kcoord.coordinator.config import parse_serve_argv
+from kcoord.broker.sasl_gate import _session_lifetime_ms
+from kcoord.broker.security.credentials import CredentialRecord, ScramCredentials
+from kcoord.broker.security.listeners import Endpoint, parse_endpoints, resolve_listeners
+from kcoord.broker.security.oauth import JwksKeys, OAuthBearerServer, TokenValidator
+from kcoord.broker.security.sasl import PlainServer, SaslFailure
+from kcoord.broker.security.scram import salted_password
+from kcoord.broker.security.ssl_principal import NoMatchingRule, SslPrincipalMapper
+from kcoord.broker.security.tls import TlsFiles, TlsServer
 from kcoord.coordinator.persistence.codec import from_storage, render, to_storage
-from kcoord.coordinator.security.credentials import CredentialRecord, ScramCredentials
-from kcoord.coordinator.security.listeners import Endpoint, parse_endpoints, resolve_listeners
-from kcoord.coordinator.security.oauth import JwksKeys, OAuthBearerServer, TokenValidator
-from kcoord.coordinator.security.sasl import PlainServer, SaslFailure
-from kcoord.coordinator.security.scram import salted_password
-from kcoord.coordinator.security.ssl_principal import NoMatchingRule, SslPrincipalMapper
-from kcoord.coordinator.security.tls import TlsFiles, TlsServer
-from kcoord.coordinator.server.sasl_gate import _session_lifetime_ms
 from kcoord.protocol.errors import ErrorCode
+from kcoord.wiring.config import parse_serve_argv
 from tests.security.certs import make_pki
 
 

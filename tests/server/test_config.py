@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.coordinator.config import Config, HostPort, parse_serve_argv
+from kcoord.wiring.config import Config, HostPort, parse_serve_argv
 
 
 def test_defaults_are_kafkas() -> None:

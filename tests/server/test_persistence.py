@@ -8,6 +8,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kcoord import storage
+from kcoord.broker.security.acls import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from kcoord.broker.security.acls_store import AclRecord, AclTombstone
+from kcoord.broker.topics import TopicRecord, TopicTombstone
 from kcoord.coordinator.groups.records import (
     GroupMetadataRecord,
     GroupTombstone,
@@ -19,15 +28,6 @@ from kcoord.coordinator.groups.records import (
 )
 from kcoord.coordinator.persistence import from_storage, render, to_storage
 from kcoord.coordinator.producer_ids import ProducerIdBlock
-from kcoord.coordinator.security.acls import (
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
-from kcoord.coordinator.security.acls_store import AclRecord, AclTombstone
-from kcoord.coordinator.topics import TopicRecord, TopicTombstone
 from kcoord.protocol.messages import records as schemas
 from kcoord.protocol.messages.records import (
     RECORD_TYPES,

@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from kcoord.coordinator.server.timers import AsyncioTimers
-from kcoord.coordinator.topics import TopicRecord, TopicRegistry, TopicTombstone, validate_topic_name
-from kcoord.coordinator.topics.records import (
+from kcoord.broker.timers import AsyncioTimers
+from kcoord.broker.topics import TopicRecord, TopicRegistry, TopicTombstone, validate_topic_name
+from kcoord.broker.topics.records import (
     decode_topic_key,
     decode_topic_value,
     encode_topic_key,

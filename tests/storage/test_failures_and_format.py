@@ -23,7 +23,7 @@ async def test_a_second_process_on_a_locked_directory_fails_clearly(tmp_path: Pa
     try:
         code = (
             "import asyncio, sys\n"
-            "from storage import Log, StorageLocked\n"
+            "from kcoord.storage import Log, StorageLocked\n"
             "try:\n"
             f"    asyncio.run(Log.open({str(tmp_path)!r}))\n"
             "except StorageLocked as exc:\n"

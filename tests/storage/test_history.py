@@ -1,4 +1,4 @@
-"""The history area (storage/history.py): compaction moves originals aside whole, retention bounds them
+"""The history area (kcoord/storage/history.py): compaction moves originals aside whole, retention bounds them
 by age and bytes, and recovery never reads them (a corrupt history segment stops nothing)."""
 
 from __future__ import annotations

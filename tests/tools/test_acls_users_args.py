@@ -9,7 +9,7 @@ import hmac
 
 import pytest
 
-from kcoord.coordinator.tools.acl_model import (
+from kcoord.client_cli.acl_model import (
     AclOperation,
     AclPermissionType,
     Entry,
@@ -18,10 +18,10 @@ from kcoord.coordinator.tools.acl_model import (
     ResourceType,
     operation_from_name,
 )
-from kcoord.coordinator.tools.acls_args import parse_args
-from kcoord.coordinator.tools.kafka_client import ToolError
-from kcoord.coordinator.tools.users import main as users_main
-from kcoord.coordinator.tools.users import parse_add_config, upsertion
+from kcoord.client_cli.acls_args import parse_args
+from kcoord.client_cli.kafka_client import ToolError
+from kcoord.client_cli.users import main as users_main
+from kcoord.client_cli.users import parse_add_config, upsertion
 
 BOOT = ["--bootstrap-server", "127.0.0.1:9"]
 ALICE = "User:alice"

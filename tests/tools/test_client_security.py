@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.coordinator.tools.client_config import (
+from kcoord.client_cli.client_config import (
     ConfigError,
     load_command_config,
     parse_properties,
     security_from_properties,
 )
-from kcoord.coordinator.tools.dev_certs import make_certs
-from kcoord.coordinator.tools.jaas import JaasError, parse_jaas
-from kcoord.coordinator.tools.sasl_client import (
+from kcoord.client_cli.dev_certs import make_certs
+from kcoord.client_cli.jaas import JaasError, parse_jaas
+from kcoord.client_cli.sasl_client import (
     OAuthBearerClient,
     PlainClient,
     SaslError,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from kcoord.coordinator.tools.kafka_client import ToolError
-from kcoord.coordinator.tools.output import print_table
-from kcoord.coordinator.tools.transactions import (
+from kcoord.client_cli.kafka_client import ToolError
+from kcoord.client_cli.output import print_table
+from kcoord.client_cli.transactions import (
     HANGING_HEADERS,
     OpenTransaction,
     _json_key,
@@ -20,8 +20,8 @@ from kcoord.coordinator.tools.transactions import (
     listing_rows,
     producer_rows,
 )
-from kcoord.coordinator.tools.transactions_args import parse_args
-from kcoord.coordinator.tools.txn_admin import (
+from kcoord.client_cli.transactions_args import parse_args
+from kcoord.client_cli.txn_admin import (
     AbortSpec,
     ProducerState,
     TransactionDescription,

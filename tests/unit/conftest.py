@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from kcoord.broker.apis import join_group, offset_commit, offset_fetch, sync_group
+from kcoord.broker.apis.heartbeat import heartbeat_response
+from kcoord.broker.apis.leave_group import leave_response
+from kcoord.broker.context import RequestMeta
 from kcoord.coordinator.groups import FakeClock, FakeTimers, GroupConfig, GroupManager, GroupState
-from kcoord.coordinator.server.apis import join_group, offset_commit, offset_fetch, sync_group
-from kcoord.coordinator.server.apis.heartbeat import heartbeat_response
-from kcoord.coordinator.server.apis.leave_group import leave_response
-from kcoord.coordinator.server.context import RequestMeta
 from tests.unit.fakes import MemoryRecordLog, Reply, subscription
 
 DEFAULT_PROTOCOLS = (("range", subscription("t")),)

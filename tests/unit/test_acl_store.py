@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcoord.coordinator.security.acls import (
+from kcoord.broker.security.acls import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -13,9 +13,9 @@ from kcoord.coordinator.security.acls import (
     PatternType,
     ResourceType,
 )
-from kcoord.coordinator.security.acls_store import AclRecord, AclStore, AclTombstone
-from kcoord.coordinator.security.authorizer import StandardAuthorizer
-from kcoord.coordinator.security.principal import ANONYMOUS
+from kcoord.broker.security.acls_store import AclRecord, AclStore, AclTombstone
+from kcoord.broker.security.authorizer import StandardAuthorizer
+from kcoord.broker.security.principal import ANONYMOUS
 from tests.unit.fakes import MemoryRecordLog
 
 READ_T = AclBinding(ResourceType.TOPIC, "t", PatternType.LITERAL, "User:ANONYMOUS", "*", AclOperation.READ,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from kcoord.broker.apis import describe_groups, list_groups
+from kcoord.broker.context import RequestMeta
 from kcoord.coordinator.groups import GroupState, GroupTombstone, OffsetTombstone
-from kcoord.coordinator.server.apis import describe_groups, list_groups
-from kcoord.coordinator.server.context import RequestMeta
 from tests.unit.conftest import Harness
 from tests.unit.fakes import Reply
 

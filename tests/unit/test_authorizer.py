@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kcoord.coordinator.security.acls import (
+from kcoord.broker.security.acls import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -26,8 +26,8 @@ from kcoord.coordinator.security.acls import (
     creation_error,
     filter_error,
 )
-from kcoord.coordinator.security.authorizer import StandardAuthorizer, client_address, implies
-from kcoord.coordinator.security.principal import KafkaPrincipal
+from kcoord.broker.security.authorizer import StandardAuthorizer, client_address, implies
+from kcoord.broker.security.principal import KafkaPrincipal
 
 Op, P, R, T = AclOperation, AclPermissionType, ResourceType, PatternType
 ALICE = KafkaPrincipal("User", "alice")

@@ -10,7 +10,7 @@ import pytest
 
 from kcoord.coordinator.groups.controls import TestControlError
 from kcoord.coordinator.groups.state import GroupState
-from kcoord.coordinator.metrics import (
+from kcoord.wiring.metrics import (
     APPEND_SAMPLE_EVERY,
     STORAGE_BUCKETS,
     GroupEvents,
@@ -132,9 +132,9 @@ def test_offset_commit_partition_errors_are_counted_by_code_once_each(h: Harness
     topics and partitions, metadata too large) for the metrics; a clean commit counts nothing."""
     from types import SimpleNamespace
 
-    from kcoord.coordinator.metrics import RequestStats
-    from kcoord.coordinator.server.apis import offset_commit
-    from kcoord.coordinator.server.context import RequestMeta
+    from kcoord.broker.apis import offset_commit
+    from kcoord.broker.context import RequestMeta
+    from kcoord.wiring.metrics import RequestStats
     from tests.unit.fakes import Reply
 
     class Topics:
@@ -203,7 +203,7 @@ def test_consumer_groups_are_summarised_beside_classic_groups() -> None:
 
 
 def test_metrics_count_consumer_groups_by_state_and_show_them_per_group() -> None:
-    from kcoord.coordinator.metrics import KcoordCollector, Lag, MetricsSource
+    from kcoord.wiring.metrics import KcoordCollector, Lag, MetricsSource
 
     c = _consumer_cluster()
     h = Harness(group_initial_rebalance_delay_ms=0)  # a classic group on its own manager

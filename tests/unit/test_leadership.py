@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from kcoord.coordinator.topics.leadership import (
+from kcoord.broker.topics.leadership import (
     NO_ERROR,
     Done,
     ElectionType,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcoord.coordinator.topics.configs import (
+from kcoord.broker.topics.configs import (
     TOPIC_CONFIGS,
     ConfigSource,
     InvalidConfig,

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from kcoord.coordinator.transactions import ControlResult
-from kcoord.coordinator.txn_metrics import TransactionCollector, lso_lags
-from kcoord.coordinator.txn_views import all_transactions, control_status, parse_states, transaction_summary
 from kcoord.partition_log import PartitionConfig, PartitionLog, PartitionLogs, ValidatedAppend
 from kcoord.protocol.errors import ErrorCode
+from kcoord.wiring.txn_metrics import TransactionCollector, lso_lags
+from kcoord.wiring.txn_views import all_transactions, control_status, parse_states, transaction_summary
 from tests.partition_log.test_transactions import NOW, batch
 from tests.unit.transactions.harness import Txn
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.coordinator.config import HostPort
 from kcoord.testing.names import Names
 from kcoord.testing.settings import SettingsError, build_config
+from kcoord.wiring.config import HostPort
 
 LISTEN = HostPort("127.0.0.1", 0)
 

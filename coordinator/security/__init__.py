@@ -1,5 +1,0 @@
-"""Security (issue 25): listeners and TLS, SASL authentication, principals, and the authorizer."""
-
-from kcoord.coordinator.security.principal import ANONYMOUS, KafkaPrincipal
-
-__all__ = ["ANONYMOUS", "KafkaPrincipal"]

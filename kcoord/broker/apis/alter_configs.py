@@ -1,0 +1,152 @@
+"""AlterConfigs (33) v0-2 and IncrementalAlterConfigs (44) v0-1: a topic's own configs.
+
+AlterConfigs replaces a topic's whole set of configs (what is not named goes back to its default);
+IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT per key, APPEND and SUBTRACT only to
+LIST configs (Kafka's `ConfigurationControlManager.incrementalAlterConfigResource`). The result is
+validated as CreateTopics validates configs (`kcoord/broker/topics/configs.py`): INVALID_CONFIG with
+Kafka's message. Answered per resource once the new configs are durable; the topic's open partition
+logs take them at once (a smaller `segment.bytes` rolls at the next append, retention applies at the
+next check, as in Kafka).
+
+Errors per resource: a duplicate resource or key INVALID_REQUEST; an unknown topic
+UNKNOWN_TOPIC_OR_PARTITION; the broker INVALID_REQUEST (kcoord's settings come from its command line
+and are read-only at run time; docs/compat.md); any other resource type INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kcoord.broker.apis.describe_configs import BROKER, TOPIC, config_refusal
+from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.security.acls import AclOperation
+from kcoord.broker.topics import validate_topic_name
+from kcoord.broker.topics.configs import TOPIC_CONFIGS, ConfigType, InvalidConfig, validate_topic_configs
+from kcoord.protocol.errors import ErrorCode
+
+__all__ = ["handle_alter", "handle_incremental"]
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+Failure = tuple[ErrorCode, str | None]
+
+
+def handle_alter(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    _handle(ctx, req, meta, respond, incremental=False)
+
+
+def handle_incremental(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    _handle(ctx, req, meta, respond, incremental=True)
+
+
+def _handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond, incremental: bool) -> None:
+    resources: list[dict[str, Any]] = req["resources"]
+    counts = Counter((int(r["resource_type"]), str(r["resource_name"])) for r in resources)
+    outcomes: list[tuple[dict[str, Any], Failure | dict[str, str]]] = []
+    for resource in resources:
+        key = (int(resource["resource_type"]), str(resource["resource_name"]))
+        outcomes.append((resource, _outcome(ctx, meta, resource, counts[key] > 1, incremental)))
+    changes = [(str(r["resource_name"]), c) for r, c in outcomes if isinstance(c, dict)]
+
+    def answer(error: BaseException | None) -> None:
+        responses = []
+        for resource, outcome in outcomes:
+            entry: dict[str, Any] = {
+                "resource_type": int(resource["resource_type"]),
+                "resource_name": str(resource["resource_name"]),
+                "error_code": ErrorCode.NONE,
+                "error_message": None,
+            }
+            if isinstance(outcome, tuple):
+                entry["error_code"], entry["error_message"] = outcome
+            elif error is not None:
+                entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                entry["error_message"] = f"storage failure: {error}"
+            responses.append(entry)
+        if error is None and not req["validate_only"]:
+            for name, _ in changes:
+                ctx.data.reconfigure(name)
+        respond({"responses": responses})
+
+    if not changes or req["validate_only"]:
+        answer(None)
+        return
+    ctx.topics.set_configs(changes, answer)
+
+
+def _new_configs(ctx: ServerContext, resource: dict[str, Any], incremental: bool) -> Failure | dict[str, str]:
+    """The topic's complete new set of own configs, or why not."""
+    kind, name = int(resource["resource_type"]), str(resource["resource_name"])
+    if kind == BROKER:
+        return ErrorCode.INVALID_REQUEST, (
+            "kcoord's broker settings are read-only at run time: set them with `kcoord serve` flags "
+            "or KCOORD_* environment variables"
+        )
+    if kind != TOPIC:
+        return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}"
+    if (reason := validate_topic_name(name)) is not None:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
+    topic = ctx.topics.get(name)
+    if topic is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+    if ctx.topics.is_pending(name):
+        return ErrorCode.INVALID_REQUEST, f"Topic '{name}' is being changed by another request."
+    entries: list[dict[str, Any]] = resource["configs"]
+    names = [str(e["name"]) for e in entries]
+    if len(set(names)) != len(names):
+        return ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
+    if not incremental:
+        wanted: dict[str, str | None] = {str(e["name"]): e["value"] for e in entries}
+    else:
+        applied = _apply_operations(topic.config_map(), entries)
+        if isinstance(applied, tuple):
+            return applied
+        wanted = dict(applied)
+    try:
+        return validate_topic_configs(wanted)
+    except InvalidConfig as exc:
+        return ErrorCode.INVALID_CONFIG, str(exc)
+
+
+def _apply_operations(current: dict[str, str], entries: list[dict[str, Any]]) -> Failure | dict[str, str]:
+    configs = dict(current)
+    for entry in entries:
+        key, operation, value = str(entry["name"]), int(entry["config_operation"]), entry["value"]
+        if operation not in _OPERATIONS:
+            return ErrorCode.INVALID_REQUEST, f"Unknown config operation {operation} for key {key}"
+        definition = TOPIC_CONFIGS.get(key)
+        if definition is None:
+            return ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}"
+        if operation == SET:
+            if value is None:
+                return ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {key}"
+            configs[key] = str(value)
+        elif operation == DELETE:
+            configs.pop(key, None)
+        else:
+            if definition.type is not ConfigType.LIST:
+                return ErrorCode.INVALID_CONFIG, (
+                    f"Can't {_OPERATIONS[operation]} to key {key} because its type is not LIST."
+                )
+            items = [i for i in configs.get(key, definition.default).split(",") if i]
+            given = [i.strip() for i in str(value or "").split(",") if i.strip()]
+            if operation == APPEND:
+                items += [i for i in given if i not in items]
+            else:
+                items = [i for i in items if i not in given]
+            configs[key] = ",".join(items)
+    return configs
+
+
+def _outcome(
+    ctx: ServerContext, meta: RequestMeta, resource: dict[str, Any], duplicate: bool, incremental: bool
+) -> Failure | dict[str, str]:
+    if duplicate:
+        return ErrorCode.INVALID_REQUEST, "Duplicate resource."
+    if ctx.authorizer is not None:  # ALTER_CONFIGS; no message (KafkaApis.configsAuthorizationApiError)
+        kind, name = int(resource["resource_type"]), str(resource["resource_name"])
+        refused = config_refusal(ctx, meta, 44 if incremental else 33, AclOperation.ALTER_CONFIGS, kind, name)
+        if refused is not None:
+            return refused[0], None
+    return _new_configs(ctx, resource, incremental)

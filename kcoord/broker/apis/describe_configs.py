@@ -1,0 +1,171 @@
+"""DescribeConfigs (32), v0-4. v0: is_default; v1: config_source and synonyms (include_synonyms);
+v3: config_type and documentation (include_documentation); v4: flexible.
+
+Topics: every Kafka topic config with the topic's own value (DYNAMIC_TOPIC_CONFIG) or Kafka's default
+(DEFAULT_CONFIG); `kcoord/broker/topics/configs.py` says which of them kcoord acts on. The broker (resource
+name = our node id, or "" for the defaults): the settings kcoord was started with (STATIC_BROKER_CONFIG)
+and the broker-level defaults behind the topic configs, all read-only (kcoord's settings are changed on
+its command line, not at run time). Other resource types: INVALID_REQUEST, as Kafka's `ConfigHelper`
+answers a type it does not describe. A requested key that does not exist is left out, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcoord.broker import authz
+from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.broker.topics import validate_topic_name
+from kcoord.broker.topics.configs import (
+    TOPIC_CONFIGS,
+    ConfigEntry,
+    ConfigSource,
+    ConfigType,
+    TopicConfigDef,
+    describe_topic,
+)
+from kcoord.protocol.errors import ErrorCode
+
+__all__ = ["BROKER", "TOPIC", "broker_configs", "config_refusal", "handle"]
+
+TOPIC = 2  # ConfigResource.Type
+BROKER = 4
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    version = meta.api_version
+    synonyms = bool(req.get("include_synonyms", False))
+    documentation = bool(req.get("include_documentation", False))
+    results = []
+    for resource in req["resources"]:
+        kind, name = int(resource["resource_type"]), str(resource["resource_name"])
+        keys = resource["configuration_keys"]
+        result: dict[str, Any] = {"resource_type": kind, "resource_name": name, "configs": []}
+        refused = None
+        if ctx.authorizer is not None:  # ConfigHelper.handleDescribeConfigsRequest: the error's own message
+            refused = config_refusal(ctx, meta, 32, AclOperation.DESCRIBE_CONFIGS, kind, name)
+        described = refused or _describe(ctx, kind, name, keys)
+        if isinstance(described, tuple):
+            result["error_code"], result["error_message"] = described
+        else:
+            result["error_code"] = ErrorCode.NONE
+            result["configs"] = [_entry(e, kind, version, synonyms, documentation) for e in described]
+        results.append(result)
+    respond({"results": results})
+
+
+# ConfigResource.Type -> what authorizes it and the error a refusal answers (ConfigHelper,
+# KafkaApis.configsAuthorizationApiError), with the error's default message.
+_CONFIG_RESOURCES = {
+    TOPIC: (ResourceType.TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."),
+    BROKER: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+    8: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+    32: (ResourceType.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."),
+}
+
+
+def config_refusal(
+    ctx: ServerContext, meta: RequestMeta, api_key: int, operation: AclOperation, kind: int, name: str
+) -> tuple[ErrorCode, str] | None:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on the resource (the cluster for a broker or broker logger)."""
+    known = _CONFIG_RESOURCES.get(kind)
+    if known is None:
+        return None  # refused by the resource checks that follow
+    resource_type, error, message = known
+    target = CLUSTER_NAME if resource_type == ResourceType.CLUSTER else name
+    if authz.allowed(ctx, meta, api_key, operation, resource_type, target):
+        return None
+    return error, message
+
+
+def _describe(
+    ctx: ServerContext, kind: int, name: str, keys: list[str] | None
+) -> list[ConfigEntry] | tuple[ErrorCode, str]:
+    if kind == TOPIC:
+        if (reason := validate_topic_name(name)) is not None:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
+        topic = ctx.topics.get(name)
+        if topic is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        return describe_topic(topic.config_map(), keys)
+    if kind == BROKER:
+        if name not in ("", str(ctx.node_id)):
+            # Kafka's ConfigHelper.describeConfigs message for another broker's id
+            return ErrorCode.INVALID_REQUEST, (
+                f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}"
+            )
+        entries = broker_configs(ctx)
+        return entries if keys is None else [e for e in entries if e.name in keys]
+    return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}"
+
+
+def _entry(entry: ConfigEntry, kind: int, version: int, synonyms: bool, docs: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": entry.name,
+        "value": entry.value,
+        "read_only": kind == BROKER,
+        "is_sensitive": False,
+    }
+    if version == 0:
+        body["is_default"] = entry.source is ConfigSource.DEFAULT_CONFIG
+    else:
+        body["config_source"] = entry.source
+        body["synonyms"] = (
+            [{"name": n, "value": v, "source": s} for n, v, s in entry.synonyms()] if synonyms else []
+        )
+    if version >= 3:
+        body["config_type"] = entry.definition.type
+        body["documentation"] = (entry.definition.documentation or None) if docs else None
+    return body
+
+
+def broker_configs(ctx: ServerContext) -> list[ConfigEntry]:
+    """The broker's settings under Kafka's names: kcoord's own flags, then the topic-config defaults."""
+    config = ctx.config
+    listeners = config.resolved_listeners()  # issue 25: every listener, as Kafka lists them
+    bound = ",".join(f"{listener.name}://{listener.host}:{listener.port}" for listener in listeners)
+    advertised = ",".join(
+        f"{listener.name}://{ctx.endpoints.get(listener.name, ctx.advertised)}" for listener in listeners
+    )
+    protocols = ",".join(f"{listener.name}:{listener.security_protocol}" for listener in listeners)
+    static: list[tuple[str, ConfigType, str | None]] = [
+        ("node.id", ConfigType.INT, str(config.node_id)),
+        ("broker.id", ConfigType.INT, str(config.node_id)),
+        ("listeners", ConfigType.LIST, bound),
+        ("advertised.listeners", ConfigType.LIST, advertised),
+        ("listener.security.protocol.map", ConfigType.LIST, protocols),
+        ("sasl.enabled.mechanisms", ConfigType.LIST, ",".join(config.sasl_enabled_mechanisms)),
+        ("ssl.client.auth", ConfigType.STRING, config.ssl_client_auth),
+        ("connections.max.reauth.ms", ConfigType.LONG, str(config.connections_max_reauth_ms)),
+        ("log.dirs", ConfigType.STRING, str(config.data_dir)),
+        ("num.partitions", ConfigType.INT, str(config.num_partitions)),
+        ("default.replication.factor", ConfigType.INT, "1"),
+        ("auto.create.topics.enable", ConfigType.BOOLEAN, str(config.auto_create_topics).lower()),
+        ("group.initial.rebalance.delay.ms", ConfigType.INT, str(config.group_initial_rebalance_delay_ms)),
+        ("group.min.session.timeout.ms", ConfigType.INT, str(config.group_min_session_timeout_ms)),
+        ("group.max.session.timeout.ms", ConfigType.INT, str(config.group_max_session_timeout_ms)),
+        ("group.max.size", ConfigType.INT, str(config.group_max_size or 2_147_483_647)),
+        ("offsets.retention.minutes", ConfigType.INT, str(config.offsets_retention_minutes)),
+        (
+            "offsets.retention.check.interval.ms",
+            ConfigType.LONG,
+            str(config.offsets_retention_check_interval_ms),
+        ),
+        ("socket.request.max.bytes", ConfigType.INT, str(config.socket_request_max_bytes)),
+    ]
+    entries = [
+        ConfigEntry(
+            name, value, ConfigSource.STATIC_BROKER_CONFIG, TopicConfigDef(name, kind, value or "", True)
+        )
+        for name, kind, value in static
+    ]
+    seen = {e.name for e in entries}
+    for definition in TOPIC_CONFIGS.values():
+        name = definition.broker_synonym
+        if name is None or name in seen:
+            continue
+        seen.add(name)
+        broker_def = TopicConfigDef(name, definition.type, definition.default, definition.honoured)
+        entries.append(ConfigEntry(name, definition.default, ConfigSource.DEFAULT_CONFIG, broker_def))
+    return sorted(entries, key=lambda e: e.name)

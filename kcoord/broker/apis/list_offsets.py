@@ -1,0 +1,95 @@
+"""ListOffsets (2), v0 and up. v0: old_style_offsets; v1: timestamp/offset; v2: isolation_level,
+throttle_time_ms; v4: leader epochs; v6: flexible; v7: MAX_TIMESTAMP (-3); v8: EARLIEST_LOCAL (-4).
+
+Kafka's `UnifiedLog.fetchOffsetByTimestamp`: latest (-1) is the high watermark (the offset after the
+last record, whatever the number of batches), earliest (-2) and earliest-local (-4, no tiered storage
+here) the log start offset; a timestamp finds the first record whose timestamp is >= it (time index,
+then inside the batch) or answers offset -1 when there is none; max-timestamp (-3) the record with the
+largest timestamp. Under READ_COMMITTED (v2+) the last fetchable offset is the last stable offset:
+latest answers it, and a timestamp lookup that finds a record at or past it answers none (Kafka's
+Partition.fetchOffsetForTimestamp `lastFetchableOffset`, filtered in ReplicaManager.fetchOffset).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcoord.broker import authz
+from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.security.acls import AclOperation, ResourceType
+from kcoord.partition_log.port import PartitionStore
+from kcoord.protocol.errors import ErrorCode
+from kcoord.storage.faults import StorageFault
+
+__all__ = ["handle"]
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+_LEADER_EPOCH = 0  # this node leads every partition in epoch 0
+_READ_COMMITTED = 1
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    version = meta.api_version
+    described: set[str] | None = None
+    if ctx.authorizer is not None:  # KafkaApis.handleListOffsetRequest: DESCRIBE on each topic first
+        names = [str(topic["name"]) for topic in req["topics"]]
+        described = authz.filter_allowed(ctx, meta, 2, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    topics = []
+    for topic in req["topics"]:
+        name = str(topic["name"])
+        committed = version >= 2 and int(req["isolation_level"]) == _READ_COMMITTED
+        if described is not None and name not in described:
+            denied = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            partitions = [
+                {"partition_index": int(p["partition_index"]), "error_code": denied}
+                for p in topic["partitions"]
+            ]
+        else:
+            partitions = [_partition(ctx, name, p, version, committed) for p in topic["partitions"]]
+        topics.append({"name": name, "partitions": partitions})
+    respond({"topics": topics})
+
+
+def _partition(
+    ctx: ServerContext, name: str, req: dict[str, Any], version: int, committed: bool
+) -> dict[str, Any]:
+    index = int(req["partition_index"])
+    entry: dict[str, Any] = {"partition_index": index}
+    log = ctx.data.log(name, index)
+    if log is None:
+        entry["error_code"] = ctx.data.missing(name, index)
+        return entry
+    if version >= 4 and int(req["current_leader_epoch"]) > _LEADER_EPOCH:
+        entry["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
+        return entry
+    try:
+        found = _lookup(log, int(req["timestamp"]), committed)
+    except StorageFault as fault:  # Kafka: KAFKA_STORAGE_ERROR for the partition (see fetch.py)
+        ctx.data.read_failed(fault)
+        entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+        return entry
+    entry["error_code"] = ErrorCode.NONE
+    if version == 0:
+        # v0 asks for up to max_num_offsets segment starts; clients ask for one: the offset itself.
+        entry["old_style_offsets"] = [] if found is None else [found[0]]
+        return entry
+    entry["offset"], entry["timestamp"] = (-1, -1) if found is None else found
+    if version >= 4:
+        entry["leader_epoch"] = -1 if found is None else _LEADER_EPOCH
+    return entry
+
+
+def _lookup(log: PartitionStore, timestamp: int, committed: bool) -> tuple[int, int] | None:
+    """(offset, timestamp) as Kafka answers it; None = no such record (offset -1, timestamp -1)."""
+    last_fetchable = log.last_stable_offset if committed else log.high_watermark
+    if timestamp == LATEST:
+        return last_fetchable, -1
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return log.log_start_offset, -1
+    if timestamp == MAX_TIMESTAMP:
+        found = log.max_timestamp()
+    elif timestamp < 0:
+        return None  # a special timestamp we do not serve (e.g. -5, earliest pending upload)
+    else:
+        found = log.offset_for_timestamp(timestamp)
+    return found if found is None or found[0] < last_fetchable else None

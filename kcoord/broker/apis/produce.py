@@ -1,0 +1,314 @@
+"""Produce (0), v3-11 (v0-2 carry magic 0/1 message sets, which kcoord does not store).
+v1: throttle_time_ms; v2: log_append_time_ms; v3: transactional_id; v5: log_start_offset;
+v8: record_errors, error_message; v9: flexible.
+
+Each partition's records are checked by the partition log exactly as Kafka's LogValidator and
+ProducerStateManager do (`partition_log`), appended verbatim with their offsets assigned, and
+answered once durable under `--fsync` (acks=1 and acks=-1 alike: there is one replica). An
+idempotent producer's retry of one of its last five batches is answered with the original offset.
+acks=0 requests get no response at all (the connection never queues one, see connection.py).
+
+Kafka's order of checks (`KafkaApis.handleProduceRequest`, `ReplicaManager.appendRecords`):
+invalid acks -> INVALID_REQUIRED_ACKS for every partition; unknown partitions
+UNKNOWN_TOPIC_OR_PARTITION, a partition another node leads (cluster mode) NOT_LEADER_OR_FOLLOWER, as is
+an append the lease fence refused (`partition_log.NotLeader`); acks=-1 to a topic whose
+min.insync.replicas exceeds our one replica NOT_ENOUGH_REPLICAS; then each partition's own
+validation. A failed write answers KAFKA_STORAGE_ERROR (retriable) and acknowledges nothing.
+
+Transactional batches (v3+ carry the transactional id; a transactional batch without one is
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis refuses it) are verified against the transaction
+coordinator before they are appended (KIP-890 part 1, `transaction.partition.verification.enable`,
+ReplicaManager.appendRecords -> AddPartitionsToTxnManager): a partition the producer's transaction does
+not have is INVALID_TXN_STATE up to v10 and TRANSACTION_ABORTABLE from v11 (genericError), a fenced
+producer INVALID_PRODUCER_EPOCH;
+a coordinator busy with a transition answers NOT_ENOUGH_REPLICAS, which producers retry
+(AddPartitionsToTxnManager's mapping of CONCURRENT_TRANSACTIONS and the coordinator-loading errors).
+From v12 (Transactions V2, transaction.version 2) the partition is added to the transaction instead
+(TransactionSupportedOperation addPartition) and the batch appended once that is durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from kcoord import storage
+from kcoord.broker import authz
+from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.security.acls import AclOperation, ResourceType
+from kcoord.partition_log import AppendError, AppendResult, DuplicateAppend, NotLeader, ValidatedAppend
+from kcoord.partition_log.port import PartitionStore
+from kcoord.protocol.errors import ErrorCode
+
+__all__ = ["API_KEY", "handle", "wants_response"]
+
+API_KEY = 0
+_VALID_ACKS = (-1, 0, 1)
+Entry = dict[str, Any]
+
+
+def wants_response(req: Request) -> bool:
+    return int(req["acks"]) != 0
+
+
+def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    version = meta.api_version
+    transactional_id = req["transactional_id"] if version >= 3 else None
+    writable: set[str] | None = None
+    if ctx.authorizer is not None:
+        writable = _writable(ctx, req, meta, transactional_id)
+        if writable is None:
+            respond(_all(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, version))
+            return
+    acks = int(req["acks"])
+    if acks not in _VALID_ACKS:
+        respond(_all(req, ErrorCode.INVALID_REQUIRED_ACKS, version))
+        return
+    pending = _Pending(version, respond, acks)
+    for topic in req["topic_data"]:
+        name = str(topic["name"])
+        partitions: list[Entry] = []
+        pending.topics.append({"name": name, "partition_responses": partitions})
+        for part in topic["partition_data"]:
+            entry: Entry = {"index": int(part["index"]), "base_offset": -1}
+            partitions.append(entry)
+            if writable is not None and name not in writable:
+                _fail(entry, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, version)
+                continue
+            _append(ctx, pending, name, entry, part["records"], version, transactional_id)
+    pending.arm()
+
+
+def _writable(
+    ctx: ServerContext, req: Request, meta: RequestMeta, transactional_id: str | None
+) -> set[str] | None:
+    """KafkaApis.handleProduceRequest with an authorizer: transactional records need WRITE on the
+    transactional id (None: the whole request is refused), then the topics the caller may WRITE
+    (the others TOPIC_AUTHORIZATION_FAILED per partition, before their existence is looked at)."""
+    if _has_transactional_records(req) and (
+        transactional_id is None
+        or not authz.allowed(
+            ctx, meta, API_KEY, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        )
+    ):
+        return None
+    names = [str(topic["name"]) for topic in req["topic_data"]]
+    return authz.filter_allowed(ctx, meta, API_KEY, AclOperation.WRITE, ResourceType.TOPIC, names)
+
+
+_TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
+_ATTRIBUTES_AT, _TRANSACTIONAL = 21, 0x10  # v2 batch header: attributes after the crc; bit 4
+
+
+def _has_transactional_records(req: Request) -> bool:
+    """RequestUtils.hasTransactionalRecords: some partition's first batch is transactional."""
+    for topic in req["topic_data"]:
+        for part in topic["partition_data"]:
+            records = part["records"]
+            if records and len(records) > _ATTRIBUTES_AT + 1 and records[_ATTRIBUTES_AT + 1] & _TRANSACTIONAL:
+                return True
+    return False
+
+
+def _append(
+    ctx: ServerContext,
+    pending: _Pending,
+    name: str,
+    entry: Entry,
+    records: bytes | None,
+    version: int,
+    transactional_id: str | None,
+) -> None:
+    plog = ctx.data.log(name, entry["index"])
+    if plog is None:
+        _fail(entry, ctx.data.missing(name, entry["index"]), None, version)
+        return
+    if pending.acks == -1 and (min_isr := ctx.data.min_insync_replicas(name)) > 1:
+        # Partition.appendRecordsToLeader: acks=all needs min.insync.replicas in sync; we have one.
+        message = (
+            f"The size of the current ISR Set({ctx.node_id}) is insufficient to satisfy the min.isr "
+            f"requirement of {min_isr} for partition {name}-{entry['index']}"
+        )
+        _fail(entry, ErrorCode.NOT_ENOUGH_REPLICAS, message, version)
+        return
+    checked = plog.validate(records or b"", ctx.data.now_ms())
+    if isinstance(checked, AppendError):
+        _fail(entry, checked.error_code, checked.message, version)
+        if version >= 8 and checked.record_errors:
+            entry["record_errors"] = [
+                {"batch_index": index, "batch_index_error_message": message}
+                for index, message in checked.record_errors
+            ]
+        return
+    if isinstance(checked, DuplicateAppend):
+        _succeed(entry, checked.base_offset, -1, plog.log_start_offset, version)
+        return
+    if checked.is_transactional:
+        _transactional(ctx, pending, plog, name, entry, checked, transactional_id)
+        return
+    pending.wait(plog.append(checked), entry)
+
+
+# Coordinator errors a producer retries as NOT_ENOUGH_REPLICAS (AddPartitionsToTxnManager)
+_RETRY_LATER = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
+
+
+def _transactional(
+    ctx: ServerContext,
+    pending: _Pending,
+    plog: PartitionStore,
+    name: str,
+    entry: Entry,
+    checked: ValidatedAppend,
+    transactional_id: str | None,
+) -> None:
+    version = pending.version
+    if transactional_id is None:
+        # KafkaApis.handleProduceRequest: transactional records need an authorized transactional id.
+        _fail(entry, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "no transactional id", version)
+        return
+    if not ctx.config.transaction_partition_verification_enable:
+        pending.wait(plog.append(checked), entry)
+        return
+    header = checked.header
+    partition = (name, int(entry["index"]))
+    txns = ctx.transactions
+    error = txns.verify_partitions(transactional_id, header.producer_id, header.producer_epoch, [partition])[
+        partition
+    ]
+    if error is ErrorCode.TRANSACTION_ABORTABLE and version >= 12 and ctx.config.transaction_version >= 2:
+        # Transactions V2: the broker adds the partition itself, then appends (validated again: other
+        # batches of the producer may have been appended meanwhile)
+        def added(add_error: ErrorCode) -> None:
+            if add_error is not ErrorCode.NONE:
+                _fail(entry, _verification_error(add_error, version), None, version)
+                pending.settled()
+                return
+            again = plog.validate(checked.data, ctx.data.now_ms())
+            if isinstance(again, ValidatedAppend):
+                pending.wait(plog.append(again), entry)
+            elif isinstance(again, DuplicateAppend):
+                _succeed(entry, again.base_offset, -1, plog.log_start_offset, version)
+            else:
+                _fail(entry, again.error_code, again.message, version)
+            pending.settled()
+
+        pending.hold()
+        txns.add_partitions_implicit(
+            transactional_id, header.producer_id, header.producer_epoch, [partition], added
+        )
+        return
+    if error is not ErrorCode.NONE:
+        _fail(entry, _verification_error(error, version), None, version)
+        return
+    pending.wait(plog.append(checked), entry)
+
+
+def _verification_error(error: ErrorCode, version: int) -> ErrorCode:
+    """AddPartitionsToTxnManager's and ReplicaManager's mapping of the coordinator's answer."""
+    if error in _RETRY_LATER:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    if error is ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH  # "producers expect INVALID_PRODUCER_EPOCH here"
+    if error is ErrorCode.TRANSACTION_ABORTABLE and version <= 10:
+        return ErrorCode.INVALID_TXN_STATE  # defaultError: clients before KIP-890 part 1
+    return error
+
+
+def _succeed(entry: Entry, base_offset: int, append_time_ms: int, log_start: int, version: int) -> None:
+    entry["error_code"] = ErrorCode.NONE
+    entry["base_offset"] = base_offset
+    entry["log_append_time_ms"] = append_time_ms
+    if version >= 5:
+        entry["log_start_offset"] = log_start
+
+
+def _fail(entry: Entry, error: ErrorCode, message: str | None, version: int) -> None:
+    entry["error_code"] = error
+    entry["base_offset"] = -1
+    entry["log_append_time_ms"] = -1
+    if version >= 5:
+        entry["log_start_offset"] = -1
+    if version >= 8:
+        entry["error_message"] = message
+
+
+def _all(req: Request, error: ErrorCode, version: int) -> dict[str, Any]:
+    topics = []
+    for topic in req["topic_data"]:
+        partitions = []
+        for part in topic["partition_data"]:
+            entry: Entry = {"index": int(part["index"])}
+            _fail(entry, error, None, version)
+            partitions.append(entry)
+        topics.append({"name": topic["name"], "partition_responses": partitions})
+    return {"responses": topics}
+
+
+class _Pending:
+    """The response, sent once every partition's append is durable (or failed)."""
+
+    __slots__ = ("_armed", "_outstanding", "_respond", "_version", "acks", "topics")
+
+    def __init__(self, version: int, respond: Respond, acks: int) -> None:
+        self._version = version
+        self.acks = acks
+        self._respond = respond
+        self._outstanding = 0
+        self._armed = False
+        self.topics: list[Entry] = []
+
+    def wait(self, future: asyncio.Future[AppendResult], entry: Entry) -> None:
+        self._outstanding += 1
+        future.add_done_callback(self._on_done(entry))
+
+    def _on_done(self, entry: Entry) -> Callable[[asyncio.Future[AppendResult]], None]:
+        def done(future: asyncio.Future[AppendResult]) -> None:
+            error = None if future.cancelled() else future.exception()
+            if isinstance(error, NotLeader):  # cluster mode: another node took the partition over
+                _fail(entry, ErrorCode.NOT_LEADER_OR_FOLLOWER, str(error), self._version)
+            elif future.cancelled() or error is not None:
+                message = f"storage failure: {error}" if isinstance(error, storage.StorageError) else None
+                _fail(entry, ErrorCode.KAFKA_STORAGE_ERROR, message, self._version)
+            else:
+                result = future.result()
+                _succeed(
+                    entry,
+                    result.base_offset,
+                    result.log_append_time_ms,
+                    result.log_start_offset,
+                    self._version,
+                )
+            self._outstanding -= 1
+            self._maybe_respond()
+
+        return done
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def hold(self) -> None:
+        """A partition waits for something other than its append (the V2 implicit add)."""
+        self._outstanding += 1
+
+    def settled(self) -> None:
+        """What `hold` waited for is done (its append, if any, is counted on its own)."""
+        self._outstanding -= 1
+        self._maybe_respond()
+
+    def arm(self) -> None:
+        self._armed = True
+        self._maybe_respond()
+
+    def _maybe_respond(self) -> None:
+        if self._armed and self._outstanding == 0:
+            self._respond({"responses": self.topics})

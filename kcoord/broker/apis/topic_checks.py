@@ -1,0 +1,45 @@
+"""Checks shared by CreateTopics and CreatePartitions: replica assignments and replication factors.
+
+There is exactly one broker (this node), so the only valid replica list is `[node_id]` and the only
+valid replication factor is 1 (or -1 = the default, which is 1 here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcoord.broker.context import ServerContext
+from kcoord.protocol.errors import ErrorCode
+
+__all__ = ["Failure", "check_assignments", "check_replication"]
+
+Failure = tuple[ErrorCode, str]
+
+
+def check_replication(replication_factor: int) -> Failure | None:
+    if replication_factor == -1 or replication_factor == 1:
+        return None
+    if replication_factor <= 0:
+        return (
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        )
+    return ErrorCode.INVALID_REPLICATION_FACTOR, (
+        f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
+        f"{replication_factor} cannot be reached because only 1 broker(s) are registered."
+    )
+
+
+def check_assignments(
+    ctx: ServerContext, assignments: list[dict[str, Any]], first_index: int
+) -> Failure | int:
+    """Manual assignments (CreateTopics: indexes first_index.. contiguous) -> partition count or failure."""
+    indexes = sorted(int(a.get("partition_index", first_index + i)) for i, a in enumerate(assignments))
+    if indexes != list(range(first_index, first_index + len(assignments))):
+        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions must be assigned consecutively from 0."
+    for assignment in assignments:
+        if list(assignment["broker_ids"]) != [ctx.node_id]:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+                f"Replica assignment {assignment['broker_ids']} is invalid: the only broker is {ctx.node_id}."
+            )
+    return len(assignments)

@@ -1,0 +1,166 @@
+"""The listener, TLS and SASL flags of `kcoord serve` (issue 25): their parsers, their rows of
+`coordinator.config`'s option table, and the check that they fit together (KafkaConfig's validation).
+
+The `Config` fields they fill are in kcoord/wiring/config.py, next to the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kcoord.broker.security.listeners import Endpoint, parse_endpoints, parse_protocol_map
+from kcoord.broker.security.ssl_principal import SslPrincipalMapper
+
+if TYPE_CHECKING:
+    from kcoord.wiring.config import Config
+
+__all__ = ["SASL_MECHANISMS", "SECURITY_METAVARS", "SECURITY_OPTIONS", "check_security"]
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
+def _parse_endpoints(text: str) -> tuple[Endpoint, ...]:
+    try:
+        return parse_endpoints(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _parse_protocol_map(text: str) -> tuple[tuple[str, str], ...]:
+    try:
+        return parse_protocol_map(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_client_auth(text: str) -> str:
+    """ssl.client.auth: none | requested | required."""
+    value = text.strip().lower()
+    if value not in ("none", "requested", "required"):
+        raise argparse.ArgumentTypeError(f"expected none, requested or required, got {text!r}")
+    return value
+
+
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
+
+def parse_mechanisms(text: str) -> tuple[str, ...]:
+    """sasl.enabled.mechanisms: a comma-separated list of the mechanisms kcoord serves."""
+    names = tuple(name.strip().upper() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in SASL_MECHANISMS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"expected a list of {', '.join(SASL_MECHANISMS)}, got {text!r}")
+    return names
+
+
+def _parse_list(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def _file(text: str) -> Path:
+    return Path(text)
+
+
+def _text(text: str) -> str:
+    return text
+
+
+SECURITY_OPTIONS: tuple[tuple[str, object, str], ...] = (
+    ("--listeners", _parse_endpoints, "NAME://host:port,... (listeners); default: --listen as PLAINTEXT"),
+    ("--advertised-listeners", _parse_endpoints, "NAME://host:port,... returned to clients per listener"),
+    (
+        "--listener-security-protocol-map",
+        _parse_protocol_map,
+        "NAME:PROTOCOL,... (PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL); default each protocol to itself",
+    ),
+    ("--ssl-keystore-location", _file, "PEM file: private key and certificate chain (SSL listeners)"),
+    ("--ssl-key-password", _text, "password of the PEM private key, if encrypted"),
+    ("--ssl-truststore-location", _file, "PEM CA bundle that client certificates are checked against"),
+    ("--ssl-client-auth", parse_client_auth, "none|requested|required (SSL listeners), default none"),
+    ("--ssl-principal-mapping-rules", _text, "RULE:pattern/replacement/[LU],...,DEFAULT; default DEFAULT"),
+    ("--ssl-handshake-timeout-ms", _positive_int, "TLS handshake deadline, default 10000"),
+    (
+        "--sasl-enabled-mechanisms",
+        parse_mechanisms,
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER; default PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    ),
+    ("--sasl-plain-users", _text, "PLAIN users as user=password,... (use the env variable)"),
+    ("--sasl-plain-users-file", _file, "PLAIN users, one user=password per line"),
+    (
+        "--sasl-scram-bootstrap-users",
+        _text,
+        "user=password,...: SCRAM credentials made at startup for users without any (use the env variable)",
+    ),
+    ("--sasl-server-max-receive-size", _positive_int, "largest frame before authentication, default 524288"),
+    (
+        "--connection-failed-authentication-delay-ms",
+        _non_negative_int,
+        "delay before a failed authentication is answered and closed, default 100",
+    ),
+    ("--connections-max-reauth-ms", _non_negative_int, "SASL session lifetime (KIP-368), default 0 = none"),
+    ("--sasl-oauthbearer-jwks-endpoint-url", _text, "OAUTHBEARER: JWKS https:// or file:// URL"),
+    ("--sasl-oauthbearer-jwks-endpoint-refresh-ms", _positive_int, "JWKS refresh, default 3600000"),
+    ("--sasl-oauthbearer-expected-audience", _parse_list, "OAUTHBEARER: accepted aud values, default any"),
+    ("--sasl-oauthbearer-expected-issuer", _text, "OAUTHBEARER: required iss, default any"),
+    ("--sasl-oauthbearer-sub-claim-name", _text, "OAUTHBEARER: the principal's claim, default sub"),
+    ("--sasl-oauthbearer-scope-claim-name", _text, "OAUTHBEARER: the scope claim, default scope"),
+    ("--sasl-oauthbearer-clock-skew-seconds", _non_negative_int, "OAUTHBEARER: exp/iat skew, default 30"),
+    ("--http-ssl-keystore-location", _file, "PEM key and chain: serve the HTTP endpoint over TLS"),
+    ("--http-ssl-key-password", _text, "password of the HTTP PEM private key, if encrypted"),
+    ("--http-bearer-token", _text, "require Authorization: Bearer <token> on HTTP (not /healthz, /readyz)"),
+)
+
+SECURITY_METAVARS: dict[object, str] = {
+    _parse_endpoints: "NAME://HOST:PORT,...",
+    _parse_protocol_map: "NAME:PROTOCOL,...",
+    parse_client_auth: "none|requested|required",
+    parse_mechanisms: "MECH[,MECH]",
+    _parse_list: "A[,B]",
+    _text: "TEXT",
+    _file: "FILE",
+}
+
+
+def check_security(config: Config, given: Mapping[str, object]) -> None:
+    """The listener, TLS and SASL settings must fit together (KafkaConfig's validation, in words)."""
+    if config.listeners is not None and ("listen" in given or "advertised_listener" in given):
+        raise SystemExit("kcoord: --listeners replaces --listen/--advertised-listener: give one or the other")
+    if config.listeners is None and (
+        config.advertised_listeners is not None or config.listener_security_protocol_map is not None
+    ):
+        raise SystemExit("kcoord: --advertised-listeners and the protocol map need --listeners")
+    try:
+        listeners = config.resolved_listeners()
+    except ValueError as exc:
+        raise SystemExit(f"kcoord: {exc}") from None
+    if any(listener.uses_tls for listener in listeners) and config.ssl_keystore_location is None:
+        raise SystemExit("kcoord: an SSL or SASL_SSL listener needs --ssl-keystore-location")
+    if config.ssl_client_auth != "none" and config.ssl_truststore_location is None:
+        raise SystemExit("kcoord: --ssl-client-auth requested|required needs --ssl-truststore-location")
+    try:
+        SslPrincipalMapper(config.ssl_principal_mapping_rules)
+    except (ValueError, re.error) as exc:
+        raise SystemExit(f"kcoord: --ssl-principal-mapping-rules: {exc}") from None
+    sasl = any(listener.uses_sasl for listener in listeners)
+    if (
+        sasl
+        and "OAUTHBEARER" in config.sasl_enabled_mechanisms
+        and not config.sasl_oauthbearer_jwks_endpoint_url
+    ):
+        raise SystemExit("kcoord: OAUTHBEARER needs --sasl-oauthbearer-jwks-endpoint-url")

@@ -1,0 +1,120 @@
+"""Routing at the edge: which node answers for a group or a transactional id.
+
+* FindCoordinator (every version, group and transaction keys) answers the shard's owner from the
+  node's cached view of the leases (`Membership.view`); a shard without a live owner answers
+  COORDINATOR_NOT_AVAILABLE (Kafka: KafkaApis.getCoordinator with no leader for the partition).
+* The coordinator APIs on a node check the shard of their group or transactional id first, as
+  Kafka's `CoordinatorRuntime.withActiveContextOrThrow` does: not owned here (or draining, or past
+  the lease's self-fence) -> NOT_COORDINATOR, still loading -> COORDINATOR_LOAD_IN_PROGRESS, except
+  Heartbeat, which answers NONE while the group loads (GroupCoordinatorService.heartbeat: "the group
+  is still loading, so blindly respond"). The error answers are the APIs' own error bodies
+  (`server/faults.error_body`, every API). A request naming several groups (DescribeGroups,
+  DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe) answers every group with the first refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kcoord.broker.apis import find_coordinator
+from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.faults import error_body
+from kcoord.cluster.membership import ClusterView
+from kcoord.cluster.ownership import ShardState
+from kcoord.cluster.produce_verify import produce_verified_remotely
+from kcoord.cluster.shards import shard_of
+from kcoord.cluster.txn_verify import verified_remotely
+from kcoord.protocol.errors import ErrorCode
+
+__all__ = ["GROUP_APIS", "TXN_APIS", "request_keys", "route_handlers"]
+
+_HEARTBEAT = 12
+GROUP_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 28, 42, 47, 68, 69})
+"""OffsetCommit, OffsetFetch, Join/Heartbeat/Leave/SyncGroup, DescribeGroups, TxnOffsetCommit,
+DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat, ConsumerGroupDescribe."""
+TXN_APIS = frozenset({22, 25, 26})
+"""InitProducerId (with a transactional id), AddOffsetsToTxn, EndTxn. AddPartitionsToTxn v0-3 is
+routed too (`request_keys`); v4+ is broker to broker, with one entry per transaction."""
+
+StateOf = Callable[[int], ShardState]
+
+
+def request_keys(api_key: int, req: Request) -> list[str]:
+    """The group or transactional ids a coordinator request is about ([] = route nowhere)."""
+    if api_key == 24:  # v0-3 from a client; v4+ is broker to broker, answered per transaction
+        txn_id = req.get("v3_and_below_transactional_id") or None
+        return [] if txn_id is None else [str(txn_id)]
+    if api_key in (22, 25, 26):
+        txn_id = req.get("transactional_id")
+        return [] if txn_id is None else [str(txn_id)]
+    if api_key == 9 and req.get("groups"):  # v8+; before v8 the decoder leaves an empty default
+        return [str(g["group_id"]) for g in req["groups"]]
+    if api_key == 15:
+        return [str(g) for g in req.get("groups") or []]
+    if api_key == 42:
+        return [str(g) for g in req.get("groups_names") or []]
+    if api_key == 69:
+        return [str(g) for g in req.get("group_ids") or []]
+    return [str(req.get("group_id") or "")]
+
+
+def _refusal(state: ShardState) -> ErrorCode | None:
+    if state is ShardState.ACTIVE:
+        return None
+    if state is ShardState.LOADING:
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    return ErrorCode.NOT_COORDINATOR
+
+
+def _routed(api_key: int, plain: Handler, state_of: StateOf, num_shards: int) -> Handler:
+    def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        for key in request_keys(api_key, req):
+            if not key:
+                continue  # "" is the handler's own INVALID_GROUP_ID
+            error = _refusal(state_of(shard_of(key, num_shards)))
+            if error is None:
+                continue
+            if api_key == _HEARTBEAT and error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                error = ErrorCode.NONE
+            respond(error_body(api_key, meta.api_version, req, int(error)))
+            return
+        plain(ctx, req, meta, respond)
+
+    return handle
+
+
+def route_handlers(
+    handlers: dict[int, Handler], state_of: StateOf, view: Callable[[], ClusterView], num_shards: int
+) -> None:
+    """Wrap the coordinator APIs of `handlers` (a context's table) with the shard check, and serve
+    FindCoordinator from the cluster's view."""
+    if 28 in handlers:  # checked against the transaction's owner, then routed by group like the rest
+        handlers[28] = verified_remotely(handlers[28], state_of, view, num_shards)
+    if 0 in handlers:  # transactional batches: verified with the transaction's owner (produce_verify.py)
+        handlers[0] = produce_verified_remotely(handlers[0], state_of, view, num_shards)
+    for api_key in (*GROUP_APIS, *TXN_APIS, 24):
+        plain = handlers.get(api_key)
+        if plain is not None:
+            handlers[api_key] = _routed(api_key, plain, state_of, num_shards)
+    if 10 in handlers:
+        handlers[10] = _find_coordinator(view, num_shards)
+
+
+def _find_coordinator(view: Callable[[], ClusterView], num_shards: int) -> Handler:
+    def lookup(ctx: ServerContext, meta: RequestMeta, key: str, key_type: int) -> dict[str, Any]:
+        entry = find_coordinator.lookup(ctx, meta, key, key_type)
+        if entry["error_code"] != ErrorCode.NONE:
+            return entry
+        owner = view().owner(shard_of(key, num_shards))
+        if owner is None:
+            return {**entry, "node_id": -1, "host": "", "port": -1,
+                    "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                    "error_message": "the key's shard has no live owner"}  # fmt: skip
+        host, port = owner.endpoint(meta.listener_name)
+        return {**entry, "node_id": owner.node_id, "host": host, "port": port}
+
+    def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        find_coordinator.answer(ctx, req, meta, respond, lookup)
+
+    return handle

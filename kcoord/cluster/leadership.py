@@ -1,0 +1,141 @@
+"""`ClusterLeadership`: the `PartitionLeadership` port (kcoord/broker/topics/leadership.py) for a cluster
+whose partitions live in PostgreSQL.
+
+* `leader` answers from the placement's lease view (`PartitionPlacement.leader`; -1 without one).
+* `elect` (ElectLeaders, Kafka's `ReplicationControlManager.electLeader`): PREFERRED answers
+  ELECTION_NOT_NEEDED when the preferred leader (`placement.preferred_leader`) already leads,
+  PREFERRED_LEADER_NOT_AVAILABLE when there is no live node to prefer, and otherwise frees the lease
+  so the preferred node takes it at its next poll; UNCLEAN answers ELECTION_NOT_NEEDED while any
+  leader holds an unexpired lease, else NONE (the placement takes it).
+* `reassign` (AlterPartitionReassignments): the replicas are checked against the live nodes
+  (`validate_replicas`), stored as the partition's assignment, and the lease freed when its leader
+  is not the new preferred one. No data is copied (every node reads the partition from PostgreSQL),
+  so a reassignment completes as soon as the target takes the lease: none is ever listed as
+  ongoing, and cancelling answers NO_REASSIGNMENT_IN_PROGRESS, as a finished one does in Kafka.
+
+Freeing a lease (`leader = NULL`, expired) does not change its epoch: the old leader's renewal finds
+its row no longer its own and drops the partition, its appends already in flight still commit, and
+the next leader's acquire bumps the epoch, fencing anything later, then loads after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any
+
+from kcoord.broker.topics.leadership import (
+    ELECTION_NOT_NEEDED,
+    NO_ERROR,
+    NO_REASSIGNMENT_IN_PROGRESS,
+    Done,
+    ElectionType,
+    Outcome,
+    Reassignment,
+    TopicPartition,
+    validate_replicas,
+)
+from kcoord.cluster.placement import PartitionPlacement, preferred_leader
+from kcoord.protocol.errors import ErrorCode
+
+__all__ = ["ClusterLeadership"]
+
+_FREE = (
+    "UPDATE kcoord_partition_lease SET leader = NULL, expires_at = '-infinity' "
+    "WHERE topic = $1 AND partition = $2"
+)
+_ASSIGN = """
+INSERT INTO kcoord_partition_lease AS lease (topic, partition, replicas) VALUES ($1, $2, $3::integer[])
+ON CONFLICT (topic, partition) DO UPDATE SET replicas = excluded.replicas
+"""
+# new ApiError(Errors.X): the code's default message (Errors.java)
+_PREFERRED_NOT_AVAILABLE = Outcome(
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, "The preferred leader was not available."
+)
+_ELIGIBLE_NOT_AVAILABLE = Outcome(
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "Eligible topic partition leaders are not available."
+)
+
+
+class ClusterLeadership:
+    def __init__(self, pool: Any, placement: PartitionPlacement) -> None:
+        self._pool = pool
+        self._placement = placement
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def leader(self, topic: str, partition: int) -> int:
+        return self._placement.leader(topic, partition)
+
+    def elect(self, election_type: ElectionType, partitions: Sequence[TopicPartition], on_done: Done) -> None:
+        self._spawn(self._elect(election_type, partitions, on_done), partitions, on_done)
+
+    def reassign(self, targets: Mapping[TopicPartition, Sequence[int] | None], on_done: Done) -> None:
+        self._spawn(self._reassign(targets, on_done), list(targets), on_done)
+
+    def reassignments(self) -> Mapping[TopicPartition, Reassignment]:
+        return {}
+
+    async def _elect(
+        self, election_type: ElectionType, partitions: Sequence[TopicPartition], on_done: Done
+    ) -> None:
+        placement = self._placement
+        await placement.refresh()
+        outcomes: dict[TopicPartition, Outcome] = {}
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            row = placement.rows.get(key)
+            leader = None if row is None or row.free else row.leader
+            if election_type is ElectionType.UNCLEAN:
+                if leader is not None:
+                    outcomes[tp] = ELECTION_NOT_NEEDED
+                else:
+                    outcomes[tp] = NO_ERROR if placement.live else _ELIGIBLE_NOT_AVAILABLE
+                continue
+            target = preferred_leader(key, row.replicas if row else (), placement.live)
+            if target is None:
+                outcomes[tp] = _PREFERRED_NOT_AVAILABLE
+            elif leader == target:
+                outcomes[tp] = ELECTION_NOT_NEEDED
+            else:
+                await self._pool.execute(_FREE, *key)
+                outcomes[tp] = NO_ERROR
+        on_done(outcomes)
+
+    async def _reassign(self, targets: Mapping[TopicPartition, Sequence[int] | None], on_done: Done) -> None:
+        placement = self._placement
+        await placement.refresh()
+        outcomes: dict[TopicPartition, Outcome] = {}
+        for tp, replicas in targets.items():
+            if replicas is None:
+                outcomes[tp] = NO_REASSIGNMENT_IN_PROGRESS
+                continue
+            invalid = validate_replicas(replicas, placement.live)
+            if invalid is not None:
+                outcomes[tp] = invalid
+                continue
+            key = (tp.topic, tp.partition)
+            await self._pool.execute(_ASSIGN, *key, list(replicas))
+            row = placement.rows.get(key)
+            if (
+                row is not None
+                and not row.free
+                and row.leader != preferred_leader(key, replicas, placement.live)
+            ):
+                await self._pool.execute(_FREE, *key)
+            outcomes[tp] = NO_ERROR
+        on_done(outcomes)
+
+    def _spawn(self, work: Awaitable[None], partitions: Sequence[TopicPartition], on_done: Done) -> None:
+        """Run `work`; if the database fails it, every partition gets UNKNOWN_SERVER_ERROR (Kafka's
+        ApiError.fromThrowable of an unexpected exception) so the request is still answered."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+
+        def finished(done: asyncio.Future[None]) -> None:
+            self._tasks.discard(done)
+            error = None if done.cancelled() else done.exception()
+            if done.cancelled() or error is not None:
+                failed = Outcome(ErrorCode.UNKNOWN_SERVER_ERROR, f"the cluster database failed: {error!r}")
+                on_done(dict.fromkeys(partitions, failed))
+
+        task.add_done_callback(finished)

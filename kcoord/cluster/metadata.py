@@ -1,0 +1,137 @@
+"""Cluster-wide records in PostgreSQL (`kcoord_metadata`, migration 2) and producer id blocks.
+
+* `MetadataLog` is the `RecordLog` of the records no shard holds (`shard_key` None: topics, ACLs,
+  SCRAM credentials). Appends are written in order, one call at a time, through
+  `kcoord_metadata_put`, which stamps each row with a sequence number and notifies the nodes.
+* `catch_up(apply)` reads the rows past the last sequence number seen and hands them to `apply`
+  (a `Replayer`'s): every node replays the table at start and then follows it on a notification or
+  a poll, so a change made on one node is seen on every other within a poll (500 ms). The writer
+  applies its own change when it is durable, as on a single node, and again when it reads it back:
+  the owners' `apply` keep the newest value, so that is harmless.
+* A topic record carries its topic id as the row's identity: PostgreSQL refuses it when the name is
+  another topic's (IDENTITY_TAKEN_SQLSTATE), and the append fails with `TopicExists`, nothing
+  written. So of two nodes creating one name at once the second loses, as Kafka's controller
+  answers TOPIC_ALREADY_EXISTS (ReplicationControlManager.createTopics), and follows the winner.
+* `ClusterProducerIds` hands out producer ids from blocks of 1,000 numbered by a PostgreSQL
+  sequence (Kafka: the controller's ProducerIdControlManager hands out blocks; a block number is
+  never handed out twice, so two nodes never give out the same id, across crashes too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kcoord import storage
+from kcoord.broker.topics import TopicExists, TopicRecord
+from kcoord.cluster.migrations import IDENTITY_TAKEN_SQLSTATE
+from kcoord.coordinator.persistence.codec import AnyRecord, to_storage
+from kcoord.coordinator.producer_ids import BLOCK_SIZE, ProducerIdBlock, ProducerIds
+from kcoord.coordinator.runtime.ports import OnDone
+
+__all__ = ["METADATA_CHANNEL", "ClusterProducerIds", "MetadataLog"]
+
+log = logging.getLogger("kcoord.cluster")
+
+METADATA_CHANNEL = "kcoord_metadata"
+_PUT = "SELECT kcoord_metadata_put($1::smallint[], $2::bytea[], $3::bytea[], $4::bytea[])"
+_SINCE = "SELECT type, key, value, seq FROM kcoord_metadata WHERE seq > $1 ORDER BY seq"
+_NEXT_BLOCK = "SELECT nextval('kcoord_producer_id_block')"
+
+
+class MetadataLog:
+    """The cluster-wide records' `RecordLog` and follower, over an asyncpg pool."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self._pending: list[tuple[Sequence[AnyRecord], OnDone]] = []
+        self._task: asyncio.Task[None] | None = None
+        self.last_seq = 0
+        self._reading = asyncio.Lock()
+
+    def append(self, records: Sequence[AnyRecord], on_done: OnDone) -> None:
+        self._pending.append((records, on_done))
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._write(), name="kcoord-metadata-writer")
+
+    async def _write(self) -> None:
+        try:
+            while self._pending:
+                (records, on_done), *rest = self._pending
+                self._pending = rest
+                on_done(await self._put(records))
+        finally:
+            self._task = None
+
+    async def _put(self, records: Sequence[AnyRecord]) -> BaseException | None:
+        rows = [to_storage(r) for r in records]
+        identities = [r.topic_id.bytes if isinstance(r, TopicRecord) else None for r in records]
+        try:
+            await self._pool.fetchval(
+                _PUT, [r.type for r in rows], [r.key for r in rows], [r.value for r in rows], identities
+            )
+        except Exception as exc:  # the database refused or is unreachable: the caller's error
+            if getattr(exc, "sqlstate", None) == IDENTITY_TAKEN_SQLSTATE:
+                taken = set(str(getattr(exc, "detail", "") or "").split(","))
+                names = [
+                    r.name
+                    for r, row in zip(records, rows, strict=True)
+                    if isinstance(r, TopicRecord) and row.key.hex() in taken
+                ]
+                log.info("cluster metadata: topics %s are another topic's, nothing written", names)
+                return TopicExists(names)
+            log.warning("cluster metadata write failed: %r", exc)
+            return exc
+        return None
+
+    async def catch_up(self, apply: Callable[[storage.Record], None]) -> int:
+        """Apply every row written since the last call, in sequence order; how many."""
+        async with self._reading:
+            rows = await self._pool.fetch(_SINCE, self.last_seq)
+            for row in rows:
+                apply(storage.Record(int(row["type"]), bytes(row["key"]), _bytes(row["value"])))
+                self.last_seq = max(self.last_seq, int(row["seq"]))
+            return len(rows)
+
+
+def _bytes(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+class ClusterProducerIds(ProducerIds):
+    """`ProducerIds` whose blocks come from PostgreSQL's `kcoord_producer_id_block` sequence."""
+
+    def __init__(self, pool: Any) -> None:
+        super().__init__(_NoBlockLog())
+        self._pool = pool
+
+    def apply(self, record: ProducerIdBlock) -> None:
+        """Blocks of a single-node log mean nothing here: the sequence is the only source."""
+
+    def _write_block(self) -> None:
+        asyncio.get_running_loop().create_task(self._next_block(), name="kcoord-producer-id-block")
+
+    async def _next_block(self) -> None:
+        try:
+            number = int(await self._pool.fetchval(_NEXT_BLOCK))
+        except Exception as exc:
+            log.error("producer id block: %r", exc)
+            waiting, self._waiting = self._waiting, []
+            for done in waiting:
+                done(None, exc)
+            return
+        self._next, self._block_end = number * BLOCK_SIZE, (number + 1) * BLOCK_SIZE
+        log.info("producer id block %d-%d", self._next, self._block_end - 1)
+        waiting, self._waiting = self._waiting, []
+        for done in waiting:
+            if self._next < self._block_end:
+                done(self._take(), None)
+            else:
+                self.allocate(done)
+
+
+class _NoBlockLog:
+    def append(self, records: Sequence[ProducerIdBlock], on_done: OnDone) -> None:
+        raise AssertionError("ClusterProducerIds writes no block records")

@@ -1,0 +1,380 @@
+"""`kcoord serve --cluster DSN --node-id N [--lease-ttl-ms MS]`: a node of a cluster.
+
+The node is the single-node `App` with its coordinator log replaced: one GroupManager and one
+TransactionCoordinator as today, whose appends go through `RoutingRecordLog` to the shards this
+node owns (`Ownership`) and to `kcoord_metadata`. Two background loops run beside the listener:
+
+* renewal, every ttl / 4: the node's row and every held shard lease (a lost lease unloads at once);
+* the poll, every 500 ms or at once on a notification: the live nodes and the lease owners
+  (`Membership.refresh`), shard placement (`Ownership.reconcile`) and the cluster-wide records
+  written by other nodes (`MetadataLog.catch_up`).
+
+Topics' partitions live in PostgreSQL too (migration 3): each has one leader node by lease
+(`PartitionPlacement`, a third loop), the data plane serves the partitions this node leads
+(`ClusterPartitions` behind `TopicData`), Metadata reports each partition's leader
+(`ClusterLeadership`) and Produce / Fetch / ListOffsets for a partition led elsewhere answer
+NOT_LEADER_OR_FOLLOWER, so clients follow the leader. Groups, offsets, transactions and partitions
+are shared by the cluster.
+
+Startup checks: the DSN must connect, the schema must be this kcoord's (`kcoord cluster init`),
+and the cluster id comes from the database (`kcoord_cluster`): one line on stderr and exit 1 if not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import sys
+import time
+from typing import Any
+
+from kcoord import storage
+from kcoord.broker.context import ServerContext
+from kcoord.broker.markers import CoordinatorMarkers, TxnMarkers
+from kcoord.broker.security.acls_store import AclStore
+from kcoord.broker.security.credentials import ScramCredentials
+from kcoord.broker.topics import TopicRegistry
+from kcoord.broker.topics.data import TopicData
+from kcoord.cluster.cluster_metrics import ClusterCollector, ClusterSources
+from kcoord.cluster.edge import route_handlers
+from kcoord.cluster.leadership import ClusterLeadership
+from kcoord.cluster.leases import PartitionLeases, ShardLeases
+from kcoord.cluster.markers import RoutedTxnMarkers
+from kcoord.cluster.membership import CHANNEL, ClusterView, Membership, NodeInfo
+from kcoord.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
+from kcoord.cluster.ownership import Ownership
+from kcoord.cluster.partitions import ClusterPartitions
+from kcoord.cluster.pg import COMMAND_TIMEOUT_S, CONNECT_ERRORS, connect, create_pool, redact
+from kcoord.cluster.placement import PartitionPlacement
+from kcoord.cluster.remote_markers import RemoteMarkers
+from kcoord.cluster.routing import RoutingRecordLog
+from kcoord.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
+from kcoord.cluster.shards import shard_of
+from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.persistence import Replayer
+from kcoord.coordinator.transactions import TransactionCoordinator
+from kcoord.storage.faults import FaultPolicy
+from kcoord.wiring.app import App, _halt_soon, run
+from kcoord.wiring.app_state import State, _acl_store
+from kcoord.wiring.config import Config
+
+__all__ = ["ClusterApp", "StartupError", "check_cluster", "serve"]
+
+log = logging.getLogger("kcoord.cluster")
+
+POLL_S = 0.5
+
+
+class StartupError(Exception):
+    """Why a node cannot join the cluster (one line)."""
+
+
+async def check_cluster(dsn: str) -> tuple[str, int]:
+    """The cluster's (id, shard count) if `dsn` reaches an initialized cluster this kcoord knows."""
+    where = redact(dsn)
+    try:
+        conn = await connect(dsn)
+    except CONNECT_ERRORS as exc:
+        raise StartupError(f"cannot connect to {where}: {_one_line(exc)}") from None
+    try:
+        version = await schema_version(conn)
+        if version == 0:
+            raise StartupError(f"{where} has no kcoord schema: run `kcoord cluster init --cluster DSN` first")
+        if version != SCHEMA_VERSION:
+            raise StartupError(
+                f"{where} has schema version {version}, this kcoord needs {SCHEMA_VERSION}: "
+                "run `kcoord cluster init` with the newer of the two"
+            )
+        stored = await read_cluster(conn)
+        if stored is None:
+            raise StartupError(f"{where} holds no cluster row: run `kcoord cluster init --cluster DSN`")
+        return stored
+    except CONNECT_ERRORS as exc:
+        raise StartupError(f"{where}: {_one_line(exc)}") from None
+    finally:
+        await conn.close()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def serve(config: Config) -> int:
+    """Check the cluster, then run the node until SIGTERM/SIGINT; the exit code."""
+    assert config.cluster is not None
+    try:
+        cluster_id, num_shards = asyncio.run(check_cluster(config.cluster))
+    except StartupError as exc:
+        print(f"kcoord serve --cluster: {exc}", file=sys.stderr)
+        return 1
+    if config.cluster_id not in ("kcoord", cluster_id):
+        print(
+            f"kcoord serve --cluster: this node is configured for cluster {config.cluster_id}, "
+            f"the database holds {cluster_id}",
+            file=sys.stderr,
+        )
+        return 1
+    config = dataclasses.replace(config, cluster_id=cluster_id)
+    return run(config, lambda c: ClusterApp(c, num_shards))
+
+
+class _Shards:
+    """`ShardHost`: a shard's records replayed into the node's coordinators, and dropped again."""
+
+    def __init__(self, app: ClusterApp) -> None:
+        self._app = app
+
+    def _belongs(self, shard: int) -> Any:
+        n = self._app.num_shards
+        return lambda key: shard_of(key, n) == shard
+
+    def load(self, shard: int, records: list[storage.Record]) -> None:
+        app = self._app
+        replayer = app.replayer()
+        for record in records:
+            replayer.apply(record)
+        app.manager.shard_loaded(self._belongs(shard))
+        app.transactions.shard_loaded(self._belongs(shard))
+
+    def unload(self, shard: int) -> None:
+        self._app.manager.unload(self._belongs(shard))
+        self._app.transactions.unload(self._belongs(shard))
+
+
+class _Brokers:
+    """`server.context.Brokers` from the membership's view; this node is always among them."""
+
+    def __init__(self, membership: Membership) -> None:
+        self._membership = membership
+
+    def brokers(self, listener: str) -> list[tuple[int, str, int, str | None]]:
+        nodes = dict(self._membership.view.nodes)
+        me = self._membership.node
+        nodes.setdefault(me.node_id, me)
+        return [(n.node_id, *n.endpoint(listener), n.rack) for _, n in sorted(nodes.items())]
+
+    def controller_id(self) -> int:
+        return min([*self._membership.view.nodes, self._membership.node.node_id])
+
+    def ready(self) -> tuple[bool, str]:
+        if self._membership.reachable():
+            return True, ""
+        return False, "the cluster's database has not answered within the lease TTL"
+
+
+class _NoLog:
+    """`State.log` in cluster mode: the shards' and metadata's logs are PostgreSQL's, nothing to close."""
+
+    segments: list[Any] = []
+    compactions = 0
+
+    async def close(self, write_snapshot: bool = True) -> None:
+        return None
+
+    def abandon(self) -> None:
+        return None
+
+
+class ClusterApp(App):
+    """A node: the single-node App over PostgreSQL's shards and metadata."""
+
+    def __init__(self, config: Config, num_shards: int) -> None:
+        super().__init__(config)
+        self.num_shards = num_shards
+        self._pool: Any = None
+        self._acls: AclStore | None = None
+        self._credentials: ScramCredentials | None = None
+        self._listen_conn: Any = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake = asyncio.Event()
+        self._stopping = False
+
+    # -- startup: App.startup calls open_state, then binds (and _context_built) -------------------
+    async def open_state(self) -> State:
+        """The node's state: coordinators over the routing log, cluster-wide records replayed from
+        `kcoord_metadata`, local partition logs; shards load later, as the node acquires them."""
+        config = self.config
+        assert config.cluster is not None and self._timers is not None
+        loop = asyncio.get_running_loop()
+        timers, clock = self._timers, self.clock
+        self._pool = await create_pool(config.cluster, node_id=config.node_id, max_size=20)
+        self.metadata = MetadataLog(self._pool)
+        self.leases = ShardLeases(self._pool, config.node_id, config.lease_ttl_ms)
+        self.ownership = Ownership(self._pool, self.leases, self.num_shards, _Shards(self), self._notify)
+        record_log = RoutingRecordLog(
+            self.num_shards, self.ownership.log, self.metadata, self.ownership.log_failed
+        )
+        self.topics = topics = TopicRegistry(record_log)
+        group_config = config.group_config()
+        self.manager = manager = GroupManager(group_config, clock, timers, record_log, topics=topics)
+        self.producer_ids = producer_ids = ClusterProducerIds(self._pool)
+        coordinator_markers = CoordinatorMarkers(loop)
+        self.transactions = transactions = TransactionCoordinator(
+            config.transaction_config(), clock, timers, record_log, producer_ids, coordinator_markers
+        )
+        self._acls = _acl_store(config, record_log)  # type: ignore[arg-type]
+        self._credentials = ScramCredentials(record_log)
+        self._follower = self.replayer()
+        count = await self.metadata.catch_up(self._follower.apply)
+        manager.on_loaded()  # active; each shard's groups arrive when it loads
+        self.partitions = ClusterPartitions(
+            self._pool,
+            PartitionLeases(self._pool, config.node_id, config.lease_ttl_ms),
+            config.data_dir,
+            lambda topic: data.partition_config(topic),
+            TopicData.now_ms,
+            FaultPolicy(on_fatal=_halt_soon),
+        )
+        data = TopicData(topics, self.partitions)
+        self.placement = PartitionPlacement(
+            self._pool,
+            config.node_id,
+            self.partitions,
+            lambda: [(t.name, p) for t in topics.all() for p in range(t.num_partitions)],
+            poll_ms=int(POLL_S * 1000),
+        )
+        data.start_retention(loop)
+        markers = TxnMarkers(data, manager)  # WriteTxnMarkers received: written here
+        listener = config.resolved_listeners()[0].name
+        self._listener = listener
+        # This node's transactions: a group shard owned elsewhere gets its markers there, a data
+        # partition led elsewhere its leader.
+        view = lambda: self.membership.view  # noqa: E731 - membership exists once the listeners bind
+        routed = RoutedTxnMarkers(data, manager, self.ownership.state, view, listener)
+        coordinator_markers.attach(
+            RemoteMarkers(data, manager, config.node_id, self.placement.leader, self._node_address, routed)
+        )
+        transactions.on_loaded()
+        summary = (
+            f"cluster={config.cluster_id} node={config.node_id} shards={self.num_shards} metadata={count}"
+        )
+        log.info("cluster %s: node %d, %d shards, %d metadata records", config.cluster_id,
+                 config.node_id, self.num_shards, count)  # fmt: skip
+        return State(_NoLog(), manager, topics, producer_ids, transactions, data, markers, self._acls,
+                     self._credentials, summary)  # fmt: skip
+
+    def replayer(self) -> Replayer:
+        """A replayer into this node's coordinators (never finished: shards load at any time)."""
+        return Replayer(self.manager, self.topics, self.producer_ids, self.transactions,
+                        acls=self._acls, credentials=self._credentials)  # fmt: skip
+
+    async def _context_built(self, ctx: ServerContext) -> None:
+        """Route the coordinator APIs, list the live nodes, register and start the loops."""
+        node = NodeInfo(
+            self.config.node_id, ctx.advertised.host, ctx.advertised.port, None,
+            {name: (hp.host, hp.port) for name, hp in ctx.endpoints.items()},
+        )  # fmt: skip
+        self.membership = Membership(self._pool, node, self.config.lease_ttl_ms)
+        ctx.brokers = _Brokers(self.membership)
+        ctx.leadership = ClusterLeadership(self._pool, self.placement)
+        route_handlers(ctx.handlers, self.ownership.state, self._view, self.num_shards)
+        if self.metrics is not None:  # /metrics (App._start_http registers it after startup)
+            self.metrics.extra.append(ClusterCollector(self._metric_sources()))
+        await self.membership.register()
+        await self._listen_for_changes()
+        await self.membership.refresh()
+        self._tasks = [
+            asyncio.create_task(self._renew_loop(), name="kcoord-cluster-renew"),
+            asyncio.create_task(self._poll_loop(), name="kcoord-cluster-poll"),
+            asyncio.create_task(self.placement.run(), name="kcoord-cluster-partitions"),
+        ]
+
+    def _metric_sources(self) -> ClusterSources:
+        shard_leases, partition_leases = self.leases, self.partitions.leases
+        return ClusterSources(
+            shard_states=self.ownership.owned,
+            partitions_led=lambda: len(self.partitions.held()),
+            renewals=lambda: {
+                "node": self.membership.renewals,
+                "shard": shard_leases.renewals,
+                "partition": partition_leases.renewals,
+            },
+            acquisitions=lambda: {
+                "shard": shard_leases.acquisitions,
+                "partition": partition_leases.acquisitions,
+            },
+            reachable=self.membership.reachable,
+        )
+
+    async def _listen_for_changes(self) -> None:
+        assert self.config.cluster is not None
+        try:
+            self._listen_conn = None
+            self._listen_conn = await connect(
+                self.config.cluster, node_id=self.config.node_id, command_timeout_s=COMMAND_TIMEOUT_S
+            )
+            for channel in (CHANNEL, METADATA_CHANNEL):
+                await self._listen_conn.add_listener(channel, lambda *_: self._wake.set())
+        except CONNECT_ERRORS as exc:  # the poll still sees every change, only later
+            log.warning("LISTEN failed, polling only: %s", _one_line(exc))
+            if self._listen_conn is not None:  # half set up: dropped, so the next poll tries again
+                self._listen_conn.terminate()
+                self._listen_conn = None
+
+    def _view(self) -> ClusterView:
+        """The cluster as last read while the database answers this node; nothing known once it has
+        not within the TTL (cut off): FindCoordinator then answers COORDINATOR_NOT_AVAILABLE, so
+        clients ask another node, instead of naming a stale owner (often this node, fenced)."""
+        return self.membership.view if self.membership.reachable() else ClusterView()
+
+    def _node_address(self, node_id: int) -> tuple[str, int] | None:
+        node = self.membership.view.nodes.get(node_id) if hasattr(self, "membership") else None
+        return None if node is None else node.endpoint(self._listener)
+
+    async def _notify(self) -> None:
+        await self.membership.notify()
+
+    # -- the loops -------------------------------------------------------------------------------
+    async def _renew_loop(self) -> None:
+        period = self.config.lease_ttl_ms / 4000
+        while not self._stopping:
+            started = time.monotonic()
+            for renew in (self.ownership.renew, self.membership.renew):  # each on its own: the
+                try:  # shards' self-fence check runs even when the database is away
+                    await renew()
+                except Exception as exc:  # the database is away: the leases run out, shards fence
+                    log.warning("lease renewal failed: %s", _one_line(exc))
+            await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
+
+    async def _poll_loop(self) -> None:
+        while not self._stopping:
+            try:
+                if self._listen_conn is None or self._listen_conn.is_closed():  # e.g. the database restarted
+                    await self._listen_for_changes()
+                view = await self.membership.refresh()
+                await self.ownership.reconcile(view)
+                await self.metadata.catch_up(self._follower.apply)
+            except Exception as exc:
+                log.warning("cluster poll failed: %s", _one_line(exc))
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), POLL_S)
+
+    # -- shutdown --------------------------------------------------------------------------------
+    async def shutdown(self) -> None:
+        """Stop accepting, hand every shard over (drain, release), leave, then the App's shutdown."""
+        self._stopping = True
+        if hasattr(self, "placement"):
+            self.placement.stop()
+        for server in self.servers:
+            server.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._pool is not None and hasattr(self, "ownership"):
+            try:
+                await self.ownership.release_all()
+                if hasattr(self, "membership"):
+                    await self.membership.leave()
+            except Exception as exc:
+                log.warning("handover at shutdown failed: %s", _one_line(exc))
+        await super().shutdown()
+        if self._listen_conn is not None:
+            await self._listen_conn.close()
+        if self._pool is not None:
+            await self._pool.close()

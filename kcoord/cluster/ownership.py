@@ -1,0 +1,241 @@
+"""Shard ownership on one node: which shards it serves, loading and unloading them.
+
+Each shard moves NOT_OWNED -> LOADING -> ACTIVE -> DRAINING -> NOT_OWNED (Kafka: the partition's
+`CoordinatorRuntime` context, scheduleLoadOperation on election, scheduleUnloadOperation on
+resignation). The edge answers from `state(shard)`: LOADING is COORDINATOR_LOAD_IN_PROGRESS,
+NOT_OWNED and DRAINING are NOT_COORDINATOR (`CoordinatorRuntime.withActiveContextOrThrow`).
+
+* Placement: rendezvous hashing over the live nodes names each shard's preferred owner. A node
+  acquires the free or expired shards it prefers; one nobody claimed by the next poll, any node
+  takes (a preferred owner that died is not live any more, so this is only a safety net). An owner
+  that is no longer preferred (a node joined) drains the shard and releases it.
+* Loading: acquire the lease (the epoch bump), read the shard's records and replay them into the
+  node's coordinators (`ShardHost.load`), then serve with a `ShardRecordLog` at that epoch.
+* Unloading: stop serving (DRAINING), close the shard's log so that appends in flight settle,
+  drop the shard's state from memory (`ShardHost.unload`), release the lease when it is still ours.
+  A renewal that finds the lease gone, the self-fence clock running out or the fence refusing an
+  append unload at once, without waiting for the next poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
+
+from kcoord import storage
+from kcoord.cluster.leases import ShardLeases
+from kcoord.cluster.membership import ClusterView
+from kcoord.cluster.shard_log import ShardRecordLog, load_shard
+
+__all__ = ["Ownership", "ShardHost", "ShardState", "preferred_owner"]
+
+log = logging.getLogger("kcoord.cluster")
+
+CLOSE_TIMEOUT_S = 5.0
+_PARALLEL_LOADS = 8
+
+
+class ShardState(enum.Enum):
+    NOT_OWNED = "not_owned"
+    LOADING = "loading"
+    ACTIVE = "active"
+    DRAINING = "draining"
+
+
+class ShardHost(Protocol):
+    """What loading and unloading a shard does to the node's coordinators."""
+
+    def load(self, shard: int, records: list[storage.Record]) -> None: ...
+
+    def unload(self, shard: int) -> None: ...
+
+
+def _weight(shard: int, node_id: int) -> bytes:
+    return hashlib.blake2b(f"{shard}/{node_id}".encode(), digest_size=8).digest()
+
+
+def preferred_owner(shard: int, nodes: Iterable[int]) -> int | None:
+    """Rendezvous (highest random weight) hashing: the node with the highest weight for the shard.
+    A node joining takes about 1/n of the shards from the others; one leaving gives away only its own."""
+    return max(nodes, key=lambda node: _weight(shard, node), default=None)
+
+
+class Ownership:
+    """The shards this node owns, with their logs, over `leases` (this node's `ShardLeases`)."""
+
+    def __init__(
+        self,
+        pool: Any,
+        leases: ShardLeases,
+        num_shards: int,
+        host: ShardHost,
+        notify: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._pool = pool
+        self.leases = leases
+        self.num_shards = num_shards
+        self._host = host
+        self._notify = notify
+        self._state: dict[int, ShardState] = {}
+        self._logs: dict[int, ShardRecordLog] = {}
+        self._unclaimed: set[int] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.failovers = 0
+        """Shards this node took over from an expired lease (not a released one)."""
+
+    @property
+    def node_id(self) -> int:
+        return self.leases.node_id
+
+    # -- what the edge asks ----------------------------------------------------------------------
+    def state(self, shard: int) -> ShardState:
+        """The shard's state now; an ACTIVE shard whose lease clock ran out is unloaded at once
+        (the self-fence: no answer from memory once another node may have taken over)."""
+        state = self._state.get(shard, ShardState.NOT_OWNED)
+        if state is ShardState.ACTIVE and not self.leases.valid(shard):
+            log.warning("shard %d: lease not renewed in time, unloading (self-fence)", shard)
+            self._spawn(self._unload(shard, release=False))
+            return ShardState.DRAINING
+        return state
+
+    def log(self, shard: int) -> ShardRecordLog | None:
+        """The shard's log while it loads or serves; None otherwise (the write is refused)."""
+        return self._logs.get(shard) if self._state.get(shard) is not ShardState.DRAINING else None
+
+    def owned(self) -> dict[int, ShardState]:
+        return dict(self._state)
+
+    def log_failed(self, shard: int, log_: ShardRecordLog) -> None:
+        """An append of the shard failed (the fence refused it, or its outcome is unknown): memory
+        may no longer match the table. Unload; the next poll loads the shard again if still ours."""
+        if self._logs.get(shard) is log_ and self._state.get(shard) is not ShardState.DRAINING:
+            log.warning("shard %d: %s; unloading", shard, log_.failure)
+            self._spawn(self._unload(shard, release=True))
+
+    # -- the node loop's steps -------------------------------------------------------------------
+    async def renew(self) -> None:
+        """Renew every held lease; unload the lost ones, and (renewed or not: the database may be
+        away) every shard whose lease clock ran out, before another node can take it over."""
+        try:
+            lost = await self.leases.renew()
+        finally:
+            for shard, state in list(self._state.items()):
+                if state is ShardState.ACTIVE and not self.leases.valid(shard):
+                    log.warning("shard %d: lease not renewed in time, unloading (self-fence)", shard)
+                    await self._unload(shard, release=False)
+        for shard in sorted(lost):
+            if self._state.get(shard) in (ShardState.ACTIVE, ShardState.LOADING):  # not being released
+                log.warning("shard %d: lease lost (another node took it over); unloading", shard)
+                await self._unload(shard, release=False)
+
+    async def reconcile(self, view: ClusterView) -> None:
+        """Acquire the shards this node should own and release those it should not (one poll)."""
+        nodes = set(view.nodes) | {self.node_id}
+        take: list[int] = []
+        give: list[int] = []
+        unclaimed: set[int] = set()
+        for shard in range(self.num_shards):
+            preferred = preferred_owner(shard, nodes)
+            state = self._state.get(shard, ShardState.NOT_OWNED)
+            if state is ShardState.NOT_OWNED and view.owners.get(shard) is None:
+                if preferred == self.node_id or shard in self._unclaimed:
+                    take.append(shard)
+                unclaimed.add(shard)
+            elif state is ShardState.ACTIVE and preferred != self.node_id and preferred in view.nodes:
+                give.append(shard)
+        self._unclaimed = unclaimed
+        changed = await self._acquire_all(take)
+        for shard in give:
+            log.info("shard %d: another node is preferred now; draining and releasing", shard)
+            await self._unload(shard, release=True)
+        if changed or give:
+            await self._notify()
+
+    async def release_all(self) -> None:
+        """Graceful shutdown: drain and release every shard (the next owners need not wait a TTL)."""
+        for shard in sorted(self._state):
+            await self._unload(shard, release=True)
+        for task in list(self._tasks):
+            await task
+
+    # -- loading and unloading -------------------------------------------------------------------
+    async def _acquire_all(self, shards: list[int]) -> int:
+        if not shards:
+            return 0
+        gate = asyncio.Semaphore(_PARALLEL_LOADS)
+
+        async def one(shard: int) -> bool:
+            async with gate:
+                return await self._load(shard)
+
+        done = await asyncio.gather(*(one(s) for s in shards), return_exceptions=True)
+        for shard, outcome in zip(shards, done, strict=True):
+            if isinstance(outcome, BaseException):
+                log.warning("shard %d: load failed: %r", shard, outcome)
+        return sum(outcome is True for outcome in done)
+
+    async def _load(self, shard: int) -> bool:
+        started = time.monotonic()
+        self._state[shard] = ShardState.LOADING  # before the acquire: nothing routes here meanwhile
+        try:
+            epoch = await self.leases.acquire(shard)
+            if epoch is None:
+                del self._state[shard]
+                return False
+            records = await load_shard(self._pool, shard)
+        except BaseException:
+            self._state.pop(shard, None)
+            await self._give_back(shard)
+            raise
+        self._logs[shard] = ShardRecordLog(self._pool, shard, epoch)
+        try:
+            self._host.load(shard, records)
+        except Exception:  # a record this kcoord cannot replay: leave the shard to another node
+            self._logs.pop(shard, None)
+            self._host.unload(shard)
+            self._state.pop(shard, None)
+            await self._give_back(shard)
+            raise
+        self._state[shard] = ShardState.ACTIVE
+        self.failovers += epoch > 1
+        log.info(
+            "shard %d: loaded at epoch %d (%d records, %.3fs)", shard, epoch, len(records),
+            time.monotonic() - started,
+        )  # fmt: skip
+        return True
+
+    async def _give_back(self, shard: int) -> None:
+        try:
+            await self.leases.release(shard)
+        except Exception as exc:  # the database is unreachable: the lease runs out on its own
+            log.warning("shard %d: release failed: %r", shard, exc)
+
+    async def _unload(self, shard: int, *, release: bool) -> None:
+        if self._state.get(shard) in (None, ShardState.DRAINING):
+            return
+        self._state[shard] = ShardState.DRAINING
+        shard_log = self._logs.pop(shard, None)
+        if shard_log is not None:
+            try:
+                await asyncio.wait_for(shard_log.close(), CLOSE_TIMEOUT_S)
+            except TimeoutError:
+                log.warning(
+                    "shard %d: appends still in flight after %.0fs; unloading", shard, CLOSE_TIMEOUT_S
+                )
+        self._host.unload(shard)
+        if release:
+            await self._give_back(shard)
+        else:
+            self.leases.forget(shard)
+        del self._state[shard]
+        log.info("shard %d: unloaded%s", shard, " and released" if release else "")
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -1,0 +1,401 @@
+"""One partition led by this node, its batches in PostgreSQL: `PgPartitionLog`, the second
+implementation of what `TopicData` and the Produce / Fetch / ListOffsets / DeleteRecords /
+DescribeProducers handlers and the transaction markers call on a partition (`partition_log.PartitionLog`).
+
+The pure parts are partition_log's own: the batch checks and producer checks (`check_append`,
+`marker_append`), the stamping of offsets (`stamp`), the producer state and last stable offset
+(`ProducerStates`), the aborted-transaction search (`collect_aborted`). What differs is durability:
+
+* a batch is written whole, with its producer's entry after it and (an ABORT marker) its aborted
+  transaction entry, by `kcoord_partition_append` (migration 3) in one transaction that first checks
+  the lease epoch and that the batch starts at the stored log end offset; one call in flight per
+  partition, appends made meanwhile go into the next (group commit);
+* the high watermark moves, and acks=1/all are answered, only once that call committed (PostgreSQL is
+  the in-sync replica set: Kafka answers acks=all when the high watermark passes the batch);
+* fail-stop: after a refused or unknown call every later append is refused; the node reloads the
+  partition (at a new epoch) or gives it up. A fenced call is `PartitionFenced` (a `NotLeader`:
+  NOT_LEADER_OR_FOLLOWER), anything else `PartitionWriteFailed` (KAFKA_STORAGE_ERROR, retriable).
+
+Reads are served from memory: `load_partition` (partition_rows.py) reads every batch from the log
+start when the lease is taken (see docs/compat.md: a bounded tail with reads of older batches from
+PostgreSQL is left for later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import asyncpg
+
+from kcoord.cluster.migrations import FENCED_SQLSTATE
+from kcoord.cluster.partition_rows import APPEND_SQL, TRIM_SQL, append_args
+from kcoord.partition_log import PartitionConfig, ProducerStateRow
+from kcoord.partition_log.log import PRODUCER_ID_EXPIRATION_MS
+from kcoord.partition_log.producers import CompletedTxn, ProducerEntry, ProducerStates
+from kcoord.partition_log.results import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, NotLeader, ReadResult
+from kcoord.partition_log.stamp import stamp
+from kcoord.partition_log.txn_index import AbortedTxn, collect_aborted
+from kcoord.partition_log.validation import (
+    AppendError,
+    DuplicateAppend,
+    ValidatedAppend,
+    check_append,
+    marker_append,
+)
+from kcoord.protocol.record_batch import EndTransactionMarker, iter_records
+
+__all__ = ["PartitionFenced", "PartitionWriteFailed", "PgPartitionLog", "StoredBatch"]
+
+_UNKNOWN_OUTCOME = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError)
+
+
+class PartitionFenced(NotLeader):
+    """PostgreSQL refused the write: another node leads the partition (or this log was closed)."""
+
+
+class PartitionWriteFailed(Exception):
+    """A write PostgreSQL did not commit for another reason (its outcome may be unknown)."""
+
+    def __init__(self, message: str, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        """PostgreSQL's refusal (OFFSET_MISMATCH_SQLSTATE: memory and table disagree), None if unknown."""
+
+
+class StoredBatch(NamedTuple):
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    data: bytes
+
+
+@dataclass(slots=True)
+class _Pending:
+    batch: StoredBatch
+    producer_id: int
+    entry: ProducerEntry | None
+    completed: CompletedTxn | None
+    aborted: AbortedTxn | None
+    append_time_ms: int
+    future: asyncio.Future[AppendResult]
+
+
+class PgPartitionLog:
+    """A partition this node leads at lease `epoch`; `pool` is the node's asyncpg pool."""
+
+    def __init__(
+        self,
+        pool: Any,
+        topic: str,
+        partition: int,
+        epoch: int,
+        config: PartitionConfig,
+        on_failed: Callable[[PgPartitionLog], None] | None = None,
+    ) -> None:
+        self._pool = pool
+        self.topic = topic
+        self.partition = partition
+        self.epoch = epoch
+        self.config = config
+        self._on_failed = on_failed
+        self.log_start_offset = 0
+        self.high_watermark = 0
+        self.log_end_offset = 0
+        self.producers = ProducerStates()
+        self._batches: list[StoredBatch] = []
+        self._bases: list[int] = []  # base offsets of `_batches`, for bisect
+        self._aborted: list[AbortedTxn] = []  # in marker order, so by last offset
+        self._listeners: list[Callable[[], None]] = []
+        self._queue: list[_Pending] = []
+        self._writer: asyncio.Task[None] | None = None
+        self.failure: BaseException | None = None
+        self.calls = 0
+        """`kcoord_partition_append` calls committed (group commit: fewer than appends under load)."""
+
+    def restore(
+        self,
+        log_start: int,
+        log_end: int,
+        batches: list[StoredBatch],
+        producers: dict[int, ProducerEntry],
+        aborted: list[AbortedTxn],
+    ) -> None:
+        """The state `load_partition` read from PostgreSQL; offsets continue from `log_end`."""
+        self.log_start_offset = log_start
+        self.high_watermark = self.log_end_offset = log_end
+        self._batches = batches
+        self._bases = [b.base_offset for b in batches]
+        self.producers.load(producers)
+        self.producers.remove_expired(time.time_ns() // 1_000_000, PRODUCER_ID_EXPIRATION_MS)
+        self._aborted = aborted
+
+    # -- writing ---------------------------------------------------------------------------------------
+    def validate(self, records: bytes, now_ms: int) -> ValidatedAppend | DuplicateAppend | AppendError:
+        return check_append(records, self.config, self.producers, now_ms)
+
+    def append(self, validated: ValidatedAppend, now_ms: int | None = None) -> asyncio.Future[AppendResult]:
+        return self._append(validated, now_ms, None)
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int | None = None,
+    ) -> asyncio.Future[AppendResult] | AppendError:
+        now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        made = marker_append(self.producers, producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        if isinstance(made, AppendError):
+            return made
+        return self._append(made[0], now_ms, made[1])
+
+    def _append(
+        self, validated: ValidatedAppend, now_ms: int | None, marker: EndTransactionMarker | None
+    ) -> asyncio.Future[AppendResult]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[AppendResult] = loop.create_future()
+        if self.failure is not None:
+            future.set_exception(self.failure)
+            return future
+        header = validated.header
+        now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        base = self.log_end_offset
+        data, max_timestamp, append_time = stamp(validated.data, header, base, self.config, now_ms)
+        self.log_end_offset = base + header.last_offset_delta + 1
+        entry, completed = self.producers.stage(header, marker, base, max_timestamp)
+        aborted = None
+        if completed is not None and completed.is_aborted:  # LogSegment.updateTxnIndex
+            last_stable = self.producers.last_stable_at_append(completed)
+            aborted = AbortedTxn(
+                completed.producer_id, completed.first_offset, completed.last_offset, last_stable
+            )
+        batch = StoredBatch(base, self.log_end_offset - 1, max_timestamp, data)
+        self._queue.append(
+            _Pending(batch, header.producer_id, entry, completed, aborted, append_time, future)
+        )
+        if self._writer is None:
+            self._writer = loop.create_task(
+                self._write(), name=f"kcoord-partition-{self.topic}-{self.partition}"
+            )
+        return future
+
+    async def _write(self) -> None:
+        """One call in flight; whatever was appended meanwhile is the next call's."""
+        batch: list[_Pending] = []
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                error = await self._commit(batch)
+                if error is not None:
+                    self._fail(batch, error)
+                    return
+                for pending in batch:
+                    self._written(pending)
+                batch = []
+                self.notify()
+        except BaseException as exc:  # cancelled, or a bug: every append is still answered, once
+            self._fail(batch, PartitionWriteFailed(f"the writer stopped: {exc!r}"))
+            raise
+        finally:
+            self._writer = None
+
+    async def _commit(self, batch: list[_Pending]) -> BaseException | None:
+        rows = [(p.batch, p.producer_id, p.entry, p.aborted) for p in batch]
+        args = append_args(self.topic, self.partition, self.epoch, rows)
+        try:
+            await self._pool.fetchval(APPEND_SQL, *args)
+        except asyncpg.PostgresError as exc:
+            if exc.sqlstate == FENCED_SQLSTATE:
+                return PartitionFenced(f"{self.topic}-{self.partition}: epoch {self.epoch} fenced: {exc}")
+            message = f"{self.topic}-{self.partition}: PostgreSQL refused the batch: {exc}"
+            return PartitionWriteFailed(message, exc.sqlstate)
+        except _UNKNOWN_OUTCOME as exc:
+            return PartitionWriteFailed(f"{self.topic}-{self.partition}: outcome unknown: {exc!r}")
+        self.calls += 1
+        return None
+
+    def _written(self, pending: _Pending) -> None:
+        batch = pending.batch
+        self._batches.append(batch)
+        self._bases.append(batch.base_offset)
+        self.high_watermark = batch.last_offset + 1
+        if pending.entry is not None:
+            self.producers.make_durable(pending.producer_id, pending.entry, pending.completed)
+        if pending.aborted is not None:
+            self._aborted.append(pending.aborted)
+        pending.future.set_result(
+            AppendResult(batch.base_offset, pending.append_time_ms, self.log_start_offset)
+        )
+
+    def _fail(self, batch: list[_Pending], error: BaseException) -> None:
+        if self.failure is None or isinstance(error, PartitionFenced):
+            self.failure = error
+        queued, self._queue = self._queue, []
+        self.log_end_offset = self.high_watermark
+        self.producers.failed()
+        for pending in batch + queued:
+            if not pending.future.done():
+                pending.future.set_exception(error)
+        if self._on_failed is not None:
+            self._on_failed(self)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._queue) or self._writer is not None
+
+    async def flush(self) -> None:
+        while (writer := self._writer) is not None:
+            await asyncio.shield(writer)
+
+    def abandon(self) -> None:
+        """A crash: the writer stops, nothing queued is written or answered."""
+        self.failure = self.failure or PartitionFenced(f"{self.topic}-{self.partition}: abandoned")
+        self._queue.clear()
+        if self._writer is not None:
+            self._writer.cancel()
+
+    async def close(self) -> None:
+        """Refuse later appends; let those already made settle (the partition is handed over)."""
+        if self.failure is None:
+            self.failure = PartitionFenced(f"{self.topic}-{self.partition}: no longer led here")
+        while (writer := self._writer) is not None:
+            await asyncio.shield(writer)
+
+    # -- reading ---------------------------------------------------------------------------------------
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        self._listeners.append(callback)
+
+    def remove_listener(self, callback: Callable[[], None]) -> None:
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+
+    def notify(self) -> None:
+        for listener in list(self._listeners):
+            listener()
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        return self.producers.first_unstable_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """As PartitionLog.last_stable_offset (UnifiedLog.lastStableOffset)."""
+        first_unstable = self.producers.first_unstable_offset
+        if first_unstable is None or first_unstable >= self.high_watermark:
+            return self.high_watermark
+        return max(first_unstable, self.log_start_offset)
+
+    def read(self, offset: int, max_bytes: int, isolation_level: int = READ_UNCOMMITTED) -> ReadResult | None:
+        """As PartitionLog.read: whole batches from the one holding `offset`, at least one (KIP-74)."""
+        high_watermark, log_start = self.high_watermark, self.log_start_offset
+        if offset < log_start or offset > high_watermark:
+            return None
+        last_stable = self.last_stable_offset
+        committed = isolation_level == READ_COMMITTED
+        limit = last_stable if committed else high_watermark
+        index = bisect.bisect_right(self._bases, offset) - 1
+        if offset >= limit or index < 0:
+            return ReadResult(b"", high_watermark, log_start, last_stable, [] if committed else None)
+        chunks: list[bytes] = []
+        total, end = 0, offset
+        for batch in self._batches[index:]:
+            if batch.base_offset >= limit or (total and total + len(batch.data) > max_bytes):
+                break
+            chunks.append(batch.data)
+            total, end = total + len(batch.data), batch.last_offset + 1
+        aborted = None
+        if committed:
+            first = bisect.bisect_left([t.last_offset for t in self._aborted], offset)
+            aborted = collect_aborted([self._aborted[first:]], offset, end) if total else []
+        return ReadResult(b"".join(chunks), high_watermark, log_start, last_stable, aborted)
+
+    def batch_max_timestamp(self, offset: int) -> int:
+        index = bisect.bisect_right(self._bases, offset) - 1
+        return self._batches[index].max_timestamp if index >= 0 else -1
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """The first record at or after `timestamp` (LogSegment.findOffsetByTimestamp, batch by batch)."""
+        for batch in self._batches:
+            if batch.max_timestamp < timestamp or batch.last_offset < self.log_start_offset:
+                continue
+            for record in iter_records(batch.data):
+                if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
+                    return record.offset, record.timestamp
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        live = [b for b in self._batches if b.last_offset >= self.log_start_offset]
+        if not live:
+            return None
+        best = max(live, key=lambda b: b.max_timestamp)  # the first batch holding the maximum
+        for record in iter_records(best.data):
+            if record.timestamp == best.max_timestamp and record.offset >= self.log_start_offset:
+                return record.offset, record.timestamp
+        return best.last_offset, best.max_timestamp
+
+    # -- transactions and producers --------------------------------------------------------------------
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        return self.producers.has_ongoing_transaction(producer_id)
+
+    def producer_states(self) -> list[ProducerStateRow]:
+        return self.producers.rows()
+
+    def remove_expired_producers(self, now_ms: int) -> None:
+        self.producers.remove_expired(now_ms, PRODUCER_ID_EXPIRATION_MS)
+
+    # -- log start and retention -----------------------------------------------------------------------
+    async def move_log_start(self, offset: int) -> int:
+        """As PartitionLog.move_log_start, fenced by the lease epoch (`kcoord_partition_trim`)."""
+        first_unstable = self.producers.first_unstable_offset
+        if first_unstable is not None:
+            offset = min(offset, first_unstable)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        try:
+            start = int(await self._pool.fetchval(TRIM_SQL, self.topic, self.partition, self.epoch, offset))
+        except asyncpg.PostgresError as exc:
+            if exc.sqlstate == FENCED_SQLSTATE:
+                raise PartitionFenced(f"{self.topic}-{self.partition}: epoch {self.epoch} fenced") from exc
+            raise
+        self.log_start_offset = max(self.log_start_offset, start)
+        keep = bisect.bisect_left([b.last_offset for b in self._batches], self.log_start_offset)
+        del self._batches[:keep], self._bases[:keep]
+        self._aborted = [t for t in self._aborted if t.last_offset >= self.log_start_offset]
+        return self.log_start_offset
+
+    def delete_records(self, before_offset: int) -> asyncio.Future[int]:
+        if before_offset > self.high_watermark:
+            raise ValueError(f"offset {before_offset} is above the high watermark {self.high_watermark}")
+        return asyncio.ensure_future(self.move_log_start(before_offset))
+
+    @property
+    def size(self) -> int:
+        """Bytes of the partition's batches held (DescribeLogDirs' partition_size)."""
+        return sum(len(b.data) for b in self._batches)
+
+    def expired_start(self, now_ms: int) -> int | None:
+        """The log start retention asks for (deleteRetentionMs/SizeBreachedSegments), batch by batch;
+        never past the last stable offset (an open transaction or a write in flight)."""
+        total = self.size
+        bound = self.last_stable_offset
+        start = None
+        for batch in self._batches[:-1]:  # Kafka never deletes the active segment: keep the newest batch
+            if batch.last_offset + 1 > bound:
+                break
+            by_time = (
+                self.config.retention_ms >= 0 and now_ms - batch.max_timestamp > self.config.retention_ms
+            )
+            by_size = (
+                self.config.retention_bytes >= 0 and total - len(batch.data) >= self.config.retention_bytes
+            )
+            if not (by_time or by_size):
+                break
+            total -= len(batch.data)
+            start = batch.last_offset + 1
+        return start if start is not None and start > self.log_start_offset else None

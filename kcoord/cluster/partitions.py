@@ -1,0 +1,206 @@
+"""The partitions one node leads in a cluster: `ClusterPartitions`, the `PartitionStores` port
+(kcoord/partition_log/port.py) that `TopicData` serves the data plane from, over PostgreSQL.
+
+* `lead` takes a partition's lease (`PartitionLeases.acquire`: only when free or expired, with a new
+  epoch) and loads it (`load_partition`); offsets continue from the stored log end.
+* `get` answers a partition only while this node's lease clock says it may (the self-fence: it stops
+  answering from memory before another node can take over); otherwise None, which the handlers
+  answer NOT_LEADER_OR_FOLLOWER (`TopicData.missing`).
+* `renew` extends every lease in one statement; a lost one is dropped at once.
+* `resign` hands a partition over: new appends are refused, those in flight settle, the lease is
+  released so the next leader takes it at once (Kafka's controlled shutdown / reassignment).
+* A log that failed (fenced, or a write whose outcome is unknown) is dropped; `reload` bumps this
+  node's own epoch (fencing whatever may still be in flight) and loads the partition again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kcoord.cluster.leases import PartitionLeases
+from kcoord.cluster.partition_rows import PartitionMoved, load_partition
+from kcoord.cluster.partition_store import PartitionFenced, PgPartitionLog
+from kcoord.partition_log import PartitionConfig
+from kcoord.partition_log.port import PartitionStore, PartitionStores
+from kcoord.storage.faults import FaultPolicy
+
+__all__ = ["ClusterPartitions", "Key"]
+
+log = logging.getLogger("kcoord.cluster.partitions")
+
+Key = tuple[str, int]
+
+# A deleted topic: its rows go, and its lease rows stay with a higher epoch (and no leader), so a
+# leader still appending is fenced and a topic created again under the name starts at offset 0.
+_DELETE_TOPIC = (
+    "DELETE FROM kcoord_partition_batch WHERE topic = $1",
+    "DELETE FROM kcoord_partition_producer WHERE topic = $1",
+    "DELETE FROM kcoord_partition_aborted WHERE topic = $1",
+    "UPDATE kcoord_partition_lease SET leader = NULL, epoch = epoch + 1, expires_at = '-infinity', "
+    "log_start_offset = 0, log_end_offset = 0 WHERE topic = $1",
+)
+
+
+class ClusterPartitions:
+    """The partitions this node leads. `config_of(topic)` gives a topic's configs (`TopicData.
+    partition_config`); `root` is what DescribeLogDirs reports as the log directory."""
+
+    def __init__(
+        self,
+        pool: Any,
+        leases: PartitionLeases,
+        root: Path,
+        config_of: Callable[[str], PartitionConfig],
+        now_ms: Callable[[], int],
+        policy: FaultPolicy | None = None,
+    ) -> None:
+        self._pool = pool
+        self.leases = leases
+        self.root = root
+        self.policy = policy or FaultPolicy()
+        self._config_of = config_of
+        self._now_ms = now_ms
+        self._logs: dict[Key, PgPartitionLog] = {}
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self.failovers = 0
+        """Partitions taken over from another leader or reloaded after a failure (for /metrics)."""
+
+    # -- the PartitionStores port ----------------------------------------------------------------------
+    def get(self, topic: str, partition: int) -> PgPartitionLog | None:
+        found = self._logs.get((topic, partition))
+        if found is None or found.failure is not None or not self.leases.valid((topic, partition)):
+            return None
+        return found
+
+    def ensure(self, topic: str, partition: int, config: PartitionConfig) -> PgPartitionLog | None:
+        """Never creates: whether this node leads a partition is the placement's decision."""
+        found = self.get(topic, partition)
+        if found is not None:
+            found.config = config
+        return found
+
+    def partitions(self) -> list[PgPartitionLog]:
+        return [p for p in self._logs.values() if self.get(p.topic, p.partition) is p]
+
+    async def delete_topic(self, topic: str) -> None:
+        for key in [k for k in self._logs if k[0] == topic]:
+            await self._logs.pop(key).close()
+            self.leases.forget(key)
+        async with self._pool.acquire() as conn, conn.transaction():
+            for sql in _DELETE_TOPIC:
+                await conn.execute(sql, topic)
+
+    def enforce_retention(self) -> None:
+        now = self._now_ms()
+        for plog in self.partitions():
+            plog.remove_expired_producers(now)
+            start = plog.expired_start(now)
+            if start is not None:
+                self._background(plog.move_log_start(start))
+
+    async def close(self) -> None:
+        """Graceful stop: every partition handed over (released, so the next leader needs no TTL)."""
+        for key in list(self._logs):
+            await self.resign(key)
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    @property
+    def pending(self) -> bool:
+        return any(plog.pending for plog in self._logs.values())
+
+    async def flush(self) -> None:
+        for plog in list(self._logs.values()):
+            await plog.flush()
+
+    async def discard(self) -> None:
+        """Let what is in flight settle and stop leading (the leases run out; nothing is released)."""
+        await self.flush()
+        for key in list(self._logs):
+            self._logs.pop(key).failure = PartitionFenced(f"{key[0]}-{key[1]}: discarded")
+            self.leases.forget(key)
+
+    def abandon(self) -> None:
+        for plog in self._logs.values():
+            plog.abandon()
+        self._logs.clear()
+
+    # -- leadership --------------------------------------------------------------------------------------
+    def leads(self, key: Key) -> bool:
+        return self.get(*key) is not None
+
+    def held(self) -> dict[Key, int]:
+        """(topic, partition) -> epoch of every lease held, loaded or not."""
+        return self.leases.held()
+
+    async def lead(self, key: Key) -> PgPartitionLog | None:
+        """Take the partition if it is free or expired, and load it; None if another node holds it."""
+        epoch = await self.leases.acquire(key)
+        if epoch is None:
+            return None
+        self.failovers += 1
+        return await self._load(key, epoch)
+
+    async def reload(self, key: Key) -> PgPartitionLog | None:
+        """A held partition without a usable log: fence our own earlier epoch, then load again."""
+        stale = self._logs.pop(key, None)
+        if stale is not None:
+            await stale.close()
+        epoch = await self.leases.refence(key)
+        if epoch is None:
+            return None
+        self.failovers += 1
+        return await self._load(key, epoch)
+
+    async def _load(self, key: Key, epoch: int) -> PgPartitionLog | None:
+        try:
+            loaded = await load_partition(
+                self._pool, *key, epoch, self._config_of(key[0]), on_failed=self._failed
+            )
+        except PartitionMoved:
+            self.leases.forget(key)
+            return None
+        self._logs[key] = loaded
+        log.info("leading %s-%d at epoch %d from offset %d", *key, epoch, loaded.log_end_offset)
+        return loaded
+
+    async def resign(self, key: Key) -> None:
+        plog = self._logs.pop(key, None)
+        if plog is not None:
+            await plog.close()
+        await self.leases.release(key)
+        log.info("handed %s-%d over", *key)
+
+    async def renew(self) -> set[Key]:
+        """Renew every lease; the partitions lost are dropped (their writers refuse from now on)."""
+        lost = await self.leases.renew()
+        for key in lost:
+            plog = self._logs.pop(key, None)
+            if plog is not None:
+                log.warning("lost the lease of %s-%d (epoch %d): another node leads it", *key, plog.epoch)
+                self._background(plog.close())
+        return lost
+
+    def _failed(self, plog: PgPartitionLog) -> None:
+        key = (plog.topic, plog.partition)
+        if self._logs.get(key) is plog:
+            log.warning("partition %s-%d stopped at epoch %d: %s", *key, plog.epoch, plog.failure)
+            del self._logs[key]  # the placement's next tick reloads it if the lease is still ours
+
+    def _background(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+if TYPE_CHECKING:  # mypy proves both implement the port TopicData serves the data plane from
+
+    def _stores(partitions: ClusterPartitions) -> PartitionStores:
+        return partitions
+
+    def _store(plog: PgPartitionLog) -> PartitionStore:
+        return plog

@@ -1,0 +1,244 @@
+"""A shard's records in PostgreSQL: `ShardRecordLog`, the coordinators' `RecordLog` port
+(`kcoord/coordinator/runtime/ports.py`) for one owned shard, and `load_shard`, its replay source.
+
+The bytes are the local log's: every domain record goes through `persistence.codec.to_storage`
+(the `__consumer_offsets` key and value schemas) into `kcoord_record (shard, type, key, value, lsn)`,
+and `load_shard` hands back `storage.Record`s that `persistence.Replayer.apply` (or `from_storage`)
+reads as it reads a recovered local log. The table holds the newest value of each key, as the local
+log after compaction; a tombstone deletes the row, and `lsn` keeps the order of the newest writes.
+
+Writes (Kafka: `CoordinatorPartitionWriter.append` then the high watermark acknowledging it):
+* group commit: one `kcoord_append` call in flight per shard; appends that arrive meanwhile go
+  into the next call, each append still atomic (one call is one transaction);
+* fenced: the call carries this owner's lease epoch, and PostgreSQL refuses it with SQLSTATE
+  `FENCED_SQLSTATE` once another node took the shard over: `on_done(LeaseLost(...))`;
+* fail-stop: after any failed call the log refuses every later append. A refused or rolled-back
+  batch was undone in memory by the runtime, and appends queued behind it may depend on it; a
+  broken connection leaves the outcome unknown. Either way memory may no longer match the table,
+  so the owner unloads the shard and loads it again (or hands it over): the local log likewise
+  stops the server on a failed fsync. Every append failure answers NOT_COORDINATOR (groups/errors.py).
+* `lsn = epoch << 40 | n`: a new owner's epoch is higher than every earlier one, so its records
+  sort after everything an earlier owner wrote without reading the old counter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import asyncpg
+
+from kcoord import storage
+from kcoord.cluster.migrations import FENCED_SQLSTATE
+from kcoord.cluster.pg import LOAD_TIMEOUT_S
+from kcoord.coordinator.groups.consumer.records import (
+    ConsumerGroupEpoch,
+    ConsumerMemberAssignment,
+    ConsumerMemberSubscription,
+    ConsumerTargetEpoch,
+    ConsumerTargetMember,
+)
+from kcoord.coordinator.groups.records import (
+    GroupMetadataRecord,
+    GroupTombstone,
+    OffsetCommitRecord,
+    OffsetTombstone,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
+)
+from kcoord.coordinator.persistence.codec import AnyRecord, to_storage
+from kcoord.coordinator.runtime.ports import OnDone
+from kcoord.coordinator.transactions.records import TransactionRecord
+
+__all__ = [
+    "LSN_EPOCH_SHIFT",
+    "LeaseLost",
+    "ShardLogError",
+    "ShardLogFailed",
+    "ShardRecordLog",
+    "load_shard",
+    "shard_key",
+]
+
+LSN_EPOCH_SHIFT = 40
+_MAX_EPOCH = (1 << (63 - LSN_EPOCH_SHIFT)) - 1
+_MAX_COUNTER = (1 << LSN_EPOCH_SHIFT) - 1
+
+_APPEND = "SELECT kcoord_append($1, $2, $3::smallint[], $4::bytea[], $5::bytea[], $6::bigint[])"
+_LOAD = "SELECT type, key, value FROM kcoord_record WHERE shard = $1 ORDER BY lsn"
+
+# What a call that did not reach a verdict raises: the connection broke or the pool could not
+# connect (OSError, asyncpg's InterfaceError family), or it timed out.
+_UNKNOWN_OUTCOME = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError)
+
+_GROUP_KEYED = (
+    ConsumerGroupEpoch,
+    ConsumerMemberAssignment,
+    ConsumerMemberSubscription,
+    ConsumerTargetEpoch,
+    ConsumerTargetMember,
+    OffsetCommitRecord,
+    OffsetTombstone,
+    GroupMetadataRecord,
+    GroupTombstone,
+    TxnOffsetCommitRecord,
+    TxnOffsetTombstone,
+)
+
+
+def shard_key(record: AnyRecord) -> str | None:
+    """The id whose shard holds `record` (`shards.shard_of`): the group id of group and offset
+    records (a pending transactional offset belongs to its group, as in Kafka), the transactional
+    id of a transaction's record; None for cluster-wide metadata (topics, producer id blocks, ACLs,
+    SCRAM credentials), which no shard holds."""
+    if isinstance(record, _GROUP_KEYED):
+        return record.group_id
+    if isinstance(record, TransactionRecord):
+        return record.transactional_id
+    return None
+
+
+class ShardLogError(Exception):
+    """An append a `ShardRecordLog` could not make durable; the shard must be reloaded."""
+
+    def __init__(self, shard: int, message: str) -> None:
+        super().__init__(f"shard {shard}: {message}")
+        self.shard = shard
+
+
+class LeaseLost(ShardLogError):
+    """PostgreSQL refused the batch: `epoch` is no longer the shard's (another node took it over).
+    Nothing of the batch was written."""
+
+    def __init__(self, shard: int, epoch: int) -> None:
+        super().__init__(shard, f"lease epoch {epoch} is no longer current: another node owns the shard")
+        self.epoch = epoch
+
+
+class ShardLogFailed(ShardLogError):
+    """Any other failure (database error, broken connection: outcome unknown, or the log closed)."""
+
+    def __init__(self, shard: int, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(shard, message)
+        self.cause = cause
+
+
+_Pending = tuple[list[storage.Record], OnDone]
+
+
+class ShardRecordLog:
+    """The `RecordLog` of one shard owned at lease `epoch`, over an asyncpg `pool`.
+
+    Callbacks run on the event loop, in append order, never inside `append` itself (they are
+    scheduled with `call_soon`), so a refused append is reported in order too.
+    """
+
+    def __init__(self, pool: Any, shard: int, epoch: int) -> None:
+        if not 0 < epoch <= _MAX_EPOCH:
+            raise ValueError(f"epoch {epoch} outside 1..{_MAX_EPOCH}")
+        self._pool = pool
+        self.shard = shard
+        self.epoch = epoch
+        self._counter = 0
+        self._pending: list[_Pending] = []
+        self._task: asyncio.Task[None] | None = None
+        self.failure: ShardLogError | None = None
+        """Set once: every append after it is refused with it."""
+        self.batches = 0
+        """`kcoord_append` calls committed (group commit: fewer than appends under load)."""
+        self.records = 0
+
+    @property
+    def last_lsn(self) -> int:
+        """The lsn of the newest record numbered (committed or in flight); epoch << 40 before any."""
+        return self.epoch << LSN_EPOCH_SHIFT | self._counter
+
+    def append(self, records: Sequence[AnyRecord], on_done: OnDone) -> None:
+        loop = asyncio.get_running_loop()
+        if self.failure is not None:
+            loop.call_soon(on_done, self.failure)
+            return
+        self._pending.append(([to_storage(r) for r in records], on_done))
+        if self._task is None:
+            self._task = loop.create_task(self._write_batches(), name=f"kcoord-shard-{self.shard}-writer")
+
+    async def flush(self) -> None:
+        """Until every append made so far has settled and its `on_done` ran."""
+        while (task := self._task) is not None:
+            await asyncio.shield(task)
+        await asyncio.sleep(0)  # the callbacks the last batch scheduled
+
+    async def close(self) -> None:
+        """Refuse later appends; let those already made settle (the shard is being handed over)."""
+        if self.failure is None:
+            self.failure = ShardLogFailed(self.shard, "the shard's log is closed")
+        await self.flush()
+
+    # -- the writer ------------------------------------------------------------------------------------
+    async def _write_batches(self) -> None:
+        """One call in flight; whatever was appended meanwhile is the next batch."""
+        batch: list[_Pending] = []
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                error = await self._commit(batch)
+                if error is not None:
+                    self._fail(batch, error)
+                    return
+                self._settle(batch, None)
+                batch = []
+        except BaseException as exc:  # cancelled, or a bug: every append is still answered, once
+            self._fail(batch, ShardLogFailed(self.shard, f"the writer stopped: {exc!r}", exc))
+            raise
+        finally:
+            self._task = None
+
+    async def _commit(self, batch: list[_Pending]) -> ShardLogError | None:
+        types: list[int] = []
+        keys: list[bytes] = []
+        values: list[bytes | None] = []
+        for records, _ in batch:
+            for record in records:
+                types.append(record.type)
+                keys.append(record.key)
+                values.append(record.value)
+        if not types:
+            return None
+        if self._counter + len(types) > _MAX_COUNTER:
+            return ShardLogFailed(self.shard, f"2**40 records in epoch {self.epoch}: reload the shard")
+        first = self.epoch << LSN_EPOCH_SHIFT | (self._counter + 1)
+        self._counter += len(types)
+        lsns = list(range(first, first + len(types)))
+        try:
+            await self._pool.fetchval(_APPEND, self.shard, self.epoch, types, keys, values, lsns)
+        except asyncpg.PostgresError as exc:
+            if exc.sqlstate == FENCED_SQLSTATE:
+                return LeaseLost(self.shard, self.epoch)
+            return ShardLogFailed(self.shard, f"PostgreSQL refused the batch: {exc}", exc)
+        except _UNKNOWN_OUTCOME as exc:
+            return ShardLogFailed(self.shard, f"the batch's outcome is unknown: {exc!r}", exc)
+        self.batches += 1
+        self.records += len(types)
+        return None
+
+    def _fail(self, batch: list[_Pending], error: ShardLogError) -> None:
+        if self.failure is None or isinstance(error, LeaseLost):  # the fence's verdict is the news
+            self.failure = error
+        queued, self._pending = self._pending, []
+        self._settle(batch, error)
+        self._settle(queued, error)
+
+    @staticmethod
+    def _settle(batch: list[_Pending], error: BaseException | None) -> None:
+        loop = asyncio.get_running_loop()
+        for _, on_done in batch:
+            loop.call_soon(on_done, error)
+
+
+async def load_shard(pool: Any, shard: int) -> list[storage.Record]:
+    """The shard's records in lsn order, as the storage records a `Replayer` applies. Call it after
+    `ShardLeases.acquire`: the epoch bump committed first, so every batch a previous owner had
+    acknowledged is visible, and none it will ever try again can commit."""
+    rows = await pool.fetch(_LOAD, shard, timeout=LOAD_TIMEOUT_S)
+    return [storage.Record(row[0], row[1], row[2]) for row in rows]

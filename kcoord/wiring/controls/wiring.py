@@ -1,0 +1,157 @@
+"""The test controls' place on the request path: every handler of `ServerContext.handlers` wrapped once
+(only with `--enable-test-controls`; otherwise the table holds the plain handlers and nothing here runs).
+
+The wrapper records the request in the request log, then applies the first armed fault it matches:
+`error` answers the API's error shape instead of running the handler (or, limited to some partitions,
+serves the rest and adds their errors), `delay` runs the request that much later, `disconnect` closes
+the connection without answering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.faults import error_body, merge, split
+from kcoord.wiring.controls.faults import FaultTable, Match
+from kcoord.wiring.controls.names import api_name
+
+__all__ = ["REQUEST_LOG_SIZE", "RequestLog", "wire"]
+
+log = logging.getLogger("kcoord.controls")
+
+REQUEST_LOG_SIZE = 10_000
+
+
+class RequestLog:
+    """The last REQUEST_LOG_SIZE requests, each a JSON-able entry (fixtures.md's request-log entry)."""
+
+    def __init__(self, now_ms: Callable[[], int]) -> None:
+        self._now_ms = now_ms
+        self._entries: collections.deque[dict[str, Any]] = collections.deque(maxlen=REQUEST_LOG_SIZE)
+        self._seq = itertools.count(1)
+
+    def begin(self, api_key: int, meta: RequestMeta, respond: Respond) -> dict[str, Any]:
+        slot = getattr(respond, "__self__", None)  # the connection's response slot (None: acks=0)
+        conn = getattr(slot, "conn", None)
+        entry: dict[str, Any] = {
+            "seq": next(self._seq),
+            "at_ms": self._now_ms(),
+            "api": api_name(api_key),
+            "api_key": api_key,
+            "api_version": meta.api_version,
+            "correlation_id": getattr(slot, "correlation_id", None),
+            "client_id": meta.client_id,
+            "peer": None if conn is None else conn.peer,
+            "duration_ms": None,
+            "error_codes": [],
+            "fault": None,
+        }
+        self._entries.append(entry)
+        return entry
+
+    def since(self, seq: int) -> list[dict[str, Any]]:
+        return [dict(e) for e in self._entries if e["seq"] > seq]
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._seq = itertools.count(1)
+
+
+def _error_codes(body: object, found: set[int]) -> None:
+    if isinstance(body, dict):
+        for key, value in body.items():
+            if isinstance(value, int) and key.endswith("error_code"):
+                if value:
+                    found.add(value)
+            elif isinstance(value, list | dict):
+                _error_codes(value, found)
+    elif isinstance(body, list):
+        for item in body:
+            if isinstance(item, list | dict):
+                _error_codes(item, found)
+
+
+def _logged(entry: dict[str, Any], respond: Respond) -> Respond:
+    started = time.perf_counter()
+
+    def answered(body: dict[str, object]) -> None:
+        entry["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        found: set[int] = set()
+        _error_codes(body, found)
+        entry["error_codes"] = sorted(found)
+        respond(body)
+
+    return answered
+
+
+def wire(ctx: ServerContext, plain: dict[int, Handler], faults: FaultTable, requests: RequestLog) -> None:
+    """Wrap every handler of `ctx.handlers` (the table the connections read) once."""
+    loop = asyncio.get_running_loop()
+    for api_key, handler in plain.items():
+        ctx.handlers[api_key] = _wrapper(api_key, handler, faults, requests, loop)
+
+
+def _wrapper(
+    api_key: int, plain: Handler, faults: FaultTable, requests: RequestLog, loop: asyncio.AbstractEventLoop
+) -> Handler:
+    def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        entry = requests.begin(api_key, meta, respond)
+        original, respond = respond, _logged(entry, respond)
+        match = faults.take(api_key, meta.api_version, req, ctx.topics.name_for_id) if faults.armed else None
+        delay_ms = faults.latency_ms.get(api_key, 0)
+        if match is None:
+            run: Callable[[], None] = lambda: plain(ctx, req, meta, respond)  # noqa: E731
+        else:
+            fault = match.fault
+            entry["fault"] = fault.id
+            log.info("test control: fault %d (%s) on %s", fault.id, fault.kind, api_name(api_key))
+            if fault.kind == "disconnect":
+                _disconnect(original)
+                return
+            if fault.kind == "delay":
+                delay_ms += fault.ms or 0
+                run = lambda: plain(ctx, req, meta, respond)  # noqa: E731
+            else:
+                run = _failing(api_key, plain, ctx, req, meta, respond, match)
+        if delay_ms:
+            loop.call_later(delay_ms / 1000, run)
+        else:
+            run()
+
+    return handle
+
+
+def _failing(
+    api_key: int,
+    plain: Handler,
+    ctx: ServerContext,
+    req: Request,
+    meta: RequestMeta,
+    respond: Respond,
+    match: Match,
+) -> Callable[[], None]:
+    assert match.fault.error is not None
+    code, version = int(match.fault.error), meta.api_version
+    if match.failed is None:
+        return lambda: respond(error_body(api_key, version, req, code))
+    rest, failed = split(api_key, version, req, match.failed, ctx.topics.name_for_id)
+
+    def served(body: dict[str, object]) -> None:
+        respond(merge(api_key, version, body, failed, code))
+
+    return lambda: plain(ctx, rest, meta, served)
+
+
+def _disconnect(respond: Respond) -> None:
+    """Close the request's connection without answering it (Produce acks=0 has no slot: no answer
+    either way, the connection stays)."""
+    conn = getattr(getattr(respond, "__self__", None), "conn", None)
+    if conn is not None:
+        conn.abort("test control: disconnect fault")
