@@ -12,12 +12,13 @@ from functools import partial
 from typing import Any
 
 from kcoord.protocol import construct_codec
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.frames import decode_request, encode_request, encode_response
 from kcoord.protocol.messages.fetch import FETCH_RESPONSE
 from kcoord.protocol.messages.heartbeat import HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE
 from kcoord.protocol.messages.join_group import JOIN_GROUP_REQUEST
 from kcoord.protocol.messages.offset_commit import OFFSET_COMMIT_REQUEST
-from kcoord.protocol.schema import Schema, codec_for
+from kcoord.protocol.schema import Schema
 
 METADATA_60 = bytes(range(60))
 CASES: list[tuple[str, Schema, int, dict[str, Any]]] = [

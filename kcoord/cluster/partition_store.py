@@ -16,7 +16,7 @@ The pure parts are partition_log's own: the batch checks and producer checks (`c
   partition (at a new epoch) or gives it up. A fenced call is `PartitionFenced` (a `NotLeader`:
   NOT_LEADER_OR_FOLLOWER), anything else `PartitionWriteFailed` (KAFKA_STORAGE_ERROR, retriable).
 
-Reads are served from memory: `load_partition` (partition_rows.py) reads every batch from the log
+Reads are served from memory: `load_partition` (partition_load.py) reads every batch from the log
 start when the lease is taken (see docs/compat.md: a bounded tail with reads of older batches from
 PostgreSQL is left for later).
 """
@@ -28,12 +28,12 @@ import bisect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import asyncpg
 
 from kcoord.cluster.migrations import FENCED_SQLSTATE
-from kcoord.cluster.partition_rows import APPEND_SQL, TRIM_SQL, append_args
+from kcoord.cluster.partition_rows import APPEND_SQL, TRIM_SQL, StoredBatch, append_args
 from kcoord.partition_log import PartitionConfig, ProducerStateRow
 from kcoord.partition_log.log import PRODUCER_ID_EXPIRATION_MS
 from kcoord.partition_log.producers import CompletedTxn, ProducerEntry, ProducerStates
@@ -65,13 +65,6 @@ class PartitionWriteFailed(Exception):
         super().__init__(message)
         self.sqlstate = sqlstate
         """PostgreSQL's refusal (OFFSET_MISMATCH_SQLSTATE: memory and table disagree), None if unknown."""
-
-
-class StoredBatch(NamedTuple):
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    data: bytes
 
 
 @dataclass(slots=True)

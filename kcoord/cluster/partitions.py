@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kcoord.cluster.leases import PartitionLeases
-from kcoord.cluster.partition_rows import PartitionMoved, load_partition
+from kcoord.cluster.partition_load import load_partition
+from kcoord.cluster.partition_rows import PartitionMoved
 from kcoord.cluster.partition_store import PartitionFenced, PgPartitionLog
 from kcoord.partition_log import PartitionConfig
 from kcoord.partition_log.port import PartitionStore, PartitionStores

@@ -17,8 +17,8 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kcoord.pipeline import cluster_reader, columnar, reader
-from kcoord.pipeline.source import ARROW_SCHEMA, rows_batch
-from kcoord.pipeline.topic_source import TopicReader, rows_batches
+from kcoord.pipeline.columnar import ARROW_SCHEMA, rows_batch
+from kcoord.pipeline.topic_batches import FilteredTopicReader, rows_batches
 from kcoord.storage import framing
 
 
@@ -72,17 +72,17 @@ class RangeInput(InputPartition):
         self.part = part
 
 
-class ClusterTopicReader(TopicReader):
+class ClusterTopicReader(FilteredTopicReader):
     """format("kcoord-topic").option("cluster", DSN): filters pushed down as for a data directory
-    (TopicReader.pushFilters), then planned as batch ranges."""
+    (FilteredTopicReader.pushFilters), then planned as batch ranges."""
 
     def __init__(self, dsn: str, offsets_per_part: int | None = None) -> None:
-        super().__init__("")
+        super().__init__()
         self.dsn = dsn
         self.offsets_per_part = offsets_per_part or cluster_reader.OFFSETS_PER_PART
         cluster_reader.partition_ends(dsn)  # a cluster without partitions fails at planning, in one line
 
-    def partitions(self) -> list[RangeInput]:  # type: ignore[override]
+    def partitions(self) -> list[RangeInput]:
         parts = cluster_reader.plan_batches(self.dsn, self.bounds, self.offsets_per_part)
         return [RangeInput(part) for part in parts] or [RangeInput(None)]
 

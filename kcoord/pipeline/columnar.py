@@ -19,7 +19,8 @@ lengths) is left to the per-row path, which decodes it with the schemas themselv
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -212,3 +213,20 @@ def _batch(buf: _Bytes, f: dict[str, Ints]) -> pa.RecordBatch:
 
 def _cast(array: pa.Array, type_: pa.DataType) -> pa.Array:
     return array if array.type == type_ else array.cast(type_)
+
+
+def rows_batch(rows: Iterable[tuple[Any, ...]]) -> pa.RecordBatch:
+    """Decoded rows (tuples in reader.COLUMNS order, ARROW_SCHEMA's) as one Arrow batch of ARROW_SCHEMA."""
+    columns: list[list[Any]] = [[] for _ in ARROW_SCHEMA]
+    for row in rows:
+        for column, cell in zip(columns, row, strict=True):
+            column.append(cell)
+    arrays = [_array(column, field.type) for column, field in zip(columns, ARROW_SCHEMA, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+
+
+def _array(column: list[Any], type_: pa.DataType) -> pa.Array:
+    # Offset-commit rows leave half the columns empty: an all-null column costs nothing to build.
+    if column.count(None) == len(column):
+        return pa.nulls(len(column), type=type_)
+    return pa.array(column, type=type_)

@@ -7,13 +7,14 @@ are decoded column-wise (kcoord/pipeline/columnar.py); the few other records row
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kcoord.pipeline import columnar, reader
+from kcoord.pipeline.columnar import rows_batch
 
 ARROW_SCHEMA = columnar.ARROW_SCHEMA
 MEMBER = columnar.MEMBER
@@ -56,23 +57,6 @@ def to_batches(raws: Sequence[reader.Raw]) -> Iterator[pa.RecordBatch]:
 
 def _batch(raws: Sequence[reader.Raw]) -> pa.RecordBatch:
     return rows_batch(reader.decode_row_tuple(raw) for raw in raws)
-
-
-def rows_batch(rows: Iterable[tuple[Any, ...]]) -> pa.RecordBatch:
-    """Decoded rows (tuples in reader.COLUMNS order) as one Arrow batch of ARROW_SCHEMA."""
-    columns: list[list[Any]] = [[] for _ in reader.COLUMNS]
-    for row in rows:
-        for column, cell in zip(columns, row, strict=True):
-            column.append(cell)
-    arrays = [_array(column, field.type) for column, field in zip(columns, ARROW_SCHEMA, strict=True)]
-    return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
-
-
-def _array(column: list[Any], type_: pa.DataType) -> pa.Array:
-    # Offset-commit rows leave half the columns empty: an all-null column costs nothing to build.
-    if column.count(None) == len(column):
-        return pa.nulls(len(column), type=type_)
-    return pa.array(column, type=type_)
 
 
 class KcoordReader(DataSourceReader):

@@ -11,8 +11,9 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.errors import DecodeError
-from kcoord.protocol.schema import Field, Schema, array, codec_for
+from kcoord.protocol.schema import Field, Schema, array
 from kcoord.protocol.types import INT32, NULLABLE_BYTES, NULLABLE_STRING, STRING
 
 SUBSCRIPTION_VERSIONS = range(0, 4)

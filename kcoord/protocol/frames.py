@@ -13,8 +13,9 @@ import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from kcoord.protocol.codecs import Codec, codec_for
 from kcoord.protocol.errors import DecodeError, FrameTooLarge, UnsupportedVersion
-from kcoord.protocol.schema import Codec, Schema, codec_for
+from kcoord.protocol.schema import Schema
 from kcoord.protocol.types import decode_uvarint, encode_uvarint
 
 DEFAULT_MAX_FRAME_BYTES = 104857600  # Kafka's socket.request.max.bytes

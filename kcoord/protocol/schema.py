@@ -4,7 +4,7 @@
           tag=None, tagged_since=None)
     array(item)                      # item: a primitive or a nested Schema
     Schema(name, fields, api_key=None, versions=None, flexible_since=None)
-    codec_for(schema, version)       # cached Codec with .parse(bytes) -> dict and .build(mapping) -> bytes
+    codec_for(schema, version)       # (kcoord.protocol.codecs) cached: .parse(bytes), .build(mapping)
 
 Messages are plain dicts keyed by the field names (Kafka's JSON field names in snake_case). A decoded
 message holds every field of the schema; fields the version does not carry hold their default.
@@ -12,7 +12,6 @@ message holds every field of the schema; fields the version does not carry hold 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,33 +106,3 @@ def fresh_default(value: Any) -> Any:
     if isinstance(value, list):
         return [fresh_default(v) for v in value]
     return value
-
-
-@dataclass(frozen=True, eq=False)
-class Codec:
-    """The derived codec of one schema at one version."""
-
-    schema: Schema
-    version: int
-    parse: Callable[[bytes], dict[str, Any]]
-    # (message, bytes consumed): for formats that newer peers extend by appending (ConsumerProtocol).
-    parse_prefix: Callable[[bytes], tuple[dict[str, Any], int]]
-    build: Callable[[Mapping[str, Any]], bytes]
-    source: str
-
-
-_CODECS: dict[tuple[Schema, int], Codec] = {}
-
-
-def codec_for(schema: Schema, version: int) -> Codec:
-    """The codec for `schema` at `version`, generated once and cached."""
-    key = (schema, version)
-    codec = _CODECS.get(key)
-    if codec is None:
-        from kcoord.protocol.codegen import generate  # codegen needs Schema/Field from this module
-
-        if schema.versions is not None and version not in schema.versions:
-            raise ValueError(f"{schema.name} has no version {version}")
-        codec = Codec(schema, version, **generate(schema, version))
-        _CODECS[key] = codec
-    return codec

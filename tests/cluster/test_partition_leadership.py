@@ -24,7 +24,7 @@ from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import ElectionType, Outcome, TopicPartition
 from kcoord.cluster.leadership import ClusterLeadership
 from kcoord.cluster.leases import PartitionLeases
-from kcoord.cluster.partition_rows import load_partition
+from kcoord.cluster.partition_load import load_partition
 from kcoord.cluster.partition_store import PartitionWriteFailed, PgPartitionLog
 from kcoord.cluster.partitions import ClusterPartitions, Key
 from kcoord.cluster.placement import (

@@ -17,7 +17,8 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 
 from kcoord.cluster.leases import PartitionLeases
 from kcoord.cluster.migrations import OFFSET_MISMATCH_SQLSTATE
-from kcoord.cluster.partition_rows import APPEND_SQL, PartitionMoved, append_args, load_partition
+from kcoord.cluster.partition_load import load_partition
+from kcoord.cluster.partition_rows import APPEND_SQL, PartitionMoved, append_args
 from kcoord.cluster.partition_store import PartitionFenced, PartitionWriteFailed, PgPartitionLog
 from kcoord.partition_log import (
     READ_COMMITTED,
@@ -225,7 +226,7 @@ async def test_the_append_function_checks_the_epoch_in_sql(pool: Any) -> None:
     await lead(pool, 2)
     stale = log.read(0, 1 << 20)
     assert stale is not None
-    from kcoord.cluster.partition_store import StoredBatch
+    from kcoord.cluster.partition_rows import StoredBatch
 
     row = (StoredBatch(1, 1, NOW, stale.records), -1, None, None)
     with pytest.raises(asyncpg.PostgresError) as refused:

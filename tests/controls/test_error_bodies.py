@@ -7,9 +7,9 @@ import pytest
 from kcoord.broker.apis import HANDLERS
 from kcoord.broker.faults import error_body, merge, request_partitions, split
 from kcoord.protocol.api_versions_table import SERVED_VERSIONS
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.frames import decode_response, encode_response
 from kcoord.protocol.messages import REQUEST_SCHEMAS
-from kcoord.protocol.schema import codec_for
 
 NOT_COORDINATOR = 16
 

@@ -220,7 +220,7 @@ def test_column_wise_rows_equal_the_row_wise_decode() -> None:
     import pyarrow as pa
 
     from kcoord.pipeline.cluster_source import raws_batches
-    from kcoord.pipeline.source import rows_batch
+    from kcoord.pipeline.columnar import rows_batch
 
     records = [_commit(f"g{i % 3}", i, 10 * i, -1 if i == 3 else NOW + i) for i in range(40)]
     records += [_group("g0", 4), OffsetTombstone("g1", "events", 1)]

@@ -9,9 +9,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.messages import REQUEST_SCHEMAS
-from kcoord.protocol.schema import Schema, codec_for
+from kcoord.protocol.schema import Schema
 from tests.protocol.test_messages_roundtrip import message_strategy
 
 REQUEST_VERSIONS = [

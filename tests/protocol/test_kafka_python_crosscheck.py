@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.api_message import ApiMessage
 
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
-from kcoord.protocol.schema import Schema, codec_for
+from kcoord.protocol.schema import Schema
 from tests.protocol.test_messages_roundtrip import array_item, message_strategy, present
 
 

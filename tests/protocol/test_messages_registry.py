@@ -1,8 +1,8 @@
 """The registry and the ApiVersions table agree with the schemas."""
 
 from kcoord.protocol.api_versions_table import SERVED_VERSIONS
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
-from kcoord.protocol.schema import codec_for
 
 
 def test_every_served_version_is_defined_for_request_and_response() -> None:

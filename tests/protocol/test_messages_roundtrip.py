@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kcoord.protocol import types as t
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
-from kcoord.protocol.schema import Field, Schema, array, codec_for
+from kcoord.protocol.schema import Field, Schema, array
 
 _INT_RANGES = {
     id(t.INT8): (-(2**7), 2**7 - 1),

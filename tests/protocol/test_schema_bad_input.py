@@ -15,12 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kcoord.protocol import construct_codec
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.consumer_protocol import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.frames import decode_request, decode_response, encode_request
 from kcoord.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
 from kcoord.protocol.messages import records as rec
-from kcoord.protocol.schema import Schema, codec_for
+from kcoord.protocol.schema import Schema
 from tests.protocol.test_messages_roundtrip import message_strategy
 
 RECORD_SCHEMAS = [

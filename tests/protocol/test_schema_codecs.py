@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from kcoord.protocol import construct_codec
 from kcoord.protocol import types as t
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.consumer_protocol import CONSUMER_PROTOCOL_ASSIGNMENT, CONSUMER_PROTOCOL_SUBSCRIPTION
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
-from kcoord.protocol.schema import Field, Schema, array, codec_for
+from kcoord.protocol.schema import Field, Schema, array
 from tests.protocol.test_messages_roundtrip import message_strategy
 
 ALL = [

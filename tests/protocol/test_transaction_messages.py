@@ -9,8 +9,8 @@ import struct
 
 from kafka.protocol.metadata import ApiVersionsResponse as KpApiVersionsResponse
 
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
-from kcoord.protocol.schema import codec_for
 
 ADD_PARTITIONS_TO_TXN, END_TXN, WRITE_TXN_MARKERS, DESCRIBE_PRODUCERS, API_VERSIONS = 24, 26, 27, 61, 18
 

@@ -21,9 +21,10 @@ import struct
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.messages import consumer_group_records as cg
-from kcoord.protocol.schema import Field, Schema, array, codec_for
+from kcoord.protocol.schema import Field, Schema, array
 from kcoord.protocol.types import BYTES, INT8, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID
 
 OFFSET_COMMIT_KEY = Schema(
