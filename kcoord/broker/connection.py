@@ -25,13 +25,13 @@ from typing import cast
 from kcoord.broker.apis import HANDLERS, api_versions, produce
 from kcoord.broker.context import RequestMeta, Respond, ServerContext
 from kcoord.broker.listener import PLAINTEXT_LISTENER, ListenerSetup
+from kcoord.broker.request_stats import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY
 from kcoord.broker.sasl_gate import COMPLETE, SASL_HANDSHAKE, Outcome, SaslGate
 from kcoord.broker.security.principal import ANONYMOUS, KafkaPrincipal
 from kcoord.broker.security.ssl_principal import NoMatchingRule
 from kcoord.broker.security.tls import ssl_principal
 from kcoord.protocol.errors import DecodeError, UnsupportedVersion
 from kcoord.protocol.frames import FrameSplitter, FrameTooLarge, decode_request, encode_response
-from kcoord.wiring.metrics import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY
 
 __all__ = ["Connection"]
 

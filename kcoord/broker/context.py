@@ -20,9 +20,9 @@ from kcoord.wiring.config import Config, HostPort
 
 if TYPE_CHECKING:
     from kcoord.broker.markers import TxnMarkers
+    from kcoord.broker.request_stats import RequestStats
     from kcoord.broker.security.acls_store import AclStore
     from kcoord.broker.security.authorizer import StandardAuthorizer
-    from kcoord.wiring.metrics import RequestStats
 
 __all__ = ["Brokers", "DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
 

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from kcoord.broker.request_stats import Histogram
 from kcoord.coordinator.groups.controls import TestControlError
 from kcoord.coordinator.groups.state import GroupState
 from kcoord.wiring.metrics import (
     APPEND_SAMPLE_EVERY,
     STORAGE_BUCKETS,
     GroupEvents,
-    Histogram,
     SampledHistogram,
     rebalance_reason_label,
 )
@@ -134,7 +134,7 @@ def test_offset_commit_partition_errors_are_counted_by_code_once_each(h: Harness
 
     from kcoord.broker.apis import offset_commit
     from kcoord.broker.context import RequestMeta
-    from kcoord.wiring.metrics import RequestStats
+    from kcoord.broker.request_stats import RequestStats
     from tests.unit.fakes import Reply
 
     class Topics:

@@ -39,7 +39,7 @@ class StorageRecordLog:
 
     def __init__(self) -> None:
         self._log: Any = None
-        # A histogram with `observe(seconds)` and `sampled()` (coordinator.metrics.SampledHistogram)
+        # A histogram with `observe(seconds)` and `sampled()` (kcoord.wiring.metrics.SampledHistogram)
         # when metrics are on: only the appends it picks are timed.
         self.append_seconds: Any = None
 
