@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DATA_DIR ?= ./data
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean architecture
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ lint: $(STAMP)
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
+
+# docs/architecture.md's picture, arrows and contracts table, from the import graph (needs Graphviz's dot).
+architecture: $(STAMP)
+	$(BIN)/python docs/gen/architecture.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
