@@ -12,9 +12,9 @@ from __future__ import annotations
 from kcoord.broker import authz
 from kcoord.broker.apis.unknown_partitions import Topics, merge_topics, split_unknown
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.offset_api import CommitErrors, CommitRequest, PartitionCommit
+from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.wiring.metrics import OFFSET_COMMIT, RequestStats
 
 __all__ = ["commit_request", "handle"]
