@@ -1,4 +1,6 @@
-"""Replay: recovered storage records fed to their owners (groups and offsets, topics, producer ids)."""
+"""Replay: recovered storage records fed to their owners (groups and offsets, transactions, and the
+metadata tenant's topics, producer ids, ACLs and SCRAM credentials), through the `apply` each owner
+sets as its runtime's (`CoordinatorRuntime.apply`)."""
 
 from __future__ import annotations
 
