@@ -25,8 +25,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kcoord.broker.topics import TopicRecord
 from kcoord.coordinator.groups.records import OffsetCommitRecord
+from kcoord.coordinator.metadata import TopicRecord
 from kcoord.coordinator.persistence import from_storage, to_storage
 from kcoord.storage import FileOps, LogConfig, framing, recovery
 from kcoord.storage.files import encode_segment_header, segment_name

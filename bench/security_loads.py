@@ -27,8 +27,8 @@ from bench.coordinator import (
 )
 from bench.dataplane import MIB, run_role
 from bench.dataplane import create_topic as create_topic_with_librdkafka
-from kcoord.broker.security.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 from kcoord.client_cli.sasl_client import ScramClient, salted_password
+from kcoord.coordinator.metadata.acl_model import AclOperation, AclPermissionType, PatternType, ResourceType
 from tests.kcoord_process import ServerProcess
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, CREATE_ACLS = 18, 17, 36, 30

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from kcoord.broker.context import RequestMeta, ServerContext
-from kcoord.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.broker.security.authorizer import SUPPORTED_OPERATIONS, StandardAuthorizer
+from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 
 __all__ = [
     "allowed",

@@ -9,20 +9,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kcoord.broker.security import ANONYMOUS, KafkaPrincipal
-from kcoord.broker.security.credentials import ScramCredentials
-from kcoord.broker.topics import TopicRegistry
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership
 from kcoord.coordinator.groups.manager import GroupManager
-from kcoord.coordinator.producer_ids import ProducerIds
+from kcoord.coordinator.metadata import TopicRegistry
+from kcoord.coordinator.metadata.producer_ids import ProducerIds
+from kcoord.coordinator.metadata.scram_credentials import ScramCredentials
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.wiring.config import Config, HostPort
 
 if TYPE_CHECKING:
     from kcoord.broker.markers import TxnMarkers
     from kcoord.broker.request_stats import RequestStats
-    from kcoord.broker.security.acls_store import AclStore
     from kcoord.broker.security.authorizer import StandardAuthorizer
+    from kcoord.coordinator.metadata.acl_store import AclStore
 
 __all__ = ["Brokers", "DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
 
@@ -147,7 +147,7 @@ class ServerContext:
     # `ctx.authorizer is None` first, so the default path pays one attribute test per check
     # (kcoord/broker/authz.py has the calls; the ACL APIs write through `acls`).
     authorizer: StandardAuthorizer | None = None
-    acls: AclStore | None = None
+    acls: AclStore[StandardAuthorizer] | None = None
     # -- listeners (issue 25): listener name -> the endpoint it advertises (Metadata, FindCoordinator,
     # DescribeCluster answer with the listener the request came in on); empty = `advertised` for all.
     endpoints: dict[str, HostPort] = field(default_factory=dict)

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcoord.broker.sasl_gate import SaslSetup
-from kcoord.broker.security.credentials import ScramCredentials
 from kcoord.broker.security.listeners import Listener
 from kcoord.broker.security.oauth import JwksKeys, OAuthBearerServer, TokenValidator
 from kcoord.broker.security.sasl import MechanismServer, PlainServer, load_plain_users, parse_plain_users
 from kcoord.broker.security.scram import CredentialLookup, ScramServer
 from kcoord.broker.security.ssl_principal import SslPrincipalMapper
 from kcoord.broker.security.tls import TlsFiles, TlsServer
+from kcoord.coordinator.metadata.scram_credentials import ScramCredentials
 from kcoord.wiring.config import Config
 
 __all__ = ["PLAINTEXT_LISTENER", "ListenerSetup", "Security"]

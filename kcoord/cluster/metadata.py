@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kcoord import storage
-from kcoord.broker.topics import TopicExists, TopicRecord
 from kcoord.cluster.migrations import IDENTITY_TAKEN_SQLSTATE
+from kcoord.coordinator.metadata import TopicExists, TopicRecord
+from kcoord.coordinator.metadata.producer_ids import BLOCK_SIZE, ProducerIdBlock, ProducerIds
 from kcoord.coordinator.persistence.codec import AnyRecord, to_storage
-from kcoord.coordinator.producer_ids import BLOCK_SIZE, ProducerIdBlock, ProducerIds
 from kcoord.coordinator.runtime.ports import OnDone
 
 __all__ = ["METADATA_CHANNEL", "ClusterProducerIds", "MetadataLog"]
@@ -101,7 +101,10 @@ def _bytes(value: Any) -> bytes | None:
 
 
 class ClusterProducerIds(ProducerIds):
-    """`ProducerIds` whose blocks come from PostgreSQL's `kcoord_producer_id_block` sequence."""
+    """`ProducerIds` whose blocks come from PostgreSQL's `kcoord_producer_id_block` sequence.
+
+    It writes no record, so nothing goes through the runtime: a block is a number drawn from the
+    sequence, durable once drawn (the sequence never hands it out again)."""
 
     def __init__(self, pool: Any) -> None:
         super().__init__(_NoBlockLog())
@@ -118,18 +121,11 @@ class ClusterProducerIds(ProducerIds):
             number = int(await self._pool.fetchval(_NEXT_BLOCK))
         except Exception as exc:
             log.error("producer id block: %r", exc)
-            waiting, self._waiting = self._waiting, []
-            for done in waiting:
-                done(None, exc)
+            self._fail_waiting(exc)
             return
         self._next, self._block_end = number * BLOCK_SIZE, (number + 1) * BLOCK_SIZE
         log.info("producer id block %d-%d", self._next, self._block_end - 1)
-        waiting, self._waiting = self._waiting, []
-        for done in waiting:
-            if self._next < self._block_end:
-                done(self._take(), None)
-            else:
-                self.allocate(done)
+        self._serve_waiting()
 
 
 class _NoBlockLog:

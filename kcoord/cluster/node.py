@@ -33,9 +33,7 @@ from typing import Any
 from kcoord import storage
 from kcoord.broker.context import ServerContext
 from kcoord.broker.markers import CoordinatorMarkers, TxnMarkers
-from kcoord.broker.security.acls_store import AclStore
-from kcoord.broker.security.credentials import ScramCredentials
-from kcoord.broker.topics import TopicRegistry
+from kcoord.broker.security.authorizer import StandardAuthorizer
 from kcoord.broker.topics.data import TopicData
 from kcoord.cluster.cluster_metrics import ClusterCollector, ClusterSources
 from kcoord.cluster.edge import route_handlers
@@ -53,6 +51,9 @@ from kcoord.cluster.routing import RoutingRecordLog
 from kcoord.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
 from kcoord.cluster.shards import shard_of
 from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.metadata import TopicRegistry
+from kcoord.coordinator.metadata.acl_store import AclStore
+from kcoord.coordinator.metadata.scram_credentials import ScramCredentials
 from kcoord.coordinator.persistence import Replayer
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.storage.faults import FaultPolicy
@@ -185,7 +186,7 @@ class ClusterApp(App):
         super().__init__(config)
         self.num_shards = num_shards
         self._pool: Any = None
-        self._acls: AclStore | None = None
+        self._acls: AclStore[StandardAuthorizer] | None = None
         self._credentials: ScramCredentials | None = None
         self._listen_conn: Any = None
         self._tasks: list[asyncio.Task[None]] = []

@@ -22,16 +22,16 @@ from typing import Any
 
 from kcoord import storage
 from kcoord.broker.markers import CoordinatorMarkers, TxnMarkers
-from kcoord.broker.security.acls_store import AclStore
 from kcoord.broker.security.authorizer import StandardAuthorizer
-from kcoord.broker.security.credentials import ScramCredentials
 from kcoord.broker.timers import AsyncioTimers, SystemClock
-from kcoord.broker.topics import TopicRegistry
 from kcoord.broker.topics.data import TopicData
 from kcoord.coordinator.groups.clock import Clock
 from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.metadata import TopicRegistry
+from kcoord.coordinator.metadata.acl_store import AclStore
+from kcoord.coordinator.metadata.producer_ids import ProducerIds
+from kcoord.coordinator.metadata.scram_credentials import ScramCredentials
 from kcoord.coordinator.persistence import Replayer, StorageRecordLog, storage_config
-from kcoord.coordinator.producer_ids import ProducerIds
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.partition_log import PartitionLogs
 from kcoord.storage.faults import FaultPolicy, StorageFault
@@ -62,7 +62,7 @@ class State:
     transactions: TransactionCoordinator
     data: TopicData
     markers: TxnMarkers
-    acls: AclStore | None
+    acls: AclStore[StandardAuthorizer] | None
     credentials: ScramCredentials
     summary: str
 
@@ -180,7 +180,7 @@ def sweep_trash(config: Config) -> None:
         ).start()
 
 
-def _acl_store(config: Config, record_log: StorageRecordLog) -> AclStore | None:
+def _acl_store(config: Config, record_log: StorageRecordLog) -> AclStore[StandardAuthorizer] | None:
     """Kafka's authorizer.class.name=StandardAuthorizer with super.users and
     allow.everyone.if.no.acl.found; None (no authorizer, the default) otherwise."""
     if config.authorizer != "standard":

@@ -14,16 +14,16 @@ from typing import Any
 import asyncpg
 
 from kcoord.broker.context import RequestMeta
-from kcoord.broker.topics import TopicRecord, TopicRegistry, TopicTombstone
 from kcoord.cluster.edge import request_keys, route_handlers
 from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.metadata import ClusterProducerIds, MetadataLog
 from kcoord.cluster.ownership import ShardState, preferred_owner
 from kcoord.cluster.routing import NotServed, RoutingRecordLog
 from kcoord.cluster.shards import shard_of
+from kcoord.coordinator.metadata import TopicRecord, TopicRegistry, TopicTombstone
+from kcoord.coordinator.metadata.producer_ids import ProducerIds
 from kcoord.coordinator.persistence import Replayer
 from kcoord.coordinator.persistence.codec import from_storage
-from kcoord.coordinator.producer_ids import ProducerIds
 from kcoord.protocol.errors import ErrorCode
 from tests.cluster.helpers import commit, group_in, init
 from tests.kcoord_process import REPO

@@ -19,7 +19,6 @@ import asyncpg
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kcoord.broker.topics import TopicRecord, TopicRegistry
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import ElectionType, Outcome, TopicPartition
 from kcoord.cluster.leadership import ClusterLeadership
@@ -35,6 +34,7 @@ from kcoord.cluster.placement import (
     preferred_leader,
     rendezvous,
 )
+from kcoord.coordinator.metadata import TopicRecord, TopicRegistry
 from kcoord.partition_log import NotLeader, PartitionConfig, ValidatedAppend
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import read_header

@@ -11,7 +11,6 @@ from typing import Any
 import asyncpg
 import pytest
 
-from kcoord.broker.topics import TopicRecord, TopicRegistry
 from kcoord.cluster.leases import ShardLeases
 from kcoord.cluster.migrations import FENCED_SQLSTATE
 from kcoord.cluster.shard_log import (
@@ -30,8 +29,9 @@ from kcoord.coordinator.groups.records import (
     OffsetTombstone,
     TxnOffsetCommitRecord,
 )
+from kcoord.coordinator.metadata import TopicRecord, TopicRegistry
+from kcoord.coordinator.metadata.producer_ids import ProducerIdBlock, ProducerIds
 from kcoord.coordinator.persistence import Replayer, from_storage, to_storage
-from kcoord.coordinator.producer_ids import ProducerIdBlock, ProducerIds
 from kcoord.coordinator.transactions import TransactionRecord
 from tests.cluster.helpers import commit, group_in, init, rows
 from tests.unit.conftest import Harness

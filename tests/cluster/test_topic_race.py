@@ -21,12 +21,12 @@ from typing import Any
 import asyncpg
 import pytest
 
-from kcoord.broker.topics import TopicExists, TopicRecord, TopicRegistry, TopicTombstone
 from kcoord.cluster.metadata import MetadataLog
 from kcoord.cluster.migrations import IDENTITY_TAKEN_SQLSTATE
+from kcoord.coordinator.metadata import TopicExists, TopicRecord, TopicRegistry, TopicTombstone
+from kcoord.coordinator.metadata.producer_ids import ProducerIds
 from kcoord.coordinator.persistence import Replayer
 from kcoord.coordinator.persistence.codec import to_storage
-from kcoord.coordinator.producer_ids import ProducerIds
 from tests.cluster.helpers import init
 from tests.cluster.nodes import Node, init_cluster, nodes, rpc, until
 from tests.server.wire import call, connect

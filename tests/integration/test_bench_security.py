@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.security_loads import ANONYMOUS, bench_acls
-from kcoord.broker.security.acls import PatternType
+from kcoord.coordinator.metadata.acl_model import PatternType
 from tests.kcoord_process import REPO
 
 

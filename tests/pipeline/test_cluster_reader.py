@@ -22,7 +22,6 @@ if not REQUIRED:
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kcoord.broker.topics.records import TopicRecord, TopicTombstone
 from kcoord.cluster.shard_log import LSN_EPOCH_SHIFT
 from kcoord.coordinator.groups.records import (
     GroupMetadataRecord,
@@ -30,6 +29,7 @@ from kcoord.coordinator.groups.records import (
     OffsetCommitRecord,
     OffsetTombstone,
 )
+from kcoord.coordinator.metadata.topic_records import TopicRecord, TopicTombstone
 from kcoord.coordinator.persistence.codec import to_storage
 from kcoord.partition_log import PartitionConfig, PartitionLogs, ValidatedAppend
 from kcoord.pipeline import cluster_reader, cluster_tables, reader, topic_reader

@@ -14,8 +14,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kcoord.broker.topics import TopicRecord
 from kcoord.coordinator.groups.records import OffsetCommitRecord, OffsetTombstone
+from kcoord.coordinator.metadata import TopicRecord
 from kcoord.coordinator.persistence import to_storage
 from kcoord.pipeline import columnar, reader, source
 from kcoord.storage import framing

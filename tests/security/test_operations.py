@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoord.broker.security.scram import salted_password
+from kcoord.coordinator.metadata.scram_formatter import salted_password
 from tests.kcoord_process import CommandProcess, KcoordServer, api_versions_round_trip
 from tests.security.certs import make_pki
 from tests.security.conftest import PASSWORD, USER, Security

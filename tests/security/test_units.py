@@ -17,13 +17,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
 from kcoord.broker.sasl_gate import _session_lifetime_ms
-from kcoord.broker.security.credentials import CredentialRecord, ScramCredentials
 from kcoord.broker.security.listeners import Endpoint, parse_endpoints, resolve_listeners
 from kcoord.broker.security.oauth import JwksKeys, OAuthBearerServer, TokenValidator
 from kcoord.broker.security.sasl import PlainServer, SaslFailure
-from kcoord.broker.security.scram import salted_password
 from kcoord.broker.security.ssl_principal import NoMatchingRule, SslPrincipalMapper
 from kcoord.broker.security.tls import TlsFiles, TlsServer
+from kcoord.coordinator.metadata.scram_credentials import CredentialRecord, ScramCredentials
+from kcoord.coordinator.metadata.scram_formatter import salted_password
 from kcoord.coordinator.persistence.codec import from_storage, render, to_storage
 from kcoord.protocol.errors import ErrorCode
 from kcoord.wiring.config import parse_serve_argv

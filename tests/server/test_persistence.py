@@ -8,15 +8,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kcoord import storage
-from kcoord.broker.security.acls import (
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
-from kcoord.broker.security.acls_store import AclRecord, AclTombstone
-from kcoord.broker.topics import TopicRecord, TopicTombstone
 from kcoord.coordinator.groups.records import (
     GroupMetadataRecord,
     GroupTombstone,
@@ -26,8 +17,17 @@ from kcoord.coordinator.groups.records import (
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
 )
+from kcoord.coordinator.metadata import TopicRecord, TopicTombstone
+from kcoord.coordinator.metadata.acl_model import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from kcoord.coordinator.metadata.acl_store import AclRecord, AclTombstone
+from kcoord.coordinator.metadata.producer_ids import ProducerIdBlock
 from kcoord.coordinator.persistence import from_storage, render, to_storage
-from kcoord.coordinator.producer_ids import ProducerIdBlock
 from kcoord.protocol.messages import records as schemas
 from kcoord.protocol.messages.records import (
     RECORD_TYPES,

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from kcoord.broker.timers import AsyncioTimers
-from kcoord.broker.topics import TopicRecord, TopicRegistry, TopicTombstone, validate_topic_name
-from kcoord.broker.topics.records import (
+from kcoord.coordinator.metadata import TopicRecord, TopicRegistry, TopicTombstone, validate_topic_name
+from kcoord.coordinator.metadata.topic_records import (
     decode_topic_key,
     decode_topic_value,
     encode_topic_key,

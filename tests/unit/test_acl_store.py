@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcoord.broker.security.acls import (
+from kcoord.broker.security.authorizer import StandardAuthorizer
+from kcoord.broker.security.principal import ANONYMOUS
+from kcoord.coordinator.metadata.acl_model import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -13,9 +15,7 @@ from kcoord.broker.security.acls import (
     PatternType,
     ResourceType,
 )
-from kcoord.broker.security.acls_store import AclRecord, AclStore, AclTombstone
-from kcoord.broker.security.authorizer import StandardAuthorizer
-from kcoord.broker.security.principal import ANONYMOUS
+from kcoord.coordinator.metadata.acl_store import AclRecord, AclStore, AclTombstone
 from tests.unit.fakes import MemoryRecordLog
 
 READ_T = AclBinding(ResourceType.TOPIC, "t", PatternType.LITERAL, "User:ANONYMOUS", "*", AclOperation.READ,

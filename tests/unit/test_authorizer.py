@@ -16,7 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kcoord.broker.security.acls import (
+from kcoord.broker.security.authorizer import StandardAuthorizer, client_address, implies
+from kcoord.broker.security.principal import KafkaPrincipal
+from kcoord.coordinator.metadata.acl_model import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -26,8 +28,6 @@ from kcoord.broker.security.acls import (
     creation_error,
     filter_error,
 )
-from kcoord.broker.security.authorizer import StandardAuthorizer, client_address, implies
-from kcoord.broker.security.principal import KafkaPrincipal
 
 Op, P, R, T = AclOperation, AclPermissionType, ResourceType, PatternType
 ALICE = KafkaPrincipal("User", "alice")

@@ -21,8 +21,8 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kcoord.broker.topics import TopicRegistry
 from kcoord.coordinator.groups import GroupState
+from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.persistence import from_storage, to_storage
 from tests.unit.conftest import Harness
 from tests.unit.txn_helpers import complete, txn_commit

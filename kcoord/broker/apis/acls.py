@@ -15,7 +15,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import (
+from kcoord.coordinator.metadata.acl_model import (
     AclBinding,
     AclBindingFilter,
     AclOperation,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]

@@ -16,7 +16,7 @@ from typing import Any
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.markers import OFFSETS_TOPIC
-from kcoord.broker.security.acls import AclOperation, ResourceType
+from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]

@@ -20,9 +20,9 @@ from typing import Any
 
 from kcoord.broker.apis.describe_configs import BROKER, TOPIC, config_refusal
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation
-from kcoord.broker.topics import validate_topic_name
 from kcoord.broker.topics.configs import TOPIC_CONFIGS, ConfigType, InvalidConfig, validate_topic_configs
+from kcoord.coordinator.metadata import validate_topic_name
+from kcoord.coordinator.metadata.acl_model import AclOperation
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle_alter", "handle_incremental"]

@@ -20,9 +20,9 @@ from typing import Any
 from kcoord.broker import authz
 from kcoord.broker.apis.topic_checks import Failure, check_assignments, check_replication
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from kcoord.broker.topics import TopicExists, validate_topic_name
 from kcoord.broker.topics.configs import InvalidConfig, describe_topic, validate_topic_configs
+from kcoord.coordinator.metadata import TopicExists, validate_topic_name
+from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]

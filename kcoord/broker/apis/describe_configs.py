@@ -15,8 +15,6 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from kcoord.broker.topics import validate_topic_name
 from kcoord.broker.topics.configs import (
     TOPIC_CONFIGS,
     ConfigEntry,
@@ -25,6 +23,8 @@ from kcoord.broker.topics.configs import (
     TopicConfigDef,
     describe_topic,
 )
+from kcoord.coordinator.metadata import validate_topic_name
+from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["BROKER", "TOPIC", "broker_configs", "config_refusal", "handle"]

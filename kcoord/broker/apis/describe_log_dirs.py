@@ -21,7 +21,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation
+from kcoord.coordinator.metadata.acl_model import AclOperation
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]

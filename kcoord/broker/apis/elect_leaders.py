@@ -16,8 +16,8 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation
 from kcoord.broker.topics.leadership import ElectionType, Outcome, TopicPartition
+from kcoord.coordinator.metadata.acl_model import AclOperation
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]

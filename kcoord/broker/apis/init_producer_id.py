@@ -3,16 +3,16 @@
 
 Without a transactional id Kafka always hands out a new producer id with epoch 0, whatever id and
 epoch the request names (`TransactionCoordinator.handleInitProducerId`); ids come from durable blocks
-(`kcoord/coordinator/producer_ids.py`), so the answer waits only when a new block must be written. With one,
-the transaction coordinator fences the previous epoch (aborting an open transaction: the client
-retries on CONCURRENT_TRANSACTIONS) and answers once its record is durable.
+(`kcoord/coordinator/metadata/producer_ids.py`), so the answer waits only when a new block must be
+written. With one, the transaction coordinator fences the previous epoch (aborting an open
+transaction: the client retries on CONCURRENT_TRANSACTIONS) and answers once its record is durable.
 """
 
 from __future__ import annotations
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.coordinator.transactions import InitProducerIdResult
 from kcoord.protocol.errors import ErrorCode
 

@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.join import JoinRequest
 from kcoord.coordinator.groups.responses import JoinAnswer, JoinMember, join_error
+from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 
 __all__ = ["handle", "join_body", "join_request"]
 

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 
 __all__ = ["handle", "leave_response"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.coordinator.groups import GroupListing
+from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 
 __all__ = ["handle"]
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from kcoord.broker.topics import TopicRecord, validate_topic_name
+from kcoord.coordinator.metadata import TopicRecord, validate_topic_name
+from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["CLUSTER_AUTHORIZED_OPERATIONS", "broker_entry", "handle"]

@@ -13,9 +13,9 @@ from kcoord.broker import authz
 from kcoord.broker.apis.unknown_partitions import Topics, merge_topics, split_unknown
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.request_stats import OFFSET_COMMIT, RequestStats
-from kcoord.broker.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.offset_api import CommitErrors, CommitRequest, PartitionCommit
+from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 
 __all__ = ["commit_request", "handle"]
 

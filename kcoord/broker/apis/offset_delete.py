@@ -14,8 +14,8 @@ from typing import Any
 from kcoord.broker import authz
 from kcoord.broker.apis.unknown_partitions import merge_topics, split_unknown
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 
 __all__ = ["handle"]
 

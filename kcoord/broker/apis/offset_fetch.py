@@ -14,9 +14,9 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.offset_api import FetchedOffset, FetchGroup, FetchResult, FetchTopics
+from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 
 __all__ = ["handle"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation
 from kcoord.broker.topics.leadership import Outcome, Reassignment, TopicPartition
+from kcoord.coordinator.metadata.acl_model import AclOperation
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle_alter", "handle_list"]

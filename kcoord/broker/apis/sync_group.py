@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.member import Parked
 from kcoord.coordinator.groups.responses import SyncAnswer, sync_error
 from kcoord.coordinator.groups.sync import SyncRequest
+from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 
 __all__ = ["handle", "sync_body"]
 

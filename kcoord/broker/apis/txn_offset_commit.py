@@ -20,8 +20,8 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.security.acls import AclOperation, ResourceType
 from kcoord.coordinator.groups.txn_offset_api import TxnCommitRequest, TxnPartition
+from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.coordinator.transactions import offsets_partition_for
 from kcoord.protocol.errors import ErrorCode
 

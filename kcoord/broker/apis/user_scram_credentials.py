@@ -4,7 +4,7 @@ Authorization as Kafka: DESCRIBE on the CLUSTER (KafkaApis.handleDescribeUserScr
 and ALTER on the CLUSTER (ControllerApis.handleAlterUserScramCredentials); a denial is the request's
 getErrorResponse with CLUSTER_AUTHORIZATION_FAILED (Describe: top level and once per named user
 without a name; Alter: once per distinct user, sorted). Without an authorizer everyone may. The
-table and its validation are kcoord/broker/security/credentials.py's.
+table and its validation are kcoord/coordinator/metadata/scram_credentials.py's.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.markers import Results
-from kcoord.broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["handle"]

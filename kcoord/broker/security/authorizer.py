@@ -22,7 +22,8 @@ import ipaddress
 from collections import Counter
 from collections.abc import Iterable
 
-from kcoord.broker.security.acls import (
+from kcoord.broker.security.principal import KafkaPrincipal
+from kcoord.coordinator.metadata.acl_model import (
     WILDCARD,
     WILDCARD_PRINCIPAL,
     AclBinding,
@@ -32,7 +33,6 @@ from kcoord.broker.security.acls import (
     PatternType,
     ResourceType,
 )
-from kcoord.broker.security.principal import KafkaPrincipal
 
 __all__ = ["SUPPORTED_OPERATIONS", "StandardAuthorizer", "client_address", "implies"]
 

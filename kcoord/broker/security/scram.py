@@ -7,65 +7,24 @@ extensions: only `tokenauth` is known, and since kcoord has no delegation tokens
 the exchange; an authorization id other than the user name fails it with Kafka's message (the others
 get Kafka's generic one); a stored credential below 4096 iterations is refused. scramp SASLpreps the
 name it parses: it is handed a credential already chosen by the raw name, so that cannot change who
-authenticates. Stored keys are derived from the salted password the client sends (KIP-554), as
-ScramControlManager.finishUpsertion does; nothing here ever holds a password.
+authenticates. The credentials, and how they are derived, are the coordinator's
+(`kcoord/coordinator/metadata/scram_formatter.py`); nothing here ever holds a password.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from scramp import ScramException, ScramMechanism
 
 from kcoord.broker.security.sasl import SaslFailure
+from kcoord.coordinator.metadata.scram_formatter import MIN_ITERATIONS, ScramCredential
 
-__all__ = [
-    "MAX_ITERATIONS",
-    "MECHANISM_NAMES",
-    "MECHANISM_TYPES",
-    "MIN_ITERATIONS",
-    "CredentialLookup",
-    "ScramCredential",
-    "ScramServer",
-    "derive_credential",
-    "salted_password",
-]
+__all__ = ["CredentialLookup", "ScramServer"]
 
-MIN_ITERATIONS = 4096  # ScramMechanism.minIterations (both mechanisms)
-MAX_ITERATIONS = 16384  # ScramControlManager.MAX_ITERATIONS
-# org.apache.kafka.clients.admin.ScramMechanism: the type byte of the admin APIs and records.
-MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
-MECHANISM_NAMES = {code: name for name, code in MECHANISM_TYPES.items()}
-_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 # ScramMessages.ClientFirstMessage: gs2 header without channel binding, then n= and r=, extensions.
 _CLIENT_FIRST = re.compile(r"n,(a=(?P<authzid>[^,]*))?,n=(?P<saslname>[^,]*),r=(?P<nonce>[^,]*)(?P<ext>.*)")
-
-
-@dataclass(frozen=True, slots=True)
-class ScramCredential:
-    """What the server keeps per user and mechanism (Kafka's ScramCredential)."""
-
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-
-def derive_credential(mechanism: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:
-    """StoredKey = H(HMAC(SaltedPassword, "Client Key")), ServerKey = HMAC(SaltedPassword, "Server Key")."""
-    digest = _HASHES[mechanism]
-    client_key = hmac.digest(salted, b"Client Key", digest)
-    stored_key = hashlib.new(digest, client_key).digest()
-    return ScramCredential(salt, stored_key, hmac.digest(salted, b"Server Key", digest), iterations)
-
-
-def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
-    """Hi(password, salt, i) without SASLprep (Kafka's ScramFormatter.saltedPassword): for tests and tools."""
-    return hashlib.pbkdf2_hmac(_HASHES[mechanism], password.encode(), salt, iterations)
 
 
 def _username(saslname: str) -> str:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable
 
 from kcoord.broker.topics.configs import partition_config
-from kcoord.broker.topics.registry import TopicRegistry
+from kcoord.coordinator.metadata.topic_registry import TopicRegistry
 from kcoord.partition_log import PartitionConfig
 from kcoord.partition_log.port import PartitionStore, PartitionStores
 from kcoord.protocol.errors import ErrorCode

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kcoord import storage
-from kcoord.broker.security.acls_store import (
+from kcoord.coordinator.metadata.acl_store import (
     ACL_RECORD_TYPE,
     AclRecord,
     AclTombstone,

@@ -5,12 +5,12 @@ The storage record types, their key and value schemas and the versions written a
 * 0 OffsetCommit: key = OffsetCommitKey v1, value = OffsetCommitValue v3 (v1 when the commit carried
   an explicit expire timestamp), as Kafka writes them to `__consumer_offsets`;
 * 1 GroupMetadata: key = GroupMetadataKey v2, value = GroupMetadataValue v3;
-* 4 Topic: the topic registry's own record (`kcoord/broker/topics/records.py`);
-* 5 ProducerIds: the end of the newest producer id block (`kcoord/coordinator/producer_ids.py`);
+* 4 Topic: the topic registry's own record (`kcoord/coordinator/metadata/topic_records.py`);
+* 5 ProducerIds: the end of the newest producer id block (`kcoord/coordinator/metadata/producer_ids.py`);
 * 6 Transaction: TransactionLogKey v0 / TransactionLogValue v0-1 (`txn_codec`).
 * 7 TxnOffsetCommit: a pending transactional offset (`txn_offset_codec.py`).
-* 10 Acl: an ACL binding, keyed by the binding (`kcoord/broker/security/acls_store.py`).
-* 9 ScramCredential: a user's SCRAM credential (`kcoord/broker/security/credentials.py`).
+* 10 Acl: an ACL binding, keyed by the binding (`kcoord/coordinator/metadata/acl_store.py`).
+* 9 ScramCredential: a user's SCRAM credential (`kcoord/coordinator/metadata/scram_credentials.py`).
 Every key and value starts with its INT16 version; a None value is a tombstone.
 """
 
@@ -21,23 +21,6 @@ from collections.abc import Callable
 from typing import Any
 
 from kcoord import storage
-from kcoord.broker.security.acls_store import AclRecord, AclTombstone
-from kcoord.broker.security.credentials import (
-    SCRAM_CREDENTIAL_RECORD_TYPE,
-    ScramCredentialRecord,
-    ScramCredentialTombstone,
-    decode_credential,
-    encode_credential,
-    render_credential,
-)
-from kcoord.broker.topics import TopicRecord, TopicTombstone
-from kcoord.broker.topics.records import (
-    TOPIC_RECORD_TYPE,
-    decode_topic_key,
-    decode_topic_value,
-    encode_topic_key,
-    encode_topic_value,
-)
 from kcoord.coordinator.groups.consumer.records import (
     ConsumerGroupEpoch,
     ConsumerMemberAssignment,
@@ -54,6 +37,30 @@ from kcoord.coordinator.groups.records import (
     OffsetTombstone,
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
+)
+from kcoord.coordinator.metadata import TopicRecord, TopicTombstone
+from kcoord.coordinator.metadata.acl_store import AclRecord, AclTombstone
+from kcoord.coordinator.metadata.producer_ids import (
+    PRODUCER_IDS_RECORD_TYPE,
+    ProducerIdBlock,
+    decode_block_value,
+    encode_block_key,
+    encode_block_value,
+)
+from kcoord.coordinator.metadata.scram_credentials import (
+    SCRAM_CREDENTIAL_RECORD_TYPE,
+    ScramCredentialRecord,
+    ScramCredentialTombstone,
+    decode_credential,
+    encode_credential,
+    render_credential,
+)
+from kcoord.coordinator.metadata.topic_records import (
+    TOPIC_RECORD_TYPE,
+    decode_topic_key,
+    decode_topic_value,
+    encode_topic_key,
+    encode_topic_value,
 )
 from kcoord.coordinator.persistence.acl_codec import (
     ACL_RECORD_TYPE,
@@ -78,13 +85,6 @@ from kcoord.coordinator.persistence.txn_offset_codec import (
     render_txn_offset,
     txn_offset_from_storage,
     txn_offset_to_storage,
-)
-from kcoord.coordinator.producer_ids import (
-    PRODUCER_IDS_RECORD_TYPE,
-    ProducerIdBlock,
-    decode_block_value,
-    encode_block_key,
-    encode_block_value,
 )
 from kcoord.coordinator.transactions.records import TransactionRecord
 from kcoord.protocol.messages import records as schemas

@@ -1,5 +1,5 @@
 """The storage adapter: the coordinators' `RecordLog` port (`coordinator.runtime.ports`: groups,
-transactions) and the topic registry's log over `storage.Log`, and the storage settings the
+transactions and the metadata tenant's stores) over `storage.Log`, and the storage settings the
 coordinator controls."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def storage_config(config: Config) -> Any:
 
 # -- the RecordLog adapter --------------------------------------------------------------------------
 class StorageRecordLog:
-    """`coordinator.groups.ports.RecordLog` (and the topic registry's log) over `storage.Log`.
+    """`coordinator.runtime.RecordLog` over `storage.Log`, for every tenant of the coordinator log.
 
     `on_done` runs when the append future resolves: the storage writer resolves futures in append
     order, so callbacks keep that order. A failed append reports the `StorageError`; nothing is

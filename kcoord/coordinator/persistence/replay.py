@@ -1,4 +1,6 @@
-"""Replay: recovered storage records fed to their owners (groups and offsets, topics, producer ids)."""
+"""Replay: recovered storage records fed to their owners (groups and offsets, transactions, and the
+metadata tenant's topics, producer ids, ACLs and SCRAM credentials), through the `apply` each owner
+sets as its runtime's (`CoordinatorRuntime.apply`)."""
 
 from __future__ import annotations
 
@@ -6,17 +8,17 @@ import logging
 from collections import Counter
 
 from kcoord import storage
-from kcoord.broker.security.acls_store import AclRecord, AclStore, AclTombstone
-from kcoord.broker.security.credentials import (
+from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.groups.records import OffsetCommitRecord, OffsetTombstone, TxnOffsetCommitRecord
+from kcoord.coordinator.metadata import TopicRecord, TopicRegistry, TopicTombstone
+from kcoord.coordinator.metadata.acl_store import AclIndex, AclRecord, AclStore, AclTombstone
+from kcoord.coordinator.metadata.producer_ids import ProducerIdBlock, ProducerIds
+from kcoord.coordinator.metadata.scram_credentials import (
     ScramCredentialRecord,
     ScramCredentials,
     ScramCredentialTombstone,
 )
-from kcoord.broker.topics import TopicRecord, TopicRegistry, TopicTombstone
-from kcoord.coordinator.groups.manager import GroupManager
-from kcoord.coordinator.groups.records import OffsetCommitRecord, OffsetTombstone, TxnOffsetCommitRecord
 from kcoord.coordinator.persistence.codec import from_storage
-from kcoord.coordinator.producer_ids import ProducerIdBlock, ProducerIds
 from kcoord.coordinator.transactions import TransactionCoordinator, TransactionRecord
 
 __all__ = ["Replayer"]
@@ -37,7 +39,7 @@ class Replayer:
         topics: TopicRegistry,
         producer_ids: ProducerIds,
         transactions: TransactionCoordinator | None = None,
-        acls: AclStore | None = None,
+        acls: AclStore[AclIndex] | None = None,
         credentials: ScramCredentials | None = None,
     ) -> None:
         self._acls = acls  # None without an authorizer: ACL records are kept in the log, not loaded

@@ -35,7 +35,7 @@ class MarkerWriter(Protocol):
 
 
 class ProducerIdAllocator(Protocol):
-    """`coordinator.producer_ids.ProducerIds` satisfies it: `done(producer_id, None)` or
+    """`coordinator.metadata.producer_ids.ProducerIds` satisfies it: `done(producer_id, None)` or
     `done(None, error)`."""
 
     def allocate(self, done: Callable[[int | None, BaseException | None], None]) -> None: ...

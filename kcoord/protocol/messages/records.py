@@ -105,7 +105,7 @@ TOPIC_VERSION = 0
 TOPIC_CONFIGS_VERSION = 1
 
 # kcoord's producer-id block record (storage record type 5): ids below block_end may have been
-# handed out (kcoord/coordinator/producer_ids.py). The key has no fields: there is one such record.
+# handed out (kcoord/coordinator/metadata/producer_ids.py). The key has no fields: there is one such record.
 PRODUCER_IDS_RECORD_TYPE = 5
 PRODUCER_IDS_KEY = Schema("ProducerIdsKey", versions=range(0, 1), fields=())
 PRODUCER_IDS_VALUE = Schema("ProducerIdsValue", versions=range(0, 1), fields=(Field("block_end", INT64),))

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcoord.broker.topics import TopicRegistry
 from kcoord.broker.topics.data import TopicData
 from kcoord.coordinator.groups.consumer.model import ConsumerGroup
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.groups.subscriptions import CONSUMER_PROTOCOL_TYPE
+from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.partition_log.port import PartitionStore
 from kcoord.protocol.record_batch import iter_records, read_end_txn_marker, read_header
 from kcoord.wiring.controls.names import ControlError

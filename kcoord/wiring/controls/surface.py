@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from kcoord.broker.context import ServerContext
 from kcoord.broker.timers import MovableTimers
-from kcoord.broker.topics import TopicExists, validate_topic_name
 from kcoord.broker.topics.configs import InvalidConfig, validate_topic_configs
 from kcoord.coordinator.groups.controls import RUNTIME_SETTINGS
+from kcoord.coordinator.metadata import TopicExists, validate_topic_name
 from kcoord.coordinator.transactions.state import TransactionState
 from kcoord.protocol.errors import ErrorCode
 from kcoord.wiring.controls.faults import Fault, FaultTable, Kind

@@ -59,9 +59,9 @@ def test_a_malformed_value_renders_undecodable() -> None:
 
 
 def test_the_replayer_feeds_transaction_records_to_the_coordinator() -> None:
-    from kcoord.broker.topics import TopicRegistry
+    from kcoord.coordinator.metadata import TopicRegistry
+    from kcoord.coordinator.metadata.producer_ids import ProducerIds
     from kcoord.coordinator.persistence import Replayer
-    from kcoord.coordinator.producer_ids import ProducerIds
     from tests.unit.conftest import Harness
     from tests.unit.transactions.harness import Txn
 

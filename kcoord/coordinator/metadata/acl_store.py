@@ -1,6 +1,7 @@
 """ACLs kept durable: CreateAcls / DeleteAcls write records to the coordinator log (storage record
-type 10, `kcoord/protocol/messages/records.py` AclKey / AclValue) and change the authorizer only once they
-are durable; replay feeds the same `apply` (as the producer id block and the topic registry do).
+type 10, `kcoord/protocol/messages/records.py` AclKey / AclValue) through the metadata tenant's runtime
+(`CoordinatorRuntime.run`), which changes the binding index (the edge's authorizer) only once they are
+durable, through `apply`, the path replay feeds too.
 
 Kafka keeps ACLs in the metadata log (AccessControlEntryRecord / RemoveAccessControlEntryRecord,
 AclControlManager); here the key is the binding itself, so compaction keeps exactly the live ones.
@@ -11,9 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
-from kcoord.broker.security.acls import (
+from kcoord.coordinator.metadata.acl_model import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -23,7 +24,7 @@ from kcoord.broker.security.acls import (
     creation_error,
     filter_error,
 )
-from kcoord.broker.security.authorizer import StandardAuthorizer
+from kcoord.coordinator.runtime import CoordinatorRuntime, RecordLog, Write
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.messages.records import (
     ACL_KEY,
@@ -35,6 +36,9 @@ from kcoord.protocol.messages.records import (
 
 __all__ = [
     "ACL_RECORD_TYPE",
+    "AclChange",
+    "AclIndex",
+    "AclLog",
     "AclRecord",
     "AclStore",
     "AclTombstone",
@@ -61,8 +65,25 @@ class AclTombstone:
     binding: AclBinding
 
 
-class AclLog(Protocol):
-    def append(self, records: Sequence[AclRecord | AclTombstone], on_done: OnDone) -> None: ...
+AclChange = AclRecord | AclTombstone
+AclLog = RecordLog[AclChange]
+
+
+class AclIndex(Protocol):
+    """The bindings an authorizer decides with (the edge's `StandardAuthorizer` satisfies it): the
+    store changes it only through `apply`, once a change is durable (Kafka's AclControlManager feeds
+    the authorizer from the metadata log the same way, StandardAuthorizer.addAcl / removeAcl)."""
+
+    def add(self, acl: AclBinding) -> bool: ...
+
+    def remove(self, acl: AclBinding) -> bool: ...
+
+    def acls(self) -> list[AclBinding]: ...
+
+    def __len__(self) -> int: ...
+
+
+IndexT = TypeVar("IndexT", bound=AclIndex, covariant=True)  # the store only reads and feeds it
 
 
 def encode_acl_key(binding: AclBinding) -> bytes:
@@ -106,15 +127,16 @@ CreateResult = list[str | None]
 DeleteResult = list[tuple[str | None, list[AclBinding]]]
 
 
-class AclStore:
-    """The authorizer's ACLs and the log that keeps them; changes are durable before they apply."""
+class AclStore(Generic[IndexT]):
+    """The ACLs of a binding index and the log that keeps them; changes are durable before they apply."""
 
-    def __init__(self, authorizer: StandardAuthorizer, acl_log: AclLog) -> None:
+    def __init__(self, authorizer: IndexT, acl_log: AclLog) -> None:
         self.authorizer = authorizer
-        self._log = acl_log
+        self.runtime: CoordinatorRuntime[AclChange] = CoordinatorRuntime(acl_log)
+        self.runtime.apply = self.apply
 
-    def apply(self, record: AclRecord | AclTombstone) -> None:
-        """Replay, and each durable change."""
+    def apply(self, record: AclChange) -> None:
+        """Replay, and each durable change (the runtime's apply)."""
         if isinstance(record, AclRecord):
             self.authorizer.add(record.binding)
         else:
@@ -130,17 +152,15 @@ class AclStore:
                 fresh[binding] = None
         records = [AclRecord(binding) for binding in fresh]
 
-        def durable(failure: BaseException | None) -> None:
+        def answer(failure: BaseException | None) -> None:
             if failure is not None:
                 log.error("ACL write failed: %s", failure)
                 done([error or f"Unknown error while trying to create ACL: {failure}" for error in errors])
                 return
-            for record in records:
-                self.apply(record)
             log.info("acls created=%d total=%d", len(records), len(self.authorizer))
             done(errors)
 
-        self._write(records, durable)
+        self._write(records, answer)
 
     def delete(self, filters: Sequence[AclBindingFilter], done: Callable[[DeleteResult], None]) -> None:
         """AclControlManager.deleteAcls: every binding a valid filter matches is removed."""
@@ -154,20 +174,19 @@ class AclStore:
             results.append((error, matched))
         records = [AclTombstone(binding) for binding in doomed]
 
-        def durable(failure: BaseException | None) -> None:
+        def answer(failure: BaseException | None) -> None:
             if failure is not None:
                 log.error("ACL delete failed: %s", failure)
                 done([(error or f"Unknown error: {failure}", []) for error, _ in results])
                 return
-            for record in records:
-                self.apply(record)
             log.info("acls deleted=%d total=%d", len(records), len(self.authorizer))
             done(results)
 
-        self._write(records, durable)
+        self._write(records, answer)
 
-    def _write(self, records: Sequence[AclRecord | AclTombstone], durable: OnDone) -> None:
+    def _write(self, records: Sequence[AclChange], answer: OnDone) -> None:
+        """Through the runtime: applied once durable, then answered; nothing to write answers at once."""
         if records:
-            self._log.append(records, durable)
+            self.runtime.run(Write(records, answer))
         else:
-            durable(None)
+            answer(None)

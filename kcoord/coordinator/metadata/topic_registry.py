@@ -1,11 +1,14 @@
 """TopicRegistry: which topics exist and how many partitions each has.
 
 This node is the only broker, so it leads every partition. A topic carries its own configs (those a
-client set; `configs.py` knows the defaults); the records live in the partition logs (`data.py`).
+client set; the edge's `kcoord/broker/topics/configs.py` knows the defaults); the records live in
+the partition logs (the edge's `kcoord/broker/topics/data.py`).
 
-Writes go through the log first and reach memory only once durable (the `on_done` of the append),
-so a topic a client has seen never disappears after a crash. While a write for a name is in flight
-the name is *pending*: a second create/delete/alter of it is refused instead of racing.
+Writes go through the metadata tenant's runtime (`CoordinatorRuntime.run`): the records are appended
+and reach memory only once durable, through `apply`, the path replay uses (Kafka's
+ReplicationControlManager replays its own records the same way), so a topic a client has seen never
+disappears after a crash. While a write for a name is in flight the name is *pending*: a second
+create/delete/alter of it is refused instead of racing.
 
 In a cluster, another node may hold the name already (it created the topic first, and this node has
 not read that yet): the log refuses the write with `TopicExists` and writes nothing. The name then
@@ -20,9 +23,9 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Protocol
 
-from kcoord.broker.topics.records import TopicRecord, TopicTombstone
+from kcoord.coordinator.metadata.topic_records import TopicRecord, TopicTombstone
+from kcoord.coordinator.runtime import CoordinatorRuntime, RecordLog, Write
 
 __all__ = ["MAX_TOPIC_NAME_LENGTH", "TopicExists", "TopicLog", "TopicRegistry", "validate_topic_name"]
 
@@ -45,10 +48,8 @@ class TopicExists(Exception):
         super().__init__(f"topics held by another topic id: {sorted(self.names)}")
 
 
-class TopicLog(Protocol):
-    """The part of the durable log the registry writes to (wired to storage by persistence.py)."""
-
-    def append(self, records: Sequence[TopicChange], on_done: OnDone) -> None: ...
+TopicLog = RecordLog[TopicChange]
+"""The part of the durable log the registry writes to (wired to storage by coordinator.persistence)."""
 
 
 def validate_topic_name(name: str | None) -> str | None:
@@ -71,7 +72,8 @@ class TopicRegistry:
     """Durable topics. `apply` is the only place that changes memory (replay and live writes)."""
 
     def __init__(self, topic_log: TopicLog) -> None:
-        self._log = topic_log
+        self.runtime: CoordinatorRuntime[TopicChange] = CoordinatorRuntime(topic_log)
+        self.runtime.apply = self.apply
         self._topics: dict[str, TopicRecord] = {}
         self._by_id: dict[uuid.UUID, str] = {}
         self._pending: set[str] = set()
@@ -112,6 +114,7 @@ class TopicRegistry:
 
     # -- replay / apply ------------------------------------------------------------------------
     def apply(self, record: TopicChange) -> None:
+        """Replay, and each durable write (the runtime's apply)."""
         self.version += 1
         self._contended.discard(record.name)
         if record.name in self._pending:
@@ -171,19 +174,20 @@ class TopicRegistry:
         self._write([replace(self._topics[n], configs=tuple(sorted(c.items()))) for n, c in changes], on_done)
 
     def _write(self, records: Sequence[TopicChange], on_done: OnDone) -> None:
+        """Through the runtime: the names are pending until the append settles; once durable the
+        records are applied (by the runtime, through `apply`) before `answer` runs."""
         if not records:
             on_done(None)
             return
         names = [r.name for r in records]
         self._pending.update(names)
 
-        def durable(error: BaseException | None) -> None:
+        def answer(error: BaseException | None) -> None:
             self._pending.difference_update(names)
             caught_up = self._applied_in_flight.intersection(names)
             self._applied_in_flight.difference_update(names)
             if error is None:
                 for record in records:
-                    self.apply(record)
                     log.info("topic %s", _describe(record))
             elif isinstance(error, TopicExists):
                 log.info("topics %s are another topic's: waiting for its record", sorted(error.names))
@@ -192,7 +196,7 @@ class TopicRegistry:
                 log.error("topic write failed, nothing applied: %s (%s)", names, error)
             on_done(error)
 
-        self._log.append(records, durable)
+        self.runtime.run(Write(records, answer))
 
 
 def _describe(record: TopicChange) -> str:

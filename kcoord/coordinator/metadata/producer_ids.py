@@ -5,6 +5,8 @@ Kafka hands producer ids out of blocks of 1,000 that the controller allocates du
 block, so an id is never handed out twice, and the unused rest of the old block is skipped. We do
 the same with one record in the coordinator log (storage record type 5) that holds the end of the
 newest block; replay restores it, and the next allocation after a restart starts a new block.
+A new block is written through the metadata tenant's runtime (`CoordinatorRuntime.run`) and taken
+into use by `apply`, the path replay uses; an allocation waits only when a new block must be written.
 
 Record: ProducerIdsKey / ProducerIdsValue (`kcoord/protocol/messages/records.py`, the log's table of record
 types): key = INT16 version 0 and no fields; value = INT16 version 0 + INT64 block end (exclusive).
@@ -13,10 +15,10 @@ types): key = INT16 version 0 and no fields; value = INT16 version 0 + INT64 blo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
+from kcoord.coordinator.runtime import CoordinatorRuntime, RecordLog, Write
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.messages.records import (
     PRODUCER_IDS_KEY,
@@ -29,6 +31,7 @@ from kcoord.protocol.messages.records import (
 __all__ = [
     "BLOCK_SIZE",
     "PRODUCER_IDS_RECORD_TYPE",
+    "BlockLog",
     "ProducerIdBlock",
     "ProducerIds",
     "decode_block_value",
@@ -42,7 +45,6 @@ BLOCK_SIZE = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 _VERSION = 0
 
 Allocated = Callable[[int | None, BaseException | None], None]  # (producer id, error)
-OnDone = Callable[[BaseException | None], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +54,7 @@ class ProducerIdBlock:
     block_end: int
 
 
-class BlockLog(Protocol):
-    def append(self, records: Sequence[ProducerIdBlock], on_done: OnDone) -> None: ...
+BlockLog = RecordLog[ProducerIdBlock]
 
 
 def encode_block_key() -> bytes:
@@ -75,14 +76,23 @@ class ProducerIds:
     """Allocates producer ids; a new block is durable before any id of it is handed out."""
 
     def __init__(self, block_log: BlockLog) -> None:
-        self._log = block_log
+        self.runtime: CoordinatorRuntime[ProducerIdBlock] = CoordinatorRuntime(block_log)
+        self.runtime.apply = self.apply
         self._next = 0
         self._block_end = 0
         self._waiting: list[Allocated] = []
+        self._writing: ProducerIdBlock | None = None
+        """The block this node is writing: once durable its ids are this node's to hand out."""
 
     def apply(self, record: ProducerIdBlock) -> None:
-        """Replay (and a durable new block): ids below the block end are spent after a restart."""
-        self._next = self._block_end = max(self._block_end, record.block_end)
+        """Replay: ids below the block end are spent (an earlier run may have handed them out). The
+        block this node just wrote (the runtime's apply, once durable) is its own: its ids are
+        handed out from its start."""
+        if record is self._writing:
+            self._next = max(self._next, record.block_end - BLOCK_SIZE)
+            self._block_end = max(self._block_end, record.block_end)
+        else:
+            self._next = self._block_end = max(self._block_end, record.block_end)
 
     def continue_after(self, previous: ProducerIds) -> None:
         """Hand out only ids above every id `previous` could have handed out (a test-control reset):
@@ -106,22 +116,30 @@ class ProducerIds:
 
     def _write_block(self) -> None:
         start = self._block_end
-        block = ProducerIdBlock(start + BLOCK_SIZE)
+        block = self._writing = ProducerIdBlock(start + BLOCK_SIZE)
 
-        def durable(error: BaseException | None) -> None:
-            waiting, self._waiting = self._waiting, []
+        def answer(error: BaseException | None) -> None:
+            self._writing = None
             if error is not None:
                 log.error("producer id block write failed: %s", error)
-                for done in waiting:
-                    done(None, error)
+                self._fail_waiting(error)
                 return
-            self._block_end = block.block_end
-            self._next = max(self._next, start)
             log.info("producer id block %d-%d", start, block.block_end - 1)
-            for done in waiting:
-                if self._next < self._block_end:
-                    done(self._take(), None)
-                else:  # more waiters than a block holds: the rest wait for the next one
-                    self.allocate(done)
+            self._serve_waiting()
 
-        self._log.append([block], durable)
+        self.runtime.run(Write([block], answer))
+
+    def _fail_waiting(self, error: BaseException) -> None:
+        """No new block: every allocation waiting for one fails with the error."""
+        waiting, self._waiting = self._waiting, []
+        for done in waiting:
+            done(None, error)
+
+    def _serve_waiting(self) -> None:
+        """A new block is in use: hand its ids to the allocations that waited for it."""
+        waiting, self._waiting = self._waiting, []
+        for done in waiting:
+            if self._next < self._block_end:
+                done(self._take(), None)
+            else:  # more waiters than a block holds: the rest wait for the next one
+                self.allocate(done)

@@ -5,7 +5,8 @@ ScramImage.describe do.
 Record: key = INT16 version 0 + (name STRING, mechanism INT8), value = INT16 version 0 + (salt,
 stored_key, server_key BYTES, iterations INT32), Kafka's UserScramCredentialRecord fields; a deletion
 is the key's tombstone (RemoveUserScramCredentialRecord). Replay rebuilds the table; a change is
-visible (and answered) only once durable.
+written through the metadata tenant's runtime (`CoordinatorRuntime.run`) and applied by the same
+`apply` replay uses, so it is visible (and answered) only once durable.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import logging
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from kcoord.broker.security.scram import (
+from kcoord.coordinator.metadata.scram_formatter import (
     MAX_ITERATIONS,
     MECHANISM_NAMES,
     MECHANISM_TYPES,
@@ -25,6 +26,7 @@ from kcoord.broker.security.scram import (
     derive_credential,
     salted_password,
 )
+from kcoord.coordinator.runtime import CoordinatorRuntime, RecordLog, Write
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.messages.records import decode_exact, encode_versioned
 from kcoord.protocol.schema import Field, Schema
@@ -32,6 +34,8 @@ from kcoord.protocol.types import BYTES, INT8, INT32, STRING
 
 __all__ = [
     "SCRAM_CREDENTIAL_RECORD_TYPE",
+    "CredentialLog",
+    "CredentialRecord",
     "ScramCredentialRecord",
     "ScramCredentialTombstone",
     "ScramCredentials",
@@ -112,18 +116,19 @@ OnDone = Callable[[BaseException | None], None]
 Result = dict[str, Any]
 
 
-class CredentialLog(Protocol):
-    def append(self, records: Sequence[CredentialRecord], on_done: OnDone) -> None: ...
+CredentialLog = RecordLog[CredentialRecord]
 
 
 class ScramCredentials:
     """The credential table: (user, mechanism type) -> credential."""
 
     def __init__(self, record_log: CredentialLog) -> None:
-        self._log = record_log
+        self.runtime: CoordinatorRuntime[CredentialRecord] = CoordinatorRuntime(record_log)
+        self.runtime.apply = self.apply
         self._table: dict[tuple[str, int], ScramCredential] = {}
 
     def apply(self, record: CredentialRecord) -> None:
+        """Replay, and each durable change (the runtime's apply)."""
         if isinstance(record, ScramCredentialTombstone):
             self._table.pop((record.name, record.mechanism), None)
         else:
@@ -198,17 +203,14 @@ class ScramCredentials:
             done(results)
             return
 
-        def durable(error: BaseException | None) -> None:
+        def answer(error: BaseException | None) -> None:
             if error is not None:
                 log.error("SCRAM credential write failed: %s", error)
                 for result in results[: len(records)]:
                     result.update(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=str(error))
-            else:
-                for record in records:
-                    self.apply(record)
             done(results)
 
-        self._log.append(records, durable)
+        self.runtime.run(Write(records, answer))
 
     def bootstrap(
         self, users: dict[str, bytes], iterations: int, done: Callable[[list[Result]], None]
@@ -236,13 +238,10 @@ class ScramCredentials:
             done([])
             return
 
-        def durable(error: BaseException | None) -> None:
-            if error is None:
-                for record in records:
-                    self.apply(record)
+        def answer(error: BaseException | None) -> None:
             done([{"user": item["name"], "error": error} for item in upsertions])
 
-        self._log.append(records, durable)
+        self.runtime.run(Write(records, answer))
 
     def _validate(self, item: Result, deleting: bool) -> tuple[int, str] | None:
         name, mechanism = str(item["name"]), int(item["mechanism"])
