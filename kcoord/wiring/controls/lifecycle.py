@@ -74,7 +74,7 @@ def install_state(app: App, state: State) -> None:
     app.state = state
     ctx.manager, ctx.topics, ctx.data = state.manager, state.topics, state.data
     ctx.producer_ids, ctx.transactions, ctx.markers = state.producer_ids, state.transactions, state.markers
-    ctx.acls, ctx.credentials = state.acls, state.credentials
+    ctx.acls, ctx.credentials, ctx.leadership = state.acls, state.credentials, state.leadership
     ctx.authorizer = None if state.acls is None else state.acls.authorizer
     ctx.delayed = DelayedResponses(asyncio.get_running_loop())
     app.security.add_scram(state.credentials.lookup)
