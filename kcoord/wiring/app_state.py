@@ -74,7 +74,7 @@ async def open_state(config: Config, backends: StateBackends, services: Services
     coordinator_markers = CoordinatorMarkers(loop)
     coordinators = _coordinators(config, backends, services, record_log, coordinator_markers)
     manager, transactions = coordinators.manager, coordinators.transactions
-    if services.metrics is not None:
+    if services.metrics is not None:  # rebalance counts and durations, in cluster mode too
         manager.observe_transitions(services.metrics.events)
     # One storage-fault policy for the coordinator log and the partition stores (kcoord/storage/faults.py).
     policy = FaultPolicy(on_fatal=services.on_fatal)
