@@ -256,19 +256,19 @@ class ClusterApp(App):
     # -- the loops -------------------------------------------------------------------------------
     async def _renew_loop(self) -> None:
         period = self.config.lease_ttl_ms / 4000
-        ownership = self.cluster.opened().ownership
         while not self._stopping:
             started = time.monotonic()
-            for renew in (ownership.renew, self.membership.renew):  # each on its own: the
-                try:  # shards' self-fence check runs even when the database is away
+            ownership = self.cluster.opened().ownership  # each round: a test-control reset opens a new one
+            for renew in (ownership.renew, self.membership.renew):  # each on its own: the shards'
+                try:  # self-fence check runs even when the database is away
                     await renew()
                 except Exception as exc:  # the database is away: the leases run out, shards fence
                     log.warning("lease renewal failed: %s", _one_line(exc))
             await asyncio.sleep(max(0.0, period - (time.monotonic() - started)))
 
     async def _poll_loop(self) -> None:
-        cluster = self.cluster.opened()
         while not self._stopping:
+            cluster = self.cluster.opened()  # each round: a test-control reset opens new parts
             try:
                 if self._listen_conn is None or self._listen_conn.is_closed():  # e.g. the database restarted
                     await self._listen_for_changes()
