@@ -1,8 +1,9 @@
 """`kcoord serve --cluster DSN --node-id N [--lease-ttl-ms MS]`: a node of a cluster.
 
-The node is the single-node `App` with its coordinator log replaced: one GroupManager and one
-TransactionCoordinator as today, whose appends go through `RoutingRecordLog` to the shards this
-node owns (`Ownership`) and to `kcoord_metadata`. Two background loops run beside the listener:
+The node is the single-node `App` with its durable state in PostgreSQL (`ClusterBackends`,
+kcoord/cluster/backends.py, given to the one `open_state`): one GroupManager and one
+TransactionCoordinator as on a single node, whose appends go through `RoutingRecordLog` to the shards
+this node owns (`Ownership`) and to `kcoord_metadata`. Two background loops run beside the listener:
 
 * renewal, every ttl / 4: the node's row and every held shard lease (a lost lease unloads at once);
 * the poll, every 500 ms or at once on a notification: the live nodes and the lease owners
@@ -32,40 +33,24 @@ from typing import Any
 
 from kcoord import storage
 from kcoord.broker.context import ServerContext
-from kcoord.broker.markers import CoordinatorMarkers, TxnMarkers
-from kcoord.broker.security.authorizer import StandardAuthorizer
-from kcoord.broker.topics.data import TopicData
+from kcoord.cluster.backends import POLL_S, ClusterBackends, NodeLinks
 from kcoord.cluster.cluster_metrics import ClusterCollector, ClusterSources
 from kcoord.cluster.edge import route_handlers
-from kcoord.cluster.leadership import ClusterLeadership
-from kcoord.cluster.leases import PartitionLeases, ShardLeases
-from kcoord.cluster.markers import RoutedTxnMarkers
 from kcoord.cluster.membership import CHANNEL, ClusterView, Membership, NodeInfo
-from kcoord.cluster.metadata import METADATA_CHANNEL, ClusterProducerIds, MetadataLog
-from kcoord.cluster.ownership import Ownership
-from kcoord.cluster.partitions import ClusterPartitions
-from kcoord.cluster.pg import COMMAND_TIMEOUT_S, CONNECT_ERRORS, connect, create_pool, redact
-from kcoord.cluster.placement import PartitionPlacement
-from kcoord.cluster.remote_markers import RemoteMarkers
-from kcoord.cluster.routing import RoutingRecordLog
+from kcoord.cluster.metadata import METADATA_CHANNEL
+from kcoord.cluster.pg import COMMAND_TIMEOUT_S, CONNECT_ERRORS, connect, redact
 from kcoord.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
 from kcoord.cluster.shards import shard_of
 from kcoord.coordinator.groups.manager import GroupManager
-from kcoord.coordinator.metadata import TopicRegistry
-from kcoord.coordinator.metadata.acl_store import AclStore
-from kcoord.coordinator.metadata.scram_credentials import ScramCredentials
 from kcoord.coordinator.persistence import Replayer
 from kcoord.coordinator.transactions import TransactionCoordinator
-from kcoord.storage.faults import FaultPolicy
-from kcoord.wiring.app import App, _halt_soon, run
-from kcoord.wiring.app_state import State, _acl_store
+from kcoord.wiring.app import App, run
+from kcoord.wiring.backends import Coordinators
 from kcoord.wiring.config import Config
 
 __all__ = ["ClusterApp", "StartupError", "check_cluster", "serve"]
 
 log = logging.getLogger("kcoord.cluster")
-
-POLL_S = 0.5
 
 
 class StartupError(Exception):
@@ -166,112 +151,50 @@ class _Brokers:
         return False, "the cluster's database has not answered within the lease TTL"
 
 
-class _NoLog:
-    """`State.log` in cluster mode: the shards' and metadata's logs are PostgreSQL's, nothing to close."""
-
-    segments: list[Any] = []
-    compactions = 0
-
-    async def close(self, write_snapshot: bool = True) -> None:
-        return None
-
-    def abandon(self) -> None:
-        return None
-
-
 class ClusterApp(App):
-    """A node: the single-node App over PostgreSQL's shards and metadata."""
+    """A node: the single-node App with its durable state in PostgreSQL (kcoord/cluster/backends.py)."""
 
     def __init__(self, config: Config, num_shards: int) -> None:
         super().__init__(config)
         self.num_shards = num_shards
-        self._pool: Any = None
-        self._acls: AclStore[StandardAuthorizer] | None = None
-        self._credentials: ScramCredentials | None = None
+        self._listener = config.resolved_listeners()[0].name
+        links = NodeLinks(self._notify, lambda: self.membership.view, self._node_address)
+        self.cluster = ClusterBackends(config, num_shards, _Shards(self), links)
         self._listen_conn: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._wake = asyncio.Event()
         self._stopping = False
 
-    # -- startup: App.startup calls open_state, then binds (and _context_built) -------------------
-    async def open_state(self) -> State:
-        """The node's state: coordinators over the routing log, cluster-wide records replayed from
-        `kcoord_metadata`, local partition logs; shards load later, as the node acquires them."""
-        config = self.config
-        assert config.cluster is not None and self._timers is not None
-        loop = asyncio.get_running_loop()
-        timers, clock = self._timers, self.clock
-        self._pool = await create_pool(config.cluster, node_id=config.node_id, max_size=20)
-        self.metadata = MetadataLog(self._pool)
-        self.leases = ShardLeases(self._pool, config.node_id, config.lease_ttl_ms)
-        self.ownership = Ownership(self._pool, self.leases, self.num_shards, _Shards(self), self._notify)
-        record_log = RoutingRecordLog(
-            self.num_shards, self.ownership.log, self.metadata, self.ownership.log_failed
-        )
-        self.topics = topics = TopicRegistry(record_log)
-        group_config = config.group_config()
-        self.manager = manager = GroupManager(group_config, clock, timers, record_log, topics=topics)
-        self.producer_ids = producer_ids = ClusterProducerIds(self._pool)
-        coordinator_markers = CoordinatorMarkers(loop)
-        self.transactions = transactions = TransactionCoordinator(
-            config.transaction_config(), clock, timers, record_log, producer_ids, coordinator_markers
-        )
-        self._acls = _acl_store(config, record_log)  # type: ignore[arg-type]
-        self._credentials = ScramCredentials(record_log)
-        self._follower = self.replayer()
-        count = await self.metadata.catch_up(self._follower.apply)
-        manager.on_loaded()  # active; each shard's groups arrive when it loads
-        self.partitions = ClusterPartitions(
-            self._pool,
-            PartitionLeases(self._pool, config.node_id, config.lease_ttl_ms),
-            config.data_dir,
-            lambda topic: data.partition_config(topic),
-            TopicData.now_ms,
-            FaultPolicy(on_fatal=_halt_soon),
-        )
-        data = TopicData(topics, self.partitions)
-        self.placement = PartitionPlacement(
-            self._pool,
-            config.node_id,
-            self.partitions,
-            lambda: [(t.name, p) for t in topics.all() for p in range(t.num_partitions)],
-            poll_ms=int(POLL_S * 1000),
-        )
-        data.start_retention(loop)
-        markers = TxnMarkers(data, manager)  # WriteTxnMarkers received: written here
-        listener = config.resolved_listeners()[0].name
-        self._listener = listener
-        # This node's transactions: a group shard owned elsewhere gets its markers there, a data
-        # partition led elsewhere its leader.
-        view = lambda: self.membership.view  # noqa: E731 - membership exists once the listeners bind
-        routed = RoutedTxnMarkers(data, manager, self.ownership.state, view, listener)
-        coordinator_markers.attach(
-            RemoteMarkers(data, manager, config.node_id, self.placement.leader, self._node_address, routed)
-        )
-        transactions.on_loaded()
-        summary = (
-            f"cluster={config.cluster_id} node={config.node_id} shards={self.num_shards} metadata={count}"
-        )
-        log.info("cluster %s: node %d, %d shards, %d metadata records", config.cluster_id,
-                 config.node_id, self.num_shards, count)  # fmt: skip
-        return State(_NoLog(), manager, topics, producer_ids, transactions, data, markers, self._acls,
-                     self._credentials, summary)  # fmt: skip
+    # -- startup: App.startup opens the state through backends(), then binds (and context_built) ----
+    def backends(self) -> ClusterBackends:
+        return self.cluster
+
+    def _coordinators(self) -> Coordinators:
+        assert self.cluster.coordinators is not None, "a shard loaded before the state was open"
+        return self.cluster.coordinators
+
+    @property
+    def manager(self) -> GroupManager:
+        return self._coordinators().manager
+
+    @property
+    def transactions(self) -> TransactionCoordinator:
+        return self._coordinators().transactions
 
     def replayer(self) -> Replayer:
         """A replayer into this node's coordinators (never finished: shards load at any time)."""
-        return Replayer(self.manager, self.topics, self.producer_ids, self.transactions,
-                        acls=self._acls, credentials=self._credentials)  # fmt: skip
+        return self._coordinators().replayer()
 
-    async def _context_built(self, ctx: ServerContext) -> None:
+    async def context_built(self, ctx: ServerContext) -> None:
         """Route the coordinator APIs, list the live nodes, register and start the loops."""
+        cluster = self.cluster.opened()
         node = NodeInfo(
             self.config.node_id, ctx.advertised.host, ctx.advertised.port, None,
             {name: (hp.host, hp.port) for name, hp in ctx.endpoints.items()},
         )  # fmt: skip
-        self.membership = Membership(self._pool, node, self.config.lease_ttl_ms)
+        self.membership = Membership(cluster.pool, node, self.config.lease_ttl_ms)
         ctx.brokers = _Brokers(self.membership)
-        ctx.leadership = ClusterLeadership(self._pool, self.placement)
-        route_handlers(ctx.handlers, self.ownership.state, self._view, self.num_shards)
+        route_handlers(ctx.handlers, cluster.ownership.state, self._view, self.num_shards)
         if self.metrics is not None:  # /metrics (App._start_http registers it after startup)
             self.metrics.extra.append(ClusterCollector(self._metric_sources()))
         await self.membership.register()
@@ -280,14 +203,16 @@ class ClusterApp(App):
         self._tasks = [
             asyncio.create_task(self._renew_loop(), name="kcoord-cluster-renew"),
             asyncio.create_task(self._poll_loop(), name="kcoord-cluster-poll"),
-            asyncio.create_task(self.placement.run(), name="kcoord-cluster-partitions"),
+            asyncio.create_task(cluster.placement.run(), name="kcoord-cluster-partitions"),
         ]
 
     def _metric_sources(self) -> ClusterSources:
-        shard_leases, partition_leases = self.leases, self.partitions.leases
+        cluster = self.cluster.opened()
+        partitions = cluster.partitions
+        shard_leases, partition_leases = cluster.leases, partitions.leases
         return ClusterSources(
-            shard_states=self.ownership.owned,
-            partitions_led=lambda: len(self.partitions.held()),
+            shard_states=cluster.ownership.owned,
+            partitions_led=lambda: len(partitions.held()),
             renewals=lambda: {
                 "node": self.membership.renewals,
                 "shard": shard_leases.renewals,
@@ -333,8 +258,9 @@ class ClusterApp(App):
         period = self.config.lease_ttl_ms / 4000
         while not self._stopping:
             started = time.monotonic()
-            for renew in (self.ownership.renew, self.membership.renew):  # each on its own: the
-                try:  # shards' self-fence check runs even when the database is away
+            ownership = self.cluster.opened().ownership  # each round: a test-control reset opens a new one
+            for renew in (ownership.renew, self.membership.renew):  # each on its own: the shards'
+                try:  # self-fence check runs even when the database is away
                     await renew()
                 except Exception as exc:  # the database is away: the leases run out, shards fence
                     log.warning("lease renewal failed: %s", _one_line(exc))
@@ -342,12 +268,13 @@ class ClusterApp(App):
 
     async def _poll_loop(self) -> None:
         while not self._stopping:
+            cluster = self.cluster.opened()  # each round: a test-control reset opens new parts
             try:
                 if self._listen_conn is None or self._listen_conn.is_closed():  # e.g. the database restarted
                     await self._listen_for_changes()
                 view = await self.membership.refresh()
-                await self.ownership.reconcile(view)
-                await self.metadata.catch_up(self._follower.apply)
+                await cluster.ownership.reconcile(view)
+                await cluster.metadata.catch_up(cluster.follower.apply)
             except Exception as exc:
                 log.warning("cluster poll failed: %s", _one_line(exc))
             self._wake.clear()
@@ -358,8 +285,9 @@ class ClusterApp(App):
     async def shutdown(self) -> None:
         """Stop accepting, hand every shard over (drain, release), leave, then the App's shutdown."""
         self._stopping = True
-        if hasattr(self, "placement"):
-            self.placement.stop()
+        cluster = self.cluster
+        if cluster.placement is not None:
+            cluster.placement.stop()
         for server in self.servers:
             server.close()
         for task in self._tasks:
@@ -367,9 +295,9 @@ class ClusterApp(App):
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self._pool is not None and hasattr(self, "ownership"):
+        if cluster.pool is not None and cluster.ownership is not None:
             try:
-                await self.ownership.release_all()
+                await cluster.ownership.release_all()
                 if hasattr(self, "membership"):
                     await self.membership.leave()
             except Exception as exc:
@@ -377,5 +305,5 @@ class ClusterApp(App):
         await super().shutdown()
         if self._listen_conn is not None:
             await self._listen_conn.close()
-        if self._pool is not None:
-            await self._pool.close()
+        if cluster.pool is not None:
+            await cluster.pool.close()

@@ -28,7 +28,6 @@ from kcoord.broker.context import DelayedResponses, ServerContext
 from kcoord.broker.listener import ListenerSetup, Security
 from kcoord.broker.security.listeners import Listener
 from kcoord.broker.timers import AsyncioTimers, MovableClock, MovableTimers, SystemClock
-from kcoord.broker.topics.leadership import SingleNodeLeadership
 from kcoord.protocol.api_versions_table import SERVED_VERSIONS
 from kcoord.storage.faults import EXIT_STORAGE_FATAL, StorageFault
 from kcoord.wiring.app_state import (
@@ -38,11 +37,13 @@ from kcoord.wiring.app_state import (
     stop_state,
     sweep_trash,
 )
+from kcoord.wiring.backends import Services, StateBackends
 from kcoord.wiring.config import Config, HostPort
 from kcoord.wiring.controls import TestControls
 from kcoord.wiring.controls.lifecycle import abandon_app, reset_app
 from kcoord.wiring.group_views import group_lags
 from kcoord.wiring.http import HttpEndpoint, Observed
+from kcoord.wiring.local_backends import LocalBackends
 from kcoord.wiring.metrics import MetricsSource
 
 __all__ = ["App", "raise_open_files_limit", "run"]
@@ -101,10 +102,16 @@ class App:
             self.controls = TestControls(self)
         await self._start_http()
 
+    def backends(self) -> StateBackends:
+        """Where the durable state lives (a hook): the data directory. Cluster mode (a subclass in
+        kcoord/cluster/node.py) names PostgreSQL's shards, metadata and partition leases instead."""
+        return LocalBackends(self.config, self.metrics)
+
     async def open_state(self) -> State:
-        """Recover the data directory into a state (startup; a test-control reset)."""
+        """Recover the durable state into memory (startup; a test-control reset)."""
         assert self._timers is not None
-        return await open_state(self.config, self.clock, self._timers, self.metrics, _halt_soon)
+        services = Services(self.clock, self._timers, self.metrics, _halt_soon)
+        return await open_state(self.config, self.backends(), services)
 
     @property
     def timers(self) -> AsyncioTimers | None:
@@ -182,9 +189,9 @@ class App:
             acls=state.acls,
             endpoints=endpoints,
             credentials=state.credentials,
-            leadership=SingleNodeLeadership(self.config.node_id),
+            leadership=state.leadership,
         )
-        await self._context_built(self.ctx)
+        await self.context_built(self.ctx)
         for server, listener in zip(self.servers, listeners, strict=True):
             await server.start_serving()
             bound = self.bound_by_listener[listener.name]
@@ -199,8 +206,8 @@ class App:
             )
         self.security.watch_certificates(loop)
 
-    async def _context_built(self, ctx: ServerContext) -> None:
-        """Called once the context exists, before any listener accepts: cluster mode (a subclass
+    async def context_built(self, ctx: ServerContext) -> None:
+        """A hook, called once the context exists, before any listener accepts: cluster mode (a subclass
         in kcoord/cluster/node.py) routes the coordinator APIs and registers the node here."""
 
     async def _listen(

@@ -1,10 +1,12 @@
-"""Everything the server recovers from its data directory, opened and closed as one bundle.
+"""Everything the server recovers, opened and closed as one bundle, in both modes.
 
-`kcoord/wiring/app.py` opens it once at startup; the test controls' `reset()` (kcoord/wiring/controls/)
-closes it, empties the data directory and opens a fresh one behind the same listeners and client
-connections, and `App.abandon()` drops it as a crash would. The order inside `open_state` is startup's:
-the coordinator log is replayed into the group manager, topics, producer ids, transactions, ACLs and
-SCRAM credentials before the partition logs open and the timers are armed.
+`kcoord/wiring/app.py` opens it once at startup through `open_state(config, backends, services)`: the
+backends say where the durable state lives (the data directory: kcoord/wiring/local_backends.py;
+PostgreSQL in cluster mode: kcoord/cluster/backends.py). The test controls' `reset()`
+(kcoord/wiring/controls/) closes it, empties the data directory and opens a fresh one behind the same
+listeners and client connections, and `App.abandon()` drops it as a crash would. The order inside
+`open_state` is startup's: the coordinator log is replayed into the group manager, topics, producer
+ids, transactions, ACLs and SCRAM credentials before the partition stores open and the timers are armed.
 """
 
 from __future__ import annotations
@@ -16,27 +18,22 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kcoord import storage
 from kcoord.broker.markers import CoordinatorMarkers, TxnMarkers
 from kcoord.broker.security.authorizer import StandardAuthorizer
-from kcoord.broker.timers import AsyncioTimers, SystemClock
 from kcoord.broker.topics.data import TopicData
-from kcoord.coordinator.groups.clock import Clock
+from kcoord.broker.topics.leadership import PartitionLeadership
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.metadata.acl_store import AclStore
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
 from kcoord.coordinator.metadata.scram_credentials import ScramCredentials
-from kcoord.coordinator.persistence import Replayer, StorageRecordLog, storage_config
 from kcoord.coordinator.transactions import TransactionCoordinator
-from kcoord.partition_log import PartitionLogs
-from kcoord.storage.faults import FaultPolicy, StorageFault
+from kcoord.storage.faults import FaultPolicy
+from kcoord.wiring.backends import CoordinatorLog, Coordinators, Services, StateBackends
 from kcoord.wiring.config import Config
-from kcoord.wiring.metrics import MetricsSource, TimedFileOps
 
 __all__ = [
     "State",
@@ -55,7 +52,7 @@ log = logging.getLogger("kcoord.app")
 class State:
     """The recovered state and the storage behind it."""
 
-    log: Any  # storage.Log
+    log: Any  # storage.Log; cluster mode's stand-in (kcoord/cluster/backends.py)
     manager: GroupManager
     topics: TopicRegistry
     producer_ids: ProducerIds
@@ -64,67 +61,64 @@ class State:
     markers: TxnMarkers
     acls: AclStore[StandardAuthorizer] | None
     credentials: ScramCredentials
+    leadership: PartitionLeadership
     summary: str
 
 
-async def open_state(
-    config: Config,
-    clock: Clock,
-    timers: AsyncioTimers,
-    metrics: MetricsSource | None,
-    on_fatal: Callable[[StorageFault], None],
-) -> State:
-    """Recover the data directory into memory and open the partition logs (startup's order)."""
+async def open_state(config: Config, backends: StateBackends, services: Services) -> State:
+    """Open the durable state where `backends` keep it and recover it into memory (startup's order)."""
     loop = asyncio.get_running_loop()
-    record_log = StorageRecordLog()
-    topics = TopicRegistry(record_log)
-    manager = GroupManager(config.group_config(), clock, timers, record_log, topics=topics)
-    producer_ids = ProducerIds(record_log)
-    # The transaction coordinator: a second tenant of the same log and runtime. Its markers go to
-    # the partition logs, which open after recovery: the writer is connected to them below.
+    record_log = await backends.coordinator_log()
+    # The transaction coordinator's markers go to the partition stores, which open after recovery:
+    # the writer is connected to them below.
     coordinator_markers = CoordinatorMarkers(loop)
-    transactions = TransactionCoordinator(
-        config.transaction_config(), clock, timers, record_log, producer_ids, coordinator_markers
-    )
-    acls = _acl_store(config, record_log)  # the authorizer (issue 25): only with --authorizer standard
-    credentials = ScramCredentials(record_log)
-    replayer = Replayer(manager, topics, producer_ids, transactions, acls=acls, credentials=credentials)
-    ops = None
-    if metrics is not None:
-        ops = TimedFileOps(metrics.fsync_seconds)
-        record_log.append_seconds = metrics.append_seconds
-        manager.observe_transitions(metrics.events)
-    # One storage-fault policy for the coordinator log and the partition logs (kcoord/storage/faults.py).
-    policy = FaultPolicy(on_fatal=on_fatal)
-    log_ = await storage.Log.open(
-        config.data_dir, storage_config(config), replayer.apply, ops=ops, policy=policy
-    )
-    record_log.attach(log_)
-    replayer.finish()
+    coordinators = _coordinators(config, backends, services, record_log, coordinator_markers)
+    manager, transactions = coordinators.manager, coordinators.transactions
+    if services.metrics is not None:  # rebalance counts and durations, in cluster mode too
+        manager.observe_transitions(services.metrics.events)
+    # One storage-fault policy for the coordinator log and the partition stores (kcoord/storage/faults.py).
+    policy = FaultPolicy(on_fatal=services.on_fatal)
+    recovered = await backends.recover(coordinators, policy)
     manager.on_loaded()
-    partition_logs = await PartitionLogs.open(
-        config.data_dir / "topics", fsync=config.fsync, now_ms=clock.now_ms, policy=policy
-    )
-    data = TopicData(topics, partition_logs)
-    if not isinstance(clock, SystemClock):  # the test controls' movable clock: records' times follow it
-        data.now_ms = clock.now_ms  # type: ignore[method-assign]
-    await data.remove_orphans()
+    data = await backends.topic_data(coordinators.topics, services.clock, policy)
     data.start_retention(loop)
-    markers = TxnMarkers(data, manager)
-    coordinator_markers.attach(markers)
+    markers = TxnMarkers(data, manager)  # WriteTxnMarkers received: written here
+    coordinator_markers.attach(backends.marker_writer(data, manager, markers))
     transactions.on_loaded()  # timers armed; transactions found in Prepare* get their markers
     return State(
-        log_,
+        recovered.log,
         manager,
-        topics,
-        producer_ids,
+        coordinators.topics,
+        coordinators.producer_ids,
         transactions,
         data,
         markers,
-        acls,
-        credentials,
-        replayer.summary(),
+        coordinators.acls,
+        coordinators.credentials,
+        backends.leadership(),
+        recovered.summary,
     )
+
+
+def _coordinators(
+    config: Config,
+    backends: StateBackends,
+    services: Services,
+    record_log: CoordinatorLog,
+    markers: CoordinatorMarkers,
+) -> Coordinators:
+    """Every coordinator tenant over the one coordinator log, nothing replayed yet."""
+    clock, timers = services.clock, services.timers
+    topics = TopicRegistry(record_log)
+    manager = GroupManager(config.group_config(), clock, timers, record_log, topics=topics)
+    producer_ids = backends.producer_ids(record_log)
+    # The transaction coordinator: a second tenant of the same log and runtime.
+    transactions = TransactionCoordinator(
+        config.transaction_config(), clock, timers, record_log, producer_ids, markers
+    )
+    acls = _acl_store(config, record_log)  # the authorizer (issue 25): only with --authorizer standard
+    credentials = ScramCredentials(record_log)
+    return Coordinators(manager, topics, producer_ids, transactions, acls, credentials)
 
 
 def stop_state(state: State) -> None:
@@ -180,7 +174,7 @@ def sweep_trash(config: Config) -> None:
         ).start()
 
 
-def _acl_store(config: Config, record_log: StorageRecordLog) -> AclStore[StandardAuthorizer] | None:
+def _acl_store(config: Config, record_log: CoordinatorLog) -> AclStore[StandardAuthorizer] | None:
     """Kafka's authorizer.class.name=StandardAuthorizer with super.users and
     allow.everyone.if.no.acl.found; None (no authorizer, the default) otherwise."""
     if config.authorizer != "standard":

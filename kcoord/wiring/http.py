@@ -16,7 +16,6 @@ import logging
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -31,6 +30,7 @@ from kcoord.protocol.errors import ErrorCode
 from kcoord.wiring.config import HostPort
 from kcoord.wiring.controls.names import api_key, api_name
 from kcoord.wiring.controls.routes import LEGACY_ERROR_APIS, json_body, test_routes
+from kcoord.wiring.controls.surface import TestControls
 from kcoord.wiring.group_views import all_groups, find_group, group_detail, group_summary
 from kcoord.wiring.metrics import KcoordCollector, MetricsSource
 from kcoord.wiring.txn_metrics import TransactionCollector
@@ -41,9 +41,6 @@ from kcoord.wiring.txn_views import (
     transaction_detail,
     transaction_summary,
 )
-
-if TYPE_CHECKING:
-    from kcoord.wiring.controls import TestControls
 
 __all__ = ["HttpEndpoint", "Observed"]
 

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from kcoord import storage
 from kcoord.coordinator.groups.records import OffsetCommitRecord
-from kcoord.coordinator.persistence import storage_config, to_storage
+from kcoord.coordinator.persistence import to_storage
 from kcoord.wiring.config import Config
+from kcoord.wiring.local_backends import storage_config
 from tests.container.engine import BASE_IMAGE, ensure_base_image, ensure_tools, inspect, podman
 from tests.container.helpers import Containers, free_port, wait_exited, wait_healthy
 from tests.kcoord_process import REPO

@@ -1,24 +1,22 @@
 """The listener, TLS and SASL flags of `kcoord serve` (issue 25): their parsers, their rows of
 `coordinator.config`'s option table, and the check that they fit together (KafkaConfig's validation).
 
-The `Config` fields they fill are in kcoord/wiring/config.py, next to the others.
+The `Config` fields they fill are in kcoord/wiring/config.py, next to the others; the check reads them
+through `SecuritySettings`, so this module does not import the config that imports it.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from kcoord.broker.security.listeners import Endpoint, parse_endpoints, parse_protocol_map
+from kcoord.broker.security.listeners import Endpoint, Listener, parse_endpoints, parse_protocol_map
 from kcoord.broker.security.ssl_principal import SslPrincipalMapper
 
-if TYPE_CHECKING:
-    from kcoord.wiring.config import Config
-
-__all__ = ["SASL_MECHANISMS", "SECURITY_METAVARS", "SECURITY_OPTIONS", "check_security"]
+__all__ = ["SASL_MECHANISMS", "SECURITY_METAVARS", "SECURITY_OPTIONS", "SecuritySettings", "check_security"]
 
 
 def _positive_int(text: str) -> int:
@@ -137,7 +135,40 @@ SECURITY_METAVARS: dict[object, str] = {
 }
 
 
-def check_security(config: Config, given: Mapping[str, object]) -> None:
+class SecuritySettings(Protocol):
+    """The settings `check_security` reads (`kcoord.wiring.config.Config` has them)."""
+
+    @property
+    def listeners(self) -> tuple[Endpoint, ...] | None: ...
+
+    @property
+    def advertised_listeners(self) -> tuple[Endpoint, ...] | None: ...
+
+    @property
+    def listener_security_protocol_map(self) -> tuple[tuple[str, str], ...] | None: ...
+
+    @property
+    def ssl_keystore_location(self) -> Path | None: ...
+
+    @property
+    def ssl_truststore_location(self) -> Path | None: ...
+
+    @property
+    def ssl_client_auth(self) -> str: ...
+
+    @property
+    def ssl_principal_mapping_rules(self) -> str: ...
+
+    @property
+    def sasl_enabled_mechanisms(self) -> tuple[str, ...]: ...
+
+    @property
+    def sasl_oauthbearer_jwks_endpoint_url(self) -> str | None: ...
+
+    def resolved_listeners(self) -> Sequence[Listener]: ...
+
+
+def check_security(config: SecuritySettings, given: Mapping[str, object]) -> None:
     """The listener, TLS and SASL settings must fit together (KafkaConfig's validation, in words)."""
     if config.listeners is not None and ("listen" in given or "advertised_listener" in given):
         raise SystemExit("kcoord: --listeners replaces --listen/--advertised-listener: give one or the other")

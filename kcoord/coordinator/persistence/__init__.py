@@ -13,7 +13,7 @@ from kcoord.coordinator.persistence.codec import (
     render,
     to_storage,
 )
-from kcoord.coordinator.persistence.record_log import StorageRecordLog, storage_config
+from kcoord.coordinator.persistence.record_log import StorageRecordLog
 from kcoord.coordinator.persistence.replay import Replayer
 
 __all__ = [
@@ -23,6 +23,5 @@ __all__ = [
     "StorageRecordLog",
     "from_storage",
     "render",
-    "storage_config",
     "to_storage",
 ]

@@ -1,6 +1,6 @@
 """The storage adapter: the coordinators' `RecordLog` port (`coordinator.runtime.ports`: groups,
-transactions and the metadata tenant's stores) over `storage.Log`, and the storage settings the
-coordinator controls."""
+transactions and the metadata tenant's stores) over `storage.Log`. The storage settings the server's
+flags choose are the wiring's (`storage_config`, kcoord/wiring/local_backends.py)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,8 @@ from typing import Any
 from kcoord import storage
 from kcoord.coordinator.persistence.codec import AnyRecord, to_storage
 from kcoord.coordinator.runtime.ports import OnDone
-from kcoord.wiring.config import Config
 
-__all__ = ["StorageRecordLog", "storage_config"]
-
-
-def storage_config(config: Config) -> Any:
-    """The storage settings the coordinator controls (`--fsync`, `--history-retention-*`)."""
-    return storage.LogConfig(
-        fsync_policy=config.fsync,
-        history_retention_ms=config.history_retention_ms,
-        history_retention_bytes=config.history_retention_bytes,
-    )
+__all__ = ["StorageRecordLog"]
 
 
 # -- the RecordLog adapter --------------------------------------------------------------------------

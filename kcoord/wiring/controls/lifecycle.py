@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from kcoord.broker.context import DelayedResponses
-from kcoord.broker.timers import MovableClock
+from kcoord.broker.connection import Connection
+from kcoord.broker.context import DelayedResponses, ServerContext
+from kcoord.broker.listener import Security
+from kcoord.broker.timers import AsyncioTimers, MovableClock, SystemClock
 from kcoord.wiring.app_state import (
     State,
     abandon_state,
@@ -24,19 +26,54 @@ from kcoord.wiring.app_state import (
     stop_state,
     sweep_trash,
 )
+from kcoord.wiring.config import Config
+from kcoord.wiring.http import HttpEndpoint
 
-if TYPE_CHECKING:
-    from kcoord.wiring.app import App
-
-__all__ = ["abandon_app", "install_state", "reset_app"]
+__all__ = ["ResettableServer", "abandon_app", "install_state", "reset_app"]
 
 log = logging.getLogger("kcoord.app")
+
+
+class ResettableServer(Protocol):
+    """What a reset and a crash do to the server (`kcoord.wiring.app.App`, which calls them: a Protocol,
+    so this module never imports the app that imports it)."""
+
+    state: State | None
+    http: HttpEndpoint | None
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def ctx(self) -> ServerContext | None: ...
+
+    @property
+    def clock(self) -> SystemClock | MovableClock: ...
+
+    @property
+    def timers(self) -> AsyncioTimers | None: ...
+
+    @property
+    def connections(self) -> set[Connection]: ...
+
+    @property
+    def servers(self) -> list[asyncio.Server]: ...
+
+    @property
+    def security(self) -> Security: ...
+
+    async def open_state(self) -> State: ...
+
+    async def settle(self, timeout_s: float) -> None: ...
+
+    def wire_metrics(self) -> None: ...
+
 
 # A reset waits at most this long for the requests in flight to be answered (a delay fault may hold one).
 RESET_SETTLE_S = 2.0
 
 
-async def reset_app(app: App) -> float:
+async def reset_app(app: ResettableServer) -> float:
     """Milliseconds the reset took."""
     ctx, old, timers = app.ctx, app.state, app.timers
     assert ctx is not None and old is not None and timers is not None
@@ -67,14 +104,14 @@ async def reset_app(app: App) -> float:
     return round(elapsed_ms, 3)
 
 
-def install_state(app: App, state: State) -> None:
+def install_state(app: ResettableServer, state: State) -> None:
     """Serve `state` from now on: the context every connection holds points at it."""
     ctx = app.ctx
     assert ctx is not None
     app.state = state
     ctx.manager, ctx.topics, ctx.data = state.manager, state.topics, state.data
     ctx.producer_ids, ctx.transactions, ctx.markers = state.producer_ids, state.transactions, state.markers
-    ctx.acls, ctx.credentials = state.acls, state.credentials
+    ctx.acls, ctx.credentials, ctx.leadership = state.acls, state.credentials, state.leadership
     ctx.authorizer = None if state.acls is None else state.acls.authorizer
     ctx.delayed = DelayedResponses(asyncio.get_running_loop())
     app.security.add_scram(state.credentials.lookup)
@@ -83,7 +120,7 @@ def install_state(app: App, state: State) -> None:
         app.http.state_replaced()
 
 
-async def abandon_app(app: App) -> None:
+async def abandon_app(app: ResettableServer) -> None:
     for server in app.servers:
         server.close()
     if app.ctx is not None:

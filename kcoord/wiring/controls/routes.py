@@ -7,21 +7,19 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from kcoord.wiring.controls.names import ControlError
-
-if TYPE_CHECKING:
-    from kcoord.wiring.controls.surface import TestControls
+from kcoord.wiring.controls.surface import TestControls
 
 __all__ = ["LEGACY_ERROR_APIS", "json_body", "test_routes"]
 
 # `/v1/test/errors` has always taken the group coordinator's APIs only; `/v1/test/faults` takes all.
 LEGACY_ERROR_APIS = frozenset({8, 9, 10, 11, 12, 13, 14, 15, 16, 42})
 
-Controls = Callable[[], "TestControls"]
+Controls = Callable[[], TestControls]
 Route = Callable[[web.Request], Awaitable[web.Response]]
 
 

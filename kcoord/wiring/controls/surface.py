@@ -11,25 +11,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kcoord.broker.context import ServerContext
-from kcoord.broker.timers import MovableTimers
+from kcoord.broker.timers import AsyncioTimers, MovableClock, MovableTimers, SystemClock
 from kcoord.broker.topics.configs import InvalidConfig, validate_topic_configs
 from kcoord.coordinator.groups.controls import RUNTIME_SETTINGS
 from kcoord.coordinator.metadata import TopicExists, validate_topic_name
 from kcoord.coordinator.transactions.state import TransactionState
 from kcoord.protocol.errors import ErrorCode
+from kcoord.wiring.app_state import State
 from kcoord.wiring.controls.faults import Fault, FaultTable, Kind
 from kcoord.wiring.controls.inspect import committed_view, group_view, records_view
 from kcoord.wiring.controls.names import ControlError, api_key, error_code
 from kcoord.wiring.controls.wiring import RequestLog, wire
 
-if TYPE_CHECKING:
-    from kcoord.wiring.app import App
-    from kcoord.wiring.app_state import State
-
-__all__ = ["TestControls"]
+__all__ = ["ControlledServer", "TestControls"]
 
 log = logging.getLogger("kcoord.controls")
 
@@ -40,10 +37,35 @@ SETTLE_TIMEOUT_S = 5.0
 _BETWEEN = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
 
 
+class ControlledServer(Protocol):
+    """What the controls need of the server they run in (`kcoord.wiring.app.App`, which builds them:
+    a Protocol, so the controls never import the app that imports them)."""
+
+    @property
+    def ctx(self) -> ServerContext | None: ...
+
+    @property
+    def state(self) -> State | None: ...
+
+    @property
+    def clock(self) -> SystemClock | MovableClock: ...
+
+    @property
+    def timers(self) -> AsyncioTimers | None: ...
+
+    async def reset(self) -> float:
+        """The state as after startup on an empty data directory; milliseconds it took."""
+        ...
+
+    def plain_handlers(self) -> dict[int, Any]:
+        """The API handlers the server serves (before any test-control wrapping)."""
+        ...
+
+
 class TestControls:
     __test__ = False  # not a pytest class
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: ControlledServer) -> None:
         assert app.ctx is not None, "the controls are built once the listeners are bound"
         self._app = app
         self.fault_table = FaultTable()

@@ -1,0 +1,190 @@
+"""`StateBackends` in PostgreSQL: where a cluster node's durable state lives (kcoord/wiring/backends.py).
+
+* the coordinator log: `RoutingRecordLog`, each record to the log of the shard its key maps to
+  (`Ownership`: the shards this node holds by lease) or, cluster-wide ones, to `kcoord_metadata`;
+* recovery: the cluster-wide records replayed from `kcoord_metadata`; a shard's groups and
+  transactions arrive when the node acquires the shard (`ShardHost.load`, kcoord/cluster/node.py);
+* producer-id blocks: allocated in PostgreSQL (`ClusterProducerIds`), never twice across nodes;
+* the partition stores: `ClusterPartitions`, the partitions this node leads by lease
+  (`PartitionPlacement`), and their leaders for Metadata (`ClusterLeadership`);
+* markers: this node's transactions write theirs through the owner of each group shard and the
+  leader of each data partition (`RemoteMarkers`).
+
+The node around the backends (`ClusterApp`) is known to them only through callables: its membership
+exists once its listeners are bound, after the state is open.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kcoord.broker.markers import TxnMarkers
+from kcoord.broker.topics.data import TopicData
+from kcoord.broker.topics.leadership import PartitionLeadership
+from kcoord.cluster.leadership import ClusterLeadership
+from kcoord.cluster.leases import PartitionLeases, ShardLeases
+from kcoord.cluster.markers import RoutedTxnMarkers
+from kcoord.cluster.membership import ClusterView
+from kcoord.cluster.metadata import ClusterProducerIds, MetadataLog
+from kcoord.cluster.ownership import Ownership, ShardHost
+from kcoord.cluster.partitions import ClusterPartitions
+from kcoord.cluster.pg import create_pool
+from kcoord.cluster.placement import PartitionPlacement
+from kcoord.cluster.remote_markers import RemoteMarkers
+from kcoord.cluster.routing import RoutingRecordLog
+from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.metadata import TopicRegistry
+from kcoord.coordinator.metadata.producer_ids import ProducerIds
+from kcoord.coordinator.persistence import Replayer
+from kcoord.coordinator.runtime import Clock
+from kcoord.storage.faults import FaultPolicy
+from kcoord.wiring.backends import CoordinatorLog, Coordinators, Recovered
+from kcoord.wiring.config import Config
+
+__all__ = ["POLL_S", "ClusterBackends", "NodeLinks", "OpenCluster"]
+
+log = logging.getLogger("kcoord.cluster")
+
+POLL_S = 0.5  # the node's poll (kcoord/cluster/node.py) and partition placement's
+
+
+class NodeLinks:
+    """What the backends ask of the node around them, as callables: wake its poll, the cluster as its
+    membership last read it, another node's address on this node's first listener."""
+
+    __slots__ = ("address", "notify", "view")
+
+    def __init__(
+        self,
+        notify: Callable[[], Awaitable[None]],
+        view: Callable[[], ClusterView],
+        address: Callable[[int], tuple[str, int] | None],
+    ) -> None:
+        self.notify = notify
+        self.view = view
+        self.address = address
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCluster:
+    """The backends' parts once the state is open: what the node's loops and metrics drive."""
+
+    pool: Any
+    metadata: MetadataLog
+    leases: ShardLeases
+    ownership: Ownership
+    follower: Replayer
+    partitions: ClusterPartitions
+    placement: PartitionPlacement
+
+
+class _NoLog:
+    """`State.log` in cluster mode: the shards' and metadata's logs are PostgreSQL's, nothing to close."""
+
+    segments: list[Any] = []
+    compactions = 0
+    pending = 0
+
+    async def flush(self) -> None:
+        return None
+
+    async def close(self, write_snapshot: bool = True) -> None:
+        return None
+
+    def abandon(self) -> None:
+        return None
+
+
+class ClusterBackends:
+    """A node's state in the cluster's database at `config.cluster`, its `num_shards` group shards
+    loaded into and unloaded from the node's coordinators by `shards`."""
+
+    def __init__(self, config: Config, num_shards: int, shards: ShardHost, node: NodeLinks) -> None:
+        assert config.cluster is not None
+        self._config = config
+        self._num_shards = num_shards
+        self._shards = shards
+        self._node = node
+        # Set as the state opens (None before: a startup that failed early shuts down without them).
+        self.pool: Any = None
+        self.metadata: MetadataLog | None = None
+        self.leases: ShardLeases | None = None
+        self.ownership: Ownership | None = None
+        self.coordinators: Coordinators | None = None
+        self.follower: Replayer | None = None
+        self.partitions: ClusterPartitions | None = None
+        self.placement: PartitionPlacement | None = None
+
+    def opened(self) -> OpenCluster:
+        """The parts, once `open_state` has run through every step."""
+        metadata, leases, ownership = self.metadata, self.leases, self.ownership
+        follower, partitions, placement = self.follower, self.partitions, self.placement
+        assert metadata is not None and leases is not None and ownership is not None
+        assert follower is not None and partitions is not None and placement is not None
+        return OpenCluster(self.pool, metadata, leases, ownership, follower, partitions, placement)
+
+    async def coordinator_log(self) -> CoordinatorLog:
+        config = self._config
+        assert config.cluster is not None
+        self.pool = pool = await create_pool(config.cluster, node_id=config.node_id, max_size=20)
+        self.metadata = MetadataLog(pool)
+        self.leases = ShardLeases(pool, config.node_id, config.lease_ttl_ms)
+        self.ownership = Ownership(pool, self.leases, self._num_shards, self._shards, self._node.notify)
+        return RoutingRecordLog(
+            self._num_shards, self.ownership.log, self.metadata, self.ownership.log_failed
+        )
+
+    def producer_ids(self, record_log: CoordinatorLog) -> ProducerIds:
+        return ClusterProducerIds(self.pool)
+
+    async def recover(self, coordinators: Coordinators, policy: FaultPolicy) -> Recovered:
+        """The cluster-wide records from `kcoord_metadata`; the follower replays later ones (the poll)."""
+        assert self.metadata is not None
+        config = self._config
+        self.coordinators = coordinators
+        self.follower = coordinators.replayer()  # never finished: shards load at any time
+        count = await self.metadata.catch_up(self.follower.apply)
+        log.info("cluster %s: node %d, %d shards, %d metadata records", config.cluster_id,
+                 config.node_id, self._num_shards, count)  # fmt: skip
+        summary = (
+            f"cluster={config.cluster_id} node={config.node_id} shards={self._num_shards} metadata={count}"
+        )
+        return Recovered(_NoLog(), summary)
+
+    async def topic_data(self, topics: TopicRegistry, clock: Clock, policy: FaultPolicy) -> TopicData:
+        """The partitions this node leads; placement (a loop the node starts) takes and hands them over."""
+        config, pool = self._config, self.pool
+        self.partitions = partitions = ClusterPartitions(
+            pool,
+            PartitionLeases(pool, config.node_id, config.lease_ttl_ms),
+            config.data_dir,
+            lambda topic: data.partition_config(topic),
+            TopicData.now_ms,
+            policy,
+        )
+        data = TopicData(topics, partitions)
+        self.placement = PartitionPlacement(
+            pool,
+            config.node_id,
+            partitions,
+            lambda: [(t.name, p) for t in topics.all() for p in range(t.num_partitions)],
+            poll_ms=int(POLL_S * 1000),
+        )
+        return data
+
+    def marker_writer(self, data: TopicData, manager: GroupManager, local: TxnMarkers) -> TxnMarkers:
+        """This node's transactions: a group shard owned elsewhere gets its markers there, a data
+        partition led elsewhere its leader."""
+        assert self.ownership is not None and self.placement is not None
+        listener = self._config.resolved_listeners()[0].name
+        routed = RoutedTxnMarkers(data, manager, self.ownership.state, self._node.view, listener)
+        return RemoteMarkers(
+            data, manager, self._config.node_id, self.placement.leader, self._node.address, routed
+        )
+
+    def leadership(self) -> PartitionLeadership:
+        assert self.placement is not None
+        return ClusterLeadership(self.pool, self.placement)

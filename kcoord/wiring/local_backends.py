@@ -1,0 +1,85 @@
+"""`StateBackends` in the data directory (a single node, the default): the coordinator log is a
+`storage.Log` in DATA_DIR, the partition logs live under DATA_DIR/topics, producer-id blocks are
+records of the coordinator log and this node leads every partition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcoord import storage
+from kcoord.broker.markers import TxnMarkers
+from kcoord.broker.timers import SystemClock
+from kcoord.broker.topics.data import TopicData
+from kcoord.broker.topics.leadership import PartitionLeadership, SingleNodeLeadership
+from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.metadata import TopicRegistry
+from kcoord.coordinator.metadata.producer_ids import ProducerIds
+from kcoord.coordinator.persistence import StorageRecordLog
+from kcoord.coordinator.runtime import Clock
+from kcoord.partition_log import PartitionLogs
+from kcoord.storage.faults import FaultPolicy
+from kcoord.wiring.backends import CoordinatorLog, Coordinators, Recovered
+from kcoord.wiring.config import Config
+from kcoord.wiring.metrics import MetricsSource, TimedFileOps
+
+__all__ = ["LocalBackends", "storage_config"]
+
+# The partition logs' directory inside the data directory (kcoord/pipeline/topic_reader.py reads it too).
+TOPICS_DIR = "topics"
+
+
+def storage_config(config: Config) -> Any:
+    """The storage settings the coordinator controls (`--fsync`, `--history-retention-*`)."""
+    return storage.LogConfig(
+        fsync_policy=config.fsync,
+        history_retention_ms=config.history_retention_ms,
+        history_retention_bytes=config.history_retention_bytes,
+    )
+
+
+class LocalBackends:
+    """The data directory of `config`; `metrics` (with --http-listen) time the coordinator log's appends
+    and fsyncs."""
+
+    def __init__(self, config: Config, metrics: MetricsSource | None) -> None:
+        self._config = config
+        self._metrics = metrics
+        self._record_log = StorageRecordLog()
+
+    async def coordinator_log(self) -> CoordinatorLog:
+        if self._metrics is not None:
+            self._record_log.append_seconds = self._metrics.append_seconds
+        return self._record_log
+
+    def producer_ids(self, record_log: CoordinatorLog) -> ProducerIds:
+        return ProducerIds(record_log)
+
+    async def recover(self, coordinators: Coordinators, policy: FaultPolicy) -> Recovered:
+        """Open the log, replaying every record into the coordinators."""
+        replayer = coordinators.replayer()
+        ops = None if self._metrics is None else TimedFileOps(self._metrics.fsync_seconds)
+        config = self._config
+        log_ = await storage.Log.open(
+            config.data_dir, storage_config(config), replayer.apply, ops=ops, policy=policy
+        )
+        self._record_log.attach(log_)
+        replayer.finish()
+        return Recovered(log_, replayer.summary())
+
+    async def topic_data(self, topics: TopicRegistry, clock: Clock, policy: FaultPolicy) -> TopicData:
+        """The partition logs, with the logs of topics deleted while they were closed removed."""
+        config = self._config
+        partition_logs = await PartitionLogs.open(
+            config.data_dir / TOPICS_DIR, fsync=config.fsync, now_ms=clock.now_ms, policy=policy
+        )
+        data = TopicData(topics, partition_logs)
+        if not isinstance(clock, SystemClock):  # the test controls' movable clock: records' times follow it
+            data.now_ms = clock.now_ms  # type: ignore[method-assign]
+        await data.remove_orphans()
+        return data
+
+    def marker_writer(self, data: TopicData, manager: GroupManager, local: TxnMarkers) -> TxnMarkers:
+        return local  # every partition is this node's
+
+    def leadership(self) -> PartitionLeadership:
+        return SingleNodeLeadership(self._config.node_id)
