@@ -33,12 +33,13 @@ from typing import Any
 from kcoord import storage
 from kcoord.broker.context import ServerContext
 from kcoord.broker.markers import CoordinatorMarkers, TxnMarkers
+from kcoord.broker.middleware import Middleware
 from kcoord.broker.security.acls_store import AclStore
 from kcoord.broker.security.credentials import ScramCredentials
 from kcoord.broker.topics import TopicRegistry
 from kcoord.broker.topics.data import TopicData
 from kcoord.cluster.cluster_metrics import ClusterCollector, ClusterSources
-from kcoord.cluster.edge import route_handlers
+from kcoord.cluster.edge import ClusterRouting
 from kcoord.cluster.leadership import ClusterLeadership
 from kcoord.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.cluster.markers import RoutedTxnMarkers
@@ -52,6 +53,7 @@ from kcoord.cluster.remote_markers import RemoteMarkers
 from kcoord.cluster.routing import RoutingRecordLog
 from kcoord.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
 from kcoord.cluster.shards import shard_of
+from kcoord.cluster.txn_verify import RemoteVerification
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.persistence import Replayer
 from kcoord.coordinator.transactions import TransactionCoordinator
@@ -261,6 +263,10 @@ class ClusterApp(App):
         return Replayer(self.manager, self.topics, self.producer_ids, self.transactions,
                         acls=self._acls, credentials=self._credentials)  # fmt: skip
 
+    def middlewares(self) -> list[Middleware]:
+        """The coordinator APIs routed by shard, FindCoordinator from the view (kcoord/cluster/edge.py)."""
+        return [*super().middlewares(), ClusterRouting(self.ownership.state, self._view, self.num_shards)]
+
     async def _context_built(self, ctx: ServerContext) -> None:
         """Route the coordinator APIs, list the live nodes, register and start the loops."""
         node = NodeInfo(
@@ -270,7 +276,7 @@ class ClusterApp(App):
         self.membership = Membership(self._pool, node, self.config.lease_ttl_ms)
         ctx.brokers = _Brokers(self.membership)
         ctx.leadership = ClusterLeadership(self._pool, self.placement)
-        route_handlers(ctx.handlers, self.ownership.state, self._view, self.num_shards)
+        ctx.verification = RemoteVerification(self.ownership.state, self._view, self.num_shards)
         if self.metrics is not None:  # /metrics (App._start_http registers it after startup)
             self.metrics.extra.append(ClusterCollector(self._metric_sources()))
         await self.membership.register()

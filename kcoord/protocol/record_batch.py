@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -26,6 +27,7 @@ __all__ = [
     "BatchHeader",
     "ControlRecordType",
     "EndTransactionMarker",
+    "ProducedBatch",
     "Record",
     "batch_crc",
     "end_txn_marker_batch",
@@ -98,6 +100,29 @@ class Record(NamedTuple):
 def read_header(buf: bytes | memoryview, pos: int = 0) -> BatchHeader:
     """The header of the batch at `pos` (struct.error if fewer than 61 bytes are left)."""
     return BatchHeader(*BATCH_HEADER.unpack_from(buf, pos))
+
+
+@dataclass(frozen=True, slots=True)
+class ProducedBatch:
+    """One Produce partition's records with the header of their (first) batch, read once where the
+    request arrives and handed on: authorization and transaction verification look at its producer and
+    attributes, the partition log's validation checks it (`partition_log.validation.check_batch`), the
+    append stamps it. Nothing is checked here: `header` is what the first 61 bytes say, magic 2 or not."""
+
+    data: bytes
+    header: BatchHeader | None
+    """None when the records are shorter than a batch header."""
+
+    @classmethod
+    def read(cls, records: bytes | None) -> ProducedBatch:
+        data = records or b""
+        return cls(data, read_header(data) if len(data) >= BATCH_HEADER.size else None)
+
+    @property
+    def transactional_producer(self) -> BatchHeader | None:
+        """The header when the batch is transactional (KafkaApis' `hasTransactionalRecords`), else None."""
+        header = self.header
+        return header if header is not None and header.is_transactional else None
 
 
 def framing_problem(
