@@ -195,9 +195,8 @@ def test_the_remote_verification_asks_its_own_coordinator_for_the_shards_it_serv
 def test_the_remote_verification_without_a_live_owner_answers_not_available() -> None:
     got: list[TxnAnswers] = []
     for state in (ShardState.NOT_OWNED, ShardState.LOADING):
-        RemoteVerification(lambda shard, s=state: s, ClusterView, 50).answers(
-            _Coordinator(set()), CHECK, "X", got.append
-        )
+        remote = RemoteVerification(dict.fromkeys(range(50), state).__getitem__, ClusterView, 50)
+        remote.answers(_Coordinator(set()), CHECK, "X", got.append)
     assert [a.verify_partitions("tx", 7, 1, [("t", 0)]) for a in got] == [
         {("t", 0): ErrorCode.COORDINATOR_NOT_AVAILABLE}
     ] * 2
