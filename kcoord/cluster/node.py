@@ -268,7 +268,7 @@ class ClusterApp(App):
         return [*super().middlewares(), ClusterRouting(self.ownership.state, self._view, self.num_shards)]
 
     async def _context_built(self, ctx: ServerContext) -> None:
-        """Route the coordinator APIs, list the live nodes, register and start the loops."""
+        """Verify transactions with their owners, list the live nodes, register and start the loops."""
         node = NodeInfo(
             self.config.node_id, ctx.advertised.host, ctx.advertised.port, None,
             {name: (hp.host, hp.port) for name, hp in ctx.endpoints.items()},

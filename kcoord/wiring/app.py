@@ -207,7 +207,7 @@ class App:
 
     async def _context_built(self, ctx: ServerContext) -> None:
         """Called once the context exists, before any listener accepts: cluster mode (a subclass
-        in kcoord/cluster/node.py) routes the coordinator APIs and registers the node here."""
+        in kcoord/cluster/node.py) plugs in its ports and registers the node here."""
 
     async def _listen(
         self, loop: asyncio.AbstractEventLoop, listener: Listener, setup: ListenerSetup
