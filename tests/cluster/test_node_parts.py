@@ -14,8 +14,8 @@ from typing import Any
 import asyncpg
 
 from kcoord.broker.context import RequestMeta
-from kcoord.broker.topics import TopicRecord, TopicRegistry, TopicTombstone
 from kcoord.broker.middleware import handler_table
+from kcoord.broker.topics import TopicRecord, TopicRegistry, TopicTombstone
 from kcoord.cluster.edge import ClusterRouting, request_keys
 from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.metadata import ClusterProducerIds, MetadataLog
