@@ -143,3 +143,20 @@ def test_txn_offset_commit_asks_the_port_for_the_groups_offsets_partition(owner:
     answered = call(sock, 28, 3, body)["topics"][0]["partitions"][0]["error_code"]
     assert answered == ErrorCode.INVALID_PRODUCER_EPOCH  # PRODUCER_FENCED as the group coordinator maps it
     assert recording.asked == [TxnCheck("tx", pid, epoch, (partition,), add=False)]
+
+
+def test_under_transactions_v2_the_owner_is_asked_to_add_the_partitions(owner: Served) -> None:
+    sock = _connect(owner)
+    answer = init_pid(sock, "tx")
+    pid, epoch = answer["producer_id"], answer["producer_epoch"]
+    assert owner.app.bound is not None
+    check = TxnCheck("tx", pid, epoch, (T0, T1), add=True)  # AddPartitionsToTxn v5
+    added: list[ErrorCode] = []
+    _ask(_remote(owner.app.bound.port, "tx"), check).add_partitions_implicit(
+        "tx", pid, epoch, (T0, T1), added.append
+    )
+    assert added == [ErrorCode.NONE]
+    assert _local(owner, TxnCheck("tx", pid, epoch, (T0, T1), add=False)) == {
+        T0: ErrorCode.NONE,
+        T1: ErrorCode.NONE,
+    }
