@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.middleware import Layer, handler_table
@@ -19,6 +19,7 @@ from kcoord.cluster.ownership import ShardState
 from kcoord.cluster.txn_verify import OwnerAnswers, RemoteVerification, errors_of, request_body
 from kcoord.partition_log.config import PartitionConfig
 from kcoord.partition_log.producers import ProducerStates
+from kcoord.partition_log.stamp import stamp
 from kcoord.partition_log.validation import AppendError, ValidatedAppend, check_append
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import ProducedBatch
@@ -220,3 +221,19 @@ def test_a_produced_batch_reads_its_header_once_and_validation_uses_it() -> None
     assert ProducedBatch.read(None) == ProducedBatch(b"", None)
     short = check_append(ProducedBatch.read(data[:40]), PartitionConfig(), ProducerStates(), NOW)
     assert isinstance(short, AppendError) and short.error_code is ErrorCode.INVALID_RECORD
+
+
+def test_the_place_written_into_a_batch_reads_back_as_kafka_reads_it() -> None:
+    """`stamp` (through the batch format's `with_place`) checked by kafka-python's own batch reader."""
+    data = _batch(transactional=False)
+    header = ProducedBatch.read(data).header
+    assert header is not None
+    for timestamp_type, expected_max in (("CreateTime", NOW), ("LogAppendTime", NOW + 5000)):
+        config = PartitionConfig(message_timestamp_type=timestamp_type)
+        stamped = stamp(data, header, 42, config, NOW + 5000, leader_epoch=3)
+        batch = DefaultRecordBatch(stamped.data)
+        assert (batch.base_offset, batch.leader_epoch, batch.max_timestamp) == (42, 3, expected_max)
+        assert batch.validate_crc() and batch.timestamp_type == (timestamp_type == "LogAppendTime")
+        assert stamped.max_timestamp == expected_max
+        assert stamped.append_time_ms == (NOW + 5000 if timestamp_type == "LogAppendTime" else -1)
+        assert stamped.data[16:] == data[16:] or timestamp_type == "LogAppendTime"  # only the place changed
