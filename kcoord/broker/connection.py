@@ -95,7 +95,7 @@ class Connection(asyncio.Protocol):
         self._listener = listener
         self._principal: KafkaPrincipal = ANONYMOUS
         self._gate: SaslGate | None = None  # SASL listeners: until authenticated (or while it may expire)
-        self._handlers = ctx.handlers or HANDLERS  # the same dict object: test controls swap entries
+        self._handlers = ctx.handlers or HANDLERS  # middlewares applied once at startup
         self._stats = ctx.stats  # one attribute load per request fewer than through the context
         self._connections = connections
         self._splitter = FrameSplitter(ctx.config.socket_request_max_bytes)

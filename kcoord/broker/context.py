@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kcoord.broker.security import ANONYMOUS, KafkaPrincipal
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership
+from kcoord.broker.verification import LOCAL, TxnVerification
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
@@ -139,7 +140,8 @@ class ServerContext:
     # Cached encoded ApiVersions frames (version -> frame with correlation id 0).
     api_versions_frames: dict[int, bytes] = field(default_factory=dict)
     # -- observability (kcoord/wiring/http.py): both stay empty/None unless --http-listen is given --
-    # api key -> handler; empty = `apis.HANDLERS`. Test controls swap entries to inject faults.
+    # api key -> handler, built once at startup with the middlewares around them (middleware.py);
+    # empty = `apis.HANDLERS`.
     handlers: dict[int, Handler] = field(default_factory=dict)
     # Counted once per answered request when metrics are on.
     stats: RequestStats | None = None
@@ -155,6 +157,9 @@ class ServerContext:
     credentials: ScramCredentials | None = None
     # Cluster mode (issue 27): the live nodes Metadata and DescribeCluster list; None = this node alone.
     brokers: Brokers | None = None
+    # Who answers Produce's and TxnOffsetCommit's transaction verification (KIP-890, verification.py):
+    # this node's `transactions` (LOCAL), or in cluster mode the transactional id's owner.
+    verification: TxnVerification = LOCAL
 
     def endpoint(self, meta: RequestMeta) -> HostPort:
         """The advertised endpoint of the listener this request arrived on."""

@@ -10,6 +10,10 @@
   is still loading, so blindly respond"). The error answers are the APIs' own error bodies
   (`server/faults.error_body`, every API). A request naming several groups (DescribeGroups,
   DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe) answers every group with the first refusal.
+
+Both are one middleware, `ClusterRouting` (layer CLUSTER_ROUTING of kcoord/broker/middleware.py), which
+cluster mode's composition root passes to the edge. The check of a transaction's owner before its data
+is written (KIP-890) is the verification port's remote implementation instead (`txn_verify.py`).
 """
 
 from __future__ import annotations
@@ -20,16 +24,15 @@ from typing import Any
 from kcoord.broker.apis import find_coordinator
 from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.faults import error_body
+from kcoord.broker.middleware import Layer
 from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.ownership import ShardState
-from kcoord.cluster.produce_verify import produce_verified_remotely
 from kcoord.cluster.shards import shard_of
-from kcoord.cluster.txn_verify import verified_remotely
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["GROUP_APIS", "TXN_APIS", "request_keys", "route_handlers"]
+__all__ = ["GROUP_APIS", "TXN_APIS", "ClusterRouting", "request_keys"]
 
-_HEARTBEAT = 12
+_HEARTBEAT, _FIND_COORDINATOR, _ADD_PARTITIONS = 12, 10, 24
 GROUP_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 28, 42, 47, 68, 69})
 """OffsetCommit, OffsetFetch, Join/Heartbeat/Leave/SyncGroup, DescribeGroups, TxnOffsetCommit,
 DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat, ConsumerGroupDescribe."""
@@ -84,21 +87,23 @@ def _routed(api_key: int, plain: Handler, state_of: StateOf, num_shards: int) ->
     return handle
 
 
-def route_handlers(
-    handlers: dict[int, Handler], state_of: StateOf, view: Callable[[], ClusterView], num_shards: int
-) -> None:
-    """Wrap the coordinator APIs of `handlers` (a context's table) with the shard check, and serve
-    FindCoordinator from the cluster's view."""
-    if 28 in handlers:  # checked against the transaction's owner, then routed by group like the rest
-        handlers[28] = verified_remotely(handlers[28], state_of, view, num_shards)
-    if 0 in handlers:  # transactional batches: verified with the transaction's owner (produce_verify.py)
-        handlers[0] = produce_verified_remotely(handlers[0], state_of, view, num_shards)
-    for api_key in (*GROUP_APIS, *TXN_APIS, 24):
-        plain = handlers.get(api_key)
-        if plain is not None:
-            handlers[api_key] = _routed(api_key, plain, state_of, num_shards)
-    if 10 in handlers:
-        handlers[10] = _find_coordinator(view, num_shards)
+class ClusterRouting:
+    """The coordinator APIs checked against the shard of their group or transactional id (AddPartitionsToTxn
+    v0-3 too: `request_keys`), FindCoordinator answered from the cluster's view."""
+
+    layer = Layer.CLUSTER_ROUTING
+
+    def __init__(self, state_of: StateOf, view: Callable[[], ClusterView], num_shards: int) -> None:
+        self._state_of = state_of
+        self._view = view
+        self._num_shards = num_shards
+
+    def wrap(self, api_key: int, inner: Handler) -> Handler:
+        if api_key == _FIND_COORDINATOR:
+            return _find_coordinator(self._view, self._num_shards)
+        if api_key in GROUP_APIS or api_key in TXN_APIS or api_key == _ADD_PARTITIONS:
+            return _routed(api_key, inner, self._state_of, self._num_shards)
+        return inner
 
 
 def _find_coordinator(view: Callable[[], ClusterView], num_shards: int) -> Handler:

@@ -33,14 +33,16 @@ from typing import Any
 
 from kcoord import storage
 from kcoord.broker.context import ServerContext
+from kcoord.broker.middleware import Middleware
 from kcoord.cluster.backends import POLL_S, ClusterBackends, NodeLinks
 from kcoord.cluster.cluster_metrics import ClusterCollector, ClusterSources
-from kcoord.cluster.edge import route_handlers
+from kcoord.cluster.edge import ClusterRouting
 from kcoord.cluster.membership import CHANNEL, ClusterView, Membership, NodeInfo
 from kcoord.cluster.metadata import METADATA_CHANNEL
 from kcoord.cluster.pg import COMMAND_TIMEOUT_S, CONNECT_ERRORS, connect, redact
 from kcoord.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
 from kcoord.cluster.shards import shard_of
+from kcoord.cluster.txn_verify import RemoteVerification
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.persistence import Replayer
 from kcoord.coordinator.transactions import TransactionCoordinator
@@ -185,8 +187,13 @@ class ClusterApp(App):
         """A replayer into this node's coordinators (never finished: shards load at any time)."""
         return self._coordinators().replayer()
 
+    def middlewares(self) -> list[Middleware]:
+        """The coordinator APIs routed by shard, FindCoordinator from the view (kcoord/cluster/edge.py)."""
+        routing = ClusterRouting(self.cluster.opened().ownership.state, self._view, self.num_shards)
+        return [*super().middlewares(), routing]
+
     async def context_built(self, ctx: ServerContext) -> None:
-        """Route the coordinator APIs, list the live nodes, register and start the loops."""
+        """Verify transactions with their owners, list the live nodes, register and start the loops."""
         cluster = self.cluster.opened()
         node = NodeInfo(
             self.config.node_id, ctx.advertised.host, ctx.advertised.port, None,
@@ -194,7 +201,7 @@ class ClusterApp(App):
         )  # fmt: skip
         self.membership = Membership(cluster.pool, node, self.config.lease_ttl_ms)
         ctx.brokers = _Brokers(self.membership)
-        route_handlers(ctx.handlers, cluster.ownership.state, self._view, self.num_shards)
+        ctx.verification = RemoteVerification(cluster.ownership.state, self._view, self.num_shards)
         if self.metrics is not None:  # /metrics (App._start_http registers it after startup)
             self.metrics.extra.append(ClusterCollector(self._metric_sources()))
         await self.membership.register()

@@ -47,7 +47,7 @@ from kcoord.partition_log.validation import (
     check_append,
     marker_append,
 )
-from kcoord.protocol.record_batch import EndTransactionMarker, iter_records
+from kcoord.protocol.record_batch import EndTransactionMarker, ProducedBatch, iter_records
 
 __all__ = ["PartitionFenced", "PartitionWriteFailed", "PgPartitionLog", "StoredBatch"]
 
@@ -128,7 +128,9 @@ class PgPartitionLog:
         self._aborted = aborted
 
     # -- writing ---------------------------------------------------------------------------------------
-    def validate(self, records: bytes, now_ms: int) -> ValidatedAppend | DuplicateAppend | AppendError:
+    def validate(
+        self, records: bytes | ProducedBatch, now_ms: int
+    ) -> ValidatedAppend | DuplicateAppend | AppendError:
         return check_append(records, self.config, self.producers, now_ms)
 
     def append(self, validated: ValidatedAppend, now_ms: int | None = None) -> asyncio.Future[AppendResult]:

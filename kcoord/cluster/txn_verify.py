@@ -1,133 +1,126 @@
-"""TxnOffsetCommit for a transaction another node coordinates (KIP-890 verification across nodes).
+"""Transaction verification across nodes (KIP-890): the remote implementation of the edge's
+`TxnVerification` port (kcoord/broker/verification.py).
 
-Before a group coordinator writes a transaction's offsets it checks that the transaction has the
-group's `__consumer_offsets` partition (v0-4: AddPartitionsToTxn v4 `verify_only`; v5, transactions
-V2: the partition is added). Kafka's group coordinator broker asks the transaction coordinator over
-the wire (AddPartitionsToTxnManager); a single kcoord asks its own TransactionCoordinator. In a
-cluster the transactional id's shard may live on another node: the edge then sends that node
-AddPartitionsToTxn (v4 verify only, or v5 to add), and runs the plain handler with the answer in
-place of the local check. An unreachable coordinator is COORDINATOR_NOT_AVAILABLE (retriable), as
-Kafka maps the manager's network errors.
+A partition leader checks that a transactional batch's partition is in its producer's transaction
+before appending it, and a group coordinator that a transaction has the group's `__consumer_offsets`
+partition before writing its offsets. Kafka's brokers ask the transaction coordinator over the wire
+(`AddPartitionsToTxnManager`: AddPartitionsToTxn v4 `verify_only`, or v5, adding the partitions, under
+Transactions V2). A kcoord node coordinates the transactional ids of the shards it owns: for those its
+own coordinator answers, as on a single node; for the others this sends the shard's owner one
+AddPartitionsToTxn for the request's partitions and hands the handler the owner's answer.
+
+No owner, or no answer, is COORDINATOR_NOT_AVAILABLE for every partition: Produce answers it
+NOT_ENOUGH_REPLICAS and TxnOffsetCommit COORDINATOR_NOT_AVAILABLE (both retriable), as Kafka maps the
+manager's network errors.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.faults import error_body
-from kcoord.broker.markers import OFFSETS_TOPIC
+from kcoord.broker.verification import Partition, TxnAnswers, TxnCheck
 from kcoord.cluster.markers import call
 from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.ownership import ShardState
 from kcoord.cluster.shards import shard_of
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["verified_remotely"]
+__all__ = ["OwnerAnswers", "RemoteVerification"]
 
-_TXN_OFFSET_COMMIT, _ADD_PARTITIONS = 28, 24
-Partition = tuple[str, int]
+_ADD_PARTITIONS = 24
+_UNREACHABLE = (TimeoutError, OSError, asyncio.IncompleteReadError, ConnectionError)
 
 
-class _Verified:
-    """The transaction coordinator as the plain handler sees it once the owner answered NONE."""
+class OwnerAnswers:
+    """The owner's answer to one AddPartitionsToTxn, asked as the local coordinator would be (a
+    partition it did not answer for: COORDINATOR_NOT_AVAILABLE)."""
 
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
+    __slots__ = ("_errors",)
 
-    def verify_partitions(self, tid: str, pid: int, epoch: int, partitions: Sequence[Partition]) -> Any:
-        return dict.fromkeys(partitions, ErrorCode.NONE)
+    def __init__(self, errors: Mapping[Partition, ErrorCode]) -> None:
+        self._errors = errors
+
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: Sequence[Partition]
+    ) -> dict[Partition, ErrorCode]:
+        return {p: self._errors.get(p, ErrorCode.COORDINATOR_NOT_AVAILABLE) for p in partitions}
 
     def add_partitions_implicit(
         self,
-        tid: str,
-        pid: int,
-        epoch: int,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
         partitions: Sequence[Partition],
         done: Callable[[ErrorCode], None],
     ) -> None:
-        done(ErrorCode.NONE)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        errors = (self._errors.get(p, ErrorCode.COORDINATOR_NOT_AVAILABLE) for p in partitions)
+        done(next((e for e in errors if e is not ErrorCode.NONE), ErrorCode.NONE))
 
 
-def verified_remotely(
-    plain: Handler, state_of: Callable[[int], ShardState], view: Callable[[], ClusterView], num_shards: int
-) -> Handler:
-    """TxnOffsetCommit: verify with the transactional id's owner when it is another node."""
+class RemoteVerification:
+    """`TxnVerification` of a cluster node: the local coordinator for the transactional ids of the shards
+    this node serves (`state_of` ACTIVE), the owner's answer over the wire for the others."""
 
-    def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-        txn_shard = shard_of(str(req["transactional_id"]), num_shards)
-        if (
-            state_of(txn_shard) is ShardState.ACTIVE
-            or not ctx.config.transaction_partition_verification_enable
-        ):
-            plain(ctx, req, meta, respond)
+    def __init__(
+        self, state_of: Callable[[int], ShardState], view: Callable[[], ClusterView], num_shards: int
+    ) -> None:
+        self._state_of = state_of
+        self._view = view
+        self._num_shards = num_shards
+        self._asking: set[asyncio.Task[None]] = set()
+
+    def answers(
+        self, local: TxnAnswers, check: TxnCheck, listener: str, ready: Callable[[TxnAnswers], None]
+    ) -> None:
+        shard = shard_of(check.transactional_id, self._num_shards)
+        if self._state_of(shard) is ShardState.ACTIVE:
+            ready(local)
             return
-        owner = view().owner(txn_shard)
+        owner = self._view().owner(shard)
         if owner is None:
-            respond(
-                error_body(
-                    _TXN_OFFSET_COMMIT, meta.api_version, req, int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-                )
-            )
+            ready(OwnerAnswers({}))
             return
-        host, port = owner.endpoint(meta.listener_name)
-        asyncio.get_running_loop().create_task(
-            _verify(ctx, req, meta, respond, plain, host, port, num_shards)
-        )
+        task = asyncio.get_running_loop().create_task(self._ask(owner.endpoint(listener), check, ready))
+        self._asking.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self._asking.discard)
 
-    return handle
+    async def _ask(
+        self, address: tuple[str, int], check: TxnCheck, ready: Callable[[TxnAnswers], None]
+    ) -> None:
+        try:
+            answer = await call(*address, _ADD_PARTITIONS, 5 if check.add else 4, request_body(check))
+        except _UNREACHABLE:
+            ready(OwnerAnswers({}))
+            return
+        ready(OwnerAnswers(errors_of(answer, check.partitions)))
 
 
-async def _verify(
-    ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond, plain: Handler,
-    host: str, port: int, num_shards: int,
-) -> None:  # fmt: skip
-    version = meta.api_version
-    add = version >= 5 and ctx.config.transaction_version >= 2
-    shard = shard_of(str(req["group_id"]), num_shards)
-    body = {"transactions": [{
-        "transactional_id": req["transactional_id"], "producer_id": req["producer_id"],
-        "producer_epoch": req["producer_epoch"], "verify_only": not add,
-        "topics": [{"name": OFFSETS_TOPIC, "partitions": [shard]}],
+def request_body(check: TxnCheck) -> dict[str, Any]:
+    """AddPartitionsToTxn v4/v5 (the broker form) for the one transaction of `check`."""
+    topics: dict[str, list[int]] = {}
+    for topic, index in check.partitions:
+        topics.setdefault(topic, []).append(index)
+    return {"transactions": [{
+        "transactional_id": check.transactional_id, "producer_id": check.producer_id,
+        "producer_epoch": check.producer_epoch, "verify_only": not check.add,
+        "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
     }]}  # fmt: skip
-    try:
-        answer = await call(host, port, _ADD_PARTITIONS, 5 if add else 4, body)
-        error = _error_of(answer)
-    except (TimeoutError, OSError, asyncio.IncompleteReadError, ConnectionError):
-        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error is not ErrorCode.NONE:
-        respond(error_body(_TXN_OFFSET_COMMIT, version, req, int(_mapped(error, version))))
-        return
-    plain(dataclasses.replace(ctx, transactions=_Verified(ctx.transactions)), req, meta, respond)  # type: ignore[arg-type]
 
 
-def _error_of(answer: dict[str, Any]) -> ErrorCode:
+def errors_of(answer: dict[str, Any], partitions: Sequence[Partition]) -> dict[Partition, ErrorCode]:
+    """Per partition, the owner's AddPartitionsToTxn answer (a request- or transaction-level error
+    applies to every partition)."""
     if answer.get("error_code"):
-        return ErrorCode(answer["error_code"])
+        return dict.fromkeys(partitions, ErrorCode(answer["error_code"]))
+    errors: dict[Partition, ErrorCode] = {}
     for txn in answer["results_by_transaction"]:
+        if txn.get("error_code"):
+            return dict.fromkeys(partitions, ErrorCode(txn["error_code"]))
         for topic in txn["topic_results"]:
             for part in topic["results_by_partition"]:
-                if part["partition_error_code"]:
-                    return ErrorCode(part["partition_error_code"])
-    return ErrorCode.NONE
-
-
-def _mapped(error: ErrorCode, version: int) -> ErrorCode:
-    """txn_offset_commit._verified's mapping of the coordinator's answer for the client's version."""
-    if error in (
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        ErrorCode.CONCURRENT_TRANSACTIONS,
-    ):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error is ErrorCode.PRODUCER_FENCED:
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    if error is ErrorCode.TRANSACTION_ABORTABLE and version < 4:
-        return ErrorCode.INVALID_TXN_STATE
-    return error
+                errors[(str(topic["name"]), int(part["partition_index"]))] = ErrorCode(
+                    part["partition_error_code"]
+                )
+    return errors

@@ -41,10 +41,7 @@ from kcoord.partition_log.validation import (
     check_append,
     marker_append,
 )
-from kcoord.protocol.record_batch import (
-    EndTransactionMarker,
-    read_header,
-)
+from kcoord.protocol.record_batch import EndTransactionMarker, ProducedBatch, read_header
 from kcoord.storage.files import FileOps
 
 __all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppendResult", "PartitionLog", "ReadResult"]
@@ -114,7 +111,9 @@ class PartitionLog:
         self.producers.remove_expired(now_ms, PRODUCER_ID_EXPIRATION_MS)
 
     # -- writing ---------------------------------------------------------------------------------------------
-    def validate(self, records: bytes, now_ms: int) -> ValidatedAppend | DuplicateAppend | AppendError:
+    def validate(
+        self, records: bytes | ProducedBatch, now_ms: int
+    ) -> ValidatedAppend | DuplicateAppend | AppendError:
         return check_append(records, self.config, self.producers, now_ms)
 
     def append(self, validated: ValidatedAppend, now_ms: int | None = None) -> asyncio.Future[AppendResult]:

@@ -18,6 +18,7 @@ from kcoord.partition_log.config import PartitionConfig
 from kcoord.partition_log.producers import ProducerStateRow
 from kcoord.partition_log.results import AppendResult, ReadResult
 from kcoord.partition_log.validation import AppendError, DuplicateAppend, ValidatedAppend
+from kcoord.protocol.record_batch import ProducedBatch
 from kcoord.storage.faults import FaultPolicy
 
 __all__ = ["PartitionStore", "PartitionStores"]
@@ -31,7 +32,9 @@ class PartitionStore(Protocol):
     high_watermark: int
     log_end_offset: int
 
-    def validate(self, records: bytes, now_ms: int) -> ValidatedAppend | DuplicateAppend | AppendError: ...
+    def validate(
+        self, records: bytes | ProducedBatch, now_ms: int
+    ) -> ValidatedAppend | DuplicateAppend | AppendError: ...
 
     def append(
         self, validated: ValidatedAppend, now_ms: int | None = None

@@ -1,21 +1,17 @@
 """Stamping a validated batch with its place in a partition (shared by the local log and the cluster's
 PostgreSQL store): the base offset, the partition leader epoch and, under LogAppendTime, the broker's
 time as max timestamp with the CRC computed again (Kafka's `LogValidator.assignOffsetsNonCompressed` /
-`validateMessagesAndAssignOffsetsCompressed`: the batch is kept, only these header fields change)."""
+`validateMessagesAndAssignOffsetsCompressed`: the batch is kept, only these header fields change; the
+batch format's `with_place` writes them, from the header validation read)."""
 
 from __future__ import annotations
 
-import struct
 from typing import NamedTuple
 
-import crc32c
-
 from kcoord.partition_log.config import PartitionConfig
-from kcoord.protocol.record_batch import CRC_START, TIMESTAMP_TYPE_BIT, BatchHeader
+from kcoord.protocol.record_batch import BatchHeader, with_place
 
 __all__ = ["Stamped", "stamp"]
-
-_OFFSET = struct.Struct(">q")
 
 
 class Stamped(NamedTuple):
@@ -33,13 +29,6 @@ def stamp(
     now_ms: int,
     leader_epoch: int = 0,
 ) -> Stamped:
-    out = bytearray(data)
-    out[0:8] = _OFFSET.pack(base_offset)
-    out[12:16] = struct.pack(">i", leader_epoch)  # partitionLeaderEpoch
-    max_timestamp, append_time = header.max_timestamp, -1
     if config.message_timestamp_type == "LogAppendTime":
-        append_time = max_timestamp = now_ms
-        struct.pack_into(">h", out, CRC_START, header.attributes | TIMESTAMP_TYPE_BIT)
-        struct.pack_into(">q", out, 35, now_ms)  # maxTimestamp
-        struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[CRC_START:])))
-    return Stamped(bytes(out), max_timestamp, append_time)
+        return Stamped(with_place(data, header, base_offset, leader_epoch, now_ms), now_ms, now_ms)
+    return Stamped(with_place(data, header, base_offset, leader_epoch, None), header.max_timestamp, -1)

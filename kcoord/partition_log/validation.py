@@ -16,7 +16,6 @@ have.) Timestamps are checked on the batch's base and max timestamps.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from kcoord.partition_log.config import PartitionConfig
@@ -28,6 +27,7 @@ from kcoord.protocol.record_batch import (
     MAGIC_OFFSET,
     BatchHeader,
     EndTransactionMarker,
+    ProducedBatch,
     batch_crc,
     end_txn_marker_batch,
     read_header,
@@ -69,8 +69,9 @@ class AppendError:
     record_errors: tuple[tuple[int, str], ...] = ()
 
 
-def check_batch(records: bytes, config: PartitionConfig, now_ms: int) -> ValidatedAppend | AppendError:
-    """The batch-level checks, in Kafka's order."""
+def check_batch(batch: ProducedBatch, config: PartitionConfig, now_ms: int) -> ValidatedAppend | AppendError:
+    """The batch-level checks, in Kafka's order, on the header the edge read (`ProducedBatch.read`)."""
+    records, header = batch.data, batch.header
     if len(records) <= MAGIC_OFFSET:
         return _invalid("Produce requests must have at least one record batch")
     magic = records[MAGIC_OFFSET]
@@ -79,9 +80,7 @@ def check_batch(records: bytes, config: PartitionConfig, now_ms: int) -> Validat
             "Produce requests with version 3 and above are only allowed to contain record batches "
             "with magic version 2"
         )
-    try:
-        header = read_header(records)
-    except struct.error:
+    if header is None:
         return _invalid("Produce requests must have at least one record batch")
     if header.batch_length < BATCH_HEADER.size - LOG_OVERHEAD or header.size > len(records):
         return _invalid("Produce requests must have at least one record batch")  # no whole batch in it
@@ -137,11 +136,13 @@ def _invalid(message: str) -> AppendError:
 
 
 def check_append(
-    records: bytes, config: PartitionConfig, producers: ProducerStates, now_ms: int
+    records: bytes | ProducedBatch, config: PartitionConfig, producers: ProducerStates, now_ms: int
 ) -> ValidatedAppend | DuplicateAppend | AppendError:
     """A Produce batch for a partition: the batch checks, then its producer's (a duplicate of one of
-    its last five batches is answered with that batch's offset)."""
-    checked = check_batch(records, config, now_ms)
+    its last five batches is answered with that batch's offset). `records` as the edge read them
+    (Produce), or bytes whose header is read here (tests, tools)."""
+    batch = records if isinstance(records, ProducedBatch) else ProducedBatch.read(records)
+    checked = check_batch(batch, config, now_ms)
     if isinstance(checked, AppendError):
         return checked
     error, duplicate_of = producers.check(checked.header)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -26,12 +27,14 @@ __all__ = [
     "BatchHeader",
     "ControlRecordType",
     "EndTransactionMarker",
+    "ProducedBatch",
     "Record",
     "batch_crc",
     "end_txn_marker_batch",
     "iter_records",
     "read_end_txn_marker",
     "read_header",
+    "with_place",
 ]
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -100,6 +103,29 @@ def read_header(buf: bytes | memoryview, pos: int = 0) -> BatchHeader:
     return BatchHeader(*BATCH_HEADER.unpack_from(buf, pos))
 
 
+@dataclass(frozen=True, slots=True)
+class ProducedBatch:
+    """One Produce partition's records with the header of their (first) batch, read once where the
+    request arrives and handed on: authorization and transaction verification look at its producer and
+    attributes, the partition log's validation checks it (`partition_log.validation.check_batch`), the
+    append stamps it. Nothing is checked here: `header` is what the first 61 bytes say, magic 2 or not."""
+
+    data: bytes
+    header: BatchHeader | None
+    """None when the records are shorter than a batch header."""
+
+    @classmethod
+    def read(cls, records: bytes | None) -> ProducedBatch:
+        data = records or b""
+        return cls(data, read_header(data) if len(data) >= BATCH_HEADER.size else None)
+
+    @property
+    def transactional_producer(self) -> BatchHeader | None:
+        """The header when the batch is transactional (KafkaApis' `hasTransactionalRecords`), else None."""
+        header = self.header
+        return header if header is not None and header.is_transactional else None
+
+
 def framing_problem(
     header: BatchHeader | None, position: int, length: int, expected_offset: int
 ) -> str | None:
@@ -116,6 +142,34 @@ def framing_problem(
     if header.base_offset != expected_offset:
         return f"batch at offset {header.base_offset}, expected {expected_offset}"
     return None
+
+
+_INT64, _INT32, _INT16, _UINT32 = (
+    struct.Struct(">q"),
+    struct.Struct(">i"),
+    struct.Struct(">h"),
+    struct.Struct(">I"),
+)
+# Where BATCH_HEADER's fields sit: baseOffset 0, partitionLeaderEpoch 12, crc 17, attributes 21 (CRC_START),
+# maxTimestamp 35.
+_LEADER_EPOCH_AT, _CRC_AT, _MAX_TIMESTAMP_AT = 12, 17, 35
+
+
+def with_place(
+    data: bytes, header: BatchHeader, base_offset: int, leader_epoch: int, append_time_ms: int | None
+) -> bytes:
+    """A whole batch (`header` its header) with its place in a partition written into it: the base offset
+    and partition leader epoch (outside the CRC), and under LogAppendTime (`append_time_ms`) the
+    timestamp type and max timestamp, with the CRC computed again (Kafka's DefaultRecordBatch
+    `setLastOffset`, `setPartitionLeaderEpoch`, `setMaxTimestamp`)."""
+    out = bytearray(data)
+    _INT64.pack_into(out, 0, base_offset)
+    _INT32.pack_into(out, _LEADER_EPOCH_AT, leader_epoch)
+    if append_time_ms is not None:
+        _INT16.pack_into(out, CRC_START, header.attributes | TIMESTAMP_TYPE_BIT)
+        _INT64.pack_into(out, _MAX_TIMESTAMP_AT, append_time_ms)
+        _UINT32.pack_into(out, _CRC_AT, crc32c.crc32c(bytes(out[CRC_START:])))
+    return bytes(out)
 
 
 def batch_crc(buf: bytes | memoryview, pos: int, size: int) -> int:

@@ -26,6 +26,7 @@ from kcoord.broker.apis import HANDLERS, served_versions
 from kcoord.broker.connection import Connection
 from kcoord.broker.context import DelayedResponses, ServerContext
 from kcoord.broker.listener import ListenerSetup, Security
+from kcoord.broker.middleware import Middleware, handler_table
 from kcoord.broker.security.listeners import Listener
 from kcoord.broker.timers import AsyncioTimers, MovableClock, MovableTimers, SystemClock
 from kcoord.protocol.api_versions_table import SERVED_VERSIONS
@@ -97,9 +98,9 @@ class App:
         await self.security.start(
             loop, state.credentials, lambda: self.ctx is not None and self.ctx.shutting_down
         )
-        await self._bind(loop, state)
-        if self.config.enable_test_controls:
+        if self.config.enable_test_controls:  # before binding: its layer wraps the handlers
             self.controls = TestControls(self)
+        await self._bind(loop, state)
         await self._start_http()
 
     def backends(self) -> StateBackends:
@@ -116,6 +117,11 @@ class App:
     @property
     def timers(self) -> AsyncioTimers | None:
         return self._timers
+
+    def middlewares(self) -> list[Middleware]:
+        """What wraps the API handlers (kcoord/broker/middleware.py orders them): the test controls'
+        layer when they are on; cluster mode (kcoord/cluster/node.py) adds its routing."""
+        return [] if self.controls is None else [self.controls.layer]
 
     def plain_handlers(self) -> dict[int, Any]:
         """The API handlers the server serves (before any test-control wrapping)."""
@@ -183,7 +189,7 @@ class App:
             advertised=endpoints[first],
             delayed=DelayedResponses(loop),
             served=served_versions(dict(SERVED_VERSIONS)),
-            handlers=dict(HANDLERS),
+            handlers=handler_table(self.middlewares()),
             stats=None if self.metrics is None else self.metrics.requests,
             authorizer=None if state.acls is None else state.acls.authorizer,
             acls=state.acls,
@@ -208,7 +214,7 @@ class App:
 
     async def context_built(self, ctx: ServerContext) -> None:
         """A hook, called once the context exists, before any listener accepts: cluster mode (a subclass
-        in kcoord/cluster/node.py) routes the coordinator APIs and registers the node here."""
+        in kcoord/cluster/node.py) plugs in its ports and registers the node here."""
 
     async def _listen(
         self, loop: asyncio.AbstractEventLoop, listener: Listener, setup: ListenerSetup

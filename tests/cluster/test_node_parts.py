@@ -14,7 +14,8 @@ from typing import Any
 import asyncpg
 
 from kcoord.broker.context import RequestMeta
-from kcoord.cluster.edge import request_keys, route_handlers
+from kcoord.broker.middleware import handler_table
+from kcoord.cluster.edge import ClusterRouting, request_keys
 from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.metadata import ClusterProducerIds, MetadataLog
 from kcoord.cluster.ownership import ShardState, preferred_owner
@@ -93,11 +94,12 @@ def test_the_edge_refuses_groups_of_shards_this_node_does_not_serve() -> None:
     assert request_keys(22, {"transactional_id": None}) == []  # an idempotent producer: anywhere
     states = {shard_of("loading", 50): ShardState.LOADING, shard_of("active", 50): ShardState.ACTIVE}
     served: list[str] = []
-    handlers: dict[int, Any] = {
+    plain: dict[int, Any] = {
         12: lambda ctx, req, meta, respond: served.append(req["group_id"]),
         8: lambda ctx, req, meta, respond: served.append(req["group_id"]),
     }
-    route_handlers(handlers, lambda s: states.get(s, ShardState.NOT_OWNED), ClusterView, 50)
+    routing = ClusterRouting(lambda s: states.get(s, ShardState.NOT_OWNED), ClusterView, 50)
+    handlers = handler_table([routing], plain)
     answers: list[dict[str, Any]] = []
     meta = RequestMeta(4, "c", "/127.0.0.1")
     for group in ("active", "loading", "elsewhere"):

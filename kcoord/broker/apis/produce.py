@@ -24,7 +24,10 @@ producer INVALID_PRODUCER_EPOCH;
 a coordinator busy with a transition answers NOT_ENOUGH_REPLICAS, which producers retry
 (AddPartitionsToTxnManager's mapping of CONCURRENT_TRANSACTIONS and the coordinator-loading errors).
 From v12 (Transactions V2, transaction.version 2) the partition is added to the transaction instead
-(TransactionSupportedOperation addPartition) and the batch appended once that is durable.
+(TransactionSupportedOperation addPartition) and the batch appended once that is durable. The coordinator
+asked is `ctx.verification`'s: this node's, or in cluster mode the transactional id's owner, asked once
+per request (kcoord/broker/verification.py). Each partition's batch header is read once, here
+(`ProducedBatch`), and handed on to the partition log's validation.
 """
 
 from __future__ import annotations
@@ -36,10 +39,12 @@ from typing import Any
 from kcoord import storage
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.verification import TxnAnswers, TxnCheck
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.partition_log import AppendError, AppendResult, DuplicateAppend, NotLeader, ValidatedAppend
 from kcoord.partition_log.port import PartitionStore
 from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.record_batch import ProducedBatch
 
 __all__ = ["API_KEY", "handle", "wants_response"]
 
@@ -55,9 +60,10 @@ def wants_response(req: Request) -> bool:
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
     transactional_id = req["transactional_id"] if version >= 3 else None
+    batches = [ProducedBatch.read(part["records"]) for t in req["topic_data"] for part in t["partition_data"]]
     writable: set[str] | None = None
     if ctx.authorizer is not None:
-        writable = _writable(ctx, req, meta, transactional_id)
+        writable = _writable(ctx, req, meta, transactional_id, batches)
         if writable is None:
             respond(_all(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, version))
             return
@@ -65,28 +71,28 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     if acks not in _VALID_ACKS:
         respond(_all(req, ErrorCode.INVALID_REQUIRED_ACKS, version))
         return
-    pending = _Pending(version, respond, acks)
-    for topic in req["topic_data"]:
-        name = str(topic["name"])
-        partitions: list[Entry] = []
-        pending.topics.append({"name": name, "partition_responses": partitions})
-        for part in topic["partition_data"]:
-            entry: Entry = {"index": int(part["index"]), "base_offset": -1}
-            partitions.append(entry)
-            if writable is not None and name not in writable:
-                _fail(entry, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, version)
-                continue
-            _append(ctx, pending, name, entry, part["records"], version, transactional_id)
-    pending.arm()
+    check = _txn_check(ctx, req, batches, transactional_id, version)
+    write = _Write(ctx, _Pending(version, respond, acks), transactional_id)
+    if check is None:
+        write.serve(req, batches, writable, ctx.transactions)
+        return
+    ctx.verification.answers(
+        ctx.transactions, check, meta.listener_name, lambda txns: write.serve(req, batches, writable, txns)
+    )
 
 
 def _writable(
-    ctx: ServerContext, req: Request, meta: RequestMeta, transactional_id: str | None
+    ctx: ServerContext,
+    req: Request,
+    meta: RequestMeta,
+    transactional_id: str | None,
+    batches: list[ProducedBatch],
 ) -> set[str] | None:
-    """KafkaApis.handleProduceRequest with an authorizer: transactional records need WRITE on the
-    transactional id (None: the whole request is refused), then the topics the caller may WRITE
-    (the others TOPIC_AUTHORIZATION_FAILED per partition, before their existence is looked at)."""
-    if _has_transactional_records(req) and (
+    """KafkaApis.handleProduceRequest with an authorizer: transactional records (RequestUtils
+    .hasTransactionalRecords: some partition's first batch is transactional) need WRITE on the
+    transactional id (None: the whole request is refused), then the topics the caller may WRITE (the
+    others TOPIC_AUTHORIZATION_FAILED per partition, before their existence is looked at)."""
+    if any(batch.transactional_producer is not None for batch in batches) and (
         transactional_id is None
         or not authz.allowed(
             ctx, meta, API_KEY, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
@@ -97,57 +103,23 @@ def _writable(
     return authz.filter_allowed(ctx, meta, API_KEY, AclOperation.WRITE, ResourceType.TOPIC, names)
 
 
-_TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
-_ATTRIBUTES_AT, _TRANSACTIONAL = 21, 0x10  # v2 batch header: attributes after the crc; bit 4
-
-
-def _has_transactional_records(req: Request) -> bool:
-    """RequestUtils.hasTransactionalRecords: some partition's first batch is transactional."""
-    for topic in req["topic_data"]:
-        for part in topic["partition_data"]:
-            records = part["records"]
-            if records and len(records) > _ATTRIBUTES_AT + 1 and records[_ATTRIBUTES_AT + 1] & _TRANSACTIONAL:
-                return True
-    return False
-
-
-def _append(
-    ctx: ServerContext,
-    pending: _Pending,
-    name: str,
-    entry: Entry,
-    records: bytes | None,
-    version: int,
-    transactional_id: str | None,
-) -> None:
-    plog = ctx.data.log(name, entry["index"])
-    if plog is None:
-        _fail(entry, ctx.data.missing(name, entry["index"]), None, version)
-        return
-    if pending.acks == -1 and (min_isr := ctx.data.min_insync_replicas(name)) > 1:
-        # Partition.appendRecordsToLeader: acks=all needs min.insync.replicas in sync; we have one.
-        message = (
-            f"The size of the current ISR Set({ctx.node_id}) is insufficient to satisfy the min.isr "
-            f"requirement of {min_isr} for partition {name}-{entry['index']}"
-        )
-        _fail(entry, ErrorCode.NOT_ENOUGH_REPLICAS, message, version)
-        return
-    checked = plog.validate(records or b"", ctx.data.now_ms())
-    if isinstance(checked, AppendError):
-        _fail(entry, checked.error_code, checked.message, version)
-        if version >= 8 and checked.record_errors:
-            entry["record_errors"] = [
-                {"batch_index": index, "batch_index_error_message": message}
-                for index, message in checked.record_errors
-            ]
-        return
-    if isinstance(checked, DuplicateAppend):
-        _succeed(entry, checked.base_offset, -1, plog.log_start_offset, version)
-        return
-    if checked.is_transactional:
-        _transactional(ctx, pending, plog, name, entry, checked, transactional_id)
-        return
-    pending.wait(plog.append(checked), entry)
+def _txn_check(
+    ctx: ServerContext, req: Request, batches: list[ProducedBatch], transactional_id: str | None, version: int
+) -> TxnCheck | None:
+    """What the transaction's coordinator is asked before transactional batches are appended: the
+    producer of the first transactional batch, every partition of the request, in one question
+    (ReplicaManager.appendRecords -> AddPartitionsToTxnManager.verifyTransaction). None: nothing to ask."""
+    if transactional_id is None or not ctx.config.transaction_partition_verification_enable:
+        return None
+    found = (batch.transactional_producer for batch in batches)
+    header = next((h for h in found if h is not None and h.producer_id >= 0), None)
+    if header is None:
+        return None
+    partitions = tuple(
+        (str(t["name"]), int(p["index"])) for t in req["topic_data"] for p in t["partition_data"]
+    )
+    add = version >= 12 and ctx.config.transaction_version >= 2
+    return TxnCheck(str(transactional_id), header.producer_id, header.producer_epoch, partitions, add)
 
 
 # Coordinator errors a producer retries as NOT_ENOUGH_REPLICAS (AddPartitionsToTxnManager)
@@ -161,55 +133,110 @@ _RETRY_LATER = frozenset(
 )
 
 
-def _transactional(
-    ctx: ServerContext,
-    pending: _Pending,
-    plog: PartitionStore,
-    name: str,
-    entry: Entry,
-    checked: ValidatedAppend,
-    transactional_id: str | None,
-) -> None:
-    version = pending.version
-    if transactional_id is None:
-        # KafkaApis.handleProduceRequest: transactional records need an authorized transactional id.
-        _fail(entry, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "no transactional id", version)
-        return
-    if not ctx.config.transaction_partition_verification_enable:
-        pending.wait(plog.append(checked), entry)
-        return
-    header = checked.header
-    partition = (name, int(entry["index"]))
-    txns = ctx.transactions
-    error = txns.verify_partitions(transactional_id, header.producer_id, header.producer_epoch, [partition])[
-        partition
-    ]
-    if error is ErrorCode.TRANSACTION_ABORTABLE and version >= 12 and ctx.config.transaction_version >= 2:
-        # Transactions V2: the broker adds the partition itself, then appends (validated again: other
-        # batches of the producer may have been appended meanwhile)
-        def added(add_error: ErrorCode) -> None:
-            if add_error is not ErrorCode.NONE:
-                _fail(entry, _verification_error(add_error, version), None, version)
-                pending.settled()
-                return
-            again = plog.validate(checked.data, ctx.data.now_ms())
-            if isinstance(again, ValidatedAppend):
-                pending.wait(plog.append(again), entry)
-            elif isinstance(again, DuplicateAppend):
-                _succeed(entry, again.base_offset, -1, plog.log_start_offset, version)
-            else:
-                _fail(entry, again.error_code, again.message, version)
-            pending.settled()
+class _Write:
+    """One request's appends, partition by partition; `txns` answers its transaction's verification."""
 
-        pending.hold()
-        txns.add_partitions_implicit(
-            transactional_id, header.producer_id, header.producer_epoch, [partition], added
-        )
-        return
-    if error is not ErrorCode.NONE:
-        _fail(entry, _verification_error(error, version), None, version)
-        return
-    pending.wait(plog.append(checked), entry)
+    __slots__ = ("ctx", "pending", "transactional_id", "txns")
+
+    def __init__(self, ctx: ServerContext, pending: _Pending, transactional_id: str | None) -> None:
+        self.ctx = ctx
+        self.pending = pending
+        self.transactional_id = transactional_id
+        self.txns: TxnAnswers = ctx.transactions
+
+    def serve(
+        self, req: Request, batches: list[ProducedBatch], writable: set[str] | None, txns: TxnAnswers
+    ) -> None:
+        self.txns = txns
+        pending, version, read = self.pending, self.pending.version, iter(batches)
+        for topic in req["topic_data"]:
+            name = str(topic["name"])
+            partitions: list[Entry] = []
+            pending.topics.append({"name": name, "partition_responses": partitions})
+            for part in topic["partition_data"]:
+                batch = next(read)
+                entry: Entry = {"index": int(part["index"]), "base_offset": -1}
+                partitions.append(entry)
+                if writable is not None and name not in writable:
+                    _fail(entry, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, version)
+                    continue
+                self._append(name, entry, batch)
+        pending.arm()
+
+    def _append(self, name: str, entry: Entry, batch: ProducedBatch) -> None:
+        ctx, pending, version = self.ctx, self.pending, self.pending.version
+        plog = ctx.data.log(name, entry["index"])
+        if plog is None:
+            _fail(entry, ctx.data.missing(name, entry["index"]), None, version)
+            return
+        if pending.acks == -1 and (min_isr := ctx.data.min_insync_replicas(name)) > 1:
+            # Partition.appendRecordsToLeader: acks=all needs min.insync.replicas in sync; we have one.
+            message = (
+                f"The size of the current ISR Set({ctx.node_id}) is insufficient to satisfy the min.isr "
+                f"requirement of {min_isr} for partition {name}-{entry['index']}"
+            )
+            _fail(entry, ErrorCode.NOT_ENOUGH_REPLICAS, message, version)
+            return
+        checked = plog.validate(batch, ctx.data.now_ms())
+        if isinstance(checked, AppendError):
+            _fail(entry, checked.error_code, checked.message, version)
+            if version >= 8 and checked.record_errors:
+                entry["record_errors"] = [
+                    {"batch_index": index, "batch_index_error_message": message}
+                    for index, message in checked.record_errors
+                ]
+            return
+        if isinstance(checked, DuplicateAppend):
+            _succeed(entry, checked.base_offset, -1, plog.log_start_offset, version)
+            return
+        if checked.is_transactional:
+            self._transactional(plog, name, entry, checked)
+            return
+        pending.wait(plog.append(checked), entry)
+
+    def _transactional(self, plog: PartitionStore, name: str, entry: Entry, checked: ValidatedAppend) -> None:
+        ctx, pending, version, tid = self.ctx, self.pending, self.pending.version, self.transactional_id
+        if tid is None:
+            # KafkaApis.handleProduceRequest: transactional records need an authorized transactional id.
+            _fail(entry, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "no transactional id", version)
+            return
+        if not ctx.config.transaction_partition_verification_enable:
+            pending.wait(plog.append(checked), entry)
+            return
+        header = checked.header
+        partition = (name, int(entry["index"]))
+        error = self.txns.verify_partitions(tid, header.producer_id, header.producer_epoch, [partition])[
+            partition
+        ]
+        if error is ErrorCode.TRANSACTION_ABORTABLE and version >= 12 and ctx.config.transaction_version >= 2:
+            # Transactions V2: the broker adds the partition itself, then appends
+            pending.hold()
+            self.txns.add_partitions_implicit(
+                tid, header.producer_id, header.producer_epoch, [partition],
+                lambda add_error: self._added(plog, entry, checked, add_error),
+            )  # fmt: skip
+            return
+        if error is not ErrorCode.NONE:
+            _fail(entry, _verification_error(error, version), None, version)
+            return
+        pending.wait(plog.append(checked), entry)
+
+    def _added(self, plog: PartitionStore, entry: Entry, checked: ValidatedAppend, error: ErrorCode) -> None:
+        """The V2 implicit add is done: append, validated again (other batches of the producer may have
+        been appended meanwhile; the header read at the edge is handed on, not read again)."""
+        pending, version = self.pending, self.pending.version
+        if error is not ErrorCode.NONE:
+            _fail(entry, _verification_error(error, version), None, version)
+            pending.settled()
+            return
+        again = plog.validate(ProducedBatch(checked.data, checked.header), self.ctx.data.now_ms())
+        if isinstance(again, ValidatedAppend):
+            pending.wait(plog.append(again), entry)
+        elif isinstance(again, DuplicateAppend):
+            _succeed(entry, again.base_offset, -1, plog.log_start_offset, version)
+        else:
+            _fail(entry, again.error_code, again.message, version)
+        pending.settled()
 
 
 def _verification_error(error: ErrorCode, version: int) -> ErrorCode:

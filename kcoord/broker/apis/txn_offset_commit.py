@@ -10,7 +10,8 @@ CoordinatorRuntime.scheduleTransactionalWriteOperation: the group's `__consumer_
 be in the producer's transaction (AddOffsetsToTxn added it), else TRANSACTION_ABORTABLE (below v4:
 INVALID_TXN_STATE); a fenced producer is INVALID_PRODUCER_EPOCH; a coordinator busy with a transition
 is COORDINATOR_NOT_AVAILABLE, which the client retries (GroupCoordinatorService.handleOperationException
-maps NOT_ENOUGH_REPLICAS so).
+maps NOT_ENOUGH_REPLICAS so). The transaction's coordinator answers through `ctx.verification`: this
+node's, or in cluster mode the owner of the transactional id's shard (kcoord/broker/verification.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.verification import TxnAnswers, TxnCheck
 from kcoord.coordinator.groups.txn_offset_api import TxnCommitRequest, TxnPartition
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.coordinator.transactions import offsets_partition_for
@@ -83,45 +85,60 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         group_instance_id=req["group_instance_id"],
         partitions=known,
     )
-    _verified(ctx, request, version, lambda: ctx.manager.txn_offset_commit(request, finish), finish)
+    _verified(ctx, meta, request, lambda: ctx.manager.txn_offset_commit(request, finish), finish)
 
 
 def _verified(
     ctx: ServerContext,
+    meta: RequestMeta,
     request: TxnCommitRequest,
-    version: int,
     write: Callable[[], None],
     finish: Callable[[Answer], None],
 ) -> None:
-    """Runs `write` once the transaction has the group's offsets partition (verified, or added for V2)."""
+    """Runs `write` once the transaction has the group's offsets partition (verified, or added for V2),
+    asking the transaction's coordinator through `ctx.verification` (this node's, or its owner's)."""
     if not request.group_id or not ctx.config.transaction_partition_verification_enable:
         write()  # "" is INVALID_GROUP_ID from the group coordinator, before any verification
         return
-    partition = offsets_partition_for(request.group_id)
-    txns = ctx.transactions
-    ids = (request.transactional_id, request.producer_id, request.producer_epoch)
+    version = meta.api_version
+    check = TxnCheck(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        (offsets_partition_for(request.group_id),),
+        add=version >= 5 and ctx.config.transaction_version >= 2,
+    )
 
     def refuse(error: ErrorCode) -> None:
-        # AddPartitionsToTxnManager's mapping (CoordinatorPartitionWriter: genericError from v4), then
-        # GroupCoordinatorService.handleOperationException's (NOT_ENOUGH_REPLICAS -> NOT_AVAILABLE)
-        if error in _BUSY:
-            error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        elif error is ErrorCode.PRODUCER_FENCED:
-            error = ErrorCode.INVALID_PRODUCER_EPOCH
-        elif error is ErrorCode.TRANSACTION_ABORTABLE and version < 4:
-            error = ErrorCode.INVALID_TXN_STATE
+        error = _refusal(error, version)
         finish([(p.topic, p.partition, error) for p in request.partitions])
 
-    if version >= 5 and ctx.config.transaction_version >= 2:
-        txns.add_partitions_implicit(
-            *ids, [partition], lambda error: write() if error is ErrorCode.NONE else refuse(error)
-        )
-        return
-    error = txns.verify_partitions(*ids, [partition])[partition]
-    if error is ErrorCode.NONE:
-        write()
-    else:
-        refuse(error)
+    def ask(txns: TxnAnswers) -> None:
+        ids, partitions = (check.transactional_id, check.producer_id, check.producer_epoch), check.partitions
+        if check.add:
+            txns.add_partitions_implicit(
+                *ids, partitions, lambda error: write() if error is ErrorCode.NONE else refuse(error)
+            )
+            return
+        error = txns.verify_partitions(*ids, partitions)[partitions[0]]
+        if error is ErrorCode.NONE:
+            write()
+        else:
+            refuse(error)
+
+    ctx.verification.answers(ctx.transactions, check, meta.listener_name, ask)
+
+
+def _refusal(error: ErrorCode, version: int) -> ErrorCode:
+    """AddPartitionsToTxnManager's mapping (CoordinatorPartitionWriter: genericError from v4), then
+    GroupCoordinatorService.handleOperationException's (NOT_ENOUGH_REPLICAS -> NOT_AVAILABLE)."""
+    if error in _BUSY:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error is ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error is ErrorCode.TRANSACTION_ABORTABLE and version < 4:
+        return ErrorCode.INVALID_TXN_STATE
+    return error
 
 
 def _v0_1(error: ErrorCode) -> ErrorCode:

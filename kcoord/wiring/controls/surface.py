@@ -24,7 +24,7 @@ from kcoord.wiring.app_state import State
 from kcoord.wiring.controls.faults import Fault, FaultTable, Kind
 from kcoord.wiring.controls.inspect import committed_view, group_view, records_view
 from kcoord.wiring.controls.names import ControlError, api_key, error_code
-from kcoord.wiring.controls.wiring import RequestLog, wire
+from kcoord.wiring.controls.wiring import ControlsLayer, RequestLog
 
 __all__ = ["ControlledServer", "TestControls"]
 
@@ -66,11 +66,11 @@ class TestControls:
     __test__ = False  # not a pytest class
 
     def __init__(self, app: ControlledServer) -> None:
-        assert app.ctx is not None, "the controls are built once the listeners are bound"
         self._app = app
         self.fault_table = FaultTable()
         self.request_log = RequestLog(app.clock.now_ms)
-        wire(app.ctx, dict(app.ctx.handlers), self.fault_table, self.request_log)
+        # Built before the listeners bind: the app passes this layer to the edge's handler table
+        self.layer = ControlsLayer(self.fault_table, self.request_log)
         self._exclusive = asyncio.Lock()  # reset() and advance() never interleave
 
     @property

@@ -1,5 +1,6 @@
-"""The test controls' place on the request path: every handler of `ServerContext.handlers` wrapped once
-(only with `--enable-test-controls`; otherwise the table holds the plain handlers and nothing here runs).
+"""The test controls' place on the request path: `ControlsLayer`, the outermost middleware (layer
+TEST_CONTROLS of kcoord/broker/middleware.py), around every API's handler (only with
+`--enable-test-controls`; otherwise the composition root passes no such layer and nothing here runs).
 
 The wrapper records the request in the request log, then applies the first armed fault it matches:
 `error` answers the API's error shape instead of running the handler (or, limited to some partitions,
@@ -19,10 +20,11 @@ from typing import Any
 
 from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.faults import error_body, merge, split
+from kcoord.broker.middleware import Layer
 from kcoord.wiring.controls.faults import FaultTable, Match
 from kcoord.wiring.controls.names import api_name
 
-__all__ = ["REQUEST_LOG_SIZE", "RequestLog", "wire"]
+__all__ = ["REQUEST_LOG_SIZE", "ControlsLayer", "RequestLog"]
 
 log = logging.getLogger("kcoord.controls")
 
@@ -91,11 +93,18 @@ def _logged(entry: dict[str, Any], respond: Respond) -> Respond:
     return answered
 
 
-def wire(ctx: ServerContext, plain: dict[int, Handler], faults: FaultTable, requests: RequestLog) -> None:
-    """Wrap every handler of `ctx.handlers` (the table the connections read) once."""
-    loop = asyncio.get_running_loop()
-    for api_key, handler in plain.items():
-        ctx.handlers[api_key] = _wrapper(api_key, handler, faults, requests, loop)
+class ControlsLayer:
+    """Records every request in `requests`, then applies the first armed fault of `faults` it matches."""
+
+    layer = Layer.TEST_CONTROLS
+
+    def __init__(self, faults: FaultTable, requests: RequestLog) -> None:
+        self._faults = faults
+        self._requests = requests
+
+    def wrap(self, api_key: int, inner: Handler) -> Handler:
+        # Built at startup, on the loop that serves: delays are scheduled on it
+        return _wrapper(api_key, inner, self._faults, self._requests, asyncio.get_running_loop())
 
 
 def _wrapper(
