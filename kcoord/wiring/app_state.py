@@ -28,10 +28,10 @@ from kcoord.broker.security.credentials import ScramCredentials
 from kcoord.broker.timers import AsyncioTimers, SystemClock
 from kcoord.broker.topics import TopicRegistry
 from kcoord.broker.topics.data import TopicData
-from kcoord.coordinator.groups.clock import Clock
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.persistence import Replayer, StorageRecordLog, storage_config
 from kcoord.coordinator.producer_ids import ProducerIds
+from kcoord.coordinator.runtime import Clock
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.partition_log import PartitionLogs
 from kcoord.storage.faults import FaultPolicy, StorageFault

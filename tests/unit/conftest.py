@@ -12,7 +12,8 @@ from kcoord.broker.apis import join_group, offset_commit, offset_fetch, sync_gro
 from kcoord.broker.apis.heartbeat import heartbeat_response
 from kcoord.broker.apis.leave_group import leave_response
 from kcoord.broker.context import RequestMeta
-from kcoord.coordinator.groups import FakeClock, FakeTimers, GroupConfig, GroupManager, GroupState
+from kcoord.coordinator.groups import GroupConfig, GroupManager, GroupState
+from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
 from tests.unit.fakes import MemoryRecordLog, Reply, subscription
 
 DEFAULT_PROTOCOLS = (("range", subscription("t")),)

@@ -187,7 +187,7 @@ def test_migrations_replay_to_the_same_state() -> None:
 
 
 def replay(c: Cluster) -> Any:
-    from kcoord.coordinator.groups import FakeClock, FakeTimers
+    from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
     from tests.unit.fakes import MemoryRecordLog
 
     fresh = GroupManager(

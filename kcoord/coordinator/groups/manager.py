@@ -28,7 +28,6 @@ from kcoord.coordinator.groups.admin import (
     GroupDescription,
     GroupListing,
 )
-from kcoord.coordinator.groups.clock import Clock
 from kcoord.coordinator.groups.config import GroupConfig
 from kcoord.coordinator.groups.consumer.classic_api import ClassicMembersApi
 from kcoord.coordinator.groups.consumer.model import ConsumerGroup
@@ -50,7 +49,6 @@ from kcoord.coordinator.groups.offset_api import (
     OffsetDeleteTopics,
     OffsetHandler,
 )
-from kcoord.coordinator.groups.ports import RecordLog
 from kcoord.coordinator.groups.rebalance import Rebalancer
 from kcoord.coordinator.groups.records import (
     GroupMetadataRecord,
@@ -64,8 +62,9 @@ from kcoord.coordinator.groups.records import (
 from kcoord.coordinator.groups.retention import Retention
 from kcoord.coordinator.groups.runtime import Phase, Runtime, TransitionObserver
 from kcoord.coordinator.groups.sync import SyncHandler, SyncRequest
-from kcoord.coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
+from kcoord.coordinator.groups.timers import EXPIRE_OFFSETS_KEY
 from kcoord.coordinator.groups.txn_offset_api import TxnCommitRequest, TxnCommitRespond, TxnOffsetHandler
+from kcoord.coordinator.runtime import Clock, KeyedTimers, RecordLog
 
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "Respond"]
 
@@ -103,7 +102,7 @@ class GroupManager:
         config: GroupConfig,
         clock: Clock,
         timers: KeyedTimers,
-        log: RecordLog,
+        log: RecordLog[LogRecord],
         *,
         new_uuid: Callable[[], str] | None = None,
         topics: TopicView | None = None,

@@ -27,17 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from kcoord.coordinator.groups.clock import Clock
 from kcoord.coordinator.groups.config import GroupConfig
 from kcoord.coordinator.groups.consumer.model import ConsumerGroup
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.group import Group
 from kcoord.coordinator.groups.offsets import OffsetStore
-from kcoord.coordinator.groups.ports import RecordLog
 from kcoord.coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
 from kcoord.coordinator.groups.state import GroupState
-from kcoord.coordinator.groups.timers import KeyedTimers
-from kcoord.coordinator.runtime import CoordinatorRuntime, Phase, Undo
+from kcoord.coordinator.runtime import Clock, CoordinatorRuntime, KeyedTimers, Phase, RecordLog, Undo
 from kcoord.coordinator.runtime import Write as _Write
 
 __all__ = ["Phase", "Runtime", "TransitionObserver", "Undo", "Write"]
@@ -76,7 +73,7 @@ class Runtime(CoordinatorRuntime[LogRecord]):
         config: GroupConfig,
         clock: Clock,
         timers: KeyedTimers,
-        log: RecordLog,
+        log: RecordLog[LogRecord],
         new_uuid: Callable[[], str] | None = None,
     ) -> None:
         super().__init__(log)

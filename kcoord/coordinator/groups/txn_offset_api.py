@@ -18,10 +18,10 @@ from kcoord.coordinator.groups.consumer.model import ConsumerGroup
 from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from kcoord.coordinator.groups.group import Group
 from kcoord.coordinator.groups.offset_api import _java_length
-from kcoord.coordinator.groups.ports import OnDone
 from kcoord.coordinator.groups.records import LogRecord, TxnOffsetCommitRecord
 from kcoord.coordinator.groups.runtime import Runtime, Undo, Write
 from kcoord.coordinator.groups.state import GroupState
+from kcoord.coordinator.runtime import OnDone
 
 __all__ = [
     "MarkerRejected",

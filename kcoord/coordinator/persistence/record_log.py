@@ -28,7 +28,7 @@ def storage_config(config: Config) -> Any:
 
 # -- the RecordLog adapter --------------------------------------------------------------------------
 class StorageRecordLog:
-    """`coordinator.groups.ports.RecordLog` (and the topic registry's log) over `storage.Log`.
+    """`coordinator.runtime.RecordLog` (and the topic registry's log) over `storage.Log`.
 
     `on_done` runs when the append future resolves: the storage writer resolves futures in append
     order, so callbacks keep that order. A failed append reports the `StorageError`; nothing is

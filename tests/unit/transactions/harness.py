@@ -7,8 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from kcoord.coordinator.groups.clock import FakeClock
-from kcoord.coordinator.groups.timers import FakeTimers
+from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
 from kcoord.coordinator.transactions import (
     ControlResult,
     EndTxnResult,
