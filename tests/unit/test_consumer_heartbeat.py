@@ -307,7 +307,7 @@ def commit(c: Cluster, member_id: str, epoch: int, version: int) -> ErrorCode:
 
 
 def test_a_classic_join_takes_over_an_empty_consumer_group() -> None:
-    from kcoord.coordinator.groups.join import JoinRequest
+    from kcoord.coordinator.groups.join_request import JoinRequest
 
     c = Cluster()
     c.hb("m1", 0)

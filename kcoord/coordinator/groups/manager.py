@@ -37,7 +37,8 @@ from kcoord.coordinator.groups.consumer.topics import TopicView
 from kcoord.coordinator.groups.controls import GroupControls
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.group import Group
-from kcoord.coordinator.groups.join import JoinHandler, JoinRequest
+from kcoord.coordinator.groups.join import JoinHandler
+from kcoord.coordinator.groups.join_request import JoinRequest
 from kcoord.coordinator.groups.member import Respond
 from kcoord.coordinator.groups.membership import LeaveEntry, MembershipHandler
 from kcoord.coordinator.groups.offset_api import (
