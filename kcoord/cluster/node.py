@@ -54,6 +54,7 @@ from kcoord.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
 from kcoord.cluster.shards import shard_of
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.persistence import Replayer
+from kcoord.coordinator.runtime import Phase, ShardPhases
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.storage.faults import FaultPolicy
 from kcoord.wiring.app import App, _halt_soon, run
@@ -203,23 +204,28 @@ class ClusterApp(App):
         self._pool = await create_pool(config.cluster, node_id=config.node_id, max_size=20)
         self.metadata = MetadataLog(self._pool)
         self.leases = ShardLeases(self._pool, config.node_id, config.lease_ttl_ms)
-        self.ownership = Ownership(self._pool, self.leases, self.num_shards, _Shards(self), self._notify)
+        # One table of shard phases: ownership moves them, both coordinators answer from them.
+        phases = ShardPhases(self.num_shards, Phase.NOT_OWNED)
+        self.ownership = Ownership(self._pool, self.leases, phases, _Shards(self), self._notify)
         record_log = RoutingRecordLog(
             self.num_shards, self.ownership.log, self.metadata, self.ownership.log_failed
         )
         self.topics = topics = TopicRegistry(record_log)
         group_config = config.group_config()
-        self.manager = manager = GroupManager(group_config, clock, timers, record_log, topics=topics)
+        self.manager = manager = GroupManager(
+            group_config, clock, timers, record_log, topics=topics, phases=phases
+        )
         self.producer_ids = producer_ids = ClusterProducerIds(self._pool)
         coordinator_markers = CoordinatorMarkers(loop)
         self.transactions = transactions = TransactionCoordinator(
-            config.transaction_config(), clock, timers, record_log, producer_ids, coordinator_markers
-        )
+            config.transaction_config(), clock, timers, record_log, producer_ids, coordinator_markers,
+            phases=phases,
+        )  # fmt: skip
         self._acls = _acl_store(config, record_log)  # type: ignore[arg-type]
         self._credentials = ScramCredentials(record_log)
         self._follower = self.replayer()
         count = await self.metadata.catch_up(self._follower.apply)
-        manager.on_loaded()  # active; each shard's groups arrive when it loads
+        manager.on_loaded()  # the node active, its shards NOT_OWNED; each shard's groups arrive when it loads
         self.partitions = ClusterPartitions(
             self._pool,
             PartitionLeases(self._pool, config.node_id, config.lease_ttl_ms),

@@ -43,11 +43,11 @@ def test_a_failed_write_is_undone_in_reverse_then_answered_with_the_error() -> N
 
 def test_phase_errors() -> None:
     rt, _ = _runtime(MemoryRecordLog())
-    assert rt.phase is Phase.LOADING and rt.phase_error() is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    rt.phase = Phase.ACTIVE
-    assert rt.phase_error() is None
-    rt.phase = Phase.SHUT_DOWN
-    assert rt.phase_error() is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert rt.phase is Phase.LOADING and rt.phase_error("g") is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    rt.phases.loaded()
+    assert rt.phase is Phase.ACTIVE and rt.phase_error("g") is None and rt.phase_error("") is None
+    rt.phases.shut_down()
+    assert rt.phase is Phase.SHUT_DOWN and rt.phase_error("g") is ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 def test_group_names_stay_importable_and_the_runtime_imports_alone() -> None:

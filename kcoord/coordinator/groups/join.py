@@ -53,7 +53,7 @@ class JoinHandler:
         if error is None:
             # Loading comes last: GroupCoordinatorService.joinGroup checks the group id and the
             # session timeout before it hands the request to its runtime, which refuses it then.
-            error = self.rt.phase_error()
+            error = self.rt.phase_error(r.group_id)
         if error is not None:
             r.fail(error, r.member_id)
             return None

@@ -5,7 +5,8 @@ answered. `coordinator.groups` and `coordinator.transactions` are its tenants; t
 neither of them.
 """
 
-from kcoord.coordinator.runtime.core import PHASE_ERRORS, CoordinatorRuntime, Phase, Undo, Write
+from kcoord.coordinator.runtime.core import CoordinatorRuntime, Undo, Write
+from kcoord.coordinator.runtime.phases import PHASE_ERRORS, Phase, ShardPhases
 from kcoord.coordinator.runtime.ports import OnDone, RecordLog
 from kcoord.coordinator.runtime.time import Clock, KeyedTimers
 
@@ -17,6 +18,7 @@ __all__ = [
     "OnDone",
     "Phase",
     "RecordLog",
+    "ShardPhases",
     "Undo",
     "Write",
 ]
