@@ -52,11 +52,8 @@ class CoordinatorRuntime(Generic[R]):
         self.log = log
         self.phases = ShardPhases() if phases is None else phases
         """A single node's one shard unless given (a cluster node's table, shared by its tenants)."""
-        self.phase_error: Callable[[str], ErrorCode | None] = self.phases.error
-        """Kafka's common checks for a request about `key`, by the phase of its shard: loading ->
-        COORDINATOR_LOAD_IN_PROGRESS, not owned or draining -> NOT_COORDINATOR, shut down ->
-        COORDINATOR_NOT_AVAILABLE, active -> None. `ShardPhases.error` itself, no call in between:
-        every request asks."""
+        self._single = self.phases.num_shards == 1
+        self._errors = self.phases.errors  # resolved by the table when a phase changes
         self.apply: Callable[[R], None] = _no_apply
         """The tenant's replay path, the one recovery uses; set by the tenant."""
 
@@ -76,6 +73,15 @@ class CoordinatorRuntime(Generic[R]):
             for undo in reversed(write.undo):
                 undo()
         write.done(error)
+
+    def phase_error(self, key: str) -> ErrorCode | None:
+        """Kafka's common checks for a request about `key`, by the phase of its shard: loading ->
+        COORDINATOR_LOAD_IN_PROGRESS, not owned or draining -> NOT_COORDINATOR, shut down ->
+        COORDINATOR_NOT_AVAILABLE, active -> None. Every request asks: a single node reads its one
+        shard's answer here, without a call into the table (`ShardPhases.error`)."""
+        if self._single:
+            return self._errors[0]
+        return self.phases.error(key)
 
     @property
     def phase(self) -> Phase:

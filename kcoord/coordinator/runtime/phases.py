@@ -65,7 +65,7 @@ _shard_of = functools.lru_cache(maxsize=1 << 14)(shard_of)
 class ShardPhases:
     """The phase of every shard on this node, and of the node itself."""
 
-    __slots__ = ("_errors", "_phases", "_single", "node", "node_error", "num_shards")
+    __slots__ = ("_phases", "_single", "errors", "node", "node_error", "num_shards")
 
     def __init__(self, num_shards: int = 1, phase: Phase = Phase.LOADING) -> None:
         """`num_shards` shards, each in `phase`: a single node's one shard LOADING (the default),
@@ -75,7 +75,8 @@ class ShardPhases:
         self.num_shards = num_shards
         self._single = num_shards == 1
         self._phases = [phase] * num_shards
-        self._errors = [PHASE_ERRORS[phase]] * num_shards
+        self.errors = [PHASE_ERRORS[phase]] * num_shards
+        """Each shard's answer (`PHASE_ERRORS` of its phase), updated in place: a runtime may hold it."""
         self.node = Phase.LOADING
         """The node's own phase: LOADING, ACTIVE or SHUT_DOWN."""
         self.node_error: ErrorCode | None = PHASE_ERRORS[Phase.LOADING]
@@ -88,10 +89,10 @@ class ShardPhases:
     def error(self, key: str) -> ErrorCode | None:
         """The answer for a request about `key`: None when its shard is ACTIVE, else the refusal."""
         if self._single:  # a single node: one shard covers every key
-            return self._errors[0]
+            return self.errors[0]
         if not key:
             return self.node_error
-        return self._errors[_shard_of(key, self.num_shards)]
+        return self.errors[_shard_of(key, self.num_shards)]
 
     def phase(self, key: str) -> Phase:
         """The phase of the shard `key` maps to ("" on a cluster node: the node's phase)."""
@@ -114,7 +115,7 @@ class ShardPhases:
         if self.node is Phase.SHUT_DOWN:
             return
         self._phases[shard] = phase
-        self._errors[shard] = PHASE_ERRORS[phase]
+        self.errors[shard] = PHASE_ERRORS[phase]
 
     def loaded(self) -> None:
         """The tenant's recovery finished: the node goes ACTIVE, with every shard LOADING then (a
@@ -138,7 +139,7 @@ class ShardPhases:
         error = PHASE_ERRORS[phase]
         for shard in list(shards):
             self._phases[shard] = phase
-            self._errors[shard] = error
+            self.errors[shard] = error
 
     def __repr__(self) -> str:
         return f"ShardPhases(node={self.node.value}, held={ {s: p.value for s, p in self.held().items()} })"
