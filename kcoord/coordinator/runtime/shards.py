@@ -7,7 +7,8 @@ Kafka: `GroupCoordinatorService.partitionFor` is `Utils.abs(groupId.hashCode()) 
 same over the transactional id (core/.../transaction/TransactionStateManager.scala); `Utils.abs`
 (clients/.../common/utils/Utils.java) maps Integer.MIN_VALUE to 0 where Math.abs would keep it
 negative. `offsets.topic.num.partitions` defaults to 50 and "should not change after deployment"
-(GroupCoordinatorConfig.java): `kcoord cluster init` stores it once.
+(GroupCoordinatorConfig.java): `kcoord cluster init` stores it once. A single node has one shard
+covering every key and never hashes (`runtime.phases`).
 """
 
 from __future__ import annotations
