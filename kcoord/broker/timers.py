@@ -32,7 +32,7 @@ class _Timer:
 
 
 class AsyncioTimers:
-    """`coordinator.groups.timers.KeyedTimers` on an event loop: one `TimerHandle` per key.
+    """`coordinator.runtime.KeyedTimers` on an event loop: one `TimerHandle` per key.
 
     Scheduling an existing key replaces it; a fired or cancelled key is forgotten, so the dict holds
     only live timers (10,000 members = 10,000 session handles, nothing more).

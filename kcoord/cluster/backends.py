@@ -39,7 +39,7 @@ from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
 from kcoord.coordinator.persistence import Replayer
-from kcoord.coordinator.runtime import Clock
+from kcoord.coordinator.runtime import Clock, Phase, ShardPhases
 from kcoord.storage.faults import FaultPolicy
 from kcoord.wiring.backends import CoordinatorLog, Coordinators, Recovered
 from kcoord.wiring.config import Config
@@ -108,6 +108,7 @@ class ClusterBackends:
         self._num_shards = num_shards
         self._shards = shards
         self._node = node
+        self._phases = ShardPhases(num_shards, Phase.NOT_OWNED)  # a shard is served once it is loaded
         # Set as the state opens (None before: a startup that failed early shuts down without them).
         self.pool: Any = None
         self.metadata: MetadataLog | None = None
@@ -132,10 +133,14 @@ class ClusterBackends:
         self.pool = pool = await create_pool(config.cluster, node_id=config.node_id, max_size=20)
         self.metadata = MetadataLog(pool)
         self.leases = ShardLeases(pool, config.node_id, config.lease_ttl_ms)
-        self.ownership = Ownership(pool, self.leases, self._num_shards, self._shards, self._node.notify)
+        self.ownership = Ownership(pool, self.leases, self._phases, self._shards, self._node.notify)
         return RoutingRecordLog(
             self._num_shards, self.ownership.log, self.metadata, self.ownership.log_failed
         )
+
+    def phases(self) -> ShardPhases:
+        """One table of shard phases: ownership moves them, both coordinators answer from them."""
+        return self._phases
 
     def producer_ids(self, record_log: CoordinatorLog) -> ProducerIds:
         return ClusterProducerIds(self.pool)

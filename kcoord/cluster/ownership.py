@@ -2,8 +2,10 @@
 
 Each shard moves NOT_OWNED -> LOADING -> ACTIVE -> DRAINING -> NOT_OWNED (Kafka: the partition's
 `CoordinatorRuntime` context, scheduleLoadOperation on election, scheduleUnloadOperation on
-resignation). The edge answers from `state(shard)`: LOADING is COORDINATOR_LOAD_IN_PROGRESS,
-NOT_OWNED and DRAINING are NOT_COORDINATOR (`CoordinatorRuntime.withActiveContextOrThrow`).
+resignation). The phases are the coordinators' own (`coordinator.runtime.ShardPhases`, one table the
+node's group and transaction coordinators answer from); ownership moves them. The edge answers
+from `state(shard)`: LOADING is COORDINATOR_LOAD_IN_PROGRESS, NOT_OWNED and DRAINING are
+NOT_COORDINATOR (`CoordinatorRuntime.withActiveContextOrThrow`).
 
 * Placement: rendezvous hashing over the live nodes names each shard's preferred owner. A node
   acquires the free or expired shards it prefers; one nobody claimed by the next poll, any node
@@ -20,7 +22,6 @@ NOT_OWNED and DRAINING are NOT_COORDINATOR (`CoordinatorRuntime.withActiveContex
 from __future__ import annotations
 
 import asyncio
-import enum
 import hashlib
 import logging
 import time
@@ -31,6 +32,7 @@ from kcoord import storage
 from kcoord.cluster.leases import ShardLeases
 from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.shard_log import ShardRecordLog, load_shard
+from kcoord.coordinator.runtime.phases import Phase, ShardPhases
 
 __all__ = ["Ownership", "ShardHost", "ShardState", "preferred_owner"]
 
@@ -40,11 +42,10 @@ CLOSE_TIMEOUT_S = 5.0
 _PARALLEL_LOADS = 8
 
 
-class ShardState(enum.Enum):
-    NOT_OWNED = "not_owned"
-    LOADING = "loading"
-    ACTIVE = "active"
-    DRAINING = "draining"
+ShardState = Phase
+"""A shard's phase on this node: the runtime's `Phase`, under the name the cluster edge knows it by."""
+
+_SERVING = (Phase.LOADING, Phase.ACTIVE)
 
 
 class ShardHost(Protocol):
@@ -66,22 +67,23 @@ def preferred_owner(shard: int, nodes: Iterable[int]) -> int | None:
 
 
 class Ownership:
-    """The shards this node owns, with their logs, over `leases` (this node's `ShardLeases`)."""
+    """The shards this node owns, with their logs, over `leases` (this node's `ShardLeases`);
+    their phases in `phases`, the table the node's coordinators answer from."""
 
     def __init__(
         self,
         pool: Any,
         leases: ShardLeases,
-        num_shards: int,
+        phases: ShardPhases,
         host: ShardHost,
         notify: Callable[[], Awaitable[None]],
     ) -> None:
         self._pool = pool
         self.leases = leases
-        self.num_shards = num_shards
+        self.phases = phases
+        self.num_shards = phases.num_shards
         self._host = host
         self._notify = notify
-        self._state: dict[int, ShardState] = {}
         self._logs: dict[int, ShardRecordLog] = {}
         self._unclaimed: set[int] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -96,24 +98,25 @@ class Ownership:
     def state(self, shard: int) -> ShardState:
         """The shard's state now; an ACTIVE shard whose lease clock ran out is unloaded at once
         (the self-fence: no answer from memory once another node may have taken over)."""
-        state = self._state.get(shard, ShardState.NOT_OWNED)
-        if state is ShardState.ACTIVE and not self.leases.valid(shard):
+        state = self.phases.of(shard)
+        if state is Phase.ACTIVE and not self.leases.valid(shard):
             log.warning("shard %d: lease not renewed in time, unloading (self-fence)", shard)
             self._spawn(self._unload(shard, release=False))
-            return ShardState.DRAINING
+            return Phase.DRAINING
         return state
 
     def log(self, shard: int) -> ShardRecordLog | None:
         """The shard's log while it loads or serves; None otherwise (the write is refused)."""
-        return self._logs.get(shard) if self._state.get(shard) is not ShardState.DRAINING else None
+        return self._logs.get(shard) if self.phases.of(shard) is not Phase.DRAINING else None
 
     def owned(self) -> dict[int, ShardState]:
-        return dict(self._state)
+        """The shards this node loads, serves or drains (the metrics' `kcoord_cluster_shards`)."""
+        return self.phases.held()
 
     def log_failed(self, shard: int, log_: ShardRecordLog) -> None:
         """An append of the shard failed (the fence refused it, or its outcome is unknown): memory
         may no longer match the table. Unload; the next poll loads the shard again if still ours."""
-        if self._logs.get(shard) is log_ and self._state.get(shard) is not ShardState.DRAINING:
+        if self._logs.get(shard) is log_ and self.phases.of(shard) is not Phase.DRAINING:
             log.warning("shard %d: %s; unloading", shard, log_.failure)
             self._spawn(self._unload(shard, release=True))
 
@@ -124,12 +127,12 @@ class Ownership:
         try:
             lost = await self.leases.renew()
         finally:
-            for shard, state in list(self._state.items()):
-                if state is ShardState.ACTIVE and not self.leases.valid(shard):
+            for shard, state in self.phases.held().items():
+                if state is Phase.ACTIVE and not self.leases.valid(shard):
                     log.warning("shard %d: lease not renewed in time, unloading (self-fence)", shard)
                     await self._unload(shard, release=False)
         for shard in sorted(lost):
-            if self._state.get(shard) in (ShardState.ACTIVE, ShardState.LOADING):  # not being released
+            if self.phases.of(shard) in _SERVING:  # not being released
                 log.warning("shard %d: lease lost (another node took it over); unloading", shard)
                 await self._unload(shard, release=False)
 
@@ -141,12 +144,12 @@ class Ownership:
         unclaimed: set[int] = set()
         for shard in range(self.num_shards):
             preferred = preferred_owner(shard, nodes)
-            state = self._state.get(shard, ShardState.NOT_OWNED)
-            if state is ShardState.NOT_OWNED and view.owners.get(shard) is None:
+            state = self.phases.of(shard)
+            if state is Phase.NOT_OWNED and view.owners.get(shard) is None:
                 if preferred == self.node_id or shard in self._unclaimed:
                     take.append(shard)
                 unclaimed.add(shard)
-            elif state is ShardState.ACTIVE and preferred != self.node_id and preferred in view.nodes:
+            elif state is Phase.ACTIVE and preferred != self.node_id and preferred in view.nodes:
                 give.append(shard)
         self._unclaimed = unclaimed
         changed = await self._acquire_all(take)
@@ -158,7 +161,7 @@ class Ownership:
 
     async def release_all(self) -> None:
         """Graceful shutdown: drain and release every shard (the next owners need not wait a TTL)."""
-        for shard in sorted(self._state):
+        for shard in sorted(self.phases.held()):
             await self._unload(shard, release=True)
         for task in list(self._tasks):
             await task
@@ -181,15 +184,15 @@ class Ownership:
 
     async def _load(self, shard: int) -> bool:
         started = time.monotonic()
-        self._state[shard] = ShardState.LOADING  # before the acquire: nothing routes here meanwhile
+        self.phases.set(shard, Phase.LOADING)  # before the acquire: nothing routes here meanwhile
         try:
             epoch = await self.leases.acquire(shard)
             if epoch is None:
-                del self._state[shard]
+                self.phases.set(shard, Phase.NOT_OWNED)
                 return False
             records = await load_shard(self._pool, shard)
         except BaseException:
-            self._state.pop(shard, None)
+            self.phases.set(shard, Phase.NOT_OWNED)
             await self._give_back(shard)
             raise
         self._logs[shard] = ShardRecordLog(self._pool, shard, epoch)
@@ -198,10 +201,10 @@ class Ownership:
         except Exception:  # a record this kcoord cannot replay: leave the shard to another node
             self._logs.pop(shard, None)
             self._host.unload(shard)
-            self._state.pop(shard, None)
+            self.phases.set(shard, Phase.NOT_OWNED)
             await self._give_back(shard)
             raise
-        self._state[shard] = ShardState.ACTIVE
+        self.phases.set(shard, Phase.ACTIVE)
         self.failovers += epoch > 1
         log.info(
             "shard %d: loaded at epoch %d (%d records, %.3fs)", shard, epoch, len(records),
@@ -216,9 +219,9 @@ class Ownership:
             log.warning("shard %d: release failed: %r", shard, exc)
 
     async def _unload(self, shard: int, *, release: bool) -> None:
-        if self._state.get(shard) in (None, ShardState.DRAINING):
+        if self.phases.of(shard) not in _SERVING:  # not ours, or already draining
             return
-        self._state[shard] = ShardState.DRAINING
+        self.phases.set(shard, Phase.DRAINING)
         shard_log = self._logs.pop(shard, None)
         if shard_log is not None:
             try:
@@ -232,7 +235,7 @@ class Ownership:
             await self._give_back(shard)
         else:
             self.leases.forget(shard)
-        del self._state[shard]
+        self.phases.set(shard, Phase.NOT_OWNED)
         log.info("shard %d: unloaded%s", shard, " and released" if release else "")
 
     def _spawn(self, coro: Awaitable[None]) -> None:

@@ -110,11 +110,12 @@ def _coordinators(
     """Every coordinator tenant over the one coordinator log, nothing replayed yet."""
     clock, timers = services.clock, services.timers
     topics = TopicRegistry(record_log)
-    manager = GroupManager(config.group_config(), clock, timers, record_log, topics=topics)
+    phases = backends.phases()
+    manager = GroupManager(config.group_config(), clock, timers, record_log, topics=topics, phases=phases)
     producer_ids = backends.producer_ids(record_log)
     # The transaction coordinator: a second tenant of the same log and runtime.
     transactions = TransactionCoordinator(
-        config.transaction_config(), clock, timers, record_log, producer_ids, markers
+        config.transaction_config(), clock, timers, record_log, producer_ids, markers, phases=phases
     )
     acls = _acl_store(config, record_log)  # the authorizer (issue 25): only with --authorizer standard
     credentials = ScramCredentials(record_log)

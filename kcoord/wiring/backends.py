@@ -31,7 +31,7 @@ from kcoord.coordinator.metadata.producer_ids import ProducerIds
 from kcoord.coordinator.metadata.scram_credentials import ScramCredentials
 from kcoord.coordinator.persistence import Replayer
 from kcoord.coordinator.persistence.codec import AnyRecord
-from kcoord.coordinator.runtime import Clock, RecordLog
+from kcoord.coordinator.runtime import Clock, RecordLog, ShardPhases
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.storage.faults import FaultPolicy, StorageFault
 from kcoord.wiring.metrics import MetricsSource
@@ -90,6 +90,12 @@ class StateBackends(Protocol):
 
     async def coordinator_log(self) -> CoordinatorLog:
         """The log the coordinators append to, connected but not read yet."""
+        ...
+
+    def phases(self) -> ShardPhases | None:
+        """The shard phases the coordinators answer from (kcoord/coordinator/runtime/phases.py): None for
+        a node that serves every key (each tenant keeps its own one-shard table), or a table of every
+        shard that cluster mode's ownership moves and both coordinators share."""
         ...
 
     def producer_ids(self, record_log: CoordinatorLog) -> ProducerIds:

@@ -51,6 +51,10 @@ class LocalBackends:
             self._record_log.append_seconds = self._metrics.append_seconds
         return self._record_log
 
+    def phases(self) -> None:
+        """A single node serves every key: each coordinator keeps its one-shard table."""
+        return None
+
     def producer_ids(self, record_log: CoordinatorLog) -> ProducerIds:
         return ProducerIds(record_log)
 

@@ -34,6 +34,7 @@ if importlib.util.find_spec("asyncpg") is None and not REQUIRED:
         "test_fencing_race.py",
         "test_leases.py",
         "test_node_parts.py",
+        "test_ownership_phases.py",
         "test_pool_bounds.py",
         "test_schema.py",
         "test_shard_log.py",

@@ -12,7 +12,9 @@ from kcoord.broker.apis import join_group, offset_commit, offset_fetch, sync_gro
 from kcoord.broker.apis.heartbeat import heartbeat_response
 from kcoord.broker.apis.leave_group import leave_response
 from kcoord.broker.context import RequestMeta
-from kcoord.coordinator.groups import FakeClock, FakeTimers, GroupConfig, GroupManager, GroupState
+from kcoord.coordinator.groups import GroupConfig, GroupManager, GroupState
+from kcoord.coordinator.runtime import ShardPhases
+from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
 from tests.unit.fakes import MemoryRecordLog, Reply, subscription
 
 DEFAULT_PROTOCOLS = (("range", subscription("t")),)
@@ -36,14 +38,14 @@ class _EveryPartitionKnown:
 class Harness:
     """Drives a GroupManager like a client would, one request at a time."""
 
-    def __init__(self, *, loaded: bool = True, **config: Any) -> None:
+    def __init__(self, *, loaded: bool = True, phases: ShardPhases | None = None, **config: Any) -> None:
         self.clock = FakeClock()
         self.timers = FakeTimers(self.clock)
         self.log = MemoryRecordLog()
         self.config = GroupConfig(**config)
         ids = itertools.count(1)
         self.mgr = GroupManager(
-            self.config, self.clock, self.timers, self.log, new_uuid=lambda: f"u{next(ids)}"
+            self.config, self.clock, self.timers, self.log, new_uuid=lambda: f"u{next(ids)}", phases=phases
         )
         if loaded:
             self.mgr.on_loaded()

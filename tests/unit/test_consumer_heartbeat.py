@@ -12,11 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kcoord.coordinator.groups import FakeClock, FakeTimers, GroupConfig, GroupManager
+from kcoord.coordinator.groups import GroupConfig, GroupManager
 from kcoord.coordinator.groups.consumer.heartbeat import HeartbeatAnswer, HeartbeatRequest
 from kcoord.coordinator.groups.consumer.model import ConsumerGroupState, MemberState
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.persistence import from_storage, to_storage
+from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
 from tests.unit.fakes import MemoryRecordLog
 
 T1 = uuid.UUID(int=1)
@@ -306,7 +307,7 @@ def commit(c: Cluster, member_id: str, epoch: int, version: int) -> ErrorCode:
 
 
 def test_a_classic_join_takes_over_an_empty_consumer_group() -> None:
-    from kcoord.coordinator.groups.join import JoinRequest
+    from kcoord.coordinator.groups.join_request import JoinRequest
 
     c = Cluster()
     c.hb("m1", 0)

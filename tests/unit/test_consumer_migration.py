@@ -10,7 +10,7 @@ from typing import Any
 from kcoord.coordinator.groups import GroupConfig, GroupManager, GroupState
 from kcoord.coordinator.groups.consumer.model import ConsumerGroupState
 from kcoord.coordinator.groups.errors import ErrorCode
-from kcoord.coordinator.groups.join import JoinRequest
+from kcoord.coordinator.groups.join_request import JoinRequest
 from kcoord.coordinator.groups.member import Parked
 from kcoord.coordinator.groups.responses import JoinAnswer, SyncAnswer
 from kcoord.coordinator.groups.sync import SyncRequest
@@ -187,7 +187,7 @@ def test_migrations_replay_to_the_same_state() -> None:
 
 
 def replay(c: Cluster) -> Any:
-    from kcoord.coordinator.groups import FakeClock, FakeTimers
+    from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
     from tests.unit.fakes import MemoryRecordLog
 
     fresh = GroupManager(

@@ -11,7 +11,7 @@ import pytest
 from kcoord.coordinator.groups.consumer.heartbeat import HeartbeatAnswer, HeartbeatRequest
 from kcoord.coordinator.groups.consumer.topics import Describable, subscribed_names
 from kcoord.coordinator.groups.errors import ErrorCode
-from kcoord.coordinator.groups.join import JoinRequest
+from kcoord.coordinator.groups.join_request import JoinRequest
 from kcoord.coordinator.groups.responses import JoinAnswer
 from tests.unit.test_consumer_heartbeat import T1, T2, Answer, Cluster, FakeTopics
 from tests.unit.test_consumer_migration import subscription

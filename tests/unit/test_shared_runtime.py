@@ -1,5 +1,6 @@
 """coordinator.runtime: the write path both coordinators share (apply once durable, undo on failure,
-answer once) and the group names still importable from where they were."""
+answer once) and the group names still importable from where they were; the group tenant names the
+runtime's ports, not copies of them."""
 
 from __future__ import annotations
 
@@ -42,15 +43,14 @@ def test_a_failed_write_is_undone_in_reverse_then_answered_with_the_error() -> N
 
 def test_phase_errors() -> None:
     rt, _ = _runtime(MemoryRecordLog())
-    assert rt.phase is Phase.LOADING and rt.phase_error() is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    rt.phase = Phase.ACTIVE
-    assert rt.phase_error() is None
-    rt.phase = Phase.SHUT_DOWN
-    assert rt.phase_error() is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert rt.phase is Phase.LOADING and rt.phase_error("g") is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    rt.phases.loaded()
+    assert rt.phase is Phase.ACTIVE and rt.phase_error("g") is None and rt.phase_error("") is None
+    rt.phases.shut_down()
+    assert rt.phase is Phase.SHUT_DOWN and rt.phase_error("g") is ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 def test_group_names_stay_importable_and_the_runtime_imports_alone() -> None:
-    from kcoord.coordinator.groups.ports import OnDone, RecordLog  # noqa: F401
     from kcoord.coordinator.groups.runtime import Phase as GroupPhase
     from kcoord.coordinator.groups.runtime import Runtime, Undo  # noqa: F401
     from kcoord.coordinator.groups.runtime import Write as GroupWrite
@@ -58,6 +58,17 @@ def test_group_names_stay_importable_and_the_runtime_imports_alone() -> None:
     assert GroupPhase is Phase and issubclass(GroupWrite, Write) and issubclass(Runtime, CoordinatorRuntime)
     code = "import sys, kcoord.coordinator.runtime; assert 'kcoord.coordinator.groups' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_group_tenant_keeps_no_copies_of_the_runtime_ports() -> None:
+    import kcoord.coordinator.groups as groups
+    from kcoord.coordinator import runtime
+    from kcoord.coordinator.groups import manager, timers
+    from kcoord.coordinator.groups import runtime as group_runtime
+
+    assert group_runtime.Clock is runtime.Clock and group_runtime.KeyedTimers is runtime.KeyedTimers
+    assert manager.RecordLog is runtime.RecordLog
+    assert not hasattr(timers, "KeyedTimers") and not hasattr(groups, "Clock")
 
 
 def test_the_transaction_coordinator_imports_alone_without_the_group_package() -> None:

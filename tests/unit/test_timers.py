@@ -3,7 +3,8 @@ pending sync, offset expiry (reference §4.5, §4.6, §6, §8.5)."""
 
 from __future__ import annotations
 
-from kcoord.coordinator.groups import FakeClock, FakeTimers, GroupState, GroupTombstone, OffsetTombstone
+from kcoord.coordinator.groups import GroupState, GroupTombstone, OffsetTombstone
+from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
 from tests.unit.conftest import Harness
 from tests.unit.fakes import subscription
 

@@ -1,7 +1,8 @@
 """Pure classic consumer-group logic: no sockets, files, asyncio or wall clock.
 
-Time comes from an injected `Clock`, timers from `KeyedTimers`, durability from the `RecordLog`
-port (`coordinator.groups.ports`). `GroupManager` is the entry point.
+Time comes from an injected `Clock`, timers from `KeyedTimers`, durability from a
+`RecordLog[LogRecord]`: the shared runtime's ports (`coordinator.runtime`), which every tenant names.
+`GroupManager` is the entry point.
 """
 
 from kcoord.coordinator.groups.admin import (
@@ -11,7 +12,6 @@ from kcoord.coordinator.groups.admin import (
     GroupListing,
     MemberDescription,
 )
-from kcoord.coordinator.groups.clock import Clock, FakeClock
 from kcoord.coordinator.groups.config import GroupConfig
 from kcoord.coordinator.groups.manager import GroupManager, GroupSummary
 from kcoord.coordinator.groups.records import (
@@ -23,14 +23,10 @@ from kcoord.coordinator.groups.records import (
     OffsetTombstone,
 )
 from kcoord.coordinator.groups.state import GroupState, IllegalStateTransition
-from kcoord.coordinator.groups.timers import FakeTimers, KeyedTimers
 
 __all__ = [
     "GROUP_AUTHORIZED_OPERATIONS",
     "GROUP_TYPE_CLASSIC",
-    "Clock",
-    "FakeClock",
-    "FakeTimers",
     "GroupConfig",
     "GroupDescription",
     "GroupListing",
@@ -40,7 +36,6 @@ __all__ = [
     "GroupSummary",
     "GroupTombstone",
     "IllegalStateTransition",
-    "KeyedTimers",
     "LogRecord",
     "MemberDescription",
     "MemberRecord",

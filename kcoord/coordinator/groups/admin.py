@@ -79,13 +79,13 @@ class AdminHandler:
         """One description per requested id, in order ("" is a group id here: Kafka refuses only
         null). A missing group is GROUP_ID_NOT_FOUND in state Dead; the door answers it as v0-5
         expect (NONE, Dead) or v6 (KIP-1043)."""
-        error = self.rt.phase_error()
-        if error is not None:
-            return [GroupDescription(g, error, "", "", "", ()) for g in group_ids]
         out = []
         for group_id in group_ids:
+            error = self.rt.phase_error(group_id)
             group = self.rt.group(group_id)
-            if group is None:
+            if error is not None:
+                out.append(GroupDescription(group_id, error, "", "", "", ()))
+            elif group is None:
                 out.append(
                     GroupDescription(
                         group_id, ErrorCode.GROUP_ID_NOT_FOUND, GroupState.DEAD.value, "", "", ()
@@ -101,7 +101,7 @@ class AdminHandler:
     ) -> tuple[ErrorCode, list[GroupListing]]:
         """ListGroups: the live groups whose state and type are in the (lower-case) filters, an empty
         filter matching all; the version-dependent response is built at the door."""
-        error = self.rt.phase_error()
+        error = self.rt.phases.node_error  # every group this node holds: no shard of its own
         if error is ErrorCode.COORDINATOR_NOT_AVAILABLE:
             return error, []
         listed = []
@@ -155,7 +155,7 @@ class AdminHandler:
         return Write(records, done, durable=offsets, undo=undo)
 
     def _delete_error(self, group_id: str) -> ErrorCode | None:
-        error = self.rt.phase_error()
+        error = self.rt.phase_error(group_id)
         if error is not None:
             return error
         consumer_group = self.rt.consumer_groups.get(group_id)

@@ -106,16 +106,16 @@ class GroupControls:
 
     def _fence(self, group_id: str, member_id: str) -> None:
         assert self.consumer is not None
-        if self.rt.phase_error() is not None:
-            raise TestControlError(503, f"the coordinator is {self.rt.phase.value}")
+        if self.rt.phase_error(group_id) is not None:
+            raise TestControlError(503, f"the coordinator is {self.rt.phases.phase(group_id).value}")
         if member_id not in self.rt.consumer_groups[group_id].members:
             raise TestControlError(404, f"group {group_id} has no member {member_id}")
         log.info("group_id=%s member_id=%s test control: expiring the session now", group_id, member_id)
         self.consumer.fence(group_id, member_id, EXPIRED_REASON)
 
     def _group(self, group_id: str) -> Group:
-        if self.rt.phase_error() is not None:
-            raise TestControlError(503, f"the coordinator is {self.rt.phase.value}")
+        if self.rt.phase_error(group_id) is not None:
+            raise TestControlError(503, f"the coordinator is {self.rt.phases.phase(group_id).value}")
         group = self.rt.group(group_id)
         if group is None or group.state is GroupState.DEAD:
             raise TestControlError(404, f"no group {group_id}")

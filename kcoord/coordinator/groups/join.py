@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from kcoord.coordinator.groups.config import NEW_MEMBER_JOIN_TIMEOUT_MS
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.group import Group
-from kcoord.coordinator.groups.member import Member, Parked, Protocols, Respond
+from kcoord.coordinator.groups.join_request import JoinRequest
+from kcoord.coordinator.groups.member import Member
 from kcoord.coordinator.groups.rebalance import Rebalancer
 from kcoord.coordinator.groups.responses import join_error
 from kcoord.coordinator.groups.runtime import Runtime
@@ -17,41 +16,10 @@ from kcoord.coordinator.groups.state import GroupState
 from kcoord.coordinator.groups.static import StaticMembership
 from kcoord.coordinator.groups.timers import pending_key
 
+# JoinRequest lives in join_request.py (static.py reads it too); the door imports it from here.
 __all__ = ["JoinHandler", "JoinRequest"]
 
 log = logging.getLogger("coordinator.groups")
-
-
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
-    """A JoinGroup request, typed at the door (server/apis/join_group.py): defaults filled in and
-    v0's missing rebalance timeout resolved there. `respond` answers it, now or parked."""
-
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: Protocols
-    reason: str | None
-    version: int  # the request's api version: its answer (now or parked) is shaped for it
-    client_id: str
-    client_host: str
-    respond: Respond
-    # With an authorizer: may the caller DESCRIBE a topic? Only a classic member joining a consumer
-    # group uses it, to filter what the group's regexes match (consumer/topics.py). None: no filter.
-    describable: Callable[[str], bool] | None = None
-
-    def parked(self) -> Parked:
-        return Parked(self.respond, self.version)
-
-    def because(self, text: str) -> str:
-        """A rebalance reason, with the client's own (JoinGroup v8+) when it gave one."""
-        return f"{text} (client reason: {self.reason})" if self.reason else text
-
-    def fail(self, error: ErrorCode, member_id: str = "") -> None:
-        self.respond(join_error(error, member_id))
 
 
 class JoinHandler:
@@ -85,7 +53,7 @@ class JoinHandler:
         if error is None:
             # Loading comes last: GroupCoordinatorService.joinGroup checks the group id and the
             # session timeout before it hands the request to its runtime, which refuses it then.
-            error = self.rt.phase_error()
+            error = self.rt.phase_error(r.group_id)
         if error is not None:
             r.fail(error, r.member_id)
             return None

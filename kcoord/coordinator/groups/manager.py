@@ -28,7 +28,6 @@ from kcoord.coordinator.groups.admin import (
     GroupDescription,
     GroupListing,
 )
-from kcoord.coordinator.groups.clock import Clock
 from kcoord.coordinator.groups.config import GroupConfig
 from kcoord.coordinator.groups.consumer.classic_api import ClassicMembersApi
 from kcoord.coordinator.groups.consumer.model import ConsumerGroup
@@ -38,7 +37,8 @@ from kcoord.coordinator.groups.consumer.topics import TopicView
 from kcoord.coordinator.groups.controls import GroupControls
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.group import Group
-from kcoord.coordinator.groups.join import JoinHandler, JoinRequest
+from kcoord.coordinator.groups.join import JoinHandler
+from kcoord.coordinator.groups.join_request import JoinRequest
 from kcoord.coordinator.groups.member import Respond
 from kcoord.coordinator.groups.membership import LeaveEntry, MembershipHandler
 from kcoord.coordinator.groups.offset_api import (
@@ -50,7 +50,6 @@ from kcoord.coordinator.groups.offset_api import (
     OffsetDeleteTopics,
     OffsetHandler,
 )
-from kcoord.coordinator.groups.ports import RecordLog
 from kcoord.coordinator.groups.rebalance import Rebalancer
 from kcoord.coordinator.groups.records import (
     GroupMetadataRecord,
@@ -62,10 +61,11 @@ from kcoord.coordinator.groups.records import (
     TxnOffsetTombstone,
 )
 from kcoord.coordinator.groups.retention import Retention
-from kcoord.coordinator.groups.runtime import Phase, Runtime, TransitionObserver
+from kcoord.coordinator.groups.runtime import Runtime, TransitionObserver
 from kcoord.coordinator.groups.sync import SyncHandler, SyncRequest
-from kcoord.coordinator.groups.timers import EXPIRE_OFFSETS_KEY, KeyedTimers
+from kcoord.coordinator.groups.timers import EXPIRE_OFFSETS_KEY
 from kcoord.coordinator.groups.txn_offset_api import TxnCommitRequest, TxnCommitRespond, TxnOffsetHandler
+from kcoord.coordinator.runtime import Clock, KeyedTimers, RecordLog, ShardPhases
 
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "Respond"]
 
@@ -103,14 +103,16 @@ class GroupManager:
         config: GroupConfig,
         clock: Clock,
         timers: KeyedTimers,
-        log: RecordLog,
+        log: RecordLog[LogRecord],
         *,
         new_uuid: Callable[[], str] | None = None,
         topics: TopicView | None = None,
+        phases: ShardPhases | None = None,
     ) -> None:
         """`new_uuid` makes member ids deterministic in tests (default: str(uuid.uuid4()));
-        `topics` is what consumer-protocol groups subscribe to (default: no topics)."""
-        self._rt = Runtime(config, clock, timers, log, new_uuid)
+        `topics` is what consumer-protocol groups subscribe to (default: no topics); `phases` the
+        node's shards (default: a single node's one shard; a cluster node shares its table)."""
+        self._rt = Runtime(config, clock, timers, log, new_uuid, phases)
         self._rt.apply = self.apply
         self._rb = Rebalancer(self._rt)
         self._join = JoinHandler(self._rt, self._rb)
@@ -159,7 +161,7 @@ class GroupManager:
         A group with committed or pending transactional offsets but no record is a simple group
         (Kafka's replay of an offset record creates it)."""
         rt = self._rt
-        rt.phase = Phase.ACTIVE
+        rt.phases.loaded()
         for group_id in rt.offsets.group_ids():
             if group_id not in rt.groups and group_id not in rt.consumer_groups:
                 rt.groups[group_id] = Group(group_id, None)
@@ -201,7 +203,7 @@ class GroupManager:
     def shutdown(self) -> None:
         """Cancel every timer; answer parked JoinGroup/SyncGroup with NOT_COORDINATOR (retriable,
         the client rediscovers the coordinator). Later requests get COORDINATOR_NOT_AVAILABLE."""
-        self._rt.phase = Phase.SHUT_DOWN
+        self._rt.phases.shut_down()
         self._rt.timers.cancel(EXPIRE_OFFSETS_KEY)
         for group in self._rt.groups.values():
             self._rb.cancel_group_timers(group)
@@ -224,7 +226,7 @@ class GroupManager:
         # migration, consumer/classic_api.py); an empty one becomes a classic group.
         rt = self._rt
         consumer_group = rt.consumer_groups.get(request.group_id)
-        if consumer_group is not None and rt.phase_error() is None:
+        if consumer_group is not None and rt.phase_error(request.group_id) is None:
             if consumer_group.members:
                 cfg = rt.config
                 if (
@@ -242,7 +244,7 @@ class GroupManager:
     def sync_group(self, request: SyncRequest) -> None:
         """SyncGroup (14), typed at the door (server/apis/sync_group.py). In CompletingRebalance
         parked until the leader's assignment is durable."""
-        if request.group_id in self._rt.consumer_groups and self._rt.phase_error() is None:
+        if request.group_id in self._rt.consumer_groups and self._rt.phase_error(request.group_id) is None:
             self._classic_members.sync(request)  # a classic member of a consumer group
             return
         self._sync.handle(request)
@@ -263,7 +265,7 @@ class GroupManager:
     ) -> tuple[ErrorCode, list[LeaveEntry]]:
         """LeaveGroup (13), typed at the door (server/apis/leave_group.py): the group error and one
         (member id, instance id, error) per member, at once."""
-        if group_id in self._rt.consumer_groups and self._rt.phase_error() is None:
+        if group_id in self._rt.consumer_groups and self._rt.phase_error(group_id) is None:
             return ErrorCode.NONE, self._classic_members.leave(group_id, members)
         return self._membership.leave_group(group_id, members)
 

@@ -37,7 +37,7 @@ class MembershipHandler:
         """Typed at the door (server/apis/heartbeat.py); always answered at once."""
         # The hottest path of a coordinator (every member, every few seconds): Enum members are read
         # from module constants, since each `ErrorCode.X` / `GroupState.X` lookup costs ~90 ns.
-        if self.rt.phase_error() is not None or not group_id:
+        if self.rt.phase_error(group_id) is not None or not group_id:
             return self._heartbeat_entry_error(group_id)
         group = self.rt.groups.get(group_id)
         if group is None:
@@ -58,7 +58,7 @@ class MembershipHandler:
     def _heartbeat_entry_error(self, group_id: str) -> ErrorCode:
         """GroupCoordinatorService.heartbeat refuses an inactive service and "" itself, before its
         runtime's loading check; loading answers NONE (old clients do not know LOAD_IN_PROGRESS)."""
-        error = self.rt.service_error(group_id) or self.rt.phase_error()
+        error = self.rt.service_error(group_id) or self.rt.phase_error(group_id)
         return _NONE if error is None or error is _LOAD_IN_PROGRESS else error
 
     # -- LeaveGroup -------------------------------------------------------------------------------
@@ -69,7 +69,7 @@ class MembershipHandler:
         one-entry batch and builds the version's response); always answered at once. Returns the
         group-level error and a (member id, instance id, error) entry per requested member."""
         # GroupCoordinatorService.leaveGroup refuses "" before its runtime's loading check.
-        error = self.rt.service_error(group_id) or self.rt.phase_error()
+        error = self.rt.service_error(group_id) or self.rt.phase_error(group_id)
         if error is not None:
             return error, []
         group = self.rt.group(group_id)

@@ -125,7 +125,7 @@ class OffsetHandler:
     def _validate_commit(self, request: CommitRequest) -> tuple[ErrorCode | None, tuple[Undo, ...]]:
         """Kafka's validateOffsetCommit; creates a simple (offset-only) group for generation < 0
         (with how to forget it again if the commit is not written)."""
-        error = self.rt.phase_error()
+        error = self.rt.phase_error(request.group_id)
         if error is not None:
             return error, ()
         # "" is a group id like any other here: Kafka accepts it for backwards compatibility
@@ -216,7 +216,7 @@ class OffsetHandler:
         offsets are never returned; with `require_stable` their partitions answer
         UNSTABLE_OFFSET_COMMIT (fetchOffsets / fetchAllOffsets)."""
         # "" is accepted, as Kafka does (GroupCoordinatorService.fetchOffsets: only null is invalid).
-        error = self.rt.phase_error()
+        error = self.rt.phase_error(group_id)
         if error is not None:
             return group_id, error, [(name, [(i, None) for i in parts]) for name, parts in topics or ()]
         consumer_group = self.rt.consumer_groups.get(group_id)
@@ -291,7 +291,7 @@ class OffsetHandler:
         """OffsetDelete group checks: missing -> GROUP_ID_NOT_FOUND; a non-empty group may only
         delete offsets if it is a consumer group (per topic, below) -> else NON_EMPTY_GROUP."""
         # GroupCoordinatorService.deleteOffsets refuses "" before its runtime's loading check.
-        error = self.rt.service_error(group_id) or self.rt.phase_error()
+        error = self.rt.service_error(group_id) or self.rt.phase_error(group_id)
         if error is not None:
             return error
         if group is None or group.state is GroupState.DEAD:

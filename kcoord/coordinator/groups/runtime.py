@@ -27,17 +27,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from kcoord.coordinator.groups.clock import Clock
 from kcoord.coordinator.groups.config import GroupConfig
 from kcoord.coordinator.groups.consumer.model import ConsumerGroup
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.group import Group
 from kcoord.coordinator.groups.offsets import OffsetStore
-from kcoord.coordinator.groups.ports import RecordLog
 from kcoord.coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
 from kcoord.coordinator.groups.state import GroupState
-from kcoord.coordinator.groups.timers import KeyedTimers
-from kcoord.coordinator.runtime import CoordinatorRuntime, Phase, Undo
+from kcoord.coordinator.runtime import (
+    Clock,
+    CoordinatorRuntime,
+    KeyedTimers,
+    Phase,
+    RecordLog,
+    ShardPhases,
+    Undo,
+)
 from kcoord.coordinator.runtime import Write as _Write
 
 __all__ = ["Phase", "Runtime", "TransitionObserver", "Undo", "Write"]
@@ -76,10 +81,11 @@ class Runtime(CoordinatorRuntime[LogRecord]):
         config: GroupConfig,
         clock: Clock,
         timers: KeyedTimers,
-        log: RecordLog,
+        log: RecordLog[LogRecord],
         new_uuid: Callable[[], str] | None = None,
+        phases: ShardPhases | None = None,
     ) -> None:
-        super().__init__(log)
+        super().__init__(log, phases)
         self.config = config
         self.clock = clock
         self.timers = timers
@@ -182,7 +188,7 @@ class Runtime(CoordinatorRuntime[LogRecord]):
         now = self.clock.now_ms()
         previous = group.state
         group.transition_to(new, now, reason)
-        if self.observer is not None and self._phase is not Phase.LOADING:  # replay: not live
+        if self.observer is not None and self.phases.node is not Phase.LOADING:  # replay: not live
             self.observer.on_transition(group, previous, reason, now)
 
     def now_ms(self) -> int:
@@ -211,6 +217,6 @@ class Runtime(CoordinatorRuntime[LogRecord]):
         not active -> COORDINATOR_NOT_AVAILABLE, then "" -> INVALID_GROUP_ID. Those APIs ask this
         first and `phase_error` (the runtime's loading check, CoordinatorRuntime's
         withActiveContextOrThrow) after it, so "" is INVALID_GROUP_ID even while loading."""
-        if self._phase is Phase.SHUT_DOWN:
+        if self.phases.phase(group_id) is Phase.SHUT_DOWN:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return None if group_id else ErrorCode.INVALID_GROUP_ID

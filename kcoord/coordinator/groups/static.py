@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.join_request import JoinRequest
 from kcoord.coordinator.groups.member import Member, Parked, Protocols
 from kcoord.coordinator.groups.rebalance import Rebalancer
 from kcoord.coordinator.groups.responses import join_error, sync_error
 from kcoord.coordinator.groups.runtime import Runtime, Write
 from kcoord.coordinator.groups.state import GroupState
 from kcoord.coordinator.groups.timers import session_key
-
-if TYPE_CHECKING:
-    from kcoord.coordinator.groups.join import JoinRequest
 
 __all__ = ["StaticMembership"]
 

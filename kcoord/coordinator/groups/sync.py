@@ -68,7 +68,7 @@ class SyncHandler:
         """Common checks (loading -> REBALANCE_IN_PROGRESS, as Kafka does for old clients), then
         member, generation and (v5+) protocol checks, in Kafka's order."""
         # GroupCoordinatorService.syncGroup refuses "" before its runtime's loading check.
-        error = self.rt.service_error(request.group_id) or self.rt.phase_error()
+        error = self.rt.service_error(request.group_id) or self.rt.phase_error(request.group_id)
         if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             return ErrorCode.REBALANCE_IN_PROGRESS
         if error is not None:

@@ -18,10 +18,10 @@ from kcoord.coordinator.groups.consumer.model import ConsumerGroup
 from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from kcoord.coordinator.groups.group import Group
 from kcoord.coordinator.groups.offset_api import _java_length
-from kcoord.coordinator.groups.ports import OnDone
 from kcoord.coordinator.groups.records import LogRecord, TxnOffsetCommitRecord
 from kcoord.coordinator.groups.runtime import Runtime, Undo, Write
 from kcoord.coordinator.groups.state import GroupState
+from kcoord.coordinator.runtime import OnDone
 
 __all__ = [
     "MarkerRejected",
@@ -143,7 +143,7 @@ class TxnOffsetHandler:
         """GroupCoordinatorService.commitTransactionalOffsets (inactive, "" group id), the runtime's
         loading check, OffsetMetadataManager.validateTransactionalOffsetCommit, then the producer
         epoch the partition's producer state holds (ProducerAppendInfo.checkProducerEpoch)."""
-        error = self.rt.service_error(request.group_id) or self.rt.phase_error()
+        error = self.rt.service_error(request.group_id) or self.rt.phase_error(request.group_id)
         if error is not None:
             return error, ()
         created: tuple[Undo, ...] = ()
@@ -180,7 +180,8 @@ class TxnOffsetHandler:
         Waits first for the writes of those groups' offsets in flight: the marker's batch is built
         from the durable state and appended at once, which puts the marker after them in the log,
         as if it had arrived a moment later (Kafka appends it behind the writes already queued)."""
-        error = self.rt.phase_error()
+        # The node's phase: a marker names a producer, whose pending offsets may sit in any group here.
+        error = self.rt.phases.node_error
         if error is not None:
             done(MarkerRejected(error, f"the group coordinator is {self.rt.phase.value}"))
             return

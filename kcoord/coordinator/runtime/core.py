@@ -1,4 +1,4 @@
-"""`Write`, the runtime's phase and the run/settle logic: what a coordinator tenant's handlers share.
+"""`Write`, the runtime's phases and the run/settle logic: what a coordinator tenant's handlers share.
 
 Kafka's CoordinatorRuntime has every handler return a CoordinatorResult (the records to append and
 the response); the runtime appends them, replays them into the in-memory state, answers once they
@@ -10,34 +10,19 @@ add its own bookkeeping around `run` (the group runtime tracks offset writes in 
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from kcoord.coordinator.runtime.phases import Phase, ShardPhases
 from kcoord.coordinator.runtime.ports import OnDone, RecordLog
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["PHASE_ERRORS", "CoordinatorRuntime", "Phase", "Undo", "Write"]
+__all__ = ["CoordinatorRuntime", "Undo", "Write"]
 
 R = TypeVar("R")
 
 Undo = Callable[[], None]
-
-
-class Phase(enum.Enum):
-    LOADING = "loading"
-    """Recovery is replaying the log: the coordinator's APIs answer COORDINATOR_LOAD_IN_PROGRESS."""
-    ACTIVE = "active"
-    SHUT_DOWN = "shut_down"
-    """After shutdown: the coordinator's APIs answer COORDINATOR_NOT_AVAILABLE."""
-
-
-PHASE_ERRORS: dict[Phase, ErrorCode | None] = {
-    Phase.LOADING: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    Phase.ACTIVE: None,
-    Phase.SHUT_DOWN: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-}
 
 
 @dataclass(slots=True)
@@ -61,12 +46,14 @@ def _no_apply(record: object) -> None:
 
 
 class CoordinatorRuntime(Generic[R]):
-    """The write path and the phase of one coordinator (one tenant of the shared log)."""
+    """The write path and the shards' phases of one coordinator (one tenant of the shared log)."""
 
-    def __init__(self, log: RecordLog[R]) -> None:
+    def __init__(self, log: RecordLog[R], phases: ShardPhases | None = None) -> None:
         self.log = log
-        self._phase = Phase.LOADING
-        self._phase_error: ErrorCode | None = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        self.phases = ShardPhases() if phases is None else phases
+        """A single node's one shard unless given (a cluster node's table, shared by its tenants)."""
+        self._single = self.phases.num_shards == 1
+        self._errors = self.phases.errors  # resolved by the table when a phase changes
         self.apply: Callable[[R], None] = _no_apply
         """The tenant's replay path, the one recovery uses; set by the tenant."""
 
@@ -87,16 +74,16 @@ class CoordinatorRuntime(Generic[R]):
                 undo()
         write.done(error)
 
+    def phase_error(self, key: str) -> ErrorCode | None:
+        """Kafka's common checks for a request about `key`, by the phase of its shard: loading ->
+        COORDINATOR_LOAD_IN_PROGRESS, not owned or draining -> NOT_COORDINATOR, shut down ->
+        COORDINATOR_NOT_AVAILABLE, active -> None. Every request asks: a single node reads its one
+        shard's answer here, without a call into the table (`ShardPhases.error`)."""
+        if self._single:
+            return self._errors[0]
+        return self.phases.error(key)
+
     @property
     def phase(self) -> Phase:
-        return self._phase
-
-    @phase.setter
-    def phase(self, phase: Phase) -> None:
-        self._phase = phase
-        self._phase_error = PHASE_ERRORS[phase]
-
-    def phase_error(self) -> ErrorCode | None:
-        """Kafka's common checks: loading -> COORDINATOR_LOAD_IN_PROGRESS, inactive -> NOT_AVAILABLE.
-        Resolved when the phase changes: every request asks, and Enum lookups cost ~90 ns each."""
-        return self._phase_error
+        """The node's phase (LOADING, ACTIVE or SHUT_DOWN), for what names no key."""
+        return self.phases.node

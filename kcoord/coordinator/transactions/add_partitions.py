@@ -34,7 +34,7 @@ class AddPartitions:
                   ) -> TransactionMetadata | ErrorCode:  # fmt: skip
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
-        if (phase := self.core.runtime.phase_error()) is not None:
+        if (phase := self.core.runtime.phase_error(transactional_id)) is not None:
             return phase
         md = self.core.txns.get(transactional_id)
         # An id whose InitProducerId never became durable (epoch -1) has handed out no producer id;

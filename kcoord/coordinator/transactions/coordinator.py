@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 
-from kcoord.coordinator.runtime import KeyedTimers, Phase
+from kcoord.coordinator.runtime import KeyedTimers, Phase, ShardPhases
 from kcoord.coordinator.runtime.time import Clock
 from kcoord.coordinator.transactions.add_partitions import AddPartitions
 from kcoord.coordinator.transactions.config import TransactionConfig
@@ -55,8 +55,12 @@ class TransactionCoordinator:
         log: TransactionLog,
         producer_ids: ProducerIdAllocator,
         markers: MarkerWriter,
+        *,
+        phases: ShardPhases | None = None,
     ) -> None:
-        self._core = TxnCore(config, clock, timers, log, producer_ids, markers)
+        """`phases`: the node's shards (default: a single node's one shard; a cluster node's table
+        is shared with its group coordinator, both driven by the shards' ownership)."""
+        self._core = TxnCore(config, clock, timers, log, producer_ids, markers, phases)
         self._end = EndTxn(self._core)
         self._init = InitProducerId(self._core, self._end)
         self._add = AddPartitions(self._core)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from kcoord.coordinator.runtime import CoordinatorRuntime, KeyedTimers, Write
+from kcoord.coordinator.runtime import CoordinatorRuntime, KeyedTimers, ShardPhases, Write
 from kcoord.coordinator.runtime.time import Clock
 from kcoord.coordinator.transactions.config import TransactionConfig
 from kcoord.coordinator.transactions.metadata import TransactionMetadata, TxnTransit
@@ -51,11 +51,12 @@ class TxnCore:
         log_: TransactionLog,
         producer_ids: ProducerIdAllocator,
         markers: MarkerWriter,
+        phases: ShardPhases | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
         self.timers = timers
-        self.runtime: CoordinatorRuntime[TransactionRecord] = CoordinatorRuntime(log_)
+        self.runtime: CoordinatorRuntime[TransactionRecord] = CoordinatorRuntime(log_, phases)
         self.runtime.apply = self.apply
         self.producer_ids = producer_ids
         self.markers = markers

@@ -87,7 +87,7 @@ class EndTxn:
         if not r.transactional_id:
             done(EndTxnResult(ErrorCode.INVALID_REQUEST))
             return
-        if (phase := self.core.runtime.phase_error()) is not None:
+        if (phase := self.core.runtime.phase_error(r.transactional_id)) is not None:
             done(EndTxnResult(phase))
             return
         md = self.core.txns.get(r.transactional_id)

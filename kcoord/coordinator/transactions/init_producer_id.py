@@ -57,7 +57,7 @@ class InitProducerId:
 
     def init(self, r: InitRequest, done: OnInit, new_producer_id: int | None = None) -> None:
         core = self.core
-        if (phase := core.runtime.phase_error()) is not None:
+        if (phase := core.runtime.phase_error(r.transactional_id)) is not None:
             done(InitProducerIdResult(phase))
             return
         md = core.txns.get(r.transactional_id)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from kcoord.coordinator.runtime import Phase
 from kcoord.coordinator.transactions.core import TxnCore
 from kcoord.coordinator.transactions.end_txn import EndTxn, EndTxnRequest
 from kcoord.coordinator.transactions.metadata import TransactionMetadata
@@ -42,7 +41,7 @@ class Maintenance:
     def on_loaded(self) -> None:
         """Recovery finished: go active, arm the periodic checks, finish every Prepare* found."""
         core = self.core
-        core.runtime.phase = Phase.ACTIVE
+        core.runtime.phases.loaded()
         self._arm_abort()
         self._arm_expire()
         self.finish_prepared(lambda _: True)
@@ -64,7 +63,7 @@ class Maintenance:
                 core.send_markers(md, md.state is S.PREPARE_COMMIT, md.prepare_complete(core.now_ms()))
 
     def shutdown(self) -> None:
-        self.core.runtime.phase = Phase.SHUT_DOWN
+        self.core.runtime.phases.shut_down()
         self.core.timers.cancel(ABORT_TIMED_OUT_KEY)
         self.core.timers.cancel(EXPIRE_IDS_KEY)
 
@@ -120,8 +119,9 @@ class Maintenance:
     def control(self, transactional_id: str, action: str, done: OnControl) -> None:
         """`abort` an Ongoing transaction or `expire` an idle id now (operator / test controls)."""
         md = self.core.txns.get(transactional_id)
-        if (phase := self.core.runtime.phase_error()) is not None:
-            done(ControlResult(phase, f"the coordinator is {self.core.runtime.phase.value}"))
+        if (phase := self.core.runtime.phase_error(transactional_id)) is not None:
+            where = self.core.runtime.phases.phase(transactional_id)
+            done(ControlResult(phase, f"the coordinator is {where.value}"))
         elif md is None:
             done(
                 ControlResult(

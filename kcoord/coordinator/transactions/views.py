@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from kcoord.coordinator.runtime import Phase
+from kcoord.coordinator.runtime import PHASE_ERRORS, Phase
 from kcoord.coordinator.transactions.core import TxnCore
 from kcoord.coordinator.transactions.results import (
     ListTransactionsResult,
@@ -28,10 +28,8 @@ def list_transactions(
 ) -> ListTransactionsResult:
     """Every id but Dead ones, filtered; unknown state names are listed back, not refused. The
     duration filter (v1) keeps transactions running longer than it (an Empty one's start is -1)."""
-    if core.runtime.phase is Phase.SHUT_DOWN:
-        return ListTransactionsResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    if core.runtime.phase is Phase.LOADING:
-        return ListTransactionsResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    if (error := core.runtime.phases.node_error) is not None:  # every id this node holds
+        return ListTransactionsResult(error)
     states = {s for name in state_filters if (s := TransactionState.from_name(name)) is not None}
     unknown = tuple(name for name in state_filters if TransactionState.from_name(name) is None)
     now = core.now_ms()
@@ -52,12 +50,13 @@ def describe_transactions(core: TxnCore, transactional_ids: Iterable[str]) -> li
 
 
 def _describe(core: TxnCore, txn_id: str) -> TransactionDescription:
-    if core.runtime.phase is Phase.SHUT_DOWN:
+    phase = core.runtime.phases.phase(txn_id)
+    if phase is Phase.SHUT_DOWN:
         return TransactionDescription(txn_id, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if not txn_id:
         return TransactionDescription(txn_id, ErrorCode.INVALID_REQUEST)
-    if core.runtime.phase is Phase.LOADING:
-        return TransactionDescription(txn_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    if (error := PHASE_ERRORS[phase]) is not None:
+        return TransactionDescription(txn_id, error)
     md = core.txns.get(txn_id)
     if md is None or md.state is S.DEAD:
         return TransactionDescription(txn_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from kcoord.coordinator.groups.clock import FakeClock
-from kcoord.coordinator.groups.timers import FakeTimers
+from kcoord.coordinator.runtime import ShardPhases
+from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
 from kcoord.coordinator.transactions import (
     ControlResult,
     EndTxnResult,
@@ -96,14 +96,20 @@ class MarkersFake:
 class Txn:
     """The coordinator under test, active unless `loaded=False` (then `records` may be applied first)."""
 
-    def __init__(self, records: Sequence[TransactionRecord] = (), loaded: bool = True, **config: Any) -> None:
+    def __init__(
+        self,
+        records: Sequence[TransactionRecord] = (),
+        loaded: bool = True,
+        phases: ShardPhases | None = None,
+        **config: Any,
+    ) -> None:
         self.clock = FakeClock()
         self.timers = FakeTimers(self.clock)
         self.log = MemoryRecordLog()
         self.ids = ProducerIdsFake()
         self.markers = MarkersFake()
         self.tc = TransactionCoordinator(TransactionConfig(**config), self.clock, self.timers,
-                                         self.log, self.ids, self.markers)  # type: ignore[arg-type]  # fmt: skip
+                                         self.log, self.ids, self.markers, phases=phases)  # type: ignore[arg-type]  # fmt: skip
         for record in records:
             self.tc.apply(record)
         if loaded:

@@ -21,7 +21,7 @@ from kcoord.coordinator.groups.consumer.records import ConsumerGroupEpoch, Consu
 from kcoord.coordinator.groups.consumer.service import ConsumerGroupService
 from kcoord.coordinator.groups.consumer.topics import metadata_hash
 from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
-from kcoord.coordinator.groups.join import JoinRequest
+from kcoord.coordinator.groups.join_request import JoinRequest
 from kcoord.coordinator.groups.membership import LeaveEntry
 from kcoord.coordinator.groups.responses import JoinAnswer, SyncAnswer, join_error
 from kcoord.coordinator.groups.sync import SyncRequest

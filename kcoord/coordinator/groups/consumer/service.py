@@ -83,7 +83,7 @@ class ConsumerGroupService:
     # -- ConsumerGroupHeartbeat -------------------------------------------------------------------
     def heartbeat(self, request: HeartbeatRequest, respond: HeartbeatRespond) -> None:
         """Answered at once (an error, or nothing to write) or once the records are durable."""
-        error = self.rt.phase_error()
+        error = self.rt.phase_error(request.group_id)
         if error is not None:
             respond(HeartbeatAnswer(error))
             return
@@ -245,7 +245,7 @@ class ConsumerGroupService:
     def fence(self, group_id: str, member_id: str, reason: str, epoch: int | None = None) -> None:
         """Remove a member whose session expired or who did not revoke in time (Kafka's
         consumerGroupFenceMemberOperation); a member gone, or past `epoch`, is left alone."""
-        if self.rt.phase_error() is not None:
+        if self.rt.phase_error(group_id) is not None:  # e.g. its shard draining (cluster mode)
             return
         group = self.rt.consumer_groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
@@ -395,10 +395,10 @@ class ConsumerGroupService:
     # -- ConsumerGroupDescribe --------------------------------------------------------------------
     def describe(self, group_ids: Sequence[str]) -> list[ConsumerGroupDescription]:
         """One description per id, in order; a missing or classic group is GROUP_ID_NOT_FOUND."""
-        error = self.rt.phase_error()
         out = []
         for group_id in group_ids:
             group = self.rt.consumer_groups.get(group_id)
+            error = self.rt.phase_error(group_id)
             if error is not None:
                 out.append(ConsumerGroupDescription(group_id, error))
             elif group is None:
