@@ -32,7 +32,7 @@ from bench.coordinator import (
 from bench.dataplane import MIB, run_role
 from bench.dataplane import create_topic as create_topic_with_librdkafka
 from kcoord.cluster.ownership import preferred_owner
-from kcoord.cluster.shards import shard_of
+from kcoord.coordinator.runtime.shards import shard_of
 from tests.cluster.nodes import commit, rpc, until
 from tests.kcoord_process import ServerProcess
 from tests.postgres import PgServer

@@ -1,7 +1,6 @@
 """Cluster mode (`--cluster postgresql://...`, issue 27): the nodes keep their durable state in
 PostgreSQL and fence each other through it (docs/cluster.md; ../shared/docs/cluster-notes.md).
 
-* `shards`: group and transactional ids -> shards, as Kafka maps them to `__consumer_offsets`;
 * `schema`: the versioned migrations, including the fenced `kcoord_append` function;
 * `leases`: shard ownership (`ShardLeases`) and the owner's self-fence (`LeaseClock`);
 * `shard_log`: a shard's records in PostgreSQL (`ShardRecordLog`, the `RecordLog` port; `load_shard`);
@@ -9,5 +8,5 @@ PostgreSQL and fence each other through it (docs/cluster.md; ../shared/docs/clus
 
 Only this package imports asyncpg (the optional extra `kcoord[cluster]`), and nothing that runs
 without `--cluster` imports this package's asyncpg users: an import-linter contract holds both.
-This `__init__` imports nothing, so `shards` stays importable without asyncpg.
+The shard function itself is the coordinators' (`kcoord.coordinator.runtime.shards`, pure).
 """

@@ -24,8 +24,8 @@ from kcoord.cluster.schema import (
     init_cluster,
     schema_version,
 )
-from kcoord.cluster.shards import DEFAULT_NUM_SHARDS
 from kcoord.cluster.status import status_lines, status_report
+from kcoord.coordinator.runtime.shards import DEFAULT_NUM_SHARDS
 
 __all__ = ["main"]
 

@@ -35,7 +35,7 @@ SHARD_STATES = ("loading", "active", "draining")
 class ClusterSources:
     """What the collector reads (callables: the node builds some of these objects after startup)."""
 
-    shard_states: Callable[[], Mapping[int, Any]]  # Ownership.owned: shard -> ShardState
+    shard_states: Callable[[], Mapping[int, Any]]  # Ownership.owned: shard -> Phase
     partitions_led: Callable[[], int]
     renewals: Callable[[], Mapping[str, Mapping[str, int]]]  # lease kind -> result -> count
     acquisitions: Callable[[], Mapping[str, Mapping[str, int]]]  # lease kind -> previous -> count

@@ -26,8 +26,8 @@ from kcoord.broker.context import Handler, Request, RequestMeta, Respond, Server
 from kcoord.broker.faults import error_body
 from kcoord.broker.middleware import Layer
 from kcoord.cluster.membership import ClusterView
-from kcoord.cluster.ownership import ShardState
-from kcoord.cluster.shards import shard_of
+from kcoord.coordinator.runtime import Phase
+from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["GROUP_APIS", "TXN_APIS", "ClusterRouting", "request_keys"]
@@ -40,7 +40,7 @@ TXN_APIS = frozenset({22, 25, 26})
 """InitProducerId (with a transactional id), AddOffsetsToTxn, EndTxn. AddPartitionsToTxn v0-3 is
 routed too (`request_keys`); v4+ is broker to broker, with one entry per transaction."""
 
-StateOf = Callable[[int], ShardState]
+StateOf = Callable[[int], Phase]
 
 
 def request_keys(api_key: int, req: Request) -> list[str]:
@@ -62,10 +62,10 @@ def request_keys(api_key: int, req: Request) -> list[str]:
     return [str(req.get("group_id") or "")]
 
 
-def _refusal(state: ShardState) -> ErrorCode | None:
-    if state is ShardState.ACTIVE:
+def _refusal(state: Phase) -> ErrorCode | None:
+    if state is Phase.ACTIVE:
         return None
-    if state is ShardState.LOADING:
+    if state is Phase.LOADING:
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     return ErrorCode.NOT_COORDINATOR
 

@@ -26,8 +26,8 @@ from typing import Any
 from kcoord.broker.markers import OFFSETS_TOPIC, Partition, Results, TxnMarkers
 from kcoord.broker.topics.data import TopicData
 from kcoord.cluster.membership import ClusterView
-from kcoord.cluster.ownership import ShardState
 from kcoord.coordinator.groups.manager import GroupManager
+from kcoord.coordinator.runtime import Phase
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.frames import decode_response, encode_request
 
@@ -64,7 +64,7 @@ class RoutedTxnMarkers(TxnMarkers):
         self,
         data: TopicData,
         groups: GroupManager,
-        state_of: Callable[[int], ShardState],
+        state_of: Callable[[int], Phase],
         view: Callable[[], ClusterView],
         listener: str,
     ) -> None:
@@ -83,7 +83,7 @@ class RoutedTxnMarkers(TxnMarkers):
         partitions: Sequence[Partition],
         done: Callable[[Results], None],
     ) -> None:
-        active = ShardState.ACTIVE
+        active = Phase.ACTIVE
         remote = [p for p in partitions if p[0] == OFFSETS_TOPIC and self._state_of(p[1]) is not active]
         local = [p for p in partitions if p not in remote]
         results: Results = {}

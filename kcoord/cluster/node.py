@@ -41,10 +41,10 @@ from kcoord.cluster.membership import CHANNEL, ClusterView, Membership, NodeInfo
 from kcoord.cluster.metadata import METADATA_CHANNEL
 from kcoord.cluster.pg import COMMAND_TIMEOUT_S, CONNECT_ERRORS, connect, redact
 from kcoord.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
-from kcoord.cluster.shards import shard_of
 from kcoord.cluster.txn_verify import RemoteVerification
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.persistence import Replayer
+from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.wiring.app import App, run
 from kcoord.wiring.backends import Coordinators

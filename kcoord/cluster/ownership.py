@@ -34,16 +34,13 @@ from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.shard_log import ShardRecordLog, load_shard
 from kcoord.coordinator.runtime.phases import Phase, ShardPhases
 
-__all__ = ["Ownership", "ShardHost", "ShardState", "preferred_owner"]
+__all__ = ["Ownership", "ShardHost", "preferred_owner"]
 
 log = logging.getLogger("kcoord.cluster")
 
 CLOSE_TIMEOUT_S = 5.0
 _PARALLEL_LOADS = 8
 
-
-ShardState = Phase
-"""A shard's phase on this node: the runtime's `Phase`, under the name the cluster edge knows it by."""
 
 _SERVING = (Phase.LOADING, Phase.ACTIVE)
 
@@ -95,7 +92,7 @@ class Ownership:
         return self.leases.node_id
 
     # -- what the edge asks ----------------------------------------------------------------------
-    def state(self, shard: int) -> ShardState:
+    def state(self, shard: int) -> Phase:
         """The shard's state now; an ACTIVE shard whose lease clock ran out is unloaded at once
         (the self-fence: no answer from memory once another node may have taken over)."""
         state = self.phases.of(shard)
@@ -109,7 +106,7 @@ class Ownership:
         """The shard's log while it loads or serves; None otherwise (the write is refused)."""
         return self._logs.get(shard) if self.phases.of(shard) is not Phase.DRAINING else None
 
-    def owned(self) -> dict[int, ShardState]:
+    def owned(self) -> dict[int, Phase]:
         """The shards this node loads, serves or drains (the metrics' `kcoord_cluster_shards`)."""
         return self.phases.held()
 

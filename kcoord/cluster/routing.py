@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kcoord.cluster.shard_log import ShardLogFailed, ShardRecordLog, shard_key
-from kcoord.cluster.shards import shard_of
 from kcoord.coordinator.persistence.codec import AnyRecord
 from kcoord.coordinator.runtime.ports import OnDone, RecordLog
+from kcoord.coordinator.runtime.shards import shard_of
 
 __all__ = ["NotServed", "RoutingRecordLog"]
 

@@ -23,8 +23,8 @@ from typing import Any
 from kcoord.broker.verification import Partition, TxnAnswers, TxnCheck
 from kcoord.cluster.markers import call
 from kcoord.cluster.membership import ClusterView
-from kcoord.cluster.ownership import ShardState
-from kcoord.cluster.shards import shard_of
+from kcoord.coordinator.runtime import Phase
+from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["OwnerAnswers", "RemoteVerification"]
@@ -64,7 +64,7 @@ class RemoteVerification:
     this node serves (`state_of` ACTIVE), the owner's answer over the wire for the others."""
 
     def __init__(
-        self, state_of: Callable[[int], ShardState], view: Callable[[], ClusterView], num_shards: int
+        self, state_of: Callable[[int], Phase], view: Callable[[], ClusterView], num_shards: int
     ) -> None:
         self._state_of = state_of
         self._view = view
@@ -75,7 +75,7 @@ class RemoteVerification:
         self, local: TxnAnswers, check: TxnCheck, listener: str, ready: Callable[[TxnAnswers], None]
     ) -> None:
         shard = shard_of(check.transactional_id, self._num_shards)
-        if self._state_of(shard) is ShardState.ACTIVE:
+        if self._state_of(shard) is Phase.ACTIVE:
             ready(local)
             return
         owner = self._view().owner(shard)

@@ -8,8 +8,8 @@ from typing import Any
 import asyncpg
 
 from kcoord.cluster.schema import init_cluster
-from kcoord.cluster.shards import shard_of
 from kcoord.coordinator.groups.records import OffsetCommitRecord
+from kcoord.coordinator.runtime.shards import shard_of
 
 
 async def init(dsn: str, num_shards: int) -> None:

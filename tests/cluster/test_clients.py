@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kcoord.cluster.ownership import preferred_owner
-from kcoord.cluster.shards import shard_of
+from kcoord.coordinator.runtime.shards import shard_of
 from tests.cluster.nodes import Node, fetch_offset, init_cluster, nodes, owner_of, until
 from tests.kcoord_process import REPO
 from tests.server.wire import connect, create_topic

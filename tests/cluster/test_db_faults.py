@@ -31,7 +31,7 @@ import pytest
 from kcoord.cluster.ownership import preferred_owner
 from kcoord.cluster.pg import COMMAND_TIMEOUT_S
 from kcoord.cluster.placement import preferred_leader
-from kcoord.cluster.shards import shard_of
+from kcoord.coordinator.runtime.shards import shard_of
 from tests.cluster.nodes import (
     COORDINATOR_NOT_AVAILABLE,
     NOT_COORDINATOR,

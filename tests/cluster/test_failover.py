@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 
 from kcoord.cluster.ownership import preferred_owner
-from kcoord.cluster.shards import shard_of
+from kcoord.coordinator.runtime.shards import shard_of
 from tests.cluster.conftest import PgServer
 from tests.cluster.nodes import (
     NOT_COORDINATOR,

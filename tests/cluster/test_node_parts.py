@@ -18,13 +18,14 @@ from kcoord.broker.middleware import handler_table
 from kcoord.cluster.edge import ClusterRouting, request_keys
 from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.metadata import ClusterProducerIds, MetadataLog
-from kcoord.cluster.ownership import ShardState, preferred_owner
+from kcoord.cluster.ownership import preferred_owner
 from kcoord.cluster.routing import NotServed, RoutingRecordLog
-from kcoord.cluster.shards import shard_of
 from kcoord.coordinator.metadata import TopicRecord, TopicRegistry, TopicTombstone
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
 from kcoord.coordinator.persistence import Replayer
 from kcoord.coordinator.persistence.codec import from_storage
+from kcoord.coordinator.runtime import Phase
+from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.protocol.errors import ErrorCode
 from tests.cluster.helpers import commit, group_in, init
 from tests.kcoord_process import REPO
@@ -92,13 +93,13 @@ def test_the_edge_refuses_groups_of_shards_this_node_does_not_serve() -> None:
     assert request_keys(9, {"group_id": "a", "groups": []}) == ["a"]  # OffsetFetch v2's empty default
     assert request_keys(9, {"groups": [{"group_id": "a"}, {"group_id": "b"}]}) == ["a", "b"]
     assert request_keys(22, {"transactional_id": None}) == []  # an idempotent producer: anywhere
-    states = {shard_of("loading", 50): ShardState.LOADING, shard_of("active", 50): ShardState.ACTIVE}
+    states = {shard_of("loading", 50): Phase.LOADING, shard_of("active", 50): Phase.ACTIVE}
     served: list[str] = []
     plain: dict[int, Any] = {
         12: lambda ctx, req, meta, respond: served.append(req["group_id"]),
         8: lambda ctx, req, meta, respond: served.append(req["group_id"]),
     }
-    routing = ClusterRouting(lambda s: states.get(s, ShardState.NOT_OWNED), ClusterView, 50)
+    routing = ClusterRouting(lambda s: states.get(s, Phase.NOT_OWNED), ClusterView, 50)
     handlers = handler_table([routing], plain)
     answers: list[dict[str, Any]] = []
     meta = RequestMeta(4, "c", "/127.0.0.1")

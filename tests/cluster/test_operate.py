@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kcoord.cluster.ownership import preferred_owner
-from kcoord.cluster.shards import shard_of
+from kcoord.coordinator.runtime.shards import shard_of
 from tests.cluster.nodes import commit, fetch_offset, free_port, init_cluster, nodes, owner_of, until
 from tests.cluster.test_partition_nodes import PARTITIONS as PARTITIONS_6
 from tests.cluster.test_partition_nodes import TOPIC, _produce, agreed_leaders
@@ -168,13 +168,13 @@ def test_the_collector_counts_failovers_apart_from_handovers_and_reports_the_dat
     from prometheus_client import CollectorRegistry, generate_latest
 
     from kcoord.cluster.cluster_metrics import ClusterCollector, ClusterSources
-    from kcoord.cluster.ownership import ShardState
+    from kcoord.coordinator.runtime import Phase
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(
         ClusterCollector(
             ClusterSources(
-                shard_states=lambda: {0: ShardState.ACTIVE, 1: ShardState.ACTIVE, 7: ShardState.LOADING},
+                shard_states=lambda: {0: Phase.ACTIVE, 1: Phase.ACTIVE, 7: Phase.LOADING},
                 partitions_led=lambda: 3,
                 renewals=lambda: {"shard": {"ok": 9, "failed": 2}, "node": {}},
                 acquisitions=lambda: {"shard": {"free": 5, "other": 2, "self": 1}, "partition": {"free": 3}},

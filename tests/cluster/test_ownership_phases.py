@@ -13,7 +13,7 @@ import pytest
 from kcoord import storage
 from kcoord.cluster.leases import ShardLeases
 from kcoord.cluster.membership import ClusterView
-from kcoord.cluster.ownership import Ownership, ShardState
+from kcoord.cluster.ownership import Ownership
 from kcoord.cluster.schema import init_cluster
 from kcoord.coordinator.runtime import Phase, ShardPhases
 from kcoord.coordinator.runtime.shards import shard_of
@@ -67,12 +67,12 @@ async def test_ownership_moves_the_phases_the_coordinators_answer_from(pool: Any
     host = _Host(phases)
     ownership = Ownership(pool, ShardLeases(pool, 1, 10_000), phases, host, _nothing)
     assert {_commit_error(groups, k) for k in KEYS.values()} == {ErrorCode.NOT_COORDINATOR}
-    assert ownership.state(0) is ShardState.NOT_OWNED is Phase.NOT_OWNED
+    assert ownership.state(0) is Phase.NOT_OWNED is Phase.NOT_OWNED
 
     await ownership.reconcile(ClusterView())  # the only node: it prefers every shard
     assert host.loading == dict.fromkeys(range(SHARDS), Phase.LOADING), "replayed while LOADING"
     assert ownership.owned() == dict.fromkeys(range(SHARDS), Phase.ACTIVE)
-    assert all(ownership.state(s) is ShardState.ACTIVE for s in range(SHARDS))
+    assert all(ownership.state(s) is Phase.ACTIVE for s in range(SHARDS))
     assert {_commit_error(groups, k) for k in KEYS.values()} == {ErrorCode.NONE}
 
     await ownership.release_all()

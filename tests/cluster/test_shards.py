@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kcoord.cluster.shards import DEFAULT_NUM_SHARDS, java_string_hash, shard_of
+from kcoord.coordinator.runtime.shards import DEFAULT_NUM_SHARDS, java_string_hash, shard_of
 
 HERE = Path(__file__).resolve().parent
 INT32_MIN = -(1 << 31)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kcoord.cluster.shards import shard_of
+from kcoord.coordinator.runtime.shards import shard_of
 from tests.container.engine import podman, tool_path
 from tests.container.helpers import (
     FIGURES,

@@ -27,8 +27,8 @@ from kcoord.cluster.leases import ShardLeases
 from kcoord.cluster.pg import create_pool
 from kcoord.cluster.schema import init_cluster
 from kcoord.cluster.shard_log import ShardRecordLog, shard_key
-from kcoord.cluster.shards import shard_of
 from kcoord.coordinator.persistence.codec import AnyRecord, from_storage
+from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.protocol.record_batch import BATCH_HEADER, batch_crc, framing_problem, read_header
 from kcoord.storage.files import FileOps
 from kcoord.storage.recovery import recover

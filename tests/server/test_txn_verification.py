@@ -14,9 +14,9 @@ import pytest
 
 from kcoord.broker.verification import Partition, TxnAnswers, TxnCheck
 from kcoord.cluster.membership import ClusterView, NodeInfo
-from kcoord.cluster.ownership import ShardState
-from kcoord.cluster.shards import shard_of
 from kcoord.cluster.txn_verify import OwnerAnswers, RemoteVerification
+from kcoord.coordinator.runtime import Phase
+from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.coordinator.transactions import offsets_partition_for
 from kcoord.protocol.errors import ErrorCode
 from tests.controls.conftest import Served
@@ -46,7 +46,7 @@ def _connect(served: Served) -> socket.socket:
 
 def _remote(port: int, tid: str) -> RemoteVerification:
     view = ClusterView({1: NodeInfo(1, "127.0.0.1", port, None)}, {shard_of(tid): 1})
-    return RemoteVerification(lambda shard: ShardState.NOT_OWNED, lambda: view, 50)
+    return RemoteVerification(lambda shard: Phase.NOT_OWNED, lambda: view, 50)
 
 
 def _ask(remote: RemoteVerification, check: TxnCheck) -> TxnAnswers:

@@ -15,8 +15,8 @@ from kcoord.broker.middleware import Layer, handler_table
 from kcoord.broker.verification import LOCAL, Partition, TxnAnswers, TxnCheck
 from kcoord.cluster.edge import ClusterRouting
 from kcoord.cluster.membership import ClusterView
-from kcoord.cluster.ownership import ShardState
 from kcoord.cluster.txn_verify import OwnerAnswers, RemoteVerification, errors_of, request_body
+from kcoord.coordinator.runtime import Phase
 from kcoord.partition_log.config import PartitionConfig
 from kcoord.partition_log.producers import ProducerStates
 from kcoord.partition_log.stamp import stamp
@@ -93,7 +93,7 @@ async def test_test_controls_see_a_request_before_cluster_routing_refuses_it() -
         served.append(req["group_id"])
 
     faults, requests = FaultTable(), RequestLog(lambda: NOW)
-    routing = ClusterRouting(lambda shard: ShardState.NOT_OWNED, ClusterView, 50)
+    routing = ClusterRouting(lambda shard: Phase.NOT_OWNED, ClusterView, 50)
     table = handler_table([routing, ControlsLayer(faults, requests)], {12: heartbeat})
     ctx: Any = SimpleNamespace(topics=SimpleNamespace(name_for_id=lambda topic_id: None))
     answers: list[dict[str, Any]] = []
@@ -108,7 +108,7 @@ async def test_test_controls_see_a_request_before_cluster_routing_refuses_it() -
 
 def test_cluster_routing_serves_find_coordinator_from_the_view_and_leaves_other_apis_alone() -> None:
     plain: dict[int, Handler] = {3: lambda *_: None, 10: lambda *_: None, 12: lambda *_: None}
-    table = handler_table([ClusterRouting(lambda shard: ShardState.ACTIVE, ClusterView, 50)], plain)
+    table = handler_table([ClusterRouting(lambda shard: Phase.ACTIVE, ClusterView, 50)], plain)
     assert table[3] is plain[3]
     assert table[10] is not plain[10] and table[12] is not plain[12]
 
@@ -187,15 +187,13 @@ def test_the_owner_is_asked_one_add_partitions_to_txn_and_its_answer_read_per_pa
 def test_the_remote_verification_asks_its_own_coordinator_for_the_shards_it_serves() -> None:
     local = _Coordinator(set())
     got: list[TxnAnswers] = []
-    RemoteVerification(lambda shard: ShardState.ACTIVE, ClusterView, 50).answers(
-        local, CHECK, "X", got.append
-    )
+    RemoteVerification(lambda shard: Phase.ACTIVE, ClusterView, 50).answers(local, CHECK, "X", got.append)
     assert got == [local]
 
 
 def test_the_remote_verification_without_a_live_owner_answers_not_available() -> None:
     got: list[TxnAnswers] = []
-    for state in (ShardState.NOT_OWNED, ShardState.LOADING):
+    for state in (Phase.NOT_OWNED, Phase.LOADING):
         remote = RemoteVerification(dict.fromkeys(range(50), state).__getitem__, ClusterView, 50)
         remote.answers(_Coordinator(set()), CHECK, "X", got.append)
     assert [a.verify_partitions("tx", 7, 1, [("t", 0)]) for a in got] == [
