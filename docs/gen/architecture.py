@@ -41,7 +41,7 @@ ROOM_NOTES = {
     "kcoord.coordinator": "the coordinators, pure",
     "kcoord.broker": "the edge clients talk to",
     "kcoord.cluster": "cluster mode (PostgreSQL)",
-    "kcoord.client_cli": "kcoord groups|acls|...: Kafka clients",
+    "kcoord.client_cli": "kcoord groups, acls, ...: Kafka clients",
     "kcoord.wiring": "composition root",
     "kcoord.pipeline": "Spark jobs",
     "kcoord.testing": "pytest plugin, containers",
@@ -144,9 +144,10 @@ def contracts_table() -> str:
     rows = ["| contract | kind | holds for |", "|---|---|---|"]
     for contract in config:
         sources = contract.get("source_modules") or contract.get("layers") or contract.get("modules") or []
-        held = ", ".join(f"`{s.removeprefix('kcoord.')}`" for s in sources)
+        names = [name.strip().removeprefix("kcoord.") for group in sources for name in group.split("|")]
+        held = ", ".join(f"`{name}`" for name in names)
         ignored = len(contract.get("ignore_imports", []))
-        kind = contract["type"] + (f" ({ignored} named exceptions)" if ignored else "")
+        kind = contract["type"] + (f", named exceptions: {ignored}" if ignored else "")
         rows.append(f"| {contract['name']} | {kind} | {held} |")
     return "\n".join(rows)
 

@@ -55,7 +55,7 @@ class Harness:
         reply = Reply()
         meta = RequestMeta(version, client_id, "/127.0.0.1")
         door = _TYPED_AT_THE_DOOR.get(api)
-        if door is not None:  # typed by its server/apis module, as a request off the wire is
+        if door is not None:  # typed by its broker/apis module, as a request off the wire is
             ctx = SimpleNamespace(
                 manager=self.mgr, topics=_EveryPartitionKnown(), stats=None, authorizer=None
             )

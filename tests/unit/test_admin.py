@@ -18,7 +18,7 @@ GROUP_ID_NOT_FOUND = 69
 
 
 def _describe(h: Harness, *groups: str, version: int = 5, ops: bool = False) -> list[dict[str, Any]]:
-    # through the door (server/apis/describe_groups.py), which builds the version's response
+    # through the door (broker/apis/describe_groups.py), which builds the version's response
     reply = Reply()
     req = {"groups": list(groups), "include_authorized_operations": ops}
     meta = RequestMeta(version, "c", "/127.0.0.1")
@@ -29,7 +29,7 @@ def _describe(h: Harness, *groups: str, version: int = 5, ops: bool = False) -> 
 def _list(
     h: Harness, version: int = 5, states: list[str] | None = None, types: list[str] | None = None
 ) -> dict[str, Any]:
-    # through the door (server/apis/list_groups.py), which builds the version's response
+    # through the door (broker/apis/list_groups.py), which builds the version's response
     reply = Reply()
     req = {"states_filter": states or [], "types_filter": types or []}
     list_groups.handle(
@@ -182,7 +182,7 @@ def test_deleted_group_is_recreated_fresh_by_a_new_join(h: Harness) -> None:
 
 
 def test_delete_answers_in_request_order_and_writes_one_batch(h: Harness) -> None:
-    # distinct ids arrive from the door (server/apis/delete_groups.py deduplicates, as KafkaApis)
+    # distinct ids arrive from the door (broker/apis/delete_groups.py deduplicates, as KafkaApis)
     h.commit({("t", 0): 1})
     h.commit({("t", 0): 1}, group="b")
     assert _delete(h, "x", "g", "b") == [("x", GROUP_ID_NOT_FOUND), ("g", NONE), ("b", NONE)]

@@ -1,4 +1,4 @@
-"""A JoinGroup request as the group logic takes it: typed at the door (server/apis/join_group.py).
+"""A JoinGroup request as the group logic takes it: typed at the door (broker/apis/join_group.py).
 
 Its own module because both halves of JoinGroup read it: `join.JoinHandler` (new, pending and known
 members) and `static.StaticMembership` (KIP-345 replacements), which `join` calls; so `static`
@@ -19,7 +19,7 @@ __all__ = ["JoinRequest"]
 
 @dataclass(frozen=True, slots=True)
 class JoinRequest:
-    """A JoinGroup request, typed at the door (server/apis/join_group.py): defaults filled in and
+    """A JoinGroup request, typed at the door (broker/apis/join_group.py): defaults filled in and
     v0's missing rebalance timeout resolved there. `respond` answers it, now or parked."""
 
     group_id: str

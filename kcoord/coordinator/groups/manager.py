@@ -220,7 +220,7 @@ class GroupManager:
 
     # -- group membership APIs --------------------------------------------------------------------
     def join_group(self, request: JoinRequest) -> None:
-        """JoinGroup (11), typed at the door (server/apis/join_group.py). Answered at once (errors,
+        """JoinGroup (11), typed at the door (broker/apis/join_group.py). Answered at once (errors,
         MEMBER_ID_REQUIRED, unchanged follower) or when the join phase completes."""
         # Kafka's classicGroupJoin: a non-empty consumer group takes the classic member in (online
         # migration, consumer/classic_api.py); an empty one becomes a classic group.
@@ -242,7 +242,7 @@ class GroupManager:
         self._join.handle(request)
 
     def sync_group(self, request: SyncRequest) -> None:
-        """SyncGroup (14), typed at the door (server/apis/sync_group.py). In CompletingRebalance
+        """SyncGroup (14), typed at the door (broker/apis/sync_group.py). In CompletingRebalance
         parked until the leader's assignment is durable."""
         if request.group_id in self._rt.consumer_groups and self._rt.phase_error(request.group_id) is None:
             self._classic_members.sync(request)  # a classic member of a consumer group
@@ -252,7 +252,7 @@ class GroupManager:
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> ErrorCode:
-        """Heartbeat (12), typed at the door (server/apis/heartbeat.py): the error, at once."""
+        """Heartbeat (12), typed at the door (broker/apis/heartbeat.py): the error, at once."""
         error = self._membership.heartbeat(group_id, generation_id, member_id, group_instance_id)
         if error is _UNKNOWN_MEMBER_ID and group_id in self._rt.consumer_groups:
             # a classic member of a consumer group (looked up only off the classic fast path; a
@@ -263,7 +263,7 @@ class GroupManager:
     def leave_group(
         self, group_id: str, members: Sequence[tuple[str, str | None]]
     ) -> tuple[ErrorCode, list[LeaveEntry]]:
-        """LeaveGroup (13), typed at the door (server/apis/leave_group.py): the group error and one
+        """LeaveGroup (13), typed at the door (broker/apis/leave_group.py): the group error and one
         (member id, instance id, error) per member, at once."""
         if group_id in self._rt.consumer_groups and self._rt.phase_error(group_id) is None:
             return ErrorCode.NONE, self._classic_members.leave(group_id, members)
@@ -271,7 +271,7 @@ class GroupManager:
 
     # -- offsets ----------------------------------------------------------------------------------
     def offset_commit(self, request: CommitRequest, respond: CommitRespond) -> None:
-        """OffsetCommit (8), typed at the door (server/apis/offset_commit.py, which answers unknown
+        """OffsetCommit (8), typed at the door (broker/apis/offset_commit.py, which answers unknown
         topics and partitions itself). Answered once the commit records are durable."""
         write = self._offsets.commit(request, respond)
         if write is not None:
@@ -284,7 +284,7 @@ class GroupManager:
         respond: FetchRespond,
         members: Sequence[tuple[str | None, int]] | None = None,
     ) -> None:
-        """OffsetFetch (9), typed at the door (server/apis/offset_fetch.py). Answered at once, or
+        """OffsetFetch (9), typed at the door (broker/apis/offset_fetch.py). Answered at once, or
         with `require_stable` once the writes of the groups' offsets in flight before it (commits,
         tombstones) have settled. `members`: v9's member id and epoch per group (checked for
         consumer-protocol groups)."""
@@ -327,7 +327,7 @@ class GroupManager:
         return self._rt.offsets.txn.pending_of(producer_id)
 
     def offset_delete(self, group_id: str, topics: OffsetDeleteTopics, respond: OffsetDeleteRespond) -> None:
-        """OffsetDelete (47): typed at the door (server/apis/offset_delete.py), which answers unknown
+        """OffsetDelete (47): typed at the door (broker/apis/offset_delete.py), which answers unknown
         topics and partitions itself. Answered once the tombstones are durable."""
         write = self._offsets.delete(group_id, topics, respond)
         if write is not None:
@@ -336,18 +336,18 @@ class GroupManager:
     # -- admin ------------------------------------------------------------------------------------
     def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
         """DescribeGroups (15): one description per id, typed at the door
-        (server/apis/describe_groups.py, which builds the version's response); answered at once."""
+        (broker/apis/describe_groups.py, which builds the version's response); answered at once."""
         return self._admin.describe_groups(group_ids)
 
     def list_groups(
         self, states: Collection[str], types: Collection[str]
     ) -> tuple[ErrorCode, list[GroupListing]]:
         """ListGroups (16): lower-case state and type filters (empty: all), typed at the door
-        (server/apis/list_groups.py); answered at once."""
+        (broker/apis/list_groups.py); answered at once."""
         return self._admin.list_groups(states, types)
 
     def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> None:
-        """DeleteGroups (42): distinct group ids (typed at the door, server/apis/delete_groups.py);
+        """DeleteGroups (42): distinct group ids (typed at the door, broker/apis/delete_groups.py);
         answered once the tombstones are durable."""
         write = self._admin.delete_groups(group_ids, respond)
         if write is not None:

@@ -34,7 +34,7 @@ class MembershipHandler:
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> ErrorCode:
-        """Typed at the door (server/apis/heartbeat.py); always answered at once."""
+        """Typed at the door (broker/apis/heartbeat.py); always answered at once."""
         # The hottest path of a coordinator (every member, every few seconds): Enum members are read
         # from module constants, since each `ErrorCode.X` / `GroupState.X` lookup costs ~90 ns.
         if self.rt.phase_error(group_id) is not None or not group_id:
@@ -65,7 +65,7 @@ class MembershipHandler:
     def leave_group(
         self, group_id: str, members: Sequence[tuple[str, str | None]]
     ) -> tuple[ErrorCode, list[LeaveEntry]]:
-        """Typed at the door (server/apis/leave_group.py, which reads v0-2's single MemberId as a
+        """Typed at the door (broker/apis/leave_group.py, which reads v0-2's single MemberId as a
         one-entry batch and builds the version's response); always answered at once. Returns the
         group-level error and a (member id, instance id, error) entry per requested member."""
         # GroupCoordinatorService.leaveGroup refuses "" before its runtime's loading check.

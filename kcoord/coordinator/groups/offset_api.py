@@ -42,7 +42,7 @@ builds one per partition, and a NamedTuple or dataclass costs 6-10 times as much
 
 @dataclass(slots=True)
 class CommitRequest:
-    """An OffsetCommit request typed at the door (server/apis/offset_commit.py), which answers
+    """An OffsetCommit request typed at the door (broker/apis/offset_commit.py), which answers
     partitions the broker does not know itself and resolves what depends on the version. Not
     frozen: a frozen dataclass costs ~0.5 us to make, a few per cent of a commit."""
 
@@ -176,7 +176,7 @@ class OffsetHandler:
         respond: FetchRespond,
         members: Sequence[tuple[str | None, int]] | None = None,
     ) -> None:
-        """Typed at the door (server/apis/offset_fetch.py, which shapes the version's response):
+        """Typed at the door (broker/apis/offset_fetch.py, which shapes the version's response):
         one result per group, in request order. `members` (v9+): the member id and epoch each
         group's fetch comes with, checked for consumer-protocol groups."""
         if members is not None:

@@ -25,7 +25,7 @@ log = logging.getLogger("coordinator.groups")
 
 @dataclass(frozen=True, slots=True)
 class SyncRequest:
-    """A SyncGroup request, typed at the door (server/apis/sync_group.py, which also answers v5+
+    """A SyncGroup request, typed at the door (broker/apis/sync_group.py, which also answers v5+
     requests without a protocol type or name, as KafkaApis does before the coordinator sees them).
     `protocol` is (type, name) for v5+, whose values must match the group's; None below v5."""
 

@@ -80,7 +80,7 @@ class Refused(Exception):
 
 @dataclass(slots=True)
 class HeartbeatRequest:
-    """A ConsumerGroupHeartbeat typed at the door (server/apis/consumer_group_heartbeat.py). None in
+    """A ConsumerGroupHeartbeat typed at the door (broker/apis/consumer_group_heartbeat.py). None in
     the optional fields means 'unchanged since the last heartbeat', as on the wire."""
 
     group_id: str
