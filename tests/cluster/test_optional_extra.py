@@ -21,7 +21,7 @@ def test_the_server_and_the_command_line_do_not_load_asyncpg() -> None:
     done = python(
         "import sys\n"
         "import kcoord.wiring.app, kcoord.wiring.cli, kcoord.broker\n"
-        "import kcoord.cluster, kcoord.cluster.shards, kcoord.testing\n"
+        "import kcoord.cluster, kcoord.coordinator.runtime.shards, kcoord.testing\n"
         "from kcoord.wiring.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "assert 'kcoord.wiring.app' in sys.modules\n"
