@@ -342,7 +342,8 @@ read_varint = _varint
 
 def write_batch(header: BatchHeader, records: bytes) -> bytes:
     """A whole batch of `header`'s fields (its batch_length and crc ignored) around a records section
-    (compressed as the attributes say), with the length and CRC-32C computed (DefaultRecordBatch.writeHeader)."""
+    (compressed as the attributes say), with the length and CRC-32C computed (DefaultRecordBatch
+    .writeHeader)."""
     fields = header._replace(batch_length=BATCH_HEADER.size - LOG_OVERHEAD + len(records), crc=0)
     data = bytearray(BATCH_HEADER.pack(*fields))
     data += records
