@@ -122,8 +122,9 @@ def _split(body: bytes, header: BatchHeader) -> tuple[list[tuple[int, bytes]], b
             attributes = body[pos]
             delta, pos = read_varint(body, pos + 1)
             offset_delta, pos = read_varint(body, pos)
-            if pos > end:
-                return f"Record {index} of the batch is shorter than its header"
+            problem = _fields_problem(body, pos, end)
+            if problem is not None:
+                return problem
             unchanged = unchanged and attributes == 0 and offset_delta == index
             # DefaultRecord.readFrom: a LogAppendTime batch's records all carry its max timestamp
             timestamp = header.max_timestamp if header.log_append_time else header.base_timestamp + delta
@@ -134,3 +135,25 @@ def _split(body: bytes, header: BatchHeader) -> tuple[list[tuple[int, bytes]], b
     if pos != len(body):
         return "Incorrect declared batch size, records still remaining after the last record"
     return records, unchanged
+
+
+def _fields_problem(body: bytes, pos: int, end: int) -> str | None:
+    """Whether a record's key, value and headers fill its declared size exactly (DefaultRecord.readFrom's
+    checks: a rebuilt batch gets a new CRC, so nothing malformed may pass into it)."""
+    for _ in range(2):  # key, value: -1 = null
+        size, pos = read_varint(body, pos)
+        pos += max(size, 0)
+    count, pos = read_varint(body, pos)
+    if count < 0:
+        return f"Found invalid number of record headers {count}"
+    for _ in range(count):
+        size, pos = read_varint(body, pos)
+        if size < 0:
+            return "Invalid negative header key size " + str(size)
+        value_size, pos = read_varint(body, pos + size)
+        pos += max(value_size, 0)
+        if pos > end:
+            break
+    if pos != end:
+        return f"Invalid record size: the record's fields end at {pos - end:+d} bytes from its declared size"
+    return None

@@ -216,3 +216,13 @@ def test_a_batch_too_large_once_decompressed_is_refused_as_kafka_does() -> None:
     refused = check_append(data, config, ProducerStates(), NOW)
     assert isinstance(refused, AppendError) and refused.error_code == ErrorCode.MESSAGE_TOO_LARGE
     assert "exceeds the maximum configured size of 50000" in refused.message
+
+
+def test_a_record_whose_fields_overrun_its_size_is_an_invalid_record() -> None:
+    data = bytearray(batch(0, count=3))
+    key_length = BATCH_HEADER.size + 4  # length, attributes, timestamp delta, offset delta, then the key's
+    assert data[key_length] == 0x01  # the first record's key is null (-1)
+    data[key_length] = 0x7E  # a 63-byte key: the fields no longer end where the record does
+    corrupt = write_batch(read_header(bytes(data)), bytes(data[BATCH_HEADER.size :]))
+    refused = check_append(corrupt, PartitionConfig(compression_type="zstd"), ProducerStates(), NOW)
+    assert isinstance(refused, AppendError) and refused.error_code == ErrorCode.INVALID_RECORD
