@@ -326,7 +326,7 @@ NO_PARTITION_LEADER_EPOCH = -1
 
 
 def _zigzag(value: int) -> bytes:
-    """One zigzag varint (values here are small: lengths of a control record)."""
+    """One zigzag varint or varlong (any 64-bit value: lengths, and the deltas of rebuilt records)."""
     encoded, out = (value << 1) ^ (value >> 63), bytearray()
     while encoded & ~0x7F:
         out.append((encoded & 0x7F) | 0x80)
