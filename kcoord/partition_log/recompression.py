@@ -101,7 +101,7 @@ def _rebuilt_records(body: bytes, header: BatchHeader) -> tuple[bytes, int, int]
     max_timestamp = max(timestamp for timestamp, _ in records)
     if unchanged and base == header.base_timestamp:
         return body, base, max_timestamp
-    out = []
+    out: list[bytes] = []
     for index, (timestamp, rest) in enumerate(records):
         record = b"\x00" + write_varint(timestamp - base) + write_varint(index) + rest
         out += (write_varint(len(record)), record)
