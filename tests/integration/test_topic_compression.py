@@ -66,3 +66,30 @@ def test_an_uncompressing_producer_to_a_zstd_topic_is_stored_as_zstd_and_read_ba
     consumer.wait_event(read_everything, 90, "records up to the last offset")
     assert seen == {offset: key for offset, (key, _) in by_offset.items()}
     consumer.close()
+
+
+@pytest.mark.parametrize("codec", ["uncompressed", "gzip", "snappy", "lz4"])
+def test_kcoords_codec_writers_are_read_by_librdkafka(
+    server: KcoordServer, producers: Producers, workers: Workers, codec: str
+) -> None:
+    """kafka-python produces zstd batches; the topic rebuilds them in `codec` (kcoord's own gzip, xerial
+    snappy and Kafka-framed LZ4 writers); a confluent-kafka group member reads every record."""
+    topic = unique(codec)
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"compression.type": codec})])[topic].result(30)
+    acked = producers.spawn("kafka-python", topic, 500, keys=KEYS, compression="zstd").wait_finished(120)
+    assert len(acked) == 500
+    expected = {read_header(b).compression for b in _stored_batches(server.data_dir, topic)}
+    assert expected == {["uncompressed", "gzip", "snappy", "lz4"].index(codec)}
+
+    consumer = workers.spawn("confluent-kafka", unique("readers"), [topic], consume=True)
+    seen: dict[int, str] = {}
+
+    def read_everything(event: dict[str, Any]) -> bool:
+        if event["event"] == "records":
+            seen.update((offset, key) for _, _, offset, key in event["records"])
+        return len(seen) >= len(acked)
+
+    consumer.wait_event(read_everything, 90, "records up to the last offset")
+    assert seen == {offset: key for _, offset, key, _ in acked}
+    consumer.close()
