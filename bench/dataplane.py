@@ -51,7 +51,7 @@ def produce_role(opts: dict[str, Any]) -> dict[str, Any]:
             **opts.get("client_config", {}),  # security.protocol, ssl.* (bench.security)
         }
     )
-    payload = os.urandom(opts["message_bytes"])
+    payload = _payload(opts["message_bytes"], opts.get("compressible", False))
     acked = [0]
     latencies: list[float] = []
 
@@ -85,6 +85,14 @@ def produce_role(opts: dict[str, Any]) -> dict[str, Any]:
         "seconds": elapsed,
         "latencies": latencies,
     }
+
+
+def _payload(size: int, compressible: bool) -> bytes:
+    """Random bytes (nothing a codec can shrink), or text-like records a codec shrinks (bench.compression)."""
+    if not compressible:
+        return os.urandom(size)
+    words = [b"order", b"customer", b"%08d" % int.from_bytes(os.urandom(3), "big"), b"EUR", b"shipped"]
+    return b" ".join(words[i % len(words)] for i in range(size)).ljust(size)[:size]
 
 
 def consume_role(opts: dict[str, Any]) -> dict[str, Any]:

@@ -170,7 +170,7 @@ class ClusterBackends:
             TopicData.now_ms,
             policy,
         )
-        data = TopicData(topics, partitions)
+        data = TopicData(topics, partitions, config.topic_defaults())
         self.placement = PartitionPlacement(
             pool,
             config.node_id,

@@ -20,3 +20,8 @@ class PartitionConfig:
     message_timestamp_before_max_ms: int = LONG_MAX  # message.timestamp.before.max.ms (KIP-937)
     message_timestamp_after_max_ms: int = 3_600_000  # message.timestamp.after.max.ms (1 hour since 4.0)
     index_interval_bytes: int = 4096  # index.interval.bytes
+    # compression.type: producer (batches kept as compressed) | uncompressed | gzip | snappy | lz4 | zstd
+    compression_type: str = "producer"
+    compression_gzip_level: int = -1  # compression.gzip.level (KIP-390): -1 = zlib's default
+    compression_lz4_level: int = 9  # compression.lz4.level
+    compression_zstd_level: int = 3  # compression.zstd.level

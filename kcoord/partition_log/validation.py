@@ -12,6 +12,11 @@ Per record we check nothing beyond what the header and the CRC already guarantee
 records are the ones the client wrote, and the header's count, offset range and timestamps bound
 them. (Kafka additionally walks every record to check compacted-topic keys, which kcoord does not
 have.) Timestamps are checked on the batch's base and max timestamps.
+
+Then, on a topic whose `compression.type` names a codec other than the batch's, the batch is rebuilt in
+it (`recompression.py`, LogValidator's `buildRecordsAndAssignOffsets`), which walks its records, and
+its new size is checked again (`UnifiedLog.append`: max.message.bytes -> MESSAGE_TOO_LARGE,
+segment.bytes -> RECORD_LIST_TOO_LARGE), before the producer checks, in Kafka's order.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 
 from kcoord.partition_log.config import PartitionConfig
 from kcoord.partition_log.producers import ProducerStates
+from kcoord.partition_log.recompression import recompressed
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import (
     BATCH_HEADER,
@@ -145,12 +151,35 @@ def check_append(
     checked = check_batch(batch, config, now_ms)
     if isinstance(checked, AppendError):
         return checked
+    checked = _in_topic_codec(checked, config)
+    if isinstance(checked, AppendError):
+        return checked
     error, duplicate_of = producers.check(checked.header)
     if error is not ErrorCode.NONE:
         return AppendError(error, f"{error.name} for producer {checked.header.producer_id}")
     if duplicate_of >= 0:
         return DuplicateAppend(duplicate_of)
     return checked
+
+
+def _in_topic_codec(checked: ValidatedAppend, config: PartitionConfig) -> ValidatedAppend | AppendError:
+    """The batch in the topic's codec, its size checked again as `UnifiedLog.append` does when the
+    validator may have changed it (`messageSizeMaybeChanged`)."""
+    rebuilt = recompressed(checked.data, checked.header, config)
+    if rebuilt is None:
+        return checked
+    if isinstance(rebuilt, str):
+        return _invalid(rebuilt)
+    data, header = rebuilt
+    if header.size > config.max_message_bytes:
+        return AppendError(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"Message batch size is {header.size} bytes in append to the partition which exceeds the maximum "
+            f"configured size of {config.max_message_bytes}.",
+        )
+    if header.size > config.segment_bytes:
+        return AppendError(ErrorCode.RECORD_LIST_TOO_LARGE, "The batch is larger than segment.bytes")
+    return ValidatedAppend(data, header)
 
 
 def marker_append(

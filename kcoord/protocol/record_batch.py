@@ -30,11 +30,15 @@ __all__ = [
     "ProducedBatch",
     "Record",
     "batch_crc",
+    "compress",
     "end_txn_marker_batch",
     "iter_records",
     "read_end_txn_marker",
     "read_header",
+    "read_varint",
     "with_place",
+    "write_batch",
+    "write_varint",
 ]
 
 BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -225,6 +229,55 @@ def decompress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
+_LZ4_FRAME_HEADER = bytes.fromhex("04224d18604082")  # magic, FLG 0x60 (v1, independent blocks), BD 64 KiB, HC
+_LZ4_BLOCK = 64 * 1024
+_XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)  # magic, version 1, compatible version 1
+_XERIAL_BLOCK = 32 * 1024
+
+
+def compress(codec: int, data: bytes, level: int) -> bytes:
+    """The records section of a batch compressed as Kafka's own writers compress it (KIP-390 `level`):
+    gzip (GzipCompression: zlib, -1 = zlib's default), snappy in xerial's framing (SnappyOutputStream, 32 KiB
+    blocks), lz4 in Kafka's frame (Lz4BlockOutputStream: 64 KiB independent blocks, no checksums, level 9 the
+    fast compressor and others the high-compression one), zstd (ZstdCompression)."""
+    if codec == NONE:
+        return data
+    if codec == GZIP:
+        packer = zlib.compressobj(level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return packer.compress(data) + packer.flush()
+    if codec == SNAPPY:
+        blocks = [_XERIAL_HEADER]
+        for start in range(0, len(data), _XERIAL_BLOCK):
+            block = bytes(cramjam.snappy.compress_raw(data[start : start + _XERIAL_BLOCK]))
+            blocks += (_INT32.pack(len(block)), block)
+        return b"".join(blocks)
+    if codec == LZ4:
+        return _lz4_frame(data, level)
+    if codec == ZSTD:
+        return bytes(cramjam.zstd.compress(data, level=level))
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def _lz4_frame(data: bytes, level: int) -> bytes:
+    """Lz4BlockOutputStream's frame: blocks a compressed form would not shrink are stored with the
+    high bit of their length set; a zero length ends the frame."""
+    out = [_LZ4_FRAME_HEADER]
+    for start in range(0, len(data), _LZ4_BLOCK):
+        raw = data[start : start + _LZ4_BLOCK]
+        if level == 9:  # CompressionType.LZ4's default level: lz4-java's fast compressor
+            block = bytes(cramjam.lz4.compress_block(raw, store_size=False))
+        else:
+            block = bytes(
+                cramjam.lz4.compress_block(raw, mode="high_compression", compression=level, store_size=False)
+            )
+        if len(block) >= len(raw):
+            out += (struct.pack("<I", len(raw) | 0x80000000), raw)
+        else:
+            out += (struct.pack("<I", len(block)), block)
+    out.append(b"\x00\x00\x00\x00")
+    return b"".join(out)
+
+
 def iter_records(batch: bytes) -> Iterator[Record]:
     """Every record of one whole batch (decompressed); ValueError for a malformed one."""
     header = read_header(batch)
@@ -273,13 +326,29 @@ NO_PARTITION_LEADER_EPOCH = -1
 
 
 def _zigzag(value: int) -> bytes:
-    """One zigzag varint (values here are small: lengths of a control record)."""
+    """One zigzag varint or varlong (any 64-bit value: lengths, and the deltas of rebuilt records)."""
     encoded, out = (value << 1) ^ (value >> 63), bytearray()
     while encoded & ~0x7F:
         out.append((encoded & 0x7F) | 0x80)
         encoded >>= 7
     out.append(encoded)
     return bytes(out)
+
+
+write_varint = _zigzag
+"""A zigzag varint / varlong (Kafka's ByteUtils.writeVarint / writeVarlong)."""
+read_varint = _varint
+
+
+def write_batch(header: BatchHeader, records: bytes) -> bytes:
+    """A whole batch of `header`'s fields (its batch_length and crc ignored) around a records section
+    (compressed as the attributes say), with the length and CRC-32C computed (DefaultRecordBatch
+    .writeHeader)."""
+    fields = header._replace(batch_length=BATCH_HEADER.size - LOG_OVERHEAD + len(records), crc=0)
+    data = bytearray(BATCH_HEADER.pack(*fields))
+    data += records
+    _UINT32.pack_into(data, _CRC_AT, crc32c.crc32c(memoryview(data)[CRC_START:]))
+    return bytes(data)
 
 
 def end_txn_marker_batch(

@@ -11,13 +11,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from kcoord.broker.security.listeners import Endpoint, Listener, resolve_listeners
 from kcoord.broker.security.settings import SECURITY_METAVARS, SECURITY_OPTIONS, check_security
+from kcoord.broker.topics.configs import (
+    BROKER_DEFAULTED,
+    TOPIC_CONFIGS,
+    InvalidConfig,
+    validate_topic_configs,
+)
 from kcoord.coordinator.groups.config import GroupConfig
 from kcoord.coordinator.transactions.config import TransactionConfig
 
@@ -111,6 +117,12 @@ class Config:
     # the producer's transaction does not have is refused. Off only to reproduce a hanging transaction.
     transaction_partition_verification_enable: bool = True
     auto_create_topics: bool = True  # auto.create.topics.enable
+    # compression.type (producer|uncompressed|gzip|snappy|lz4|zstd) and its KIP-390 levels: the default of
+    # every topic without its own (a batch in another codec is recompressed to it on append).
+    compression_type: str = "producer"
+    compression_gzip_level: int = -1  # compression.gzip.level: 1-9, or -1 = zlib's default
+    compression_lz4_level: int = 9  # compression.lz4.level: 1-17
+    compression_zstd_level: int = 3  # compression.zstd.level: -131072-22
     num_partitions: int = 1  # num.partitions, for auto-created topics and CreateTopics with -1
     fsync: FsyncPolicy = "always"
     # The storage history area (storage/history.py, issue 28): what compaction replaced, for the pipeline.
@@ -135,6 +147,12 @@ class Config:
     authorizer: str | None = None
     super_users: tuple[str, ...] = ()  # `User:admin;User:ops`, compared as principal strings
     allow_everyone_if_no_acl_found: bool = False
+
+    def topic_defaults(self) -> dict[str, str]:
+        """The topic configs this broker defaults away from Kafka's default (`compression.type` and its
+        levels), by topic config name: what a topic without its own value takes."""
+        values = {name: str(getattr(self, name.replace(".", "_"))) for name in BROKER_DEFAULTED}
+        return {name: value for name, value in values.items() if value != TOPIC_CONFIGS[name].default}
 
     def group_config(self) -> GroupConfig:
         """The subset the pure group logic needs."""
@@ -296,6 +314,26 @@ def parse_super_users(text: str) -> tuple[str, ...]:
     return users
 
 
+def _topic_default(name: str) -> Callable[[str], str | int]:
+    """The parser of a topic config's broker default: validated as KafkaConfig validates it (the topic
+    config's own ConfigDef validator, so the same message); a level is an int."""
+
+    def parse(text: str) -> str | int:
+        try:
+            value = validate_topic_configs({name: text})[name]
+        except InvalidConfig as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return int(value) if name.endswith(".level") else value
+
+    return parse
+
+
+parse_compression_type = _topic_default("compression.type")
+parse_compression_gzip_level = _topic_default("compression.gzip.level")
+parse_compression_lz4_level = _topic_default("compression.lz4.level")
+parse_compression_zstd_level = _topic_default("compression.zstd.level")
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -363,6 +401,15 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ),
     ("--auto-create-topics", _parse_bool, "auto.create.topics.enable, default true"),
     ("--num-partitions", _positive_int, "partitions of auto-created topics, default 1"),
+    (
+        "--compression-type",
+        parse_compression_type,
+        "compression.type of topics without their own: producer|uncompressed|gzip|snappy|lz4|zstd, "
+        "default producer",
+    ),
+    ("--compression-gzip-level", parse_compression_gzip_level, "compression.gzip.level, default -1"),
+    ("--compression-lz4-level", parse_compression_lz4_level, "compression.lz4.level, default 9"),
+    ("--compression-zstd-level", parse_compression_zstd_level, "compression.zstd.level, default 3"),
     ("--fsync", parse_fsync, "always|interval[:<ms>]|never (unsafe), default always"),
     ("--history-retention-ms", _non_negative_int, "age of history kept for the pipeline, default 7 days"),
     ("--history-retention-bytes", _non_negative_int, "bytes of history kept, default 1073741824 (1 GiB)"),
@@ -390,6 +437,10 @@ _METAVARS: dict[object, str] = {
     parse_assignors: "NAME[,NAME]",
     parse_migration_policy: "POLICY",
     parse_authorizer: "standard|none",
+    parse_compression_type: "TYPE",
+    parse_compression_gzip_level: "LEVEL",
+    parse_compression_lz4_level: "LEVEL",
+    parse_compression_zstd_level: "LEVEL",
     parse_super_users: "PRINCIPAL[;PRINCIPAL]",
     **SECURITY_METAVARS,
 }

@@ -76,7 +76,7 @@ class LocalBackends:
         partition_logs = await PartitionLogs.open(
             config.data_dir / TOPICS_DIR, fsync=config.fsync, now_ms=clock.now_ms, policy=policy
         )
-        data = TopicData(topics, partition_logs)
+        data = TopicData(topics, partition_logs, config.topic_defaults())
         if not isinstance(clock, SystemClock):  # the test controls' movable clock: records' times follow it
             data.now_ms = clock.now_ms  # type: ignore[method-assign]
         await data.remove_orphans()

@@ -150,3 +150,33 @@ def test_authorizer_settings_are_kafkas() -> None:
     for bad in (["--authorizer", "acl"], ["--super-users", "admin"]):
         with pytest.raises(SystemExit):
             parse_serve_argv(bad, env={})
+
+
+def test_compression_defaults_flags_and_env_are_kafkas() -> None:
+    config = parse_serve_argv([], env={})
+    assert (config.compression_type, config.compression_gzip_level) == ("producer", -1)
+    assert (config.compression_lz4_level, config.compression_zstd_level) == (9, 3)
+    assert config.topic_defaults() == {}  # nothing set away from Kafka's defaults: topics show DEFAULT_CONFIG
+    env = {"KCOORD_COMPRESSION_TYPE": "lz4", "KCOORD_COMPRESSION_LZ4_LEVEL": "12"}
+    config = parse_serve_argv(["--compression-lz4-level", "1", "--compression-gzip-level", "-1"], env=env)
+    assert (config.compression_type, config.compression_lz4_level) == ("lz4", 1)
+    assert config.topic_defaults() == {"compression.type": "lz4", "compression.lz4.level": "1"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--compression-type", "none"],
+            "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer",
+        ),
+        (["--compression-gzip-level", "0"], "Value must be between 1 and 9 or equal to -1"),
+        (["--compression-zstd-level", "23"], "Value must be no more than 22"),
+    ],
+)
+def test_bad_compression_settings_get_kafkas_message(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        parse_serve_argv(argv, env={})
+    assert message in capsys.readouterr().err

@@ -63,7 +63,10 @@ def test_compact_only_topics_are_not_trimmed_by_retention() -> None:
         ({"message.timestamp.type": "Now"}, "String must be one of: CreateTime, LogAppendTime"),
         ({"cleanup.policy": "compact,shred"}, "String must be one of: compact, delete"),
         ({"preallocate": "maybe"}, "Expected value to be either true or false"),
-        ({"compression.type": "zstd"}, "only compression.type=producer is supported"),
+        (
+            {"compression.type": "none"},
+            "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer",
+        ),
         ({"retention.ms": None}, "Null value not supported for topic configs: retention.ms"),
     ],
 )

@@ -159,7 +159,7 @@ def _result(
                 "config_source": e.source,
                 "is_sensitive": False,
             }
-            for e in describe_topic(configs)
+            for e in describe_topic(configs, broker=ctx.config.topic_defaults())
         ]
         result.update(num_partitions=outcome, replication_factor=1, configs=entries)
     created = ctx.topics.get(name)

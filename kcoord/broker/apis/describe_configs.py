@@ -2,7 +2,8 @@
 v3: config_type and documentation (include_documentation); v4: flexible.
 
 Topics: every Kafka topic config with the topic's own value (DYNAMIC_TOPIC_CONFIG) or Kafka's default
-(DEFAULT_CONFIG); `kcoord/broker/topics/configs.py` says which of them kcoord acts on. The broker (resource
+(DEFAULT_CONFIG), or for compression.type and its levels the broker's setting (STATIC_BROKER_CONFIG);
+`kcoord/broker/topics/configs.py` says which of them kcoord acts on. The broker (resource
 name = our node id, or "" for the defaults): the settings kcoord was started with (STATIC_BROKER_CONFIG)
 and the broker-level defaults behind the topic configs, all read-only (kcoord's settings are changed on
 its command line, not at run time). Other resource types: INVALID_REQUEST, as Kafka's `ConfigHelper`
@@ -88,7 +89,7 @@ def _describe(
         topic = ctx.topics.get(name)
         if topic is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
-        return describe_topic(topic.config_map(), keys)
+        return describe_topic(topic.config_map(), keys, ctx.config.topic_defaults())
     if kind == BROKER:
         if name not in ("", str(ctx.node_id)):
             # Kafka's ConfigHelper.describeConfigs message for another broker's id
@@ -161,11 +162,16 @@ def broker_configs(ctx: ServerContext) -> list[ConfigEntry]:
         for name, kind, value in static
     ]
     seen = {e.name for e in entries}
+    set_by_broker = config.topic_defaults()  # --compression-type and its levels, where set
     for definition in TOPIC_CONFIGS.values():
         name = definition.broker_synonym
         if name is None or name in seen:
             continue
         seen.add(name)
         broker_def = TopicConfigDef(name, definition.type, definition.default, definition.honoured)
-        entries.append(ConfigEntry(name, definition.default, ConfigSource.DEFAULT_CONFIG, broker_def))
+        value = set_by_broker.get(definition.name)
+        if value is not None:
+            entries.append(ConfigEntry(name, value, ConfigSource.STATIC_BROKER_CONFIG, broker_def))
+        else:
+            entries.append(ConfigEntry(name, definition.default, ConfigSource.DEFAULT_CONFIG, broker_def))
     return sorted(entries, key=lambda e: e.name)

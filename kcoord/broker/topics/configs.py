@@ -9,8 +9,13 @@ Three kinds of Kafka topic config (`org.apache.kafka.common.config.TopicConfig`,
   single node without those parts does not have; accepted, stored and described, with no effect
   (docs/compat.md);
 - refused: an unknown name (`Unknown topic config name: x`, as Kafka's `LogConfig.validateNames`), or
-  a value kcoord cannot honour (`compression.type` other than `producer`: batches are stored
-  verbatim and never recompressed; `remote.storage.enable=true`).
+  a value kcoord cannot honour (`remote.storage.enable=true`).
+
+`compression.type` and its KIP-390 levels are honoured: a batch in another codec is rebuilt in the
+topic's (`kcoord/partition_log/recompression.py`). They are the topic configs whose broker-level default
+`kcoord serve` sets (`--compression-type`, `--compression-gzip-level`, ...): `broker` below maps a topic
+config's name to the broker's setting where it differs from Kafka's default, and a topic without its own
+value takes it (source STATIC_BROKER_CONFIG, as Kafka's `LogConfig` falls back on `KafkaConfig`).
 
 Values are validated the way Kafka's `ConfigDef` parses them (type, then range), with its message:
 `Invalid value X for configuration Y: reason`.
@@ -25,6 +30,7 @@ from enum import IntEnum
 from kcoord.partition_log import PartitionConfig
 
 __all__ = [
+    "BROKER_DEFAULTED",
     "TOPIC_CONFIGS",
     "ConfigEntry",
     "ConfigSource",
@@ -79,6 +85,7 @@ class TopicConfigDef:
     honoured: bool
     broker_synonym: str | None = None  # the broker-level default's name (DescribeConfigs synonyms)
     at_least: int | float | None = None
+    at_most: int | None = None
     choices: tuple[str, ...] = ()
     documentation: str = ""
 
@@ -102,13 +109,24 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "producer",
             True,
             "compression.type",
-            choices=("producer",),
-            documentation="only producer: batches are stored as the producer compressed them",
+            # BrokerCompressionType, in its order (ConfigDef.ValidString's message lists them so)
+            choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+            documentation="producer keeps the producer's codec; another value recompresses to it",
         ),
-        TopicConfigDef("compression.gzip.level", _T.INT, "-1", False, "compression.gzip.level", at_least=-1),
-        TopicConfigDef("compression.lz4.level", _T.INT, "9", False, "compression.lz4.level", at_least=1),
+        # KIP-390 levels: GzipCompression.LevelValidator ([1,...,9] or -1), Lz4Compression and
+        # ZstdCompression's ConfigDef.Range (zstd's bounds are ZSTD_minCLevel / ZSTD_maxCLevel).
+        TopicConfigDef("compression.gzip.level", _T.INT, "-1", True, "compression.gzip.level"),
         TopicConfigDef(
-            "compression.zstd.level", _T.INT, "3", False, "compression.zstd.level", at_least=-131072
+            "compression.lz4.level", _T.INT, "9", True, "compression.lz4.level", at_least=1, at_most=17
+        ),
+        TopicConfigDef(
+            "compression.zstd.level",
+            _T.INT,
+            "3",
+            True,
+            "compression.zstd.level",
+            at_least=-131072,
+            at_most=22,
         ),
         TopicConfigDef(
             "delete.retention.ms", _T.LONG, "86400000", False, "log.cleaner.delete.retention.ms", at_least=0
@@ -207,6 +225,10 @@ def _parse(definition: TopicConfigDef, value: str | None) -> object:
     parsed = _parse_type(definition, value.strip())
     if definition.at_least is not None and isinstance(parsed, int | float) and parsed < definition.at_least:
         raise _invalid(definition, value, f"Value must be at least {definition.at_least}")
+    if definition.at_most is not None and isinstance(parsed, int) and parsed > definition.at_most:
+        raise _invalid(definition, value, f"Value must be no more than {definition.at_most}")
+    if definition.name == "compression.gzip.level" and isinstance(parsed, int) and not _gzip_level(parsed):
+        raise _invalid(definition, value, "Value must be between 1 and 9 or equal to -1")
     if (
         definition.choices
         and definition.type is not ConfigType.LIST
@@ -216,11 +238,12 @@ def _parse(definition: TopicConfigDef, value: str | None) -> object:
     return parsed
 
 
-_NOT_SUPPORTED = {
-    "compression.type": "kcoord stores record batches as the producer compressed them and never "
-    "recompresses; only compression.type=producer is supported",
-    "remote.storage.enable": "kcoord has no tiered storage",
-}
+_NOT_SUPPORTED = {"remote.storage.enable": "kcoord has no tiered storage"}
+
+
+def _gzip_level(level: int) -> bool:
+    """GzipCompression.LevelValidator: Deflater's levels 1-9, or -1 (DEFAULT_COMPRESSION)."""
+    return 1 <= level <= 9 or level == -1
 
 
 def _one_of(definition: TopicConfigDef) -> str:
@@ -271,17 +294,28 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     return stored
 
 
-def effective(configs: Mapping[str, str], name: str) -> str:
-    """The topic's value of `name`: its own setting, else Kafka's default."""
-    value = configs.get(name)
+# The topic configs a broker setting defaults (KafkaConfig's compression.type and KIP-390 levels).
+BROKER_DEFAULTED = (
+    "compression.type",
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.zstd.level",
+)
+_NO_BROKER: Mapping[str, str] = {}
+
+
+def effective(configs: Mapping[str, str], name: str, broker: Mapping[str, str] = _NO_BROKER) -> str:
+    """The topic's value of `name`: its own setting, else the broker's, else Kafka's default."""
+    value = configs.get(name, broker.get(name))
     return TOPIC_CONFIGS[name].default if value is None else value
 
 
-def partition_config(configs: Mapping[str, str]) -> PartitionConfig:
-    """What the partition log acts on, from a topic's stored (already validated) configs."""
+def partition_config(configs: Mapping[str, str], broker: Mapping[str, str] = _NO_BROKER) -> PartitionConfig:
+    """What the partition log acts on, from a topic's stored (already validated) configs and the
+    broker's defaults for them."""
 
     def number(name: str) -> int:
-        return int(effective(configs, name))
+        return int(effective(configs, name, broker))
 
     policies = [p.strip() for p in effective(configs, "cleanup.policy").split(",")]
     # A compact-only topic is never trimmed by time or size: without a cleaner, keeping every
@@ -297,6 +331,10 @@ def partition_config(configs: Mapping[str, str]) -> PartitionConfig:
         message_timestamp_before_max_ms=number("message.timestamp.before.max.ms"),
         message_timestamp_after_max_ms=number("message.timestamp.after.max.ms"),
         index_interval_bytes=number("index.interval.bytes"),
+        compression_type=effective(configs, "compression.type", broker),
+        compression_gzip_level=number("compression.gzip.level"),
+        compression_lz4_level=number("compression.lz4.level"),
+        compression_zstd_level=number("compression.zstd.level"),
     )
 
 
@@ -308,24 +346,39 @@ class ConfigEntry:
     value: str | None
     source: ConfigSource
     definition: TopicConfigDef
+    broker_value: str | None = None
+    """A topic config's broker-level setting, when the broker sets one (`BROKER_DEFAULTED`)."""
 
     def synonyms(self) -> list[tuple[str, str | None, ConfigSource]]:
-        """(name, value, source), most specific first: the topic's own setting, then the default."""
+        """(name, value, source), most specific first: the topic's own setting, the broker's, then the
+        default (ConfigHelper.createTopicConfigEntry's synonyms)."""
+        default_name = self.definition.broker_synonym or self.name
         found: list[tuple[str, str | None, ConfigSource]] = []
-        if self.source is not ConfigSource.DEFAULT_CONFIG:
+        if self.source is ConfigSource.DYNAMIC_TOPIC_CONFIG or (
+            self.source is not ConfigSource.DEFAULT_CONFIG and self.broker_value is None
+        ):
             found.append((self.name, self.value, self.source))
-        if self.source in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DEFAULT_CONFIG):
-            default_name = self.definition.broker_synonym or self.name
+        if self.broker_value is not None:
+            found.append((default_name, self.broker_value, ConfigSource.STATIC_BROKER_CONFIG))
+        if self.source is not ConfigSource.STATIC_BROKER_CONFIG or self.broker_value is not None:
             found.append((default_name, self.definition.default, ConfigSource.DEFAULT_CONFIG))
         return found
 
 
-def describe_topic(configs: Mapping[str, str], keys: list[str] | None = None) -> list[ConfigEntry]:
+def describe_topic(
+    configs: Mapping[str, str], keys: list[str] | None = None, broker: Mapping[str, str] = _NO_BROKER
+) -> list[ConfigEntry]:
     """Every topic config (or those in `keys` that exist), with its value and where it comes from."""
     names = sorted(TOPIC_CONFIGS) if keys is None else [k for k in keys if k in TOPIC_CONFIGS]
     entries = []
     for name in names:
-        own = configs.get(name)
-        source = ConfigSource.DEFAULT_CONFIG if own is None else ConfigSource.DYNAMIC_TOPIC_CONFIG
-        entries.append(ConfigEntry(name, effective(configs, name), source, TOPIC_CONFIGS[name]))
+        own, set_by_broker = configs.get(name), broker.get(name)
+        if own is not None:
+            source = ConfigSource.DYNAMIC_TOPIC_CONFIG
+        elif set_by_broker is not None:
+            source = ConfigSource.STATIC_BROKER_CONFIG
+        else:
+            source = ConfigSource.DEFAULT_CONFIG
+        value = effective(configs, name, broker)
+        entries.append(ConfigEntry(name, value, source, TOPIC_CONFIGS[name], set_by_broker))
     return entries

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from kcoord.broker.topics.configs import partition_config
 from kcoord.coordinator.metadata.topic_registry import TopicRegistry
@@ -32,9 +32,12 @@ RETENTION_CHECK_INTERVAL_MS = 300_000  # log.retention.check.interval.ms
 class TopicData:
     """Partition logs of the registry's topics."""
 
-    def __init__(self, registry: TopicRegistry, logs: PartitionStores) -> None:
+    def __init__(
+        self, registry: TopicRegistry, logs: PartitionStores, defaults: Mapping[str, str] | None = None
+    ) -> None:
         self._registry = registry
         self.logs = logs
+        self._defaults = defaults or {}  # the broker's topic-config defaults (Config.topic_defaults)
         self._retention: asyncio.TimerHandle | None = None
 
     @staticmethod
@@ -44,7 +47,7 @@ class TopicData:
     def partition_config(self, topic: str) -> PartitionConfig:
         """The topic's configs as the partition log takes them (Kafka's defaults for what is not set)."""
         record = self._registry.get(topic)
-        return partition_config(record.config_map() if record is not None else {})
+        return partition_config(record.config_map() if record is not None else {}, self._defaults)
 
     def min_insync_replicas(self, topic: str) -> int:
         record = self._registry.get(topic)
