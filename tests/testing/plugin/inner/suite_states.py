@@ -61,7 +61,7 @@ def test_failure_with_a_parked_join_group(kcoord, kcoord_topic, kcoord_group, cl
 def test_failure_with_a_request_held_by_a_delay_fault(kcoord, closing):
     fault = kcoord.delay("Metadata", 600_000)
     producer = Producer({"bootstrap.servers": kcoord.bootstrap_servers, "client.id": "delayed-client"})
-    closing.append(lambda: producer.flush(0))
+    closing.append(producer.close)
     wait_for_entry(kcoord, lambda e: (e.fault, e.state) == (fault.id, "delayed"), lambda: producer.poll(0.05))
     pytest.fail("deliberately, with a Metadata request a delay fault holds")
 
@@ -69,6 +69,6 @@ def test_failure_with_a_request_held_by_a_delay_fault(kcoord, closing):
 def test_failure_after_a_disconnect_fault(kcoord, closing):
     fault = kcoord.disconnect("Metadata")
     producer = Producer({"bootstrap.servers": kcoord.bootstrap_servers, "client.id": "dropped-client"})
-    closing.append(lambda: producer.flush(0))
+    closing.append(producer.close)
     wait_for_entry(kcoord, lambda e: (e.fault, e.state) == (fault.id, "dropped"), lambda: producer.poll(0.05))
     pytest.fail("deliberately, after a Metadata request a disconnect fault dropped")
