@@ -141,10 +141,6 @@ class RequestEntry:
         names = cls.__dataclass_fields__
         return cls(**{k: v for k, v in data.items() if k in names})
 
-    @property
-    def answered(self) -> bool:
-        return self.duration_ms is not None
-
     def __str__(self) -> str:
         # A failure report prints every entry: this must render any state, or pytest ends in INTERNALERROR
         errors = f" errors={self.error_codes}" if self.error_codes else ""
