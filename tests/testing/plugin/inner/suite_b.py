@@ -75,9 +75,11 @@ def test_advance_expires_a_confluent_kafka_members_session(kcoord, kcoord_topic,
         poll_until(consumer, lambda: "assigned" in events)
         before = kcoord.wait_stable(kcoord_group)
         [member] = before.members
-        assert member.assignment == {kcoord_topic: [0, 1]} and before.generation == 1
+        assert member.assignment == {kcoord_topic: [0, 1]}
         moved = kcoord.advance(7)  # past the 6 s session: the member expires now, no sleeping
         assert moved["advanced_ms"] == 7000 and moved["fired"] >= 1
+        # (after advance(), which skips under --kafka-bootstrap: DescribeGroups carries no generation)
+        assert before.generation == 1
         # As on Kafka: the rebalance its expiry started completes with nobody, generation 2, Empty. The
         # group stays (the offset retention check, 10 minutes away, is not in the window).
         after = kcoord.group(kcoord_group)
