@@ -212,19 +212,46 @@ def pytest_runtest_makereport(
 
 
 def _sections(server: Tracked) -> list[tuple[str, str]]:
-    """The server's log lines and request log of this test, newest REPORT_LINES of each."""
-    sections = []
-    lines = server.log_lines()
-    if lines:
-        sections.append((f"kcoord {server.bootstrap_servers} server log", "\n".join(lines[-REPORT_LINES:])))
+    """The server's log lines and request log of this test, newest REPORT_LINES of each.
+
+    Runs inside pytest's report hook, where an exception is an INTERNALERROR that hides the test's
+    own failure: whatever goes wrong gathering a section is said in the section instead."""
+    name = f"kcoord {_address(server)}"
+    sections = (
+        _section(f"{name} server log", lambda: _log_text(server)),
+        _section(f"{name} requests", lambda: _requests_text(server)),
+    )
+    return [section for section in sections if section is not None]
+
+
+def _address(server: Tracked) -> str:
     try:
-        entries = server.requests()
-    except Exception as exc:  # the server was killed, or stopped: say so rather than hide the failure
-        entries = None
-        sections.append((f"kcoord {server.bootstrap_servers} requests", f"(request log unavailable: {exc})"))
+        return server.bootstrap_servers
+    except Exception:
+        return "(address unknown)"
+
+
+def _section(title: str, text: Callable[[], str | None]) -> tuple[str, str] | None:
+    try:
+        body = text()
     except pytest.skip.Exception:  # a --kafka-bootstrap server has no request log to show
-        entries = None
-    if entries:
-        text = "\n".join(str(e) for e in entries[-REPORT_LINES:])
-        sections.append((f"kcoord {server.bootstrap_servers} requests", text))
-    return sections
+        return None
+    except Exception as exc:  # the server was killed or stopped, or a bug here: say so, keep the failure
+        return title, f"(unavailable: {type(exc).__name__}: {exc})"
+    return None if not body else (title, body)
+
+
+def _log_text(server: Tracked) -> str:
+    return "\n".join(server.log_lines()[-REPORT_LINES:])
+
+
+def _requests_text(server: Tracked) -> str:
+    entries = server.requests() or []
+    return "\n".join(_line(e) for e in list(entries)[-REPORT_LINES:])
+
+
+def _line(entry: object) -> str:
+    try:
+        return str(entry)
+    except Exception as exc:  # one entry that cannot render costs its line, not the report
+        return f"(request log entry not shown: {type(exc).__name__}: {exc}) {entry!r}"

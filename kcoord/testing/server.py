@@ -143,8 +143,9 @@ class KcoordServer:
         return dict(self._control(lambda c: c.configure(**changes)))
 
     def advance(self, seconds: float) -> dict[str, int]:
-        """Move the server's clock forward: sessions, rebalance and transaction timeouts, offset
-        retention due in the window happen now, and are durable when this returns."""
+        """Move the server's clock forward: what falls due in the window happens now, and only that:
+        session, rebalance and transaction timeouts, and the periodic checks (offset and log retention,
+        timed-out transactions) whose interval ends inside it. Durable when this returns."""
         return dict(self._control(lambda c: c.advance(seconds)))
 
     def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:

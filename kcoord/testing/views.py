@@ -114,19 +114,27 @@ class Fault:
 
 @dataclass(frozen=True, slots=True)
 class RequestEntry:
-    """One request the server answered (or dropped), as the test's request log shows it."""
+    """One request the server received, as the test's request log shows it, whatever became of it.
+
+    `state` is "answered" (then `duration_ms` is set), "in flight" (its handler has it, no answer yet),
+    "parked" (a JoinGroup, SyncGroup or Fetch held for an event: a rebalance, the leader's assignment,
+    data), "delayed" (a delay fault holds it back) or "dropped" (a disconnect fault: never answered).
+    Not answered, `waited_ms` is how long it had waited when the log was read.
+    """
 
     seq: int
     at_ms: int
     api: str
     api_key: int
     api_version: int
-    correlation_id: int
-    client_id: str
-    peer: str
-    duration_ms: float
+    correlation_id: int | None
+    client_id: str | None
+    peer: str | None
+    duration_ms: float | None = None
     error_codes: list[int] = field(default_factory=list)
     fault: int | None = None
+    state: str = ""  # "" from a server older than the field: answered when duration_ms is set
+    waited_ms: float | None = None
 
     @classmethod
     def from_json(cls, data: Json) -> RequestEntry:
@@ -134,12 +142,26 @@ class RequestEntry:
         return cls(**{k: v for k, v in data.items() if k in names})
 
     def __str__(self) -> str:
+        # A failure report prints every entry: this must render any state, or pytest ends in INTERNALERROR
         errors = f" errors={self.error_codes}" if self.error_codes else ""
         fault = f" fault={self.fault}" if self.fault is not None else ""
         return (
             f"#{self.seq} {self.api}v{self.api_version} corr={self.correlation_id} "
-            f"client={self.client_id!r} peer={self.peer} {self.duration_ms:.1f}ms{errors}{fault}"
+            f"client={self.client_id!r} peer={self.peer} {self._outcome()}{errors}{fault}"
         )
+
+    def _outcome(self) -> str:
+        if self.duration_ms is not None:
+            return f"{_ms(self.duration_ms)}ms"
+        if self.state == "dropped":
+            return "dropped (connection closed, never answered)"
+        waited = "" if self.waited_ms is None else f" after {_ms(self.waited_ms)}ms"
+        return f"{self.state or 'unanswered'}, no answer{waited}"
+
+
+def _ms(value: object) -> str:
+    """Milliseconds with one decimal; whatever else arrived (over HTTP, from another version) as is."""
+    return f"{value:.1f}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
 
 def committed_map(rows: Sequence[Json]) -> dict[tuple[str, int], int]:

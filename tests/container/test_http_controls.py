@@ -139,6 +139,6 @@ def test_wait_stable_and_advance_expire_a_session(server: KcoordServer, controls
 
 def _member_ids(controls: HttpControls, group: str) -> list[str]:
     """The group's members; none once the group is gone (an Empty group without offsets is deleted by
-    the cleanup advance() runs, as Kafka's GroupMetadataManager.cleanupGroupMetadata does)."""
+    the offset retention check when its interval ends inside an advance(), as on Kafka)."""
     found = controls.group(group)
     return [] if found is None else [m.member_id for m in found.members]

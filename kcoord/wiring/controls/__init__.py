@@ -13,7 +13,8 @@ the request log and inspection, as coroutines on the server's event loop (docs: 
     await controls.delay("Fetch", 500, count=1)
     await controls.disconnect("FindCoordinator", count=1)
     await controls.fired(); await controls.faults(); await controls.clear_faults()
-    await controls.requests(since=0)              # request-log entries with seq > since
+    await controls.requests(since=0)              # request-log entries with seq > since, each with its
+                                                  #   state: answered, in flight, parked, delayed, dropped
     await controls.configure(group_initial_rebalance_delay_ms=0)    # the runtime settings in force
     await app.abandon()                           # a crash: a new App on the directory recovers
 

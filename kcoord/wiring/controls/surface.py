@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from kcoord.broker.context import ServerContext
 from kcoord.broker.timers import AsyncioTimers, MovableClock, MovableTimers, SystemClock
 from kcoord.broker.topics.configs import InvalidConfig, validate_topic_configs
+from kcoord.broker.topics.data import RETENTION_CHECK_INTERVAL_MS
 from kcoord.coordinator.groups.controls import RUNTIME_SETTINGS
 from kcoord.coordinator.metadata import TopicExists, validate_topic_name
 from kcoord.coordinator.transactions.state import TransactionState
@@ -35,6 +36,11 @@ MAX_ADVANCE_S = 10 * 365 * 86_400.0
 # completion), waiting this long at most.
 SETTLE_TIMEOUT_S = 5.0
 _BETWEEN = (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
+# The log retention check on the movable clock, so advance() runs it when an interval ends inside its
+# window. Kafka: LogManager.startup schedules "kafka-log-retention" (cleanupLogs) InitialTaskDelayMs
+# after start, then every log.retention.check.interval.ms.
+LOG_RETENTION_KEY = "log-retention-check"
+LOG_RETENTION_FIRST_MS = 30_000  # LogManager.InitialTaskDelayMs
 
 
 class ControlledServer(Protocol):
@@ -72,6 +78,7 @@ class TestControls:
         # Built before the listeners bind: the app passes this layer to the edge's handler table
         self.layer = ControlsLayer(self.fault_table, self.request_log)
         self._exclusive = asyncio.Lock()  # reset() and advance() never interleave
+        self._arm_log_retention(LOG_RETENTION_FIRST_MS)
 
     @property
     def _ctx(self) -> ServerContext:
@@ -86,11 +93,20 @@ class TestControls:
             self.fault_table.reset()
             reset_ms = await self._app.reset()
             self.request_log.clear()
+            self._arm_log_retention(LOG_RETENTION_FIRST_MS)  # the reset cancelled every timer
             return {"reset_ms": reset_ms}
 
     async def advance(self, seconds: float) -> dict[str, Any]:
-        """Jump the clock forward: timers due in the window fire in deadline order, delayed responses due
-        answer, the periodic checks run once; returns when what they wrote is durable."""
+        """Jump the clock forward: the timers due in the window fire in deadline order, and nothing else;
+        delayed responses due answer; returns when what fired wrote is durable.
+
+        The periodic checks are timers too, each run when its interval ends inside the window, as on
+        Kafka while that much time passed, never because advance() was called: offset retention every
+        offsets.retention.check.interval.ms (Kafka's GroupCoordinatorShard.
+        scheduleGroupMetadataExpiration), timed-out transactions and expired transactional ids at
+        their cleanup intervals (TransactionCoordinator.startup, TransactionStateManager.
+        enableTransactionalIdExpiration), log retention every log.retention.check.interval.ms
+        (LOG_RETENTION_KEY)."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
             raise ControlError(400, f"seconds must be a number, got {seconds!r}")
         if not 0 <= seconds <= MAX_ADVANCE_S:
@@ -102,11 +118,22 @@ class TestControls:
             horizon = asyncio.get_running_loop().time() + seconds
             fired = timers.advance(seconds)
             fired += ctx.delayed.fire_due(horizon)
-            ctx.manager.expire_offsets()
-            ctx.transactions.check_now()
-            ctx.data.check_retention()
             await self._settle_writes()
             return {"advanced_ms": round(seconds * 1000), "now_ms": app.clock.now_ms(), "fired": fired}
+
+    def _arm_log_retention(self, delay_ms: int) -> None:
+        """The partition logs' own check (TopicData.start_retention) runs on the loop's real time, which
+        advance() does not move; this one is on the movable timers. Both run as real time passes: a
+        second check finds nothing more to delete."""
+        timers = self._app.timers
+        if not isinstance(timers, MovableTimers):
+            return
+
+        def check() -> None:
+            self._arm_log_retention(RETENTION_CHECK_INTERVAL_MS)
+            self._ctx.data.check_retention()
+
+        timers.schedule(LOG_RETENTION_KEY, delay_ms, check)
 
     async def _settle_writes(self) -> None:
         """Until what fired is durable: no append queued in either log and no transaction between

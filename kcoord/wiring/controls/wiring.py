@@ -6,6 +6,12 @@ The wrapper records the request in the request log, then applies the first armed
 `error` answers the API's error shape instead of running the handler (or, limited to some partitions,
 serves the rest and adds their errors), `delay` runs the request that much later, `disconnect` closes
 the connection without answering.
+
+Each entry says where its request is (`state`), so a report can show what a test left unanswered:
+"delayed" (a delay fault or latency holds it back from its handler), "in flight" (handed to its
+handler, no answer yet: its write on the way to durable), "parked" (see PARKING_APIS), "answered"
+(with `duration_ms`), "dropped" (a disconnect fault closed its connection: it is never answered).
+An entry not answered yet also carries `waited_ms`, how long it has waited so far when read.
 """
 
 from __future__ import annotations
@@ -24,11 +30,17 @@ from kcoord.broker.middleware import Layer
 from kcoord.wiring.controls.faults import FaultTable, Match
 from kcoord.wiring.controls.names import api_name
 
-__all__ = ["REQUEST_LOG_SIZE", "ControlsLayer", "RequestLog"]
+__all__ = ["PARKING_APIS", "REQUEST_LOG_SIZE", "ControlsLayer", "RequestLog"]
 
 log = logging.getLogger("kcoord.controls")
 
 REQUEST_LOG_SIZE = 10_000
+# The APIs whose handler holds a request until an event rather than a write, as Kafka's purgatories do:
+# Fetch until data or max_wait_ms (DelayedFetch), JoinGroup until the rebalance completes (the classic
+# group's pending join), SyncGroup until the leader's assignment. Unanswered once their handler
+# returned, they are "parked"; for a moment that may be their write instead, which no report tells apart.
+PARKING_APIS = frozenset({1, 11, 14})
+_RECEIVED = "_received"  # perf_counter() at receipt: waited_ms for entries not yet answered
 
 
 class RequestLog:
@@ -54,16 +66,27 @@ class RequestLog:
             "duration_ms": None,
             "error_codes": [],
             "fault": None,
+            "state": "in flight",
+            _RECEIVED: time.perf_counter(),
         }
         self._entries.append(entry)
         return entry
 
     def since(self, seq: int) -> list[dict[str, Any]]:
-        return [dict(e) for e in self._entries if e["seq"] > seq]
+        now = time.perf_counter()
+        return [_view(e, now) for e in self._entries if e["seq"] > seq]
 
     def clear(self) -> None:
         self._entries.clear()
         self._seq = itertools.count(1)
+
+
+def _view(entry: dict[str, Any], now: float) -> dict[str, Any]:
+    """The JSON of an entry: without its receipt time, with `waited_ms` while it is not answered."""
+    view = {k: v for k, v in entry.items() if k != _RECEIVED}
+    if entry["duration_ms"] is None:
+        view["waited_ms"] = round((now - entry[_RECEIVED]) * 1000, 3)
+    return view
 
 
 def _error_codes(body: object, found: set[int]) -> None:
@@ -81,10 +104,11 @@ def _error_codes(body: object, found: set[int]) -> None:
 
 
 def _logged(entry: dict[str, Any], respond: Respond) -> Respond:
-    started = time.perf_counter()
+    started = entry[_RECEIVED]
 
     def answered(body: dict[str, object]) -> None:
         entry["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        entry["state"] = "answered"
         found: set[int] = set()
         _error_codes(body, found)
         entry["error_codes"] = sorted(found)
@@ -122,6 +146,7 @@ def _wrapper(
             entry["fault"] = fault.id
             log.info("test control: fault %d (%s) on %s", fault.id, fault.kind, api_name(api_key))
             if fault.kind == "disconnect":
+                entry["state"] = "dropped"
                 _disconnect(original)
                 return
             if fault.kind == "delay":
@@ -130,11 +155,20 @@ def _wrapper(
             else:
                 run = _failing(api_key, plain, ctx, req, meta, respond, match)
         if delay_ms:
-            loop.call_later(delay_ms / 1000, run)
+            entry["state"] = "delayed"
+            loop.call_later(delay_ms / 1000, _handed, entry, api_key, run)
         else:
-            run()
+            _handed(entry, api_key, run)
 
     return handle
+
+
+def _handed(entry: dict[str, Any], api_key: int, run: Callable[[], None]) -> None:
+    """Hand the request to its handler; still unanswered when it returns, a parking API's is parked."""
+    entry["state"] = "in flight"
+    run()
+    if entry["state"] == "in flight" and api_key in PARKING_APIS:
+        entry["state"] = "parked"
 
 
 def _failing(
