@@ -1,10 +1,9 @@
 """One client connection: an asyncio `Protocol` that splits frames and answers them in request order.
 
-Kafka serves the requests of one connection strictly one after the other (the socket is muted while a
-request is in flight, `docs/kafka-group-protocol.md` §1.1). We read ahead instead: every request gets its
-place in a FIFO of response slots when it is received, so a parked JoinGroup holds back every later
-response on its socket, and its handler starts when Kafka's order allows it (ordering.py: a request
-sees the effects of every earlier one; only read-only requests overlap).
+Kafka serves a connection's requests one after the other (the socket is muted while one is in flight,
+`docs/kafka-group-protocol.md` §1.1). We read ahead: a request takes its place in a FIFO of response
+slots when received (a parked JoinGroup holds back every later response on its socket) and its handler
+starts when ordering.py says: after every earlier request it could observe; only reads overlap.
 
 A SASL listener's connection is read through its `SaslGate` until authenticated (sasl_gate.py); an
 SSL listener's principal is the client certificate's mapped DN, taken once the handshake is done.
@@ -27,7 +26,7 @@ from typing import cast
 from kcoord.broker.apis import HANDLERS, api_versions, produce
 from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.listener import PLAINTEXT_LISTENER, ListenerSetup
-from kcoord.broker.ordering import RequestOrder, read_only
+from kcoord.broker.ordering import METADATA, READ_ONLY, RequestOrder, metadata_reads_only
 from kcoord.broker.request_stats import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY
 from kcoord.broker.sasl_gate import COMPLETE, SASL_HANDSHAKE, Outcome, SaslGate
 from kcoord.broker.security.principal import ANONYMOUS, KafkaPrincipal
@@ -53,7 +52,7 @@ class _Slot:
     __slots__ = ("api_key", "api_version", "conn", "correlation_id", "frame", "read_only", "received")
 
     def __init__(
-        self, conn: Connection, api_key: int, api_version: int, correlation_id: int, ro: bool = True
+        self, conn: Connection, api_key: int, api_version: int, correlation_id: int, ro: bool
     ) -> None:
         self.conn = conn
         self.api_key = api_key
@@ -217,26 +216,25 @@ class Connection(asyncio.Protocol):
                 meta.client_id,
                 self._peer,
             )
-        ro = read_only(self._ctx, api_key, api_version, body)
+        # ordering.py's rule, inlined (every request pays it): may it overlap other reads?
+        ro = api_key in READ_ONLY or (
+            api_key == METADATA and metadata_reads_only(self._ctx, api_version, body)
+        )
         if api_key == produce.API_KEY and not produce.wants_response(body):
             respond: Respond = self._order.finished_silently  # acks=0: Kafka sends no response at all
         else:
             respond = self._new_slot(api_key, api_version, correlation_id, ro)
-        self._order.receive(handler, body, meta, respond, ro)
+        if self._order.admit(handler, body, meta, respond, ro):
+            self._run(handler, body, meta, respond)
         if len(self._slots) >= MAX_IN_FLIGHT:
             self._update_reading()
 
     def _run(self, handler: Handler, body: Request, meta: RequestMeta, respond: Respond) -> None:
-        """Start one request's handler (RequestOrder decides when)."""
+        """Start one request's handler (RequestOrder decides when: at receipt or at its turn)."""
         try:
             handler(self._ctx, body, meta, respond)
         except Exception:
-            log.exception(
-                "handler failed api_version=%d client_id=%s peer=%s",
-                meta.api_version,
-                meta.client_id,
-                self._peer,
-            )
+            log.exception("handler failed client_id=%s peer=%s", meta.client_id, self._peer)
             self.abort("handler failed")
 
     def _resume(self) -> None:
@@ -324,7 +322,7 @@ class Connection(asyncio.Protocol):
         return slot.respond
 
     def _enqueue_frame(self, frame: bytes) -> None:
-        slot = _Slot(self, api_versions.API_KEY, 0, 0)
+        slot = _Slot(self, api_versions.API_KEY, 0, 0, True)
         slot.frame = frame
         self._slots.append(slot)
         if not self._in_batch:

@@ -37,28 +37,25 @@ from typing import Final
 
 from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
 
-__all__ = ["READ_ONLY", "RequestOrder", "read_only"]
+__all__ = ["METADATA", "READ_ONLY", "RequestOrder", "metadata_reads_only"]
 
 # The APIs whose handlers change no state: Fetch (fetch sessions are declined, apis/fetch.py),
 # ListOffsets, OffsetFetch, FindCoordinator, DescribeGroups, ListGroups, DescribeAcls, DescribeConfigs,
 # DescribeLogDirs, ListPartitionReassignments, DescribeUserScramCredentials, DescribeCluster,
 # DescribeProducers, DescribeTransactions, ListTransactions, ConsumerGroupDescribe. Metadata is read-only
-# unless it may auto-create topics (`read_only`). Any API not named here counts as a write: a new API
-# is ordered like Kafka until someone shows it changes nothing.
+# unless it may auto-create topics (`metadata_reads_only`). Any API not named here counts as a write: a
+# new API is ordered like Kafka until someone shows it changes nothing.
 READ_ONLY: Final = frozenset({1, 2, 9, 10, 15, 16, 29, 32, 35, 46, 50, 60, 61, 65, 66, 69})
-_METADATA = 3
+METADATA = 3
 
 Run = Callable[[Handler, Request, RequestMeta, Respond], None]
 
 
-def read_only(ctx: ServerContext, api_key: int, version: int, body: Request) -> bool:
-    """True if this request changes nothing: it may overlap other read-only requests."""
-    if api_key in READ_ONLY:
-        return True
-    if api_key == _METADATA:  # apis/metadata.py creates missing topics when auto-creation is allowed
-        allowed = version < 4 or bool(body["allow_auto_topic_creation"])
-        return not (allowed and ctx.config.auto_create_topics and body["topics"])
-    return False
+def metadata_reads_only(ctx: ServerContext, version: int, body: Request) -> bool:
+    """apis/metadata.py creates the missing topics it names when auto-creation is allowed: only a
+    Metadata request that cannot do so is read-only (all topics, none, or creation off)."""
+    allowed = version < 4 or bool(body["allow_auto_topic_creation"])
+    return not (allowed and ctx.config.auto_create_topics and body["topics"])
 
 
 class RequestOrder:
@@ -82,18 +79,16 @@ class RequestOrder:
             collections.deque()
         )
 
-    def receive(self, handler: Handler, body: Request, meta: RequestMeta, respond: Respond, ro: bool) -> None:
-        """A decoded request whose response slot is already queued: start it now or when its turn comes."""
+    def admit(self, handler: Handler, body: Request, meta: RequestMeta, respond: Respond, ro: bool) -> bool:
+        """A decoded request whose response slot is already queued: True if it starts now (the caller
+        runs it, counted as started), False if it waits for its turn (`resume` runs it)."""
         if self._waiting or (self._open_writes if ro else self._open):
             self._waiting.append((handler, body, meta, respond, ro))
-            return
-        self._start(handler, body, meta, respond, ro)
-
-    def _start(self, handler: Handler, body: Request, meta: RequestMeta, respond: Respond, ro: bool) -> None:
+            return False
         self._open += 1
         if not ro:
             self._open_writes += 1
-        self._run(handler, body, meta, respond)
+        return True
 
     def finished(self, ro: bool) -> None:
         """A started request was answered (its effect is in place)."""
@@ -122,7 +117,10 @@ class RequestOrder:
             if self._open_writes if ro else self._open:
                 return
             handler, body, meta, respond, _ = waiting.popleft()
-            self._start(handler, body, meta, respond, ro)
+            self._open += 1
+            if not ro:
+                self._open_writes += 1
+            self._run(handler, body, meta, respond)
 
     @property
     def waiting(self) -> int:
