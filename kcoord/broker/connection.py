@@ -1,8 +1,9 @@
 """One client connection: an asyncio `Protocol` that splits frames and answers them in request order.
 
-Kafka answers the requests of one connection strictly in order (the socket is muted while a request
-is in flight, `docs/kafka-group-protocol.md` §1.1). We read ahead instead, but keep a FIFO of response
-slots: a parked JoinGroup holds back every later response on its socket, exactly as clients expect.
+Kafka serves a connection's requests one after the other (the socket is muted while one is in flight,
+`docs/kafka-group-protocol.md` §1.1). We read ahead: a request takes its place in a FIFO of response
+slots when received (a parked JoinGroup holds back every later response on its socket) and its handler
+starts when ordering.py says: after every earlier request it could observe; only reads overlap.
 
 A SASL listener's connection is read through its `SaslGate` until authenticated (sasl_gate.py); an
 SSL listener's principal is the client certificate's mapped DN, taken once the handshake is done.
@@ -23,8 +24,9 @@ import time
 from typing import cast
 
 from kcoord.broker.apis import HANDLERS, api_versions, produce
-from kcoord.broker.context import RequestMeta, Respond, ServerContext
+from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.listener import PLAINTEXT_LISTENER, ListenerSetup
+from kcoord.broker.ordering import METADATA, READ_ONLY, RequestOrder, metadata_reads_only
 from kcoord.broker.request_stats import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY
 from kcoord.broker.sasl_gate import COMPLETE, SASL_HANDSHAKE, Outcome, SaslGate
 from kcoord.broker.security.principal import ANONYMOUS, KafkaPrincipal
@@ -47,13 +49,16 @@ _RESUME_BELOW = MAX_IN_FLIGHT // 2
 class _Slot:
     """The place of one response in the connection's FIFO; `respond` fills it (once)."""
 
-    __slots__ = ("api_key", "api_version", "conn", "correlation_id", "frame", "received")
+    __slots__ = ("api_key", "api_version", "conn", "correlation_id", "frame", "read_only", "received")
 
-    def __init__(self, conn: Connection, api_key: int, api_version: int, correlation_id: int) -> None:
+    def __init__(
+        self, conn: Connection, api_key: int, api_version: int, correlation_id: int, ro: bool
+    ) -> None:
         self.conn = conn
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id
+        self.read_only = ro  # how ordering.py counted it when it started
         self.frame: bytes | None = None
         self.received = 0.0  # perf_counter() at receipt if metrics time this request (RequestStats)
 
@@ -66,6 +71,7 @@ class _Slot:
         conn = self.conn
         if conn._closed:
             return
+        conn._order.finished(self.read_only)
         if (stats := conn._stats) is not None and (
             self.received or body.get("error_code")
         ):  # nothing to record for an untimed success: skip the call (the hot path)
@@ -79,10 +85,6 @@ class _Slot:
             conn.abort("response encoding failed")
             return
         conn._slot_ready()
-
-
-def _discard(body: dict[str, object]) -> None:
-    return None
 
 
 class Connection(asyncio.Protocol):
@@ -100,6 +102,7 @@ class Connection(asyncio.Protocol):
         self._connections = connections
         self._splitter = FrameSplitter(ctx.config.socket_request_max_bytes)
         self._slots: collections.deque[_Slot] = collections.deque()
+        self._order = RequestOrder(self._run, self._resume)
         self._metas: dict[tuple[int, str | None], RequestMeta] = {}
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
@@ -145,6 +148,7 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self._slots.clear()
+        self._order.clear()
         self._connections.discard(self)
 
     def data_received(self, data: bytes) -> None:
@@ -212,20 +216,37 @@ class Connection(asyncio.Protocol):
                 meta.client_id,
                 self._peer,
             )
+        # ordering.py's rule, inlined (every request pays it): may it overlap other reads?
+        ro = api_key in READ_ONLY or (
+            api_key == METADATA and metadata_reads_only(self._ctx, api_version, body)
+        )
         if api_key == produce.API_KEY and not produce.wants_response(body):
-            respond: Respond = _discard  # Produce with acks=0: Kafka sends no response at all
+            respond: Respond = self._order.finished_silently  # acks=0: Kafka sends no response at all
         else:
-            respond = self._new_slot(api_key, api_version, correlation_id)
+            respond = self._new_slot(api_key, api_version, correlation_id, ro)
+        if self._order.admit(handler, body, meta, respond, ro):
+            self._run(handler, body, meta, respond)
+        if len(self._slots) >= MAX_IN_FLIGHT:
+            self._update_reading()
+
+    def _run(self, handler: Handler, body: Request, meta: RequestMeta, respond: Respond) -> None:
+        """Start one request's handler (RequestOrder decides when: at receipt or at its turn)."""
         try:
             handler(self._ctx, body, meta, respond)
         except Exception:
-            log.exception(
-                "handler failed api_key=%d api_version=%d peer=%s", api_key, api_version, self._peer
-            )
+            log.exception("handler failed client_id=%s peer=%s", meta.client_id, self._peer)
             self.abort("handler failed")
+
+    def _resume(self) -> None:
+        """Requests waited behind one that finished: start those whose turn came (RequestOrder)."""
+        if self._closed:
             return
-        if len(self._slots) >= MAX_IN_FLIGHT:
-            self._update_reading()
+        self._in_batch = True  # what the started requests answer at once leaves in one write
+        try:
+            self._order.resume()
+        finally:
+            self._in_batch = False
+        self._flush()
 
     def _meta(self, api_version: int, client_id: str | None) -> RequestMeta:
         """The same client sends the same header fields on every request: one RequestMeta per
@@ -290,8 +311,8 @@ class Connection(asyncio.Protocol):
     def _api_versions_frame(self, api_version: int, correlation_id: int, payload: bytes) -> bytes:
         return api_versions.frame(self._ctx, api_version, correlation_id, payload)
 
-    def _new_slot(self, api_key: int, api_version: int, correlation_id: int) -> Respond:
-        slot = _Slot(self, api_key, api_version, correlation_id)
+    def _new_slot(self, api_key: int, api_version: int, correlation_id: int, ro: bool) -> Respond:
+        slot = _Slot(self, api_key, api_version, correlation_id, ro)
         if (stats := self._stats) is not None:  # RequestStats.received, inlined: every request pays it
             row = stats.counts[api_key]
             count = row[api_version] = row[api_version] + 1
@@ -301,7 +322,7 @@ class Connection(asyncio.Protocol):
         return slot.respond
 
     def _enqueue_frame(self, frame: bytes) -> None:
-        slot = _Slot(self, api_versions.API_KEY, 0, 0)
+        slot = _Slot(self, api_versions.API_KEY, 0, 0, True)
         slot.frame = frame
         self._slots.append(slot)
         if not self._in_batch:
@@ -387,6 +408,7 @@ class Connection(asyncio.Protocol):
         """A crash (`App.abandon()`): the socket is reset, nothing more is written."""
         self._closed = True
         self._slots.clear()
+        self._order.clear()
         self._connections.discard(self)
         if self._transport is not None:
             self._transport.abort()
@@ -403,4 +425,5 @@ class Connection(asyncio.Protocol):
             return
         log.warning("closing connection peer=%s: %s", self._peer, reason)
         self._slots.clear()
+        self._order.clear()
         self.close()
