@@ -26,7 +26,7 @@ from typing import cast
 from kcoord.broker.apis import HANDLERS, api_versions, produce
 from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.listener import PLAINTEXT_LISTENER, ListenerSetup
-from kcoord.broker.ordering import METADATA, READ_ONLY, RequestOrder, metadata_reads_only
+from kcoord.broker.ordering import RequestOrder, request_kind
 from kcoord.broker.request_stats import ALWAYS_TIMED, LATENCY_SAMPLE_EVERY
 from kcoord.broker.sasl_gate import COMPLETE, SASL_HANDSHAKE, Outcome, SaslGate
 from kcoord.broker.security.principal import ANONYMOUS, KafkaPrincipal
@@ -49,16 +49,16 @@ _RESUME_BELOW = MAX_IN_FLIGHT // 2
 class _Slot:
     """The place of one response in the connection's FIFO; `respond` fills it (once)."""
 
-    __slots__ = ("api_key", "api_version", "conn", "correlation_id", "frame", "read_only", "received")
+    __slots__ = ("api_key", "api_version", "conn", "correlation_id", "frame", "kind", "received")
 
     def __init__(
-        self, conn: Connection, api_key: int, api_version: int, correlation_id: int, ro: bool
+        self, conn: Connection, api_key: int, api_version: int, correlation_id: int, kind: int
     ) -> None:
         self.conn = conn
         self.api_key = api_key
         self.api_version = api_version
         self.correlation_id = correlation_id
-        self.read_only = ro  # how ordering.py counted it when it started
+        self.kind = kind  # how ordering.py counted it when it started
         self.frame: bytes | None = None
         self.received = 0.0  # perf_counter() at receipt if metrics time this request (RequestStats)
 
@@ -71,7 +71,7 @@ class _Slot:
         conn = self.conn
         if conn._closed:
             return
-        conn._order.finished(self.read_only)
+        conn._order.finished(self.kind)
         if (stats := conn._stats) is not None and (
             self.received or body.get("error_code")
         ):  # nothing to record for an untimed success: skip the call (the hot path)
@@ -216,15 +216,12 @@ class Connection(asyncio.Protocol):
                 meta.client_id,
                 self._peer,
             )
-        # ordering.py's rule, inlined (every request pays it): may it overlap other reads?
-        ro = api_key in READ_ONLY or (
-            api_key == METADATA and metadata_reads_only(self._ctx, api_version, body)
-        )
+        kind = request_kind(self._ctx, api_key, api_version, body)  # ordering.py: read, commuting or write
         if api_key == produce.API_KEY and not produce.wants_response(body):
             respond: Respond = self._order.finished_silently  # acks=0: Kafka sends no response at all
         else:
-            respond = self._new_slot(api_key, api_version, correlation_id, ro)
-        if self._order.admit(handler, body, meta, respond, ro):
+            respond = self._new_slot(api_key, api_version, correlation_id, kind)
+        if self._order.admit(handler, body, meta, respond, kind):
             self._run(handler, body, meta, respond)
         if len(self._slots) >= MAX_IN_FLIGHT:
             self._update_reading()
@@ -311,8 +308,8 @@ class Connection(asyncio.Protocol):
     def _api_versions_frame(self, api_version: int, correlation_id: int, payload: bytes) -> bytes:
         return api_versions.frame(self._ctx, api_version, correlation_id, payload)
 
-    def _new_slot(self, api_key: int, api_version: int, correlation_id: int, ro: bool) -> Respond:
-        slot = _Slot(self, api_key, api_version, correlation_id, ro)
+    def _new_slot(self, api_key: int, api_version: int, correlation_id: int, kind: int) -> Respond:
+        slot = _Slot(self, api_key, api_version, correlation_id, kind)
         if (stats := self._stats) is not None:  # RequestStats.received, inlined: every request pays it
             row = stats.counts[api_key]
             count = row[api_version] = row[api_version] + 1
