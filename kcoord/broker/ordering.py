@@ -80,11 +80,14 @@ def metadata_reads_only(ctx: ServerContext, version: int, body: Request) -> bool
     return not (allowed and ctx.config.auto_create_topics and body["topics"])
 
 
+_KINDS: Final = {**{key: READ for key in READ_ONLY}, **{key: key for key in COMMUTING}}
+
+
 def request_kind(ctx: ServerContext, api_key: int, version: int, body: Request) -> int:
-    """READ, the API key of a COMMUTING write, or WRITE (every request pays this: keep it short)."""
-    if api_key in READ_ONLY or (api_key == METADATA and metadata_reads_only(ctx, version, body)):
-        return READ
-    return api_key if api_key in COMMUTING else WRITE
+    """READ, the API key of a COMMUTING write, or WRITE (every request pays this: one dict lookup)."""
+    if api_key == METADATA:
+        return READ if metadata_reads_only(ctx, version, body) else WRITE
+    return _KINDS.get(api_key, WRITE)
 
 
 class RequestOrder:
@@ -133,6 +136,13 @@ class RequestOrder:
     def admit(self, handler: Handler, body: Request, meta: RequestMeta, respond: Respond, kind: int) -> bool:
         """A decoded request whose response slot is already queued: True if it starts now (the caller
         runs it, counted as started), False if it waits for its turn (`resume` runs it)."""
+        if not self._open and not self._waiting:  # the usual case (one at a time, or answered at once)
+            self._open = 1
+            if kind != READ:
+                self._open_writes = 1
+                if kind >= 0:
+                    self._open_key, self._open_same = kind, 1
+            return True
         if self._waiting or not self._may_start(kind):
             self._waiting.append((handler, body, meta, respond, kind))
             return False
