@@ -130,7 +130,11 @@ def test_kill_9_of_the_owner_under_stock_client_commits_loses_no_acknowledged_co
             for (lib, protocol), group in zip(plan, groups, strict=True)
         ]
         victim = next(n for n in cluster if n.node_id == victim_id)
-        until(lambda: all(_committing(victim, w) for w in workers) or None, 60, "every client commits")
+        try:
+            until(lambda: all(_committing(victim, w) for w in workers) or None, 60, "every client commits")
+        except AssertionError:
+            idle = [w for w in workers if not _committing(victim, w)]
+            raise AssertionError(f"not committing: {[_describe(w, tmp_path) for w in idle]}") from None
         victim.kill()
         killed_at = time.time()
         for worker in workers:
@@ -158,6 +162,11 @@ def _committing(owner: Node, worker: Worker) -> bool:
     assert worker.proc.poll() is None, f"{worker.lib} exited early"
     error, offset = fetch_offset(owner.address, worker.group, "t", 0)
     return error == 0 and offset >= 3
+
+
+def _describe(worker: Worker, log_dir: Path) -> str:
+    err = (log_dir / f"{worker.lib}-{worker.protocol}-{worker.group}.err").read_text()
+    return f"{worker.lib}/{worker.protocol} {worker.group}: stderr ends {err[-1500:]!r}"
 
 
 def _fetch_any(cluster: list[Node], group: str, partition: int) -> int | None:
