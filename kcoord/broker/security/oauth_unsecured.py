@@ -182,7 +182,7 @@ def _number(claims: dict[str, Claim], name: str) -> float | None:
         try:
             return float(value)
         except OverflowError:  # BigInteger.doubleValue: beyond a double is infinite
-            return math.copysign(math.inf, value)
+            return math.inf if value > 0 else -math.inf
     raise InvalidToken(f"The '{name}' claim was not of type Number: {_claim_type_name(value)}")
 
 
