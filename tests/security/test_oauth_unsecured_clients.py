@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -202,3 +205,64 @@ def test_the_flag_beside_the_jwks_validator_stops_startup(tmp_path: Path) -> Non
         "kcoord: --sasl-oauthbearer-unsecured and --sasl-oauthbearer-jwks-endpoint-url exclude each other: "
         "unsigned development tokens or the JWKS validator, not both"
     ]
+
+
+# -- KafkaJS (optional: node and npm's kafkajs, installed once into a per-user cache) -------------------
+KAFKAJS_VERSION = "2.2.4"
+KAFKAJS_CLIENT = Path(__file__).parent / "clients" / "kafkajs_oauthbearer.js"
+
+
+@pytest.fixture(scope="module")
+def kafkajs() -> Path:
+    """NODE_PATH holding kafkajs: ~/.cache/kcoord-tests/kafkajs-<version>, installed by npm into a
+    private directory and renamed into place (safe when xdist workers race); skipped without node."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are not installed")
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kcoord-tests"
+    home = cache / f"kafkajs-{KAFKAJS_VERSION}"
+    if not (home / "node_modules" / "kafkajs" / "package.json").exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        private = Path(tempfile.mkdtemp(prefix="kafkajs-", dir=cache))
+        npm = ["npm", "install", "--prefix", str(private), "--no-audit", "--no-fund", "--no-save"]
+        npm.append(f"kafkajs@{KAFKAJS_VERSION}")
+        out = subprocess.run(npm, capture_output=True, text=True, timeout=180)
+        if out.returncode != 0:
+            shutil.rmtree(private, ignore_errors=True)
+            pytest.skip(f"npm could not install kafkajs: {out.stderr[-500:]}")
+        try:
+            private.rename(home)
+        except OSError:  # another worker got there first (or a broken copy is in the way)
+            shutil.rmtree(private, ignore_errors=True)
+    if not (home / "node_modules" / "kafkajs" / "package.json").exists():
+        pytest.skip(f"{home} holds no kafkajs: remove it to reinstall")
+    return home / "node_modules"
+
+
+def _kafkajs(server: UnsecuredServer, node_path: Path, sub: str, lifetime_s: int) -> dict[str, Any]:
+    topic, group = f"kjs-{uuid.uuid4().hex[:8]}", f"kjs-g-{uuid.uuid4().hex[:8]}"
+    bootstrap = f"127.0.0.1:{server.ports['SASL_PLAINTEXT']}"
+    out = subprocess.run(
+        ["node", str(KAFKAJS_CLIENT), bootstrap, topic, group, sub, str(lifetime_s), REQUIRED_SCOPE],
+        env={**os.environ, "NODE_PATH": str(node_path), "KAFKAJS_NO_PARTITIONER_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_kafkajs_with_an_unsigned_token_produces_consumes_and_commits(
+    unsecured: UnsecuredServer, kafkajs: Path
+) -> None:
+    assert _kafkajs(unsecured, kafkajs, "alice", 3600) == {"value": "kafkajs unsecured hello", "committed": 1}
+
+
+def test_kafkajs_with_an_expired_unsigned_token_is_refused(unsecured: UnsecuredServer, kafkajs: Path) -> None:
+    """KafkaJS takes the error challenge for success and sends Metadata: the gate closes (as for
+    aiokafka, docs/compat.md); the client reports the closed connection."""
+    before = unsecured.count("authentication failed")
+    result = _kafkajs(unsecured, kafkajs, "alice", -60)
+    assert "error" in result and "value" not in result, result
+    assert unsecured.count("authentication failed") > before
