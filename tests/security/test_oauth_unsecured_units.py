@@ -19,6 +19,7 @@ NOW_MS = 1_700_000_000_000
 NOW_S = NOW_MS / 1000
 HEADER = "eyJhbGciOiAibm9uZSJ9"  # {"alg": "none"}
 NAN = b'{"exp": NaN}'
+NOT_UTF8 = b'{"sub": "\xc3("}'  # an invalid UTF-8 sequence
 REQUIRED_SCOPE_X = ("--sasl-oauthbearer-unsecured-validator-required-scope", "x")
 SASL = ["--listeners", "SASL_PLAINTEXT://:1", "--sasl-enabled-mechanisms", "OAUTHBEARER"]
 
@@ -77,6 +78,8 @@ def test_a_valid_token_names_its_sub_and_lasts_until_its_exp() -> None:
         (f"{HEADER}.{part(b'not json')}.", "malformed JSON"),
         (f"{HEADER}.{part(NAN)}.", "malformed JSON"),
         (f"{HEADER}.e.", "malformed Base64 URL encoded value"),
+        (f"{HEADER}.{part(b'[' * 100_000)}.", "malformed JSON"),  # nesting too deep
+        (f"{HEADER}.{part(NOT_UTF8)}.", "malformed JSON"),
     ],
 )
 def test_malformed_tokens_are_refused_as_kafka_refuses_them(bad: str, reason: str) -> None:

@@ -86,7 +86,7 @@ def _decode_part(part: str) -> dict[str, Claim]:
         text = raw.decode(json.detect_encoding(raw)).lstrip()
         # Jackson's readTree reads one value and ignores what follows it; NaN and Infinity are not JSON.
         value, _ = json.JSONDecoder(parse_constant=_no_constant).raw_decode(text) if text else ({}, 0)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # Jackson bounds the nesting depth (StreamReadConstraints)
         raise InvalidToken("malformed JSON") from None
     if not isinstance(value, dict):
         return {}
