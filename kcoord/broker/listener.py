@@ -18,7 +18,8 @@ from typing import Any
 
 from kcoord.broker.sasl_gate import SaslSetup
 from kcoord.broker.security.listeners import Listener
-from kcoord.broker.security.oauth import JwksKeys, OAuthBearerServer, TokenValidator
+from kcoord.broker.security.oauth import AccessTokenValidator, JwksKeys, OAuthBearerServer, TokenValidator
+from kcoord.broker.security.oauth_unsecured import UNSECURED_WARNING, UnsecuredValidator
 from kcoord.broker.security.sasl import MechanismServer, PlainServer, load_plain_users, parse_plain_users
 from kcoord.broker.security.scram import CredentialLookup, ScramServer
 from kcoord.broker.security.ssl_principal import SslPrincipalMapper
@@ -75,7 +76,7 @@ class Security:
             if name in self.config.sasl_enabled_mechanisms:
                 self.mechanisms[name] = functools.partial(ScramServer, name, lookup)
 
-    def add_oauthbearer(self, validator: TokenValidator) -> None:
+    def add_oauthbearer(self, validator: AccessTokenValidator) -> None:
         if "OAUTHBEARER" in self.config.sasl_enabled_mechanisms:
             self.mechanisms["OAUTHBEARER"] = functools.partial(OAuthBearerServer, validator)
 
@@ -137,6 +138,23 @@ class Security:
         self.add_scram(credentials.lookup)
         await self.bootstrap_scram(credentials)
         await self._load_jwks(loop, stopped)
+        self._add_unsecured_oauthbearer()
+
+    def _add_unsecured_oauthbearer(self) -> None:
+        """--sasl-oauthbearer-unsecured: Kafka's default validator, unsigned tokens (oauth_unsecured.py);
+        config_from_args made sure OAUTHBEARER is served and no JWKS is configured."""
+        config = self.config
+        if not config.sasl_oauthbearer_unsecured:
+            return
+        log.warning(UNSECURED_WARNING)
+        self.add_oauthbearer(
+            UnsecuredValidator(
+                config.sasl_oauthbearer_unsecured_validator_principal_claim_name,
+                config.sasl_oauthbearer_unsecured_validator_scope_claim_name,
+                config.sasl_oauthbearer_unsecured_validator_required_scope,
+                config.sasl_oauthbearer_unsecured_validator_allowable_clock_skew_ms,
+            )
+        )
 
     async def bootstrap_scram(self, credentials: ScramCredentials) -> None:
         """--sasl-scram-bootstrap-users: durable before the listeners open (a failed write fails startup)."""

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Literal
 
 from kcoord.broker.security.listeners import Endpoint, Listener, resolve_listeners
-from kcoord.broker.security.settings import SECURITY_METAVARS, SECURITY_OPTIONS, check_security
+from kcoord.broker.security.settings import (
+    SECURITY_METAVARS,
+    SECURITY_OPTIONS,
+    SECURITY_SWITCHES,
+    check_security,
+)
 from kcoord.broker.topics.configs import (
     BROKER_DEFAULTED,
     TOPIC_CONFIGS,
@@ -78,6 +83,13 @@ class Config:
     sasl_oauthbearer_sub_claim_name: str = "sub"  # the claim that names the principal
     sasl_oauthbearer_scope_claim_name: str = "scope"
     sasl_oauthbearer_clock_skew_seconds: int = 30
+    # Kafka's default OAUTHBEARER validator, unsigned `alg: none` tokens: development only, an explicit
+    # opt-in, never beside the settings above (OAuthBearerUnsecuredValidatorCallbackHandler's options).
+    sasl_oauthbearer_unsecured: bool = False
+    sasl_oauthbearer_unsecured_validator_principal_claim_name: str = "sub"
+    sasl_oauthbearer_unsecured_validator_scope_claim_name: str = "scope"
+    sasl_oauthbearer_unsecured_validator_required_scope: tuple[str, ...] = ()
+    sasl_oauthbearer_unsecured_validator_allowable_clock_skew_ms: int = 0
     # The HTTP endpoint's TLS (PEM key + chain) and bearer token (every path but /healthz and /readyz).
     http_ssl_keystore_location: Path | None = None
     http_ssl_key_password: str | None = None
@@ -425,6 +437,7 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
 # Switches without a value (`--enable-test-controls`); the env var takes true/false.
 _SWITCHES: tuple[tuple[str, str], ...] = (
     ("--enable-test-controls", "serve /v1/test/* (rebalance, expire, inject errors); default off"),
+    *SECURITY_SWITCHES,  # --sasl-oauthbearer-unsecured
 )
 _METAVARS: dict[object, str] = {
     parse_host_port: "HOST:PORT",

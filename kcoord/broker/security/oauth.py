@@ -14,24 +14,22 @@ that does not validate is answered with the challenge `{"status":"invalid_token"
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jwt
 
 from kcoord.broker.security.sasl import SaslFailure
 
-__all__ = ["JwksKeys", "OAuthBearerServer", "TokenValidator"]
+__all__ = ["AccessTokenValidator", "InvalidToken", "JwksKeys", "OAuthBearerServer", "TokenValidator"]
 
 log = logging.getLogger("kcoord.oauth")
 
-_INVALID = json.dumps({"status": "invalid_token"}, separators=(",", ":")).encode()  # as Kafka writes it
 # OAuthBearerClientInitialResponse: gs2 header, %x01, key=value pairs each ended by %x01, a final %x01.
 _RESPONSE = re.compile(rb"n,(a=(?P<authzid>[^,]*))?,\x01(?P<kvpairs>([^\x01]*\x01)*)\x01")
 _AUTH = re.compile(r"(?P<scheme>\w+) +(?P<token>[-_.a-zA-Z0-9]+)")
@@ -41,6 +39,33 @@ _ALGORITHMS = {
     "OKP": ("EdDSA",),
 }
 _EARLY_REFRESH_S = 10.0
+
+
+class InvalidToken(ValueError):
+    """A token that does not validate, with the challenge's `status` and `scope`: the validator
+    callback's error() (`insufficient_scope` and the required scope when only the scope fell short)."""
+
+    def __init__(self, reason: str, status: str = "invalid_token", scope: str | None = None) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.scope = scope
+
+
+def error_challenge(exc: ValueError) -> bytes:
+    """OAuthBearerSaslServer.jsonErrorResponse, byte for byte (its `, "scope"` has a space)."""
+    if not isinstance(exc, InvalidToken):
+        return b'{"status":"invalid_token"}'
+    text = f'{{"status":"{exc.status}"'
+    if exc.scope is not None:
+        text += f', "scope":"{exc.scope}"'
+    return (text + "}").encode()
+
+
+class AccessTokenValidator(Protocol):
+    """What OAuthBearerServer asks of a validator: (principal, exp in epoch ms), or a ValueError
+    (an InvalidToken to choose the challenge's status)."""
+
+    def validate(self, token: str) -> tuple[str, int]: ...
 
 
 class JwksKeys:
@@ -153,7 +178,7 @@ class OAuthBearerServer:
 
     mechanism = "OAUTHBEARER"
 
-    def __init__(self, validator: TokenValidator) -> None:
+    def __init__(self, validator: AccessTokenValidator) -> None:
         self._validator = validator
         self.complete = False
         self.authorization_id = ""
@@ -175,8 +200,8 @@ class OAuthBearerServer:
             principal, expiry_ms = self._validator.validate(auth.group("token"))
         except ValueError as exc:
             log.debug("OAUTHBEARER token refused: %s", exc)
-            self._error = _INVALID
-            return _INVALID
+            self._error = error_challenge(exc)
+            return self._error
         authzid = (match.group("authzid") or b"").decode("utf-8", errors="replace")
         if authzid and authzid != principal:
             raise SaslFailure(

@@ -16,7 +16,14 @@ from typing import Protocol
 from kcoord.broker.security.listeners import Endpoint, Listener, parse_endpoints, parse_protocol_map
 from kcoord.broker.security.ssl_principal import SslPrincipalMapper
 
-__all__ = ["SASL_MECHANISMS", "SECURITY_METAVARS", "SECURITY_OPTIONS", "SecuritySettings", "check_security"]
+__all__ = [
+    "SASL_MECHANISMS",
+    "SECURITY_METAVARS",
+    "SECURITY_OPTIONS",
+    "SECURITY_SWITCHES",
+    "SecuritySettings",
+    "check_security",
+]
 
 
 def _positive_int(text: str) -> int:
@@ -79,6 +86,26 @@ def _text(text: str) -> str:
     return text
 
 
+def _claim_name(text: str) -> str:
+    """A claim name of the unsecured validator, trimmed (Kafka trims its options) and not blank."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a claim name, got a blank one")
+    return text.strip()
+
+
+# OAuthBearerScopeUtils.INDIVIDUAL_SCOPE_ITEM_PATTERN: RFC 6749's scope-token characters.
+_SCOPE_ITEM = re.compile(r"[\x21\x23-\x5B\x5D-\x7E]+")
+
+
+def _scope(text: str) -> tuple[str, ...]:
+    """unsecuredValidatorRequiredScope: space-delimited scope items (OAuthBearerScopeUtils.parseScope)."""
+    items = tuple(item for item in text.strip().split(" ") if item)
+    for item in items:
+        if _SCOPE_ITEM.fullmatch(item) is None:
+            raise argparse.ArgumentTypeError(f"Invalid scope value: {item}")
+    return items
+
+
 SECURITY_OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--listeners", _parse_endpoints, "NAME://host:port,... (listeners); default: --listen as PLAINTEXT"),
     ("--advertised-listeners", _parse_endpoints, "NAME://host:port,... returned to clients per listener"),
@@ -119,12 +146,46 @@ SECURITY_OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--sasl-oauthbearer-sub-claim-name", _text, "OAUTHBEARER: the principal's claim, default sub"),
     ("--sasl-oauthbearer-scope-claim-name", _text, "OAUTHBEARER: the scope claim, default scope"),
     ("--sasl-oauthbearer-clock-skew-seconds", _non_negative_int, "OAUTHBEARER: exp/iat skew, default 30"),
+    # Kafka's default OAUTHBEARER validator (OAuthBearerUnsecuredValidatorCallbackHandler), opt-in: the
+    # switch is SECURITY_SWITCHES'; these are its options, named after Kafka's unsecuredValidator* ones.
+    (
+        "--sasl-oauthbearer-unsecured-validator-principal-claim-name",
+        _claim_name,
+        "unsecured OAUTHBEARER: the principal's claim (unsecuredValidatorPrincipalClaimName), default sub",
+    ),
+    (
+        "--sasl-oauthbearer-unsecured-validator-scope-claim-name",
+        _claim_name,
+        "unsecured OAUTHBEARER: the scope claim (unsecuredValidatorScopeClaimName), default scope",
+    ),
+    (
+        "--sasl-oauthbearer-unsecured-validator-required-scope",
+        _scope,
+        "unsecured OAUTHBEARER: space-separated scopes every token must hold "
+        "(unsecuredValidatorRequiredScope), default none",
+    ),
+    (
+        "--sasl-oauthbearer-unsecured-validator-allowable-clock-skew-ms",
+        _non_negative_int,
+        "unsecured OAUTHBEARER: exp/iat skew (unsecuredValidatorAllowableClockSkewMs), default 0",
+    ),
     ("--http-ssl-keystore-location", _file, "PEM key and chain: serve the HTTP endpoint over TLS"),
     ("--http-ssl-key-password", _text, "password of the HTTP PEM private key, if encrypted"),
     ("--http-bearer-token", _text, "require Authorization: Bearer <token> on HTTP (not /healthz, /readyz)"),
 )
 
+# Switches without a value; the env variable takes true/false.
+SECURITY_SWITCHES: tuple[tuple[str, str], ...] = (
+    (
+        "--sasl-oauthbearer-unsecured",
+        "OAUTHBEARER: accept UNSECURED unsigned (alg none) JWTs, Kafka's default "
+        "OAuthBearerUnsecuredValidatorCallbackHandler; for development only, never with the JWKS settings",
+    ),
+)
+
 SECURITY_METAVARS: dict[object, str] = {
+    _claim_name: "CLAIM",
+    _scope: "SCOPES",
     _parse_endpoints: "NAME://HOST:PORT,...",
     _parse_protocol_map: "NAME:PROTOCOL,...",
     parse_client_auth: "none|requested|required",
@@ -165,6 +226,9 @@ class SecuritySettings(Protocol):
     @property
     def sasl_oauthbearer_jwks_endpoint_url(self) -> str | None: ...
 
+    @property
+    def sasl_oauthbearer_unsecured(self) -> bool: ...
+
     def resolved_listeners(self) -> Sequence[Listener]: ...
 
 
@@ -189,9 +253,39 @@ def check_security(config: SecuritySettings, given: Mapping[str, object]) -> Non
     except (ValueError, re.error) as exc:
         raise SystemExit(f"kcoord: --ssl-principal-mapping-rules: {exc}") from None
     sasl = any(listener.uses_sasl for listener in listeners)
-    if (
-        sasl
-        and "OAUTHBEARER" in config.sasl_enabled_mechanisms
-        and not config.sasl_oauthbearer_jwks_endpoint_url
-    ):
-        raise SystemExit("kcoord: OAUTHBEARER needs --sasl-oauthbearer-jwks-endpoint-url")
+    oauthbearer = sasl and "OAUTHBEARER" in config.sasl_enabled_mechanisms
+    _check_unsecured_oauthbearer(config, given, oauthbearer)
+    secured = not config.sasl_oauthbearer_unsecured
+    if oauthbearer and secured and not config.sasl_oauthbearer_jwks_endpoint_url:
+        raise SystemExit(
+            "kcoord: OAUTHBEARER needs --sasl-oauthbearer-jwks-endpoint-url "
+            "(or, for development only, --sasl-oauthbearer-unsecured)"
+        )
+
+
+_UNSECURED = "sasl_oauthbearer_unsecured"
+
+
+def _check_unsecured_oauthbearer(config: SecuritySettings, given: Mapping[str, object], served: bool) -> None:
+    """--sasl-oauthbearer-unsecured is an explicit choice: with its own options only, never beside the
+    KIP-768 validator's settings, and only where OAUTHBEARER is served (else it would do nothing)."""
+    options = [name for name in given if name.startswith(_UNSECURED + "_")]
+    if not config.sasl_oauthbearer_unsecured:
+        if options:
+            raise SystemExit(f"kcoord: {_flag(options[0])} needs --sasl-oauthbearer-unsecured")
+        return
+    secured = [n for n in given if n.startswith("sasl_oauthbearer_") and not n.startswith(_UNSECURED)]
+    if secured:
+        raise SystemExit(
+            f"kcoord: --sasl-oauthbearer-unsecured and {_flag(secured[0])} exclude each other: "
+            "unsigned development tokens or the JWKS validator, not both"
+        )
+    if not served:
+        raise SystemExit(
+            "kcoord: --sasl-oauthbearer-unsecured needs OAUTHBEARER in --sasl-enabled-mechanisms "
+            "and a SASL listener"
+        )
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")

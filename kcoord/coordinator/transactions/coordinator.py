@@ -204,10 +204,6 @@ class TransactionCoordinator:
     def shutdown(self) -> None:
         self._maintenance.shutdown()
 
-    def check_now(self) -> None:
-        """The timed-out transaction and transactional-id expiry checks, once now (test controls)."""
-        self._maintenance.check_now()
-
     # -- cluster mode: shards of transactional ids moving between nodes ---------------------------
     def shard_loaded(self, belongs: Callable[[str], bool]) -> None:
         """The ids `belongs` names were just replayed (a shard taken over): finish the Prepare*

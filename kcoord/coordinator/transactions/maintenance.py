@@ -67,11 +67,6 @@ class Maintenance:
         self.core.timers.cancel(ABORT_TIMED_OUT_KEY)
         self.core.timers.cancel(EXPIRE_IDS_KEY)
 
-    def check_now(self) -> None:
-        """Both periodic passes once now (the test controls' `advance()`); they re-arm as usual."""
-        self._abort_timed_out_pass()
-        self._expire_pass()
-
     def _arm_abort(self) -> None:
         interval = self.core.config.abort_timed_out_transaction_cleanup_interval_ms
         self.core.timers.schedule(ABORT_TIMED_OUT_KEY, interval, self._abort_timed_out_pass)
