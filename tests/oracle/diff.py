@@ -20,7 +20,7 @@ from kcoord.protocol.frames import decode_response, encode_request
 from tests.kcoord_process import recv_exactly
 from tests.oracle.known import KNOWN, Known
 
-__all__ = ["ABSENT", "Pair", "Side", "differences", "normalize", "unexplained"]
+__all__ = ["ABSENT", "Pair", "Side", "assert_same", "differences", "normalize", "unexplained"]
 
 ABSENT = "<absent>"
 # Fields whose value is a broker's own and never comparable: replaced by a placeholder on both sides.
@@ -135,7 +135,7 @@ def differences(kafka: Any, kcoord: Any, path: str = "") -> list[tuple[str, Any,
 
 def _short(value: Any) -> Any:
     text = repr(value)
-    return value if len(text) <= 300 else text[:300] + "..."
+    return value if len(text) <= 1000 else text[:1000] + "..."
 
 
 def explained_by(api: str, path: str, rows: Iterable[Known] = KNOWN) -> Known | None:
@@ -150,3 +150,8 @@ def unexplained(api: str, found: Iterable[tuple[str, Any, Any]]) -> list[str]:
     return [
         f"{api} {path}: kafka={a!r} kcoord={b!r}" for path, a, b in found if explained_by(api, path) is None
     ]
+
+
+def assert_same(found: list[str]) -> None:
+    """No unexplained difference; else every one of them, in full, as the failure."""
+    assert not found, "differences from Kafka 4.3:\n" + "\n".join(found)

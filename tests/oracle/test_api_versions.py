@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.kcoord_process import KcoordServer, recv_exactly
-from tests.oracle.diff import Pair, Side, differences, unexplained
+from tests.oracle.diff import Pair, assert_same, Side, differences, unexplained
 from tests.oracle.kafka import KafkaOracle
 from tests.server.wire import connect, is_closed
 
@@ -76,7 +76,7 @@ def ranges(kafka_oracle: KafkaOracle, kcoord_peer: KcoordServer) -> dict[str, di
 def test_api_version_range_matches_kafka(ranges: dict[str, dict[int, Any]], api_key: int) -> None:
     # Keyed as diff.normalize keys a list: an API one side lacks is the path api_keys.api_key=N.
     kafka, kcoord = ({"api_keys": _entry(ranges[side], api_key)} for side in ("kafka", "kcoord"))
-    assert unexplained("ApiVersions", differences(kafka, kcoord)) == []
+    assert_same(unexplained("ApiVersions", differences(kafka, kcoord)))
 
 
 def _entry(answer: dict[int, Any], api_key: int) -> dict[str, Any]:
