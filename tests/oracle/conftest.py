@@ -51,13 +51,24 @@ def kcoord_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcoordServ
         server.kill()
 
 
+def _open(kafka_oracle: KafkaOracle, kcoord_peer: KcoordServer) -> Pair:
+    return Pair(Side("kafka", connect(kafka_oracle.address)), Side("kcoord", connect(kcoord_peer.address)))
+
+
 @pytest.fixture
 def pair(kafka_oracle: KafkaOracle, kcoord_peer: KcoordServer) -> Iterator[Pair]:
     """A fresh connection to each of the two brokers."""
-    both = Pair(
-        Side("kafka", connect(kafka_oracle.address)),
-        Side("kcoord", connect(kcoord_peer.address)),
-    )
+    both = _open(kafka_oracle, kcoord_peer)
+    try:
+        yield both
+    finally:
+        both.close()
+
+
+@pytest.fixture(scope="module")
+def module_pair(kafka_oracle: KafkaOracle, kcoord_peer: KcoordServer) -> Iterator[Pair]:
+    """The same, for a module's shared setup."""
+    both = _open(kafka_oracle, kcoord_peer)
     try:
         yield both
     finally:
