@@ -37,7 +37,6 @@ VOLATILE = frozenset(
         "replica_nodes",
         "isr_nodes",
         "offline_replicas",
-        "timestamp",
         "log_append_time_ms",
         "current_state_timestamp",
         "finalized_features_epoch",

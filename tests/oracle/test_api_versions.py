@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.kcoord_process import KcoordServer, recv_exactly
-from tests.oracle.diff import Pair, assert_same, Side, differences, unexplained
+from tests.oracle.diff import Pair, Side, assert_same, differences, unexplained
 from tests.oracle.kafka import KafkaOracle
 from tests.server.wire import connect, is_closed
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.oracle.diff import Pair, assert_same, differences, unexplained
-from tests.oracle.test_topics import CREATE_TOPICS_V, configs, create, topic, unique
+from tests.oracle.scenario import configs, create_on_both, topic, unique
 
 pytestmark = pytest.mark.xdist_group("kafka_oracle")
 
@@ -32,8 +32,7 @@ def described(module_pair: Pair) -> dict[str, dict[str, Any]]:
     pair = module_pair
     name = unique("configs")
     body = topic(name, 2, configs=configs(retention_ms="3600000", cleanup_policy="compact"))
-    created = pair.ask(19, CREATE_TOPICS_V, create([body]))
-    assert [answer["topics"][0]["error_code"] for answer in created] == [0, 0]
+    create_on_both(pair, body)
     answers = pair.ask(32, DESCRIBE_CONFIGS_V, describe(TOPIC, name))
     out = {}
     for side, answer in zip(("kafka", "kcoord"), answers, strict=True):
@@ -108,7 +107,7 @@ def test_describe_configs_of_an_unknown_topic(pair: Pair) -> None:
 )
 def test_incremental_alter_configs_refuses_as_kafka(pair: Pair, change: dict[str, Any]) -> None:
     name = unique("alter")
-    pair.ask(19, CREATE_TOPICS_V, create([topic(name)]))
+    create_on_both(pair, topic(name))
     resource = {"resource_type": TOPIC, "resource_name": name, "configs": [change]}
     body = {"resources": [resource], "validate_only": False}
     assert_same(pair.compare("IncrementalAlterConfigs", 44, 1, body))

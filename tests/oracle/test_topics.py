@@ -3,50 +3,23 @@ internal topics, and every way CreateTopics refuses (names, partitions, replicat
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 
-from kcoord.protocol.types import ZERO_UUID
 from tests.oracle.diff import Pair, assert_same, unexplained
+from tests.oracle.scenario import (
+    CREATE_TOPICS_V,
+    METADATA_V,
+    configs,
+    create,
+    metadata,
+    topic,
+    unique,
+    wait_led,
+)
 
 pytestmark = pytest.mark.xdist_group("kafka_oracle")
-
-CREATE_TOPICS_V = 7
-METADATA_V = 12
-
-
-def unique(prefix: str) -> str:
-    """A name no other test (nor xdist worker) uses on the two session brokers."""
-    return f"oracle-{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def topic(name: str, partitions: int = 1, replication: int = 1, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "num_partitions": partitions,
-        "replication_factor": replication,
-        "assignments": [],
-        "configs": [],
-        **extra,
-    }
-
-
-def create(topics: list[dict[str, Any]], validate_only: bool = False) -> dict[str, Any]:
-    return {"topics": topics, "timeout_ms": 10_000, "validate_only": validate_only}
-
-
-def metadata(*names: str) -> dict[str, Any]:
-    return {
-        "topics": [{"topic_id": ZERO_UUID, "name": n} for n in names],
-        "allow_auto_topic_creation": False,
-        "include_topic_authorized_operations": False,
-    }
-
-
-def configs(**values: str | None) -> list[dict[str, Any]]:
-    return [{"name": k.replace("_", "."), "value": v} for k, v in values.items()]
 
 
 @pytest.mark.xfail(
@@ -58,6 +31,7 @@ def configs(**values: str | None) -> list[dict[str, Any]]:
 def test_created_topic_is_answered_and_described_as_kafka(pair: Pair) -> None:
     name = unique("created")
     found = pair.compare("CreateTopics", 19, CREATE_TOPICS_V, create([topic(name, 3)]))
+    wait_led(pair, name)
     kafka, kcoord = pair.ask(3, METADATA_V, metadata(name, unique("missing")))
     found += unexplained("Metadata", pair.diff(_renamed(kafka), _renamed(kcoord)))
     assert_same(found)
