@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ from kcoord.protocol.frames import decode_response, encode_request
 from tests.kcoord_process import recv_exactly
 from tests.oracle.known import KNOWN, Known
 
-__all__ = ["ABSENT", "Pair", "Side", "assert_same", "differences", "normalize", "unexplained"]
+__all__ = ["ABSENT", "Body", "Pair", "Side", "assert_same", "differences", "normalize", "unexplained"]
 
 ABSENT = "<absent>"
 # Fields whose value is a broker's own and never comparable: replaced by a placeholder on both sides.
@@ -56,16 +56,35 @@ class Side:
     correlation_id: int = 0
 
     def call(self, api_key: int, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        return self.receive(api_key, version, self.send(api_key, version, body))
+
+    def send(self, api_key: int, version: int, body: Mapping[str, Any]) -> int:
+        """Send without waiting (a request that parks); its correlation id."""
         self.correlation_id += 1
         self.sock.sendall(encode_request(api_key, version, self.correlation_id, body, client_id="oracle"))
+        return self.correlation_id
+
+    def receive(self, api_key: int, version: int, correlation_id: int) -> dict[str, Any]:
         size = int.from_bytes(recv_exactly(self.sock, 4), "big")
         got, response = decode_response(api_key, version, recv_exactly(self.sock, size))
-        assert got == self.correlation_id, (self.name, got, self.correlation_id)
+        assert got == correlation_id, (self.name, got, correlation_id)
         return response
 
     def alias(self, value: Any, placeholder: str) -> None:
         """From now on `value` reads as `placeholder` in this side's answers (e.g. a member id)."""
         self.aliases[value] = placeholder
+
+    def real(self, placeholder: str) -> Any:
+        """This side's own value behind `placeholder` (to put in its next request)."""
+        return next(value for value, name in self.aliases.items() if name == placeholder)
+
+
+# A request body, or a function of the side for bodies that carry a side's own ids (member ids).
+Body = Mapping[str, Any] | Callable[[Side], Mapping[str, Any]]
+
+
+def _body(body: Body, side: Side) -> Mapping[str, Any]:
+    return body(side) if callable(body) else body
 
 
 @dataclass
@@ -75,12 +94,13 @@ class Pair:
     kafka: Side
     kcoord: Side
 
-    def ask(
-        self, api_key: int, version: int, body: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
-        return self.kafka.call(api_key, version, body), self.kcoord.call(api_key, version, body)
+    def ask(self, api_key: int, version: int, body: Body) -> tuple[dict[str, Any], dict[str, Any]]:
+        return (
+            self.kafka.call(api_key, version, _body(body, self.kafka)),
+            self.kcoord.call(api_key, version, _body(body, self.kcoord)),
+        )
 
-    def compare(self, api: str, api_key: int, version: int, body: Mapping[str, Any]) -> list[str]:
+    def compare(self, api: str, api_key: int, version: int, body: Body) -> list[str]:
         """Send `body` to both; the differences no KNOWN row explains."""
         kafka, kcoord = self.ask(api_key, version, body)
         return unexplained(api, self.diff(kafka, kcoord))
