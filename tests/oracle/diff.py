@@ -54,6 +54,7 @@ class Side:
     sock: socket.socket
     aliases: dict[Any, str] = field(default_factory=dict)
     correlation_id: int = 0
+    learned: dict[str, Any] = field(default_factory=dict)  # values a scenario keeps per side (epochs)
 
     def call(self, api_key: int, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
         return self.receive(api_key, version, self.send(api_key, version, body))
@@ -157,9 +158,9 @@ def _short(value: Any) -> Any:
     return value if len(text) <= 1000 else text[:1000] + "..."
 
 
-def explained_by(api: str, path: str, rows: Iterable[Known] = KNOWN) -> Known | None:
+def explained_by(api: str, path: str, kafka: Any, rows: Iterable[Known] = KNOWN) -> Known | None:
     for row in rows:
-        if row.api == api and re.fullmatch(row.path, path):
+        if row.api == api and re.fullmatch(row.path, path) and re.search(row.when, str(kafka)):
             return row
     return None
 
@@ -167,7 +168,9 @@ def explained_by(api: str, path: str, rows: Iterable[Known] = KNOWN) -> Known | 
 def unexplained(api: str, found: Iterable[tuple[str, Any, Any]]) -> list[str]:
     """The differences of `api` that no KNOWN row explains, one readable line each."""
     return [
-        f"{api} {path}: kafka={a!r} kcoord={b!r}" for path, a, b in found if explained_by(api, path) is None
+        f"{api} {path}: kafka={a!r} kcoord={b!r}"
+        for path, a, b in found
+        if explained_by(api, path, a) is None
     ]
 
 

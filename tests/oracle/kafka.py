@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.protocol.frames import decode_response, encode_request
 from tests.kcoord_process import recv_exactly
 
@@ -41,6 +42,20 @@ ARTIFACTS = (
 # GC thread pool that suits two cores.
 JVM_FLAGS = ("-Xmx512m", "-Xms64m", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSerialGC")
 NODE_ID = 1
+OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions
+
+
+def _one_group_per_partition() -> list[str]:
+    by_partition: dict[int, str] = {}
+    for n in range(10_000):  # 50 partitions are covered after a few hundred names
+        name = f"kafka-oracle-ready-{n}"
+        by_partition.setdefault(shard_of(name, OFFSETS_PARTITIONS), name)
+        if len(by_partition) == OFFSETS_PARTITIONS:
+            break
+    return sorted(by_partition.values())
+
+
+READY_GROUPS = _one_group_per_partition()
 
 
 class OracleUnavailable(Exception):
@@ -193,12 +208,18 @@ def _java_cmd(libs: Path, workdir: Path, *args: str) -> list[str]:
     return [java(), *JVM_FLAGS, log4j, "-cp", f"{libs}/*", *args]
 
 
+def random_uuid() -> str:
+    """16 random bytes in URL-safe base64 without padding, never starting with '-' (as Kafka's
+    Uuid.randomUuid, so that a command line never takes the id for an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
 def _format(libs: Path, workdir: Path, props: Path) -> None:
-    # A cluster id is 16 random bytes in URL-safe base64 without padding (Uuid.randomUuid().toString()).
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    argv = _java_cmd(
-        libs, workdir, "kafka.tools.StorageTool", "format", "--standalone", "-t", cluster_id, "-c", str(props)
-    )
+    argv = _java_cmd(libs, workdir, "kafka.tools.StorageTool", "format", "--standalone")
+    argv += ["-t", random_uuid(), "-c", str(props)]
     ran = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     if ran.returncode != 0:
         raise OracleUnavailable(f"kafka-storage format failed: {(ran.stdout + ran.stderr)[-600:]}")
@@ -241,7 +262,7 @@ def _call(sock: socket.socket, api_key: int, version: int, body: dict[str, Any])
 def _ready(address: tuple[str, int]) -> bool:
     """Metadata names this node as broker and controller, and the group coordinator is loaded: the
     first FindCoordinator makes `__consumer_offsets`, later ones answer NONE once it is led, and
-    ListGroups answers without an error once every one of its partitions is loaded."""
+    DescribeGroups answers without an error for a group in each of its partitions."""
     with socket.create_connection(address, timeout=5) as sock:
         sock.settimeout(10)
         meta = _call(sock, 3, 12, {"topics": [], "allow_auto_topic_creation": False})
@@ -250,8 +271,10 @@ def _ready(address: tuple[str, int]) -> bool:
         found = _call(sock, 10, 4, {"key_type": 0, "coordinator_keys": ["kafka-oracle-ready"]})
         if found["coordinators"][0]["error_code"] != 0:
             return False
-        # ListGroups asks every offsets partition: COORDINATOR_LOAD_IN_PROGRESS until all are loaded.
-        return bool(_call(sock, 16, 4, {"states_filter": []})["error_code"] == 0)
+        # One group in each offsets partition: NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS until
+        # that partition's coordinator is loaded (ListGroups skips the ones not yet led).
+        groups = _call(sock, 15, 5, {"groups": READY_GROUPS, "include_authorized_operations": False})
+        return all(group["error_code"] == 0 for group in groups["groups"])
 
 
 def _wait_ready(oracle: KafkaOracle, deadline: float) -> None:
