@@ -8,6 +8,7 @@ the answers compare field by field and the next request carries each side's own 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -223,12 +224,22 @@ def _rebalancing(pair: Pair, second: Pair, group: str, name: str) -> tuple[list[
     parked = [
         (side, side.send(11, JOIN_V, join(group, "<m2>")(side))) for side in (second.kafka, second.kcoord)
     ]
+    for side in (pair.kafka, pair.kcoord):  # the parked join has arrived once the group is rebalancing
+        _await_state(side, group, "PreparingRebalance")
     return found, parked
+
+
+def _await_state(side: Side, group: str, state: str) -> None:
+    deadline = time.monotonic() + 30
+    while side.call(15, DESCRIBE_V, describe(group))["groups"][0]["group_state"] != state:
+        assert time.monotonic() < deadline, f"{side.name}: {group} never became {state}"
+        time.sleep(0.02)  # poll interval
 
 
 def test_a_rebalance_in_progress_and_leaving(pair: Pair, second: Pair) -> None:
     """A second member joins a Stable group: the first one's heartbeat learns REBALANCE_IN_PROGRESS,
-    its commit too; its rejoin completes the join phase for both (generation 2); both leave."""
+    its commit too; its rejoin completes the join phase for both (generation 2); a SyncGroup of the old
+    generation, heartbeats while CompletingRebalance, the syncs of generation 2; both leave."""
     group, name = unique("rebalance"), unique("t")
     found, parked = _rebalancing(pair, second, group, name)
     found += step(pair, "Heartbeat", 12, HEARTBEAT_V, heartbeat(group, "<m1>", 1))
@@ -237,6 +248,9 @@ def test_a_rebalance_in_progress_and_leaving(pair: Pair, second: Pair) -> None:
     answers = tuple(side.receive(11, JOIN_V, correlation) for side, correlation in parked)
     found += [f"[JoinGroup m2 parked] {line}" for line in unexplained("JoinGroup", pair.diff(*answers))]
     found += step(pair, "SyncGroup", 14, SYNC_V, sync(group, "<m1>", 1))
+    found += step(pair, "Heartbeat", 12, HEARTBEAT_V, heartbeat(group, "<m2>", 2))
+    found += step(pair, "SyncGroup", 14, SYNC_V, sync(group, "<m1>", 2))
+    found += step(pair, "SyncGroup", 14, SYNC_V, sync(group, "<m2>", 2, assign=False))
     found += step(pair, "Heartbeat", 12, HEARTBEAT_V, heartbeat(group, "<m2>", 2))
     leaving = ("<m1>", "<m2>", "nobody")
     members = [{"member_id": m, "group_instance_id": None, "reason": None} for m in leaving]
