@@ -228,11 +228,16 @@ def _format(libs: Path, workdir: Path, props: Path) -> None:
 def start_kafka(timeout: float = 120.0) -> KafkaOracle:
     """Fetch (cached), format and start one Kafka node; ready on return, or OracleUnavailable."""
     libs = fetch_jars()
+    java()  # fails early, before a directory is made, where there is no Java
     workdir = Path(tempfile.mkdtemp(prefix="kafka-oracle-"))
     props = workdir / "server.properties"
     props.write_text(_properties(_free_port(), _free_port(), workdir / "data"))
     (workdir / "log4j2.properties").write_text(_LOG4J2)
-    _format(libs, workdir, props)
+    try:
+        _format(libs, workdir, props)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
     port = int(props.read_text().split("PLAINTEXT://127.0.0.1:")[1].split(",")[0])
     log = (workdir / "kafka.log").open("wb")
     began = time.monotonic()
