@@ -28,8 +28,9 @@ def _absent(*keys: int, compat: str) -> list[Known]:
     return [Known("ApiVersions", rf"api_keys\.api_key={key}", compat) for key in keys]
 
 
-_TOKENS = "The tools' security settings, `kcoord acls`, `kcoord users` (issue 25) | `kcoord acls` options not offered"
-_QUOTAS = "The tools' security settings, `kcoord acls`, `kcoord users` (issue 25) | `kcoord users`"
+_TOOLS = "The tools' security settings, `kcoord acls`, `kcoord users` (issue 25)"
+_TOKENS = f"{_TOOLS} | `kcoord acls` options not offered"
+_QUOTAS = f"{_TOOLS} | `kcoord users`"
 _SHARE_STREAMS = "Offsets and admin | ListGroups `types_filter`"
 _BROKER_ONLY = (
     "Topic configs and cluster admin (CreateTopics, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,"

@@ -54,8 +54,9 @@ REFUSED: list[tuple[str, dict[str, Any]]] = [
 ]
 # Seen against Kafka 4.3.1: case -> the finding (the error codes agree, the messages do not).
 FINDINGS: dict[str, str] = {
-    "no-subscription": "Kafka 4.3: 'Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
-    "(re-)joining.'; kcoord: 'SubscribedTopicNames or SubscribedTopicRegex must be set in first request.'",
+    "no-subscription": "Kafka 4.3: 'Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+    "when (re-)joining.'; kcoord: 'SubscribedTopicNames or SubscribedTopicRegex must be set in first "
+    "request.'",
     "leave-unknown-member": "both GROUP_ID_NOT_FOUND; Kafka 4.3: 'Group g not found.', kcoord: 'Consumer "
     "group g not found.'",
 }
