@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from tests.oracle.diff import Pair, assert_same
+from kcoord.protocol.frames import encode_request
+from tests.oracle.diff import Pair, assert_same, unexplained
 from tests.oracle.scenario import create_on_both, topic, unique
 
 pytestmark = pytest.mark.xdist_group("kafka_oracle")
@@ -120,4 +121,35 @@ def test_unknown_topics_and_partitions_are_refused_as_kafka(pair: Pair, filled: 
     found += _fetch(pair, fetch(filled, 7, 0))
     found += pair.compare("DeleteRecords", 21, DELETE_RECORDS_V, delete_records(missing, 0, 1))
     found += pair.compare("DeleteRecords", 21, DELETE_RECORDS_V, delete_records(filled, 7, 1))
+    assert_same(found)
+
+
+def test_pipelined_requests_see_the_effects_of_earlier_ones_as_on_kafka(pair: Pair, filled: str) -> None:
+    """Issue 33 item 1: on one connection, in one send, each request observes every earlier one (Kafka
+    mutes a channel while a request is in flight, SocketServer.Processor): a Produce then Fetch and
+    ListOffsets, a DeleteRecords then ListOffsets and Fetch."""
+    requests: list[tuple[int, int, dict[str, Any]]] = [
+        (0, PRODUCE_V, produce(filled, 0, batch(2, 8))),
+        (2, LIST_OFFSETS_V, list_offsets(filled, 0, LATEST)),
+        (1, FETCH_V, fetch(filled, 0, 8)),
+        (21, DELETE_RECORDS_V, delete_records(filled, 0, 4)),
+        (2, LIST_OFFSETS_V, list_offsets(filled, 0, EARLIEST)),
+        (1, FETCH_V, fetch(filled, 0, 2)),
+    ]
+    answers = {}
+    for side in (pair.kafka, pair.kcoord):
+        frames = b"".join(
+            encode_request(key, version, side.correlation_id + i + 1, body, client_id="oracle")
+            for i, (key, version, body) in enumerate(requests)
+        )
+        side.sock.sendall(frames)  # one send: the broker has every request before answering any
+        answers[side.name] = [
+            side.receive(key, version, side.correlation_id + i + 1)
+            for i, (key, version, _) in enumerate(requests)
+        ]
+        side.correlation_id += len(requests)
+    found: list[str] = []
+    for (key, _, _), kafka, kcoord in zip(requests, answers["kafka"], answers["kcoord"], strict=True):
+        api = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 21: "DeleteRecords"}[key]
+        found += [line for line in unexplained(api, pair.diff(kafka, kcoord)) if _NULL_ABORTED not in line]
     assert_same(found)

@@ -53,7 +53,8 @@ def test_consumer_offsets_is_listed_as_internal(pair: Pair) -> None:
     assert_same(pair.compare("Metadata", 3, METADATA_V, metadata("__consumer_offsets")))
 
 
-# (id, topic fields). Each case is validate_only, as a tool checking a plan would send it.
+# (id, topic fields): refusals, and a few configs Kafka accepts (issue 33 item 2: compression.type and
+# its KIP-390 levels). Each case is validate_only, as a tool checking a plan would send it.
 REFUSED: list[tuple[str, dict[str, Any]]] = [
     ("empty-name", topic("")),
     ("dot", topic(".")),
@@ -71,6 +72,13 @@ REFUSED: list[tuple[str, dict[str, Any]]] = [
     ("bad-policy", topic("oracle-c3", configs=configs(cleanup_policy="bogus"))),
     ("null-config-value", topic("oracle-c4", configs=configs(retention_ms=None))),
     ("below-minimum", topic("oracle-c5", configs=configs(segment_bytes="10"))),
+    ("zstd", topic("oracle-z1", configs=configs(compression_type="zstd", compression_zstd_level="3"))),
+    ("gzip-level-too-high", topic("oracle-z2", configs=configs(compression_gzip_level="15"))),
+    ("lz4-level-too-low", topic("oracle-z3", configs=configs(compression_lz4_level="0"))),
+    ("codec-unknown", topic("oracle-z4", configs=configs(compression_type="brotli"))),
+    ("compact-delete", topic("oracle-z5", configs=configs(cleanup_policy="compact,delete"))),
+    ("log-append-time", topic("oracle-z6", configs=configs(message_timestamp_type="LogAppendTime"))),
+    ("min-isr-2", topic("oracle-z7", configs=configs(min_insync_replicas="2"))),
     (
         "assignments-and-count",
         topic("oracle-a1", 2, assignments=[{"partition_index": 0, "broker_ids": [1]}]),
@@ -101,8 +109,13 @@ def _case(case: tuple[str, dict[str, Any]]) -> Any:
 
 
 @pytest.mark.parametrize("body", [_case(case) for case in REFUSED])
-def test_create_topics_refuses_as_kafka(pair: Pair, body: dict[str, Any]) -> None:
-    assert_same(pair.compare("CreateTopics", 19, CREATE_TOPICS_V, create([body], validate_only=True)))
+def test_create_topics_validates_as_kafka(pair: Pair, body: dict[str, Any]) -> None:
+    found = pair.compare("CreateTopics", 19, CREATE_TOPICS_V, create([body], validate_only=True))
+    assert_same([line for line in found if _MIN_ISR_SOURCE not in line])
+
+
+# test_created_topic_is_answered_and_described_as_kafka holds this finding; the other cases leave it out.
+_MIN_ISR_SOURCE = "configs.name=min.insync.replicas.config_source: kafka=3 kcoord=5"
 
 
 def test_create_topics_refuses_an_existing_topic(pair: Pair) -> None:
