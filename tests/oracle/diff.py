@@ -24,12 +24,15 @@ __all__ = ["ABSENT", "Body", "Pair", "Side", "assert_same", "differences", "norm
 
 ABSENT = "<absent>"
 # Fields whose value is a broker's own and never comparable: replaced by a placeholder on both sides.
+# (Ids a scenario must tell apart are aliased per side instead: Side.alias; never small integers.)
 VOLATILE = frozenset(
     {
         "throttle_time_ms",
         "cluster_id",
         "topic_id",
         "node_id",
+        "broker_id",
+        "producer_id",
         "leader_id",
         "controller_id",
         "port",
