@@ -28,7 +28,7 @@ PROTOCOL_METADATA = b"\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00"  # a ConsumerPro
 ASSIGNMENT = b"\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00"
 
 
-def join(group: str, member: str = "", rebalance_timeout_ms: int = 10_000) -> Any:
+def join(group: str, member: str = "", rebalance_timeout_ms: int = 30_000) -> Any:
     def body(side: Side) -> dict[str, Any]:
         return {
             "group_id": group,
