@@ -37,6 +37,11 @@ _BROKER_ONLY = (
     " DescribeCluster) | DescribeCluster endpoint type 2 (controllers)"
 )
 
+_BROKER_CONFIGS = (
+    "Topic configs and cluster admin (CreateTopics, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,"
+    " DescribeCluster) | Broker configs"
+)
+
 KNOWN: tuple[Known, ...] = (
     # Kafka 4 still advertises Produce v0-2 (for old librdkafka, KAFKA-18659) but refuses them.
     Known(
@@ -67,6 +72,10 @@ KNOWN: tuple[Known, ...] = (
     *_absent(48, 49, compat=_QUOTAS),
     *_absent(76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, compat=_SHARE_STREAMS),
     *_absent(64, 80, 81, compat=_BROKER_ONLY),
+    # kcoord is configured on its command line: its settings are STATIC_BROKER_CONFIG where Kafka's
+    # (not set in the oracle's server.properties) are DEFAULT_CONFIG, and every one is read-only.
+    Known("DescribeConfigs(broker)", r"configs\..*\.config_source", _BROKER_CONFIGS, when=r"^5$"),
+    Known("DescribeConfigs(broker)", r"configs\..*\.read_only", _BROKER_CONFIGS),
     # RE2 for re2j: the same regexes refused, the reason after the colon in RE2's words.
     Known(
         "ConsumerGroupHeartbeat",

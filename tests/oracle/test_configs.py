@@ -61,9 +61,9 @@ FINDINGS: dict[str, str] = {
 }
 
 
-def _xfail(aspect: str) -> Any:
-    if aspect in FINDINGS:
-        return pytest.param(aspect, marks=pytest.mark.xfail(strict=True, reason=FINDINGS[aspect]))
+def _xfail(aspect: str, findings: dict[str, str] = FINDINGS) -> Any:
+    if aspect in findings:
+        return pytest.param(aspect, marks=pytest.mark.xfail(strict=True, reason=findings[aspect]))
     return aspect
 
 
@@ -120,3 +120,67 @@ def test_incremental_alter_configs_refuses_as_kafka(pair: Pair, change: dict[str
 )
 def test_describe_configs_of_a_group(pair: Pair) -> None:
     assert_same(pair.compare("DescribeConfigs", 32, DESCRIBE_CONFIGS_V, describe(GROUP, unique("group"))))
+
+
+BROKER = 4
+# Per deployment, never comparable: where each broker listens and keeps its files, and who it is.
+DEPLOYMENT = frozenset(
+    {
+        "advertised.listeners",
+        "listeners",
+        "listener.security.protocol.map",
+        "log.dirs",
+        "broker.id",
+        "node.id",
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def broker_described(module_pair: Pair) -> dict[str, dict[str, Any]]:
+    """Each broker's own BROKER resource (named by its node id), with synonyms: {side: {name: entry}}."""
+    out = {}
+    for side in (module_pair.kafka, module_pair.kcoord):
+        meta = side.call(3, 12, {"topics": [], "allow_auto_topic_creation": False})
+        node = str(meta["brokers"][0]["node_id"])
+        body = describe(BROKER, node) | {"include_documentation": False}
+        (result,) = side.call(32, DESCRIBE_CONFIGS_V, body)["results"]
+        assert result["error_code"] == 0, (side.name, result)
+        out[side.name] = {entry["name"]: entry for entry in result["configs"]}
+    return out
+
+
+BROKER_PICKS: dict[str, Any] = {
+    "value": lambda e: "<deployment>" if e["name"] in DEPLOYMENT else e["value"],
+    "config_source": lambda e: e["config_source"],
+    "read_only": lambda e: e["read_only"],
+    "is_sensitive": lambda e: e["is_sensitive"],
+    "synonyms": lambda e: [f"{s['name']}@{s['source']}" for s in e["synonyms"]],
+}
+BROKER_FINDINGS: dict[str, str] = {
+    "value": "issue 33 item 4: Kafka 4.3 describes log.retention.ms, log.roll.ms, log.roll.jitter.ms and "
+    "log.flush.interval.ms with a null value (no default of their own), kcoord with the effective value; "
+    "sasl.enabled.mechanisms: Kafka's default GSSAPI, kcoord 'PLAIN,SCRAM-SHA-256,SCRAM-SHA-512'",
+    "config_source": "min.insync.replicas: Kafka 4.3 DYNAMIC_DEFAULT_BROKER_CONFIG (3, KIP-966's cluster "
+    "default), kcoord DEFAULT_CONFIG (5)",
+    "synonyms": "issue 33 item 4: Kafka 4.3 follows a set broker config with its DEFAULT_CONFIG synonym "
+    "(broker.id@4, broker.id@5), lists none for the four configs above, and min.insync.replicas@3 first "
+    "(the name@5 vs name@4 swaps follow from kcoord's documented STATIC settings)",
+}
+
+
+@pytest.mark.parametrize("aspect", [_xfail(a, BROKER_FINDINGS) for a in BROKER_PICKS])
+def test_the_broker_configs_kcoord_reports_are_described_as_kafka(
+    broker_described: dict[str, dict[str, Any]], aspect: str
+) -> None:
+    """Issue 33 item 4: every broker config kcoord reports, as Kafka reports it (kcoord's settings come
+    from its command line, hence STATIC_BROKER_CONFIG and read-only: docs/compat.md, Broker configs)."""
+    only_kcoord = [
+        f"only kcoord lists {n}" for n in broker_described["kcoord"] if n not in broker_described["kafka"]
+    ]
+    common = sorted(broker_described["kcoord"].keys() & broker_described["kafka"].keys())
+    kafka, kcoord = (
+        {"configs": {n: {aspect: BROKER_PICKS[aspect](broker_described[side][n])} for n in common}}
+        for side in ("kafka", "kcoord")
+    )
+    assert_same(only_kcoord + unexplained("DescribeConfigs(broker)", differences(kafka, kcoord)))
