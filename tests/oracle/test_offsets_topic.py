@@ -1,7 +1,8 @@
 """`__consumer_offsets` as a topic (issue 33 item 5) against Apache Kafka 4.3: listed by Metadata (see
 test_topics.py) and readable by Fetch, a committed offset is the record Kafka writes, in the partition
-of Kafka's hash of the group: OffsetCommitKey v1 and, from Kafka 4.3, OffsetCommitValue v4 (flexible,
-the topic id in tagged field 0), where the research notes (fidelity-notes) said value v3."""
+of Kafka's hash of the group: OffsetCommitKey v1 and OffsetCommitValue v4 (group-coordinator's
+OffsetCommitValue.json in 4.3.1: "validVersions": "0-4", flexible from 4, the topic id in tagged field
+0), where the research notes (fidelity-notes) said value v3."""
 
 from __future__ import annotations
 
