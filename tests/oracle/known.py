@@ -1,0 +1,86 @@
+"""The known, documented differences between Apache Kafka 4.3 and kcoord: the only place they are listed.
+
+Each row names the API, a regular expression over the difference's path (tests/oracle/diff.py; the
+path of a list of structs goes through its key, e.g. `api_keys.api_key=45.max_version`) and the
+row of docs/compat.md that documents it, as `Section | Behaviour` (the section heading and the first
+cell of the row, verbatim; test_known.py checks that every row cited exists); `when` narrows a row to
+the differences where Kafka's value matches it. A difference without a
+row here is a finding: the test that meets it fails, or is marked xfail(strict=True) with the finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["KNOWN", "Known"]
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    api: str
+    path: str
+    compat: str
+    when: str = ""  # when set, a regular expression Kafka's value must match (searched) too
+
+
+def _absent(*keys: int, compat: str) -> list[Known]:
+    """APIs Kafka's broker advertises and kcoord does not serve, for a documented reason."""
+    return [Known("ApiVersions", rf"api_keys\.api_key={key}", compat) for key in keys]
+
+
+_TOOLS = "The tools' security settings, `kcoord acls`, `kcoord users` (issue 25)"
+_TOKENS = f"{_TOOLS} | `kcoord acls` options not offered"
+_QUOTAS = f"{_TOOLS} | `kcoord users`"
+_SHARE_STREAMS = "Offsets and admin | ListGroups `types_filter`"
+_BROKER_ONLY = (
+    "Topic configs and cluster admin (CreateTopics, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,"
+    " DescribeCluster) | DescribeCluster endpoint type 2 (controllers)"
+)
+
+_BROKER_CONFIGS = (
+    "Topic configs and cluster admin (CreateTopics, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,"
+    " DescribeCluster) | Broker configs"
+)
+
+KNOWN: tuple[Known, ...] = (
+    # Kafka 4 still advertises Produce v0-2 (for old librdkafka, KAFKA-18659) but refuses them.
+    Known(
+        "ApiVersions",
+        r"api_keys\.api_key=0\.min_version",
+        "Data plane (Produce, Fetch, ListOffsets, DeleteRecords, InitProducerId) | Message formats",
+    ),
+    Known(
+        "ApiVersions",
+        r"api_keys\.api_key=27\.min_version",
+        "At the door (`kcoord/broker/apis/`) and the markers | WriteTxnMarkers",
+    ),
+    Known(
+        "ApiVersions",
+        r"api_keys\.api_key=35\.min_version",
+        "Leadership and log directories (ElectLeaders, Alter/ListPartitionReassignments, DescribeLogDirs;"
+        " issue 27) | DescribeLogDirs versions",
+    ),
+    Known(
+        "ApiVersions",
+        r"api_keys\.api_key=45\.max_version",
+        "Leadership and log directories (ElectLeaders, Alter/ListPartitionReassignments, DescribeLogDirs;"
+        " issue 27) | AlterPartitionReassignments v1 (`allow_replication_factor_change`, KIP-860)",
+    ),
+    # Delegation tokens (38-41), client quotas (48-49), share groups and their state (76-79, 83-87,
+    # 90-92), streams groups (88-89), the controllers' own admin APIs (64, 80, 81).
+    *_absent(38, 39, 40, 41, compat=_TOKENS),
+    *_absent(48, 49, compat=_QUOTAS),
+    *_absent(76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, compat=_SHARE_STREAMS),
+    *_absent(64, 80, 81, compat=_BROKER_ONLY),
+    # kcoord is configured on its command line: its settings are STATIC_BROKER_CONFIG where Kafka's
+    # (not set in the oracle's server.properties) are DEFAULT_CONFIG, and every one is read-only.
+    Known("DescribeConfigs(broker)", r"configs\..*\.config_source", _BROKER_CONFIGS, when=r"^5$"),
+    Known("DescribeConfigs(broker)", r"configs\..*\.read_only", _BROKER_CONFIGS),
+    # RE2 for re2j: the same regexes refused, the reason after the colon in RE2's words.
+    Known(
+        "ConsumerGroupHeartbeat",
+        r"error_message",
+        "Consumer protocol (KIP-848) | Validation order",
+        when=r"^SubscribedTopicRegex `.*` is not a valid regular expression: ",
+    ),
+)

@@ -1,0 +1,136 @@
+"""CreateTopics and Metadata against Apache Kafka 4.3: created topics, their partitions, unknown and
+internal topics, and every way CreateTopics refuses (names, partitions, replication, configs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.oracle.diff import Pair, assert_same, unexplained
+from tests.oracle.scenario import (
+    CREATE_TOPICS_V,
+    METADATA_V,
+    configs,
+    create,
+    metadata,
+    topic,
+    unique,
+    wait_led,
+)
+
+pytestmark = pytest.mark.xdist_group("kafka_oracle")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="CreateTopics v5+ configs: Kafka 4.3 reports min.insync.replicas from "
+    "DYNAMIC_DEFAULT_BROKER_CONFIG (3: the cluster-level default the controller writes once eligible "
+    "leader replicas are enabled, KIP-966); kcoord DEFAULT_CONFIG (5). Metadata agrees",
+)
+def test_created_topic_is_answered_and_described_as_kafka(pair: Pair) -> None:
+    name = unique("created")
+    found = pair.compare("CreateTopics", 19, CREATE_TOPICS_V, create([topic(name, 3)]))
+    wait_led(pair, name)
+    kafka, kcoord = pair.ask(3, METADATA_V, metadata(name, unique("missing")))
+    found += unexplained("Metadata", pair.diff(_renamed(kafka), _renamed(kcoord)))
+    assert_same(found)
+
+
+def _renamed(answer: dict[str, Any]) -> dict[str, Any]:
+    """The random part of the names out, so that the topics' paths read the same on both sides."""
+    for item in answer.get("topics", []):
+        item["name"] = item["name"].rsplit("-", 1)[0]
+    return answer
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 33 item 5: Kafka lists __consumer_offsets (internal, 50 partitions); kcoord answers "
+    "UNKNOWN_TOPIC_OR_PARTITION",
+)
+def test_consumer_offsets_is_listed_as_internal(pair: Pair) -> None:
+    assert_same(pair.compare("Metadata", 3, METADATA_V, metadata("__consumer_offsets")))
+
+
+# (id, topic fields): refusals, and a few configs Kafka accepts (issue 33 item 2: compression.type and
+# its KIP-390 levels). Each case is validate_only, as a tool checking a plan would send it.
+REFUSED: list[tuple[str, dict[str, Any]]] = [
+    ("empty-name", topic("")),
+    ("dot", topic(".")),
+    ("dot-dot", topic("..")),
+    ("slash", topic("bad/name")),
+    ("space", topic("bad name")),
+    ("too-long", topic("n" * 250)),
+    ("zero-partitions", topic("oracle-p0", 0)),
+    ("negative-partitions", topic("oracle-pneg", -2)),
+    ("replication-2", topic("oracle-r2", 1, 2)),
+    ("replication-0", topic("oracle-r0", 1, 0)),
+    ("replication-negative", topic("oracle-rneg", 1, -2)),
+    ("unknown-config", topic("oracle-c1", configs=configs(no_such_config="1"))),
+    ("bad-number", topic("oracle-c2", configs=configs(retention_ms="abc"))),
+    ("bad-policy", topic("oracle-c3", configs=configs(cleanup_policy="bogus"))),
+    ("null-config-value", topic("oracle-c4", configs=configs(retention_ms=None))),
+    ("below-minimum", topic("oracle-c5", configs=configs(segment_bytes="10"))),
+    ("zstd", topic("oracle-z1", configs=configs(compression_type="zstd", compression_zstd_level="3"))),
+    ("gzip-level-too-high", topic("oracle-z2", configs=configs(compression_gzip_level="15"))),
+    ("lz4-level-too-low", topic("oracle-z3", configs=configs(compression_lz4_level="0"))),
+    ("codec-unknown", topic("oracle-z4", configs=configs(compression_type="brotli"))),
+    ("compact-delete", topic("oracle-z5", configs=configs(cleanup_policy="compact,delete"))),
+    ("log-append-time", topic("oracle-z6", configs=configs(message_timestamp_type="LogAppendTime"))),
+    ("min-isr-2", topic("oracle-z7", configs=configs(min_insync_replicas="2"))),
+    (
+        "assignments-and-count",
+        topic("oracle-a1", 2, assignments=[{"partition_index": 0, "broker_ids": [1]}]),
+    ),
+]
+_NAME = "Kafka 4.3's Topic.validate words it 'Topic name is invalid: ...'; kcoord answers Kafka 3.x's message"
+# Seen against Kafka 4.3.1: case -> the finding (the error codes agree, the messages do not).
+FINDINGS: dict[str, str] = {
+    "empty-name": f"{_NAME} (kafka: 'Topic name is invalid: the empty string is not allowed')",
+    "dot": f"{_NAME} (kafka: \"Topic name is invalid: '.' is not allowed\")",
+    "dot-dot": f"{_NAME} (kafka: \"Topic name is invalid: '..' is not allowed\")",
+    "slash": f"{_NAME} ('contains one or more characters other than ASCII alphanumerics, ...')",
+    "space": f"{_NAME} ('contains one or more characters other than ASCII alphanumerics, ...')",
+    "too-long": f"{_NAME} (\"the length of '...' is longer than the max allowed length 249\")",
+    "replication-2": "Kafka 4.3 ends the message with '... registered or some brokers have all their log "
+    "directories cordoned.' (KIP-1066); kcoord stops at 'registered.'",
+    "assignments-and-count": "Kafka 4.3: 'A manual partition "
+    "assignment was specified, but replication factor was not set to -1.'; kcoord: 'Both numPartitions "
+    "or replicationFactor and replicasAssignments were set. ...'",
+}
+
+
+def _case(case: tuple[str, dict[str, Any]]) -> Any:
+    name, body = case
+    if name in FINDINGS:
+        return pytest.param(body, id=name, marks=pytest.mark.xfail(strict=True, reason=FINDINGS[name]))
+    return pytest.param(body, id=name)
+
+
+@pytest.mark.parametrize("body", [_case(case) for case in REFUSED])
+def test_create_topics_validates_as_kafka(pair: Pair, body: dict[str, Any]) -> None:
+    found = pair.compare("CreateTopics", 19, CREATE_TOPICS_V, create([body], validate_only=True))
+    assert_same([line for line in found if _MIN_ISR_SOURCE not in line])
+
+
+# test_created_topic_is_answered_and_described_as_kafka holds this finding; the other cases leave it out.
+_MIN_ISR_SOURCE = "configs.name=min.insync.replicas.config_source: kafka=3 kcoord=5"
+
+
+def test_create_topics_refuses_an_existing_topic(pair: Pair) -> None:
+    name = unique("twice")
+    first = pair.ask(19, CREATE_TOPICS_V, create([topic(name)]))
+    assert [answer["topics"][0]["error_code"] for answer in first] == [0, 0]
+    assert_same(pair.compare("CreateTopics", 19, CREATE_TOPICS_V, create([topic(name)])))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="both INVALID_REQUEST; Kafka 4.3's message is 'Duplicate topic name.', kcoord's \"Topic 'x' "
+    'appears more than once in the request."',
+)
+def test_create_topics_refuses_a_topic_named_twice_in_one_request(pair: Pair) -> None:
+    duplicate = unique("dup")
+    body = create([topic(duplicate), topic(duplicate)])
+    assert_same(pair.compare("CreateTopics", 19, CREATE_TOPICS_V, body))
