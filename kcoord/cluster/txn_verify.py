@@ -23,6 +23,7 @@ from typing import Any
 from kcoord.broker.verification import Partition, TxnAnswers, TxnCheck
 from kcoord.cluster.markers import call
 from kcoord.cluster.membership import ClusterView
+from kcoord.cluster.node_client import NodeClient
 from kcoord.coordinator.runtime import Phase
 from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.protocol.errors import ErrorCode
@@ -64,11 +65,19 @@ class RemoteVerification:
     this node serves (`state_of` ACTIVE), the owner's answer over the wire for the others."""
 
     def __init__(
-        self, state_of: Callable[[int], Phase], view: Callable[[], ClusterView], num_shards: int
+        self,
+        state_of: Callable[[int], Phase],
+        view: Callable[[], ClusterView],
+        num_shards: int,
+        *,
+        client: NodeClient | None = None,
     ) -> None:
+        """`client`: how this node calls the owner, on its inter-broker listener (None: plain calls on
+        the listener the request came in on)."""
         self._state_of = state_of
         self._view = view
         self._num_shards = num_shards
+        self._client = client
         self._asking: set[asyncio.Task[None]] = set()
 
     def answers(
@@ -82,6 +91,8 @@ class RemoteVerification:
         if owner is None:
             ready(OwnerAnswers({}))
             return
+        if self._client is not None:
+            listener = self._client.listener
         task = asyncio.get_running_loop().create_task(self._ask(owner.endpoint(listener), check, ready))
         self._asking.add(task)  # the loop keeps only weak references to tasks
         task.add_done_callback(self._asking.discard)
@@ -90,7 +101,8 @@ class RemoteVerification:
         self, address: tuple[str, int], check: TxnCheck, ready: Callable[[TxnAnswers], None]
     ) -> None:
         try:
-            answer = await call(*address, _ADD_PARTITIONS, 5 if check.add else 4, request_body(check))
+            send = call if self._client is None else self._client.call
+            answer = await send(*address, _ADD_PARTITIONS, 5 if check.add else 4, request_body(check))
         except _UNREACHABLE:
             ready(OwnerAnswers({}))
             return
