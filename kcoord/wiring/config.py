@@ -368,8 +368,8 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
-def _listener_name(text: str) -> str:
-    """A listener or user name: not empty."""
+def _nonempty_name(text: str) -> str:
+    """A listener or user name (not empty)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a name, got nothing")
     return text.strip()
@@ -396,13 +396,13 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--node-id", _non_negative_int, "broker id returned in Metadata/FindCoordinator, default 0"),
     ("--cluster", str, "cluster mode: postgresql://user@host:port/db (needs kcoord[cluster]); default off"),
     ("--lease-ttl-ms", _positive_int, "cluster mode: shard and node lease time to live, default 5000"),
-    ("--inter-broker-listener-name", _listener_name, "cluster mode: the listener nodes call each other on"),
+    ("--inter-broker-listener-name", _nonempty_name, "cluster mode: the listener nodes call each other on"),
     (
         "--sasl-mechanism-inter-broker-protocol",
         _inter_broker_mechanism,
         "cluster mode: PLAIN|SCRAM-SHA-256|SCRAM-SHA-512 on a SASL inter-broker listener, default PLAIN",
     ),
-    ("--inter-broker-sasl-username", _listener_name, "cluster mode: this node's user on that listener"),
+    ("--inter-broker-sasl-username", _nonempty_name, "cluster mode: this node's user on that listener"),
     ("--inter-broker-sasl-password", _secret, "its password: prefer the env variable"),
     ("--group-initial-rebalance-delay-ms", _non_negative_int, "default 3000"),
     ("--group-min-session-timeout-ms", _non_negative_int, "default 6000"),
@@ -490,7 +490,7 @@ _METAVARS: dict[object, str] = {
     parse_compression_lz4_level: "LEVEL",
     parse_compression_zstd_level: "LEVEL",
     parse_super_users: "PRINCIPAL[;PRINCIPAL]",
-    _listener_name: "NAME",
+    _nonempty_name: "NAME",
     _secret: "PASSWORD",
     _inter_broker_mechanism: "MECH",
     **SECURITY_METAVARS,
