@@ -29,6 +29,7 @@ from kcoord.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.cluster.markers import RoutedTxnMarkers
 from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.metadata import ClusterProducerIds, MetadataLog
+from kcoord.cluster.node_client import NodeClient
 from kcoord.cluster.ownership import Ownership, ShardHost
 from kcoord.cluster.partitions import ClusterPartitions
 from kcoord.cluster.pg import create_pool
@@ -55,17 +56,20 @@ class NodeLinks:
     """What the backends ask of the node around them, as callables: wake its poll, the cluster as its
     membership last read it, another node's address on this node's first listener."""
 
-    __slots__ = ("address", "notify", "view")
+    __slots__ = ("address", "client", "notify", "view")
 
     def __init__(
         self,
         notify: Callable[[], Awaitable[None]],
         view: Callable[[], ClusterView],
         address: Callable[[int], tuple[str, int] | None],
+        client: NodeClient | None = None,
     ) -> None:
         self.notify = notify
         self.view = view
         self.address = address
+        self.client = client
+        """How this node calls another (its inter-broker listener and credentials); None: plain calls."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,10 +188,11 @@ class ClusterBackends:
         """This node's transactions: a group shard owned elsewhere gets its markers there, a data
         partition led elsewhere its leader."""
         assert self.ownership is not None and self.placement is not None
-        listener = self._config.resolved_listeners()[0].name
-        routed = RoutedTxnMarkers(data, manager, self.ownership.state, self._node.view, listener)
+        client = self._node.client
+        listener = self._config.resolved_listeners()[0].name if client is None else client.listener
+        routed = RoutedTxnMarkers(data, manager, self.ownership.state, self._node.view, listener, client)
         return RemoteMarkers(
-            data, manager, self._config.node_id, self.placement.leader, self._node.address, routed
+            data, manager, self._config.node_id, self.placement.leader, self._node.address, routed, client
         )
 
     def leadership(self) -> PartitionLeadership:

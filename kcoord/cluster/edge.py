@@ -9,7 +9,8 @@
   Heartbeat, which answers NONE while the group loads (GroupCoordinatorService.heartbeat: "the group
   is still loading, so blindly respond"). The error answers are the APIs' own error bodies
   (`server/faults.error_body`, every API). A request naming several groups (DescribeGroups,
-  DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe) answers every group with the first refusal.
+  DeleteGroups, OffsetFetch v8+, ConsumerGroupDescribe) and ListGroups are answered per group, as
+  each group's coordinator would (`per_group.py`).
 
 Both are one middleware, `ClusterRouting` (layer CLUSTER_ROUTING of kcoord/broker/middleware.py), which
 cluster mode's composition root passes to the edge. The check of a transaction's owner before its data
@@ -25,6 +26,7 @@ from kcoord.broker.apis import find_coordinator
 from kcoord.broker.context import Handler, Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.faults import error_body
 from kcoord.broker.middleware import Layer
+from kcoord.cluster import per_group
 from kcoord.cluster.membership import ClusterView
 from kcoord.coordinator.runtime import Phase
 from kcoord.coordinator.runtime.shards import shard_of
@@ -32,7 +34,7 @@ from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["GROUP_APIS", "TXN_APIS", "ClusterRouting", "request_keys"]
 
-_HEARTBEAT, _FIND_COORDINATOR, _ADD_PARTITIONS = 12, 10, 24
+_HEARTBEAT, _FIND_COORDINATOR, _ADD_PARTITIONS, _LIST_GROUPS, _OFFSET_FETCH = 12, 10, 24, 16, 9
 GROUP_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 28, 42, 47, 68, 69})
 """OffsetCommit, OffsetFetch, Join/Heartbeat/Leave/SyncGroup, DescribeGroups, TxnOffsetCommit,
 DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat, ConsumerGroupDescribe."""
@@ -71,7 +73,20 @@ def _refusal(state: Phase) -> ErrorCode | None:
 
 
 def _routed(api_key: int, plain: Handler, state_of: StateOf, num_shards: int) -> Handler:
+    if api_key == per_group.DELETE_GROUPS:
+        return per_group.delete_groups(plain, state_of, num_shards)
+
+    def keys(req: Request) -> list[str]:
+        return request_keys(api_key, req)
+
+    by_group = per_group.read_groups(plain, keys, state_of, num_shards)
+    if api_key in per_group.MULTI_GROUP_APIS and api_key != _OFFSET_FETCH:
+        return by_group
+
     def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+        if api_key == _OFFSET_FETCH and meta.api_version >= 8:  # KIP-709: several groups
+            by_group(ctx, req, meta, respond)
+            return
         for key in request_keys(api_key, req):
             if not key:
                 continue  # "" is the handler's own INVALID_GROUP_ID
@@ -101,6 +116,8 @@ class ClusterRouting:
     def wrap(self, api_key: int, inner: Handler) -> Handler:
         if api_key == _FIND_COORDINATOR:
             return _find_coordinator(self._view, self._num_shards)
+        if api_key == _LIST_GROUPS:
+            return per_group.list_groups(inner, self._state_of, self._num_shards)
         if api_key in GROUP_APIS or api_key in TXN_APIS or api_key == _ADD_PARTITIONS:
             return _routed(api_key, inner, self._state_of, self._num_shards)
         return inner

@@ -11,7 +11,8 @@ owner's refusal answer a retriable error: `CoordinatorMarkers` retries, as Kafka
 Only the transaction coordinator's own markers go through here; a WriteTxnMarkers request a node
 receives (another node's, or `kafka-transactions.sh abort`) is written locally by the plain
 `TxnMarkers` of the server context. With an authorizer, the owner checks CLUSTER_ACTION on the
-cluster for these requests: the nodes carry no inter-node credentials yet (a limitation).
+cluster for these requests: the node calls on its inter-broker listener with its own credentials
+(`node_client.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from kcoord.broker.markers import OFFSETS_TOPIC, Partition, Results, TxnMarkers
 from kcoord.broker.topics.data import TopicData
 from kcoord.cluster.membership import ClusterView
+from kcoord.cluster.node_client import NodeClient
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.runtime import Phase
 from kcoord.protocol.errors import ErrorCode
@@ -67,11 +69,14 @@ class RoutedTxnMarkers(TxnMarkers):
         state_of: Callable[[int], Phase],
         view: Callable[[], ClusterView],
         listener: str,
+        client: NodeClient | None = None,
     ) -> None:
+        """`listener`: the one other nodes are called on; `client` calls them (None: plain `call`)."""
         super().__init__(data, groups)
         self._state_of = state_of
         self._view = view
         self._listener = listener
+        self._call = call if client is None else client.call
         self._tasks: set[asyncio.Task[None]] = set()
 
     def write(
@@ -124,7 +129,7 @@ class RoutedTxnMarkers(TxnMarkers):
     async def _send(self, host: str, port: int, marker: dict[str, Any], shards: list[int]) -> Results:
         body = {"markers": [{**marker, "topics": [{"name": OFFSETS_TOPIC, "partition_indexes": shards}]}]}
         try:
-            response = await call(host, port, WRITE_TXN_MARKERS, VERSION, body)
+            response = await self._call(host, port, WRITE_TXN_MARKERS, VERSION, body)
         except (TimeoutError, OSError, asyncio.IncompleteReadError, ConnectionError) as exc:
             log.warning("markers to %s:%d failed: %r", host, port, exc)
             return {(OFFSETS_TOPIC, s): ErrorCode.COORDINATOR_NOT_AVAILABLE for s in shards}

@@ -34,6 +34,7 @@ from typing import Any
 from kcoord import storage
 from kcoord.broker.context import ServerContext
 from kcoord.broker.middleware import Middleware
+from kcoord.cluster import node_client
 from kcoord.cluster.backends import POLL_S, ClusterBackends, NodeLinks
 from kcoord.cluster.cluster_metrics import ClusterCollector, ClusterSources
 from kcoord.cluster.edge import ClusterRouting
@@ -93,6 +94,11 @@ def _one_line(exc: BaseException) -> str:
 def serve(config: Config) -> int:
     """Check the cluster, then run the node until SIGTERM/SIGINT; the exit code."""
     assert config.cluster is not None
+    try:
+        node_client.check(config)
+    except ValueError as exc:
+        print(f"kcoord serve --cluster: {exc}", file=sys.stderr)
+        return 1
     try:
         cluster_id, num_shards = asyncio.run(check_cluster(config.cluster))
     except StartupError as exc:
@@ -159,8 +165,9 @@ class ClusterApp(App):
     def __init__(self, config: Config, num_shards: int) -> None:
         super().__init__(config)
         self.num_shards = num_shards
-        self._listener = config.resolved_listeners()[0].name
-        links = NodeLinks(self._notify, lambda: self.membership.view, self._node_address)
+        self._client = node_client.node_client(config)
+        self._listener = self._client.listener  # the inter-broker listener: other nodes' addresses on it
+        links = NodeLinks(self._notify, lambda: self.membership.view, self._node_address, self._client)
         self.cluster = ClusterBackends(config, num_shards, _Shards(self), links)
         self._listen_conn: Any = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -201,7 +208,9 @@ class ClusterApp(App):
         )  # fmt: skip
         self.membership = Membership(cluster.pool, node, self.config.lease_ttl_ms)
         ctx.brokers = _Brokers(self.membership)
-        ctx.verification = RemoteVerification(cluster.ownership.state, self._view, self.num_shards)
+        ctx.verification = RemoteVerification(
+            cluster.ownership.state, self._view, self.num_shards, client=self._client
+        )
         if self.metrics is not None:  # /metrics (App._start_http registers it after startup)
             self.metrics.extra.append(ClusterCollector(self._metric_sources()))
         await self.membership.register()

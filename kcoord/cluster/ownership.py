@@ -98,7 +98,10 @@ class Ownership:
         state = self.phases.of(shard)
         if state is Phase.ACTIVE and not self.leases.valid(shard):
             log.warning("shard %d: lease not renewed in time, unloading (self-fence)", shard)
-            self._spawn(self._unload(shard, release=False))
+            # DRAINING before the next answer: a request naming several groups is answered per group
+            # by the coordinators from the phases, not from this call (kcoord/cluster/per_group.py).
+            shard_log = self._drain(shard)
+            self._spawn(self._finish_unload(shard, shard_log, release=False))
             return Phase.DRAINING
         return state
 
@@ -218,8 +221,15 @@ class Ownership:
     async def _unload(self, shard: int, *, release: bool) -> None:
         if self.phases.of(shard) not in _SERVING:  # not ours, or already draining
             return
+        await self._finish_unload(shard, self._drain(shard), release=release)
+
+    def _drain(self, shard: int) -> ShardRecordLog | None:
+        """Refuse the shard's requests from now on (DRAINING) and take its log out of service."""
         self.phases.set(shard, Phase.DRAINING)
-        shard_log = self._logs.pop(shard, None)
+        return self._logs.pop(shard, None)
+
+    async def _finish_unload(self, shard: int, shard_log: ShardRecordLog | None, *, release: bool) -> None:
+        """The appends in flight settle, the shard leaves memory, its lease is released or forgotten."""
         if shard_log is not None:
             try:
                 await asyncio.wait_for(shard_log.close(), CLOSE_TIMEOUT_S)

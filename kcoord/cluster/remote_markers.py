@@ -23,6 +23,7 @@ from typing import Any
 from kcoord.broker.markers import OFFSETS_TOPIC, Partition, Results, TxnMarkers
 from kcoord.broker.topics.data import TopicData
 from kcoord.cluster.markers import call
+from kcoord.cluster.node_client import NodeClient
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.protocol.errors import ErrorCode
 
@@ -45,9 +46,12 @@ class RemoteMarkers(TxnMarkers):
         leader: Callable[[str, int], int],
         address: Address,
         inner: TxnMarkers | None = None,
+        client: NodeClient | None = None,
     ) -> None:
+        """`address`: a node's address on the listener `client` calls (None: plain `call`)."""
         super().__init__(data, groups)
         self._inner = inner
+        self._call = call if client is None else client.call
         self._node_id = node_id
         self._leader = leader
         self._address = address
@@ -108,7 +112,7 @@ class RemoteMarkers(TxnMarkers):
             "topics": [{"name": t, "partition_indexes": p} for t, p in topics.items()],
             "coordinator_epoch": coordinator_epoch,
         }]}  # fmt: skip
-        answer = await call(*address, API_KEY, VERSION, body)
+        answer = await self._call(*address, API_KEY, VERSION, body)
         found: Results = {}
         for marker_answer in answer["markers"]:
             for topic in marker_answer["topics"]:

@@ -17,12 +17,14 @@ manager's network errors.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kcoord.broker.verification import Partition, TxnAnswers, TxnCheck
 from kcoord.cluster.markers import call
 from kcoord.cluster.membership import ClusterView
+from kcoord.cluster.node_client import NodeClient
 from kcoord.coordinator.runtime import Phase
 from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.protocol.errors import ErrorCode
@@ -30,6 +32,8 @@ from kcoord.protocol.errors import ErrorCode
 __all__ = ["OwnerAnswers", "RemoteVerification"]
 
 _ADD_PARTITIONS = 24
+log = logging.getLogger("kcoord.cluster")
+
 _UNREACHABLE = (TimeoutError, OSError, asyncio.IncompleteReadError, ConnectionError)
 
 
@@ -64,11 +68,19 @@ class RemoteVerification:
     this node serves (`state_of` ACTIVE), the owner's answer over the wire for the others."""
 
     def __init__(
-        self, state_of: Callable[[int], Phase], view: Callable[[], ClusterView], num_shards: int
+        self,
+        state_of: Callable[[int], Phase],
+        view: Callable[[], ClusterView],
+        num_shards: int,
+        *,
+        client: NodeClient | None = None,
     ) -> None:
+        """`client`: how this node calls the owner, on its inter-broker listener (None: plain calls on
+        the listener the request came in on)."""
         self._state_of = state_of
         self._view = view
         self._num_shards = num_shards
+        self._client = client
         self._asking: set[asyncio.Task[None]] = set()
 
     def answers(
@@ -82,6 +94,8 @@ class RemoteVerification:
         if owner is None:
             ready(OwnerAnswers({}))
             return
+        if self._client is not None:
+            listener = self._client.listener
         task = asyncio.get_running_loop().create_task(self._ask(owner.endpoint(listener), check, ready))
         self._asking.add(task)  # the loop keeps only weak references to tasks
         task.add_done_callback(self._asking.discard)
@@ -90,8 +104,10 @@ class RemoteVerification:
         self, address: tuple[str, int], check: TxnCheck, ready: Callable[[TxnAnswers], None]
     ) -> None:
         try:
-            answer = await call(*address, _ADD_PARTITIONS, 5 if check.add else 4, request_body(check))
-        except _UNREACHABLE:
+            send = call if self._client is None else self._client.call
+            answer = await send(*address, _ADD_PARTITIONS, 5 if check.add else 4, request_body(check))
+        except _UNREACHABLE as exc:  # a refused login too (node_client.NodeAuthFailed): say why
+            log.warning("verification with %s:%d failed: %r", *address, exc)
             ready(OwnerAnswers({}))
             return
         ready(OwnerAnswers(errors_of(answer, check.partitions)))

@@ -100,6 +100,14 @@ class Config:
     # the local log (the default, which never imports asyncpg). --lease-ttl-ms: shard and node leases.
     cluster: str | None = None
     lease_ttl_ms: int = 5000
+    # -- node-to-node calls in cluster mode (issue 35): Kafka's inter.broker.listener.name (None = the
+    # first listener), sasl.mechanism.inter.broker.protocol, and the user and password of the listener's
+    # client login (listener.name.<name>.<mechanism>.sasl.jaas.config); an SSL listener presents
+    # --ssl-keystore-location and checks peers against --ssl-truststore-location, as Kafka's does.
+    inter_broker_listener_name: str | None = None
+    sasl_mechanism_inter_broker_protocol: str = "PLAIN"
+    inter_broker_sasl_username: str | None = None
+    inter_broker_sasl_password: str | None = None  # prefer the env variable
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
@@ -360,6 +368,25 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _nonempty_name(text: str) -> str:
+    """A listener or user name (not empty)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a name, got nothing")
+    return text.strip()
+
+
+def _secret(text: str) -> str:
+    return text
+
+
+def _inter_broker_mechanism(text: str) -> str:
+    """sasl.mechanism.inter.broker.protocol: the password mechanisms a node can log in with."""
+    mechanism = text.strip().upper()
+    if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        raise argparse.ArgumentTypeError(f"expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, got {text!r}")
+    return mechanism
+
+
 # (flag, parser, help). The dataclass field is the flag without dashes, the env var is KCOORD_ + it.
 _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--listen", parse_host_port, "host:port to bind (listeners), default 0.0.0.0:9092; port 0 = any"),
@@ -369,6 +396,14 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--node-id", _non_negative_int, "broker id returned in Metadata/FindCoordinator, default 0"),
     ("--cluster", str, "cluster mode: postgresql://user@host:port/db (needs kcoord[cluster]); default off"),
     ("--lease-ttl-ms", _positive_int, "cluster mode: shard and node lease time to live, default 5000"),
+    ("--inter-broker-listener-name", _nonempty_name, "cluster mode: the listener nodes call each other on"),
+    (
+        "--sasl-mechanism-inter-broker-protocol",
+        _inter_broker_mechanism,
+        "cluster mode: PLAIN|SCRAM-SHA-256|SCRAM-SHA-512 on a SASL inter-broker listener, default PLAIN",
+    ),
+    ("--inter-broker-sasl-username", _nonempty_name, "cluster mode: this node's user on that listener"),
+    ("--inter-broker-sasl-password", _secret, "its password: prefer the env variable"),
     ("--group-initial-rebalance-delay-ms", _non_negative_int, "default 3000"),
     ("--group-min-session-timeout-ms", _non_negative_int, "default 6000"),
     ("--group-max-session-timeout-ms", _non_negative_int, "default 1800000"),
@@ -455,6 +490,9 @@ _METAVARS: dict[object, str] = {
     parse_compression_lz4_level: "LEVEL",
     parse_compression_zstd_level: "LEVEL",
     parse_super_users: "PRINCIPAL[;PRINCIPAL]",
+    _nonempty_name: "NAME",
+    _secret: "PASSWORD",
+    _inter_broker_mechanism: "MECH",
     **SECURITY_METAVARS,
 }
 

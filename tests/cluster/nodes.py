@@ -31,21 +31,32 @@ def init_cluster(dsn: str, num_shards: int = 50) -> None:
 
 
 class Node(KcoordServer):
-    def __init__(self, root: Path, node_id: int, dsn: str, ttl_ms: int, *extra: str) -> None:
+    def __init__(
+        self, root: Path, node_id: int, dsn: str, ttl_ms: int, *extra: str, env: dict[str, str] | None = None
+    ) -> None:
         super().__init__(
             root / f"node{node_id}", "--cluster", dsn, "--node-id", str(node_id),
-            "--lease-ttl-ms", str(ttl_ms), *extra, log_path=root / f"node{node_id}.log",
+            "--lease-ttl-ms", str(ttl_ms), *extra, log_path=root / f"node{node_id}.log", env=env,
         )  # fmt: skip
         self.node_id = node_id
         self.name = f"node{node_id}"
 
+    def argv(self) -> list[str]:
+        argv = super().argv()
+        if "--listeners" in self.extra:  # they replace --listen (the first one is the address used here)
+            at = argv.index("--listen")
+            del argv[at : at + 2]
+        return argv
+
 
 @contextmanager
-def nodes(root: Path, dsn: str, ids: list[int], ttl_ms: int = 1500, *extra: str) -> Iterator[list[Node]]:
+def nodes(
+    root: Path, dsn: str, ids: list[int], ttl_ms: int = 1500, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[list[Node]]:
     started: list[Node] = []
     try:
         for node_id in ids:
-            node = Node(root, node_id, dsn, ttl_ms, *extra)
+            node = Node(root, node_id, dsn, ttl_ms, *extra, env=env)
             started.append(node)
             node.start()
         yield started

@@ -80,3 +80,28 @@ async def test_ownership_moves_the_phases_the_coordinators_answer_from(pool: Any
     assert {_commit_error(groups, k) for k in KEYS.values()} == {ErrorCode.NOT_COORDINATOR}
     groups.mgr.shutdown()
     assert {_commit_error(groups, k) for k in KEYS.values()} == {ErrorCode.COORDINATOR_NOT_AVAILABLE}
+
+
+async def test_the_self_fence_marks_the_shard_draining_before_the_next_answer(pool: Any) -> None:
+    """A request naming several groups is answered from the phases (kcoord/cluster/per_group.py): once
+    `state` finds a shard's lease clock run out, the coordinators refuse its groups at once, not after
+    the unload task runs."""
+    now = [100.0]
+    phases = ShardPhases(SHARDS, Phase.NOT_OWNED)
+    groups = Harness(phases=phases)
+    ownership = Ownership(
+        pool, ShardLeases(pool, 1, 10_000, monotonic=lambda: now[0]), phases, _Host(phases), _nothing
+    )
+    await ownership.reconcile(ClusterView())
+    assert [d.error for d in groups.mgr.describe_groups(list(KEYS.values()))] == [
+        ErrorCode.GROUP_ID_NOT_FOUND
+    ] * 4
+    now[0] += 10.0  # past TTL - margin without a renewal
+    assert ownership.state(0) is Phase.DRAINING
+    assert phases.of(0) is Phase.DRAINING and ownership.log(0) is None  # no await in between
+    errors = {d.group_id: d.error for d in groups.mgr.describe_groups(list(KEYS.values()))}
+    assert errors[KEYS[0]] is ErrorCode.NOT_COORDINATOR
+    assert {errors[KEYS[s]] for s in (1, 2, 3)} == {ErrorCode.GROUP_ID_NOT_FOUND}
+    now[0] -= 10.0
+    await ownership.release_all()
+    assert phases.of(0) is Phase.NOT_OWNED
