@@ -42,10 +42,12 @@ class Block:
 
 
 def blocks(docs: Path) -> list[Block]:
+    """The pages under `docs` and the README beside it (the front page, outside the site)."""
     found: list[Block] = []
     for path in sorted(docs.rglob("*.md")):
         found += page_blocks(path.relative_to(docs).as_posix(), path.read_text())
-    return found
+    readme = docs.parent / "README.md"
+    return found + page_blocks("../README.md", readme.read_text())
 
 
 def page_blocks(page: str, text: str) -> list[Block]:
