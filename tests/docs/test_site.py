@@ -30,9 +30,11 @@ HTTP_LINE = re.compile(r"http endpoint on (\S+):(\d+)")
 
 
 def _env(**extra: str) -> dict[str, str]:
+    """The examples run as a reader would run them: none of this run's pytest or kcoord variables."""
     rest = os.environ.get("PYTHONPATH")
     path = str(REPO) if not rest else f"{REPO}{os.pathsep}{rest}"
-    return {**os.environ, "PYTHONPATH": path, "NO_MKDOCS_2_WARNING": "1", **extra}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "KCOORD_"))}
+    return {**env, "PYTHONPATH": path, "NO_MKDOCS_2_WARNING": "1", **extra}
 
 
 @pytest.fixture(scope="module")
@@ -165,20 +167,25 @@ def _run(block: Block, n: int, bootstrap: str, http: str, tmp: Path, env: dict[s
     if block.mode == "pytest":
         path = tmp / f"test_docs_example_{n}.py"
         path.write_text(text)
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", path.name]
+        # pytest-timeout inside: a hung example fails with the stack it hung in, before our own bound
+        inner = ["-p", "no:cacheprovider", "-p", "no:xdist", f"--timeout={BLOCK_TIMEOUT_S // 2}"]
+        argv = [sys.executable, "-m", "pytest", "-q", *inner, path.name]
     elif block.lang == "python":
         path = tmp / f"example_{n}.py"
         path.write_text(text)
         argv = [sys.executable, str(path)]
     else:
         argv = ["bash", "-euo", "pipefail", "-c", text]
-    done = subprocess.run(
-        argv,
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=BLOCK_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=tmp,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=BLOCK_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"{block.where} still running after {exc.timeout} s:\n{exc.stdout!r}") from None
     assert done.returncode == 0, f"{block.where} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
