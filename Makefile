@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DATA_DIR ?= ./data
 
-.PHONY: run test lint bench clean architecture
+.PHONY: run test lint bench clean architecture docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,5 +29,10 @@ test: $(STAMP)
 architecture: $(STAMP)
 	$(BIN)/python docs/gen/architecture.py
 
+# The documentation site into site/ (MkDocs + Material; the reference pages are generated from the code by
+# docs/gen/hooks.py at every build). --strict: a broken link or a missing page fails, as in tests/docs.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache .hypothesis
