@@ -15,7 +15,7 @@ __all__ = ["add_connection_arguments", "open_cluster", "run_command"]
 COMMAND_CONFIG_HELP = (
     "Kafka client properties: security.protocol, ssl.truststore.location, ssl.keystore.location, "
     "ssl.key.password, ssl.endpoint.identification.algorithm, sasl.mechanism, sasl.jaas.config, "
-    "sasl.oauthbearer.token.endpoint.url=file:... (README: Security from the client side)"
+    "sasl.oauthbearer.token.endpoint.url=file:... (docs/security.md: Security from the client side)"
 )
 
 

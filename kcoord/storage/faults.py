@@ -41,7 +41,7 @@ __all__ = [
 
 log = logging.getLogger("kcoord.storage")
 
-# `kcoord serve` exits with this code after a fatal storage fault (README "Exit codes").
+# `kcoord serve` exits with this code after a fatal storage fault (docs/running/operations.md, "Exit codes").
 EXIT_STORAGE_FATAL = 75
 
 # Operations whose failure leaves the file's durable state unknown: never retried, never survived.

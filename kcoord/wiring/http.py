@@ -4,7 +4,7 @@ test controls.
 aiohttp serves it on the coordinator's own event loop, so every handler reads the group and transaction
 state between two Kafka requests: a consistent snapshot without locks. The test controls (`/v1/test/...`,
 only with `--enable-test-controls`, 403 otherwise) call the group manager's transitions, the transaction
-coordinator's controls and the fault table; see the README's "HTTP endpoint" section for every route
+coordinator's controls and the fault table; see docs/running/settings.md ("the HTTP endpoint") for every route
 with a curl example.
 """
 

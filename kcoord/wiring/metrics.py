@@ -5,7 +5,7 @@ prometheus_client object, no lock, no label lookup per request. `KcoordCollector
 the live state (groups, offsets, partition logs, connections) into metric families when /metrics is
 scraped. Groups of both kinds are counted, classic and consumer-protocol (KIP-848), from
 `GroupManager.groups()`; per-group series are capped at `metrics_max_groups` groups of either kind,
-largest total lag first (see the README's metrics table).
+largest total lag first (see docs/metrics.md).
 """
 
 from __future__ import annotations

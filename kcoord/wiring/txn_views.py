@@ -37,7 +37,7 @@ OPEN_STATES = frozenset({S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT})
 # States a live transactional id can be in: Dead and PrepareEpochFence are only ever pending.
 LIVE_STATES: tuple[TransactionState, ...] = tuple(s for s in S if s not in (S.DEAD, S.PREPARE_EPOCH_FENCE))
 
-# A control's ControlResult error -> the HTTP status the endpoint answers (README: "Test controls").
+# A control's ControlResult error -> the HTTP status the endpoint answers (docs/testing.md: "Test controls").
 CONTROL_STATUS: dict[ErrorCode, int] = {
     ErrorCode.NONE: 200,
     ErrorCode.TRANSACTIONAL_ID_NOT_FOUND: 404,

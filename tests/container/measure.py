@@ -1,4 +1,4 @@
-"""The container figures for the README, run by hand (not part of `make test`):
+"""The container figures for docs/benchmarks.md, run by hand (not part of `make test`):
 
     .venv/bin/python -m tests.container.measure [--records 1000000]
 

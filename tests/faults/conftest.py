@@ -24,7 +24,7 @@ from tests.server.wire import call
 
 OFFSET_COMMIT, OFFSET_FETCH = 8, 9
 NONE, NOT_COORDINATOR, KAFKA_STORAGE_ERROR = 0, 16, 56
-EXIT_STORAGE_FATAL = 75  # README "Exit codes"; kcoord/storage/faults.py
+EXIT_STORAGE_FATAL = 75  # docs/running/operations.md "Exit codes"; kcoord/storage/faults.py
 
 
 def cannot(reason: str) -> None:
