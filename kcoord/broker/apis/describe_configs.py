@@ -12,18 +12,22 @@ answers a type it does not describe. A requested key that does not exist is left
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.configs import (
+    BROKER_DEFAULTS,
     TOPIC_CONFIGS,
     ConfigEntry,
     ConfigSource,
     ConfigType,
     TopicConfigDef,
+    broker_settings,
     describe_topic,
 )
+from kcoord.broker.topics.synonyms import BROKER_CHAINS, BROKER_ONLY_DEFAULTS, config_synonyms
 from kcoord.coordinator.metadata import validate_topic_name
 from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
@@ -121,8 +125,34 @@ def _entry(entry: ConfigEntry, kind: int, version: int, synonyms: bool, docs: bo
     return body
 
 
-def broker_configs(ctx: ServerContext) -> list[ConfigEntry]:
-    """The broker's settings under Kafka's names: kcoord's own flags, then the topic-config defaults."""
+# Kafka's defaults of the settings kcoord reports (KafkaConfig; None: no default), so that a setting
+# shows its DEFAULT_CONFIG synonym after the STATIC_BROKER_CONFIG one as Kafka's ConfigHelper lists them.
+_KAFKA_DEFAULTS: dict[str, str | None] = {
+    "node.id": "-1",
+    "broker.id": "-1",
+    "listeners": "PLAINTEXT://:9092",
+    "advertised.listeners": None,
+    "listener.security.protocol.map": (
+        "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+    ),
+    "sasl.enabled.mechanisms": "GSSAPI",
+    "ssl.client.auth": "none",
+    "connections.max.reauth.ms": "0",
+    "log.dirs": None,
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "auto.create.topics.enable": "true",
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.max.size": "2147483647",
+    "offsets.retention.minutes": "10080",
+    "offsets.retention.check.interval.ms": "600000",
+    "socket.request.max.bytes": "104857600",
+}
+
+
+def _static_settings(ctx: ServerContext) -> list[tuple[str, ConfigType, str | None]]:
     config = ctx.config
     listeners = config.resolved_listeners()  # issue 25: every listener, as Kafka lists them
     bound = ",".join(f"{listener.name}://{listener.host}:{listener.port}" for listener in listeners)
@@ -130,7 +160,7 @@ def broker_configs(ctx: ServerContext) -> list[ConfigEntry]:
         f"{listener.name}://{ctx.endpoints.get(listener.name, ctx.advertised)}" for listener in listeners
     )
     protocols = ",".join(f"{listener.name}:{listener.security_protocol}" for listener in listeners)
-    static: list[tuple[str, ConfigType, str | None]] = [
+    return [
         ("node.id", ConfigType.INT, str(config.node_id)),
         ("broker.id", ConfigType.INT, str(config.node_id)),
         ("listeners", ConfigType.LIST, bound),
@@ -155,23 +185,33 @@ def broker_configs(ctx: ServerContext) -> list[ConfigEntry]:
         ),
         ("socket.request.max.bytes", ConfigType.INT, str(config.socket_request_max_bytes)),
     ]
-    entries = [
-        ConfigEntry(
-            name, value, ConfigSource.STATIC_BROKER_CONFIG, TopicConfigDef(name, kind, value or "", True)
-        )
-        for name, kind, value in static
-    ]
-    seen = {e.name for e in entries}
-    set_by_broker = config.topic_defaults()  # --compression-type and its levels, where set
+
+
+def _broker_entry(
+    name: str, kind: ConfigType, static: dict[str, str], defaults: Mapping[str, str | None]
+) -> ConfigEntry:
+    """ConfigHelper.createBrokerConfigEntry: the synonyms of the name's chain
+    (DynamicBrokerConfig.brokerConfigSynonyms); the value is the setting's own, or its default (null
+    when Kafka has none)."""
+    chain = next((c for c in BROKER_CHAINS.values() if name in c), (name,))
+    synonyms = config_synonyms(name, chain, static, defaults)
+    source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+    value = static.get(name, defaults.get(name))
+    return ConfigEntry(name, value, source, TopicConfigDef(name, kind, value or "", True), tuple(synonyms))
+
+
+def broker_configs(ctx: ServerContext) -> list[ConfigEntry]:
+    """The broker's settings under Kafka's names: kcoord's own flags (STATIC_BROKER_CONFIG), then every
+    broker setting behind a topic config (ServerTopicConfigSynonyms, with the secondary names such as
+    log.retention.hours), set by a flag (compression) or at Kafka's default."""
+    static_settings = _static_settings(ctx)
+    static = {name: value for name, _, value in static_settings if value is not None}
+    static |= broker_settings(ctx.config.topic_defaults())  # --compression-type and its levels, where set
+    defaults: dict[str, str | None] = {**_KAFKA_DEFAULTS, **BROKER_DEFAULTS}
+    types = {name: kind for name, kind, _ in static_settings}
     for definition in TOPIC_CONFIGS.values():
-        name = definition.broker_synonym
-        if name is None or name in seen:
-            continue
-        seen.add(name)
-        broker_def = TopicConfigDef(name, definition.type, definition.default, definition.honoured)
-        value = set_by_broker.get(definition.name)
-        if value is not None:
-            entries.append(ConfigEntry(name, value, ConfigSource.STATIC_BROKER_CONFIG, broker_def))
-        else:
-            entries.append(ConfigEntry(name, definition.default, ConfigSource.DEFAULT_CONFIG, broker_def))
+        if definition.broker_synonym is not None:
+            types.setdefault(definition.broker_synonym, definition.type)
+    types |= {name: ConfigType(kind) for name, (_, kind) in BROKER_ONLY_DEFAULTS.items() if name not in types}
+    entries = [_broker_entry(name, kind, static, defaults) for name, kind in types.items()]
     return sorted(entries, key=lambda e: e.name)
