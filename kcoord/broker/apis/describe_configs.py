@@ -6,7 +6,8 @@ Topics: every Kafka topic config with the topic's own value (DYNAMIC_TOPIC_CONFI
 `kcoord/broker/topics/configs.py` says which of them kcoord acts on. The broker (resource
 name = our node id, or "" for the defaults): the settings kcoord was started with (STATIC_BROKER_CONFIG)
 and the broker-level defaults behind the topic configs, all read-only (kcoord's settings are changed on
-its command line, not at run time). Other resource types: INVALID_REQUEST, as Kafka's `ConfigHelper`
+its command line, not at run time). Groups (type 32): `group_config_resources.py`. Other resource
+types: INVALID_REQUEST, as Kafka's `ConfigHelper`
 answers a type it does not describe. A requested key that does not exist is left out, as Kafka does.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kcoord.broker import authz
+from kcoord.broker.apis.group_config_resources import GROUP, describe_group
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.configs import (
     BROKER_DEFAULTS,
@@ -86,7 +88,7 @@ def config_refusal(
 
 def _describe(
     ctx: ServerContext, kind: int, name: str, keys: list[str] | None
-) -> list[ConfigEntry] | tuple[ErrorCode, str]:
+) -> list[ConfigEntry] | tuple[ErrorCode, str | None]:
     if kind == TOPIC:
         if (reason := validate_topic_name(name)) is not None:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
@@ -101,7 +103,9 @@ def _describe(
                 f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}"
             )
         entries = broker_configs(ctx)
-        return entries if keys is None else [e for e in entries if e.name in keys]
+        return entries if not keys else [e for e in entries if e.name in keys]
+    if kind == GROUP:
+        return describe_group(ctx, name, keys)
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}"
 
 

@@ -383,7 +383,8 @@ def describe_topic(
 ) -> list[ConfigEntry]:
     """Every topic config (or those in `keys` that exist), with its value and where it comes from: the
     first synonym's source, DEFAULT_CONFIG when there is none (ConfigHelper.createTopicConfigEntry)."""
-    names = sorted(TOPIC_CONFIGS) if keys is None else [k for k in keys if k in TOPIC_CONFIGS]
+    # ConfigHelper.describeConfigs: null or empty keys = every config
+    names = sorted(TOPIC_CONFIGS) if not keys else [k for k in keys if k in TOPIC_CONFIGS]
     entries = []
     for name in names:
         synonyms = topic_synonyms(name, configs.get(name), broker)
