@@ -67,7 +67,8 @@ def test_admin_client_describes_and_alters_and_the_member_heartbeats_at_the_new_
 
     _set(admin, group, INTERVAL, "4000")
     entry = _describe(admin, group)[INTERVAL]
-    assert (entry.value, entry.is_default, entry.source.value) == ("4000", False, 8)  # GROUP_CONFIG
+    # GROUP_CONFIG (8): this confluent-kafka has no name for it and hands the number through
+    assert (entry.value, entry.is_default, getattr(entry.source, "value", entry.source)) == ("4000", False, 8)
     time.sleep(1.0)  # the member's heartbeat in flight still had the old interval
     assert _rate(http, 8.0) <= 0.5  # every 4 s
     assert member.alive()
