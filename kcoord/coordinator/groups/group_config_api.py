@@ -26,8 +26,11 @@ class GroupConfigApi:
             return None
         return dict(self.rt.group_configs.get(group_id, {}))
 
-    def refusal(self, group_id: str) -> ErrorCode | None:
-        return self.rt.phase_error(group_id)
+    def configured(self) -> list[str]:
+        """The groups with configs of their own among those served here (ListConfigResources)."""
+        return [
+            g for g, configs in self.rt.group_configs.items() if configs and self.rt.phase_error(g) is None
+        ]
 
     def alter(self, group_id: str, configs: Mapping[str, str], done: GroupConfigDone) -> None:
         """Replace the group's own configs with `configs` (already validated); the record is applied
