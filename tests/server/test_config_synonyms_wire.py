@@ -18,7 +18,7 @@ from tests.server.test_compression_configs import (
     TOPIC,
     describe,
 )
-from tests.server.wire import connect, create_topic
+from tests.server.wire import call, connect, create_topic
 
 
 @pytest.fixture
@@ -54,3 +54,19 @@ def test_a_topics_retention_has_no_synonym_and_segment_bytes_has_its_default(soc
         {"name": "log.segment.bytes", "value": "1073741824", "source": DEFAULT_CONFIG}
     ]
     assert not any(c["read_only"] for c in topic.values())
+
+
+def test_every_config_is_documented_when_asked(sock: socket.socket) -> None:
+    assert create_topic(sock, "t", 1)["error_code"] == ErrorCode.NONE
+    for kind, name in ((TOPIC, "t"), (BROKER, "0")):
+        body = {
+            "resources": [{"resource_type": kind, "resource_name": name, "configuration_keys": None}],
+            "include_synonyms": False,
+            "include_documentation": True,
+        }
+        configs = call(sock, 32, 4, body)["results"][0]["configs"]
+        assert configs and all(c["documentation"] for c in configs), [
+            c["name"] for c in configs if not c["documentation"]
+        ]
+        body["include_documentation"] = False
+        assert not any(c["documentation"] for c in call(sock, 32, 4, body)["results"][0]["configs"])

@@ -19,6 +19,7 @@ from typing import Any
 from kcoord.broker import authz
 from kcoord.broker.apis.group_config_resources import GROUP, describe_group
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.config_docs import DOCS
 from kcoord.broker.topics.configs import (
     BROKER_DEFAULTS,
     TOPIC_CONFIGS,
@@ -125,7 +126,8 @@ def _entry(entry: ConfigEntry, kind: int, version: int, synonyms: bool, docs: bo
         )
     if version >= 3:
         body["config_type"] = entry.definition.type
-        body["documentation"] = (entry.definition.documentation or None) if docs else None
+        text = entry.definition.documentation or DOCS.get(entry.name) or _broker_doc(entry.name)
+        body["documentation"] = (text or None) if docs else None
     return body
 
 
@@ -202,6 +204,15 @@ def _broker_entry(
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
     value = static.get(name, defaults.get(name))
     return ConfigEntry(name, value, source, TopicConfigDef(name, kind, value or "", True), tuple(synonyms))
+
+
+# A broker setting behind a topic config is documented by that config's text.
+_BY_BROKER_NAME = {d.broker_synonym: d.name for d in TOPIC_CONFIGS.values() if d.broker_synonym is not None}
+
+
+def _broker_doc(name: str) -> str | None:
+    topic_config = _BY_BROKER_NAME.get(name)
+    return None if topic_config is None else DOCS.get(topic_config)
 
 
 def broker_configs(ctx: ServerContext) -> list[ConfigEntry]:
