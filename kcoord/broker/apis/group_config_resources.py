@@ -50,9 +50,13 @@ def bounds(ctx: ServerContext) -> GroupConfigBounds:
     )
 
 
-def _not_here(name: str) -> Failure:
-    # cluster mode: the group's configs live in its shard, which another node serves (docs/compat.md)
-    return ErrorCode.NOT_COORDINATOR, f"This node is not the coordinator of group {name}."
+def _not_here(ctx: ServerContext, name: str) -> Failure:
+    """The shard's refusal: cluster mode's NOT_COORDINATOR when another node coordinates the group (its
+    configs live in the group's shard, docs/compat.md), or loading / shut down."""
+    error = ctx.manager.group_configs.error(name) or ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error is ErrorCode.NOT_COORDINATOR:
+        return error, f"This node is not the coordinator of group {name}."
+    return error, None
 
 
 def describe_group(
@@ -62,7 +66,7 @@ def describe_group(
         return ErrorCode.INVALID_REQUEST, "Group name must not be empty"
     own = ctx.manager.group_configs.of(name)
     if own is None:
-        return _not_here(name)
+        return _not_here(ctx, name)
     defaults = bounds(ctx)
     entries = []
     for key in sorted(GROUP_CONFIGS) if not keys else [k for k in keys if k in GROUP_CONFIGS]:
@@ -85,7 +89,7 @@ def new_group_configs(
         return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
     current = ctx.manager.group_configs.of(name)
     if current is None:
-        return _not_here(name)
+        return _not_here(ctx, name)
     entries: list[dict[str, Any]] = resource["configs"]
     names = [str(e["name"]) for e in entries]
     if len(set(names)) != len(names):

@@ -26,6 +26,11 @@ class GroupConfigApi:
             return None
         return dict(self.rt.group_configs.get(group_id, {}))
 
+    def error(self, group_id: str) -> ErrorCode | None:
+        """Why the group's configs cannot be read or written here now (its shard's phase): loading,
+        not coordinated by this node (cluster mode), shut down; None when they can."""
+        return self.rt.phase_error(group_id)
+
     def configured(self) -> list[str]:
         """The groups with configs of their own among those served here (ListConfigResources)."""
         return [
