@@ -64,6 +64,7 @@ from kcoord.coordinator.metadata.topic_records import (
     encode_topic_key,
     encode_topic_value,
 )
+from kcoord.coordinator.persistence import group_config_codec as group_configs
 from kcoord.coordinator.persistence.acl_codec import (
     ACL_RECORD_TYPE,
     acl_record_from_storage,
@@ -75,12 +76,6 @@ from kcoord.coordinator.persistence.consumer_codec import (
     consumer_from_storage,
     consumer_to_storage,
     render_consumer,
-)
-from kcoord.coordinator.persistence.group_config_codec import (
-    GROUP_CONFIG_RECORD_TYPE,
-    group_config_from_storage,
-    group_config_to_storage,
-    render_group_config,
 )
 from kcoord.coordinator.persistence.txn_codec import (
     TRANSACTION_TYPE,
@@ -202,7 +197,7 @@ _ENCODERS: dict[type, Callable[[Any], storage.Record]] = {
     AclTombstone: acl_to_storage,
     ScramCredentialRecord: lambda record: _credential_to_storage(record),
     ScramCredentialTombstone: lambda record: _credential_to_storage(record),
-    GroupConfigRecord: lambda record: group_config_to_storage(record),
+    GroupConfigRecord: group_configs.group_config_to_storage,
 }
 
 
@@ -320,7 +315,7 @@ _DECODERS: dict[int, Callable[[storage.Record], AnyRecord]] = {
     TXN_OFFSET_RECORD_TYPE: txn_offset_from_storage,
     ACL_RECORD_TYPE: acl_record_from_storage,
     SCRAM_CREDENTIAL_RECORD_TYPE: lambda record: decode_credential(record.key, record.value),
-    GROUP_CONFIG_RECORD_TYPE: group_config_from_storage,
+    group_configs.GROUP_CONFIG_RECORD_TYPE: group_configs.group_config_from_storage,
 }
 
 
@@ -395,15 +390,11 @@ def _render_domain(domain: AnyRecord) -> str:
                 if isinstance(domain, TransactionRecord)
                 else render_txn_offset(domain)
             )
-        case ScramCredentialRecord() | ScramCredentialTombstone():
-            return render_credential(domain)
     renderer = _RENDERERS.get(type(domain))
     return render_consumer(domain) if renderer is None else renderer(domain)  # type: ignore[arg-type]
 
 
-# Record types rendered by their own codec module (the consumer protocol's are the rest).
-_RENDERERS: dict[type, Callable[[Any], str]] = {
-    AclRecord: render_acl,
-    AclTombstone: render_acl,
-    GroupConfigRecord: render_group_config,
-}
+_RENDERERS: dict[type, Callable[[Any], str]] = {  # codec modules of their own; the rest: consumer records
+    AclRecord: render_acl, AclTombstone: render_acl, GroupConfigRecord: group_configs.render_group_config,
+    ScramCredentialRecord: render_credential, ScramCredentialTombstone: render_credential,
+}  # fmt: skip
