@@ -70,3 +70,8 @@ def test_every_config_is_documented_when_asked(sock: socket.socket) -> None:
         ]
         body["include_documentation"] = False
         assert not any(c["documentation"] for c in call(sock, 32, 4, body)["results"][0]["configs"])
+
+
+def test_the_cluster_default_resource_lists_no_dynamic_defaults(sock: socket.socket) -> None:
+    # ConfigHelper.describeConfigs: "" describes currentDynamicDefaultConfigs, empty until one is set
+    assert describe(sock, BROKER, "") == {}

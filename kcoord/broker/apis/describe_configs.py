@@ -4,7 +4,8 @@ v3: config_type and documentation (include_documentation); v4: flexible.
 Topics: every Kafka topic config with the topic's own value (DYNAMIC_TOPIC_CONFIG) or Kafka's default
 (DEFAULT_CONFIG), or for compression.type and its levels the broker's setting (STATIC_BROKER_CONFIG);
 `kcoord/broker/topics/configs.py` says which of them kcoord acts on. The broker (resource
-name = our node id, or "" for the defaults): the settings kcoord was started with (STATIC_BROKER_CONFIG)
+name = our node id; "" names the cluster-wide dynamic defaults, none here, as on a Kafka cluster where
+none were set): the settings kcoord was started with (STATIC_BROKER_CONFIG)
 and the broker-level defaults behind the topic configs, all read-only (kcoord's settings are changed on
 its command line, not at run time). Groups (type 32): `group_config_resources.py`. Other resource
 types: INVALID_REQUEST, as Kafka's `ConfigHelper`
@@ -103,6 +104,8 @@ def _describe(
             return ErrorCode.INVALID_REQUEST, (
                 f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}"
             )
+        if not name:  # the cluster-wide defaults: Kafka lists its dynamic defaults, and kcoord has none
+            return []
         entries = broker_configs(ctx)
         return entries if not keys else [e for e in entries if e.name in keys]
     if kind == GROUP:
