@@ -179,3 +179,23 @@ def test_configs_survive_a_restart_and_go_with_the_group(server: KcoordServer) -
     sock = connect(server.address)
     assert configs(sock, "cg")[INTERVAL]["config_source"] == DEFAULT_CONFIG
     assert configs(sock, "other")[SESSION]["value"] == "50000"
+
+
+def test_validate_only_writes_nothing_and_a_legacy_null_is_invalid_request(sock: socket.socket) -> None:
+    body = {
+        "resources": [{"resource_type": GROUP, "resource_name": "g", "configs": [
+            {"name": SESSION, "config_operation": SET, "value": "50000"}]}],
+        "validate_only": True,
+    }  # fmt: skip
+    assert call(sock, 44, 1, body)["responses"][0]["error_code"] == ErrorCode.NONE
+    assert configs(sock, "g")[SESSION]["config_source"] == DEFAULT_CONFIG
+    answer = alter(sock, "g", [{"name": SESSION, "value": None}], incremental=False)
+    assert (answer["error_code"], answer["error_message"]) == (
+        ErrorCode.INVALID_REQUEST,
+        f"Null value not supported for : {SESSION}",
+    )
+    answer = alter(sock, "g", [{"name": SESSION, "config_operation": SET, "value": None}])
+    assert (answer["error_code"], answer["error_message"]) == (
+        ErrorCode.INVALID_CONFIG,
+        f"Null value not supported for group configs: {SESSION}",
+    )
