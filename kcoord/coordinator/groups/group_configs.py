@@ -11,9 +11,10 @@ durable, replayed on restart or takeover, and tombstoned with the group (DeleteG
 an empty group).
 
 The keys, types, defaults and checks are those of Kafka's `GroupConfig` (the 4.1/4.2 set: consumer.*,
-share.*, streams.*); a default is the broker's `group.<type>.*` setting
-(`GroupCoordinatorConfig.extractGroupConfigMap`), and `GroupConfigManager.validate` checks the group's
-whole new set, the consumer keys defaulting to the broker's, against the broker's min/max.
+share.*, streams.*; plus 4.3's consumer and share assignment intervals, checked by their ConfigDef range
+only); a default is the broker's `group.<type>.*` setting (`GroupCoordinatorConfig.extractGroupConfigMap`),
+and `GroupConfigManager.validate` checks the group's whole new set, the consumer keys defaulting to the
+broker's, against the broker's min/max.
 """
 
 from __future__ import annotations
@@ -67,6 +68,13 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
            "within it is removed."),
         _D("consumer.heartbeat.interval.ms", "INT", "group.consumer.heartbeat.interval.ms", 1,
            documentation="How often the consumer group's members are told to heartbeat."),
+        # Kafka 4.3 (its group-configs page): how often the assignment is recomputed; kcoord assigns at
+        # once on every change, so these are stored and described only (docs/compat.md)
+        _D("consumer.assignment.interval.ms", "INT", "group.consumer.assignment.interval.ms", 0,
+           documentation="The interval between assignment updates of a consumer group (stored and described; "
+           "kcoord assigns on every change)."),
+        _D("share.assignment.interval.ms", "INT", "group.share.assignment.interval.ms", 0,
+           documentation="The interval between assignment updates of a share group (stored and described)."),
         _D("share.session.timeout.ms", "INT", "group.share.session.timeout.ms", 1,
            documentation="The share group's member session timeout."),
         _D("share.heartbeat.interval.ms", "INT", "group.share.heartbeat.interval.ms", 1,
@@ -120,6 +128,8 @@ class GroupConfigBounds:
 KAFKA_DEFAULTS: dict[str, str] = {
     "group.consumer.session.timeout.ms": "45000",
     "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.assignment.interval.ms": "1000",
+    "group.share.assignment.interval.ms": "1000",
     "group.share.session.timeout.ms": "45000",
     "group.share.heartbeat.interval.ms": "5000",
     "group.share.record.lock.duration.ms": "30000",
