@@ -42,6 +42,10 @@ def test_the_broker_resource_has_kafkas_synonym_chains(sock: socket.socket) -> N
         {"name": "num.partitions", "value": "1", "source": DEFAULT_CONFIG},
     ]
     assert all(c["read_only"] and not c["is_sensitive"] for c in broker.values())
+    session = broker[
+        "group.consumer.session.timeout.ms"
+    ]  # what a group's consumer.session.timeout.ms defaults to
+    assert (session["value"], session["config_source"]) == ("45000", STATIC_BROKER_CONFIG)
 
 
 def test_a_topics_retention_has_no_synonym_and_segment_bytes_has_its_default(sock: socket.socket) -> None:

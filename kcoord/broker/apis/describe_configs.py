@@ -158,6 +158,12 @@ _KAFKA_DEFAULTS: dict[str, str | None] = {
     "offsets.retention.minutes": "10080",
     "offsets.retention.check.interval.ms": "600000",
     "socket.request.max.bytes": "104857600",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.max.session.timeout.ms": "60000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "group.consumer.max.heartbeat.interval.ms": "15000",
 }
 
 
@@ -193,6 +199,21 @@ def _static_settings(ctx: ServerContext) -> list[tuple[str, ConfigType, str | No
             str(config.offsets_retention_check_interval_ms),
         ),
         ("socket.request.max.bytes", ConfigType.INT, str(config.socket_request_max_bytes)),
+        *_consumer_group_settings(ctx),
+    ]
+
+
+def _consumer_group_settings(ctx: ServerContext) -> list[tuple[str, ConfigType, str | None]]:
+    """The broker's group.consumer.* settings: the defaults and bounds of the groups' configs."""
+    names = [
+        f"{bound}{what}"
+        for what in ("session.timeout.ms", "heartbeat.interval.ms")
+        for bound in ("", "min.", "max.")
+    ]
+    config = ctx.config
+    return [
+        (f"group.consumer.{n}", ConfigType.INT, str(getattr(config, "group_consumer_" + n.replace(".", "_"))))
+        for n in names
     ]
 
 

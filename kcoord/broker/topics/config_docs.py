@@ -71,4 +71,10 @@ DOCS: dict[str, str] = {
     "offsets.retention.minutes": "How long an empty group's committed offsets are kept.",
     "offsets.retention.check.interval.ms": "How often expired offsets are removed.",
     "socket.request.max.bytes": "The largest request the broker reads.",
+    "group.consumer.session.timeout.ms": "A consumer group's session timeout unless the group sets its own.",
+    "group.consumer.min.session.timeout.ms": "The shortest session timeout a consumer group may set.",
+    "group.consumer.max.session.timeout.ms": "The longest session timeout a consumer group may set.",
+    "group.consumer.heartbeat.interval.ms": "A consumer group's heartbeat interval unless it sets its own.",
+    "group.consumer.min.heartbeat.interval.ms": "The shortest heartbeat interval a consumer group may set.",
+    "group.consumer.max.heartbeat.interval.ms": "The longest heartbeat interval a consumer group may set.",
 }
