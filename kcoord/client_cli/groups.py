@@ -30,6 +30,7 @@ from typing import Any
 
 from kcoord.client_cli.command import add_connection_arguments, run_command
 from kcoord.client_cli.describe import CLASSIC, CONSUMER, Group, Member, by_topic, describe_group
+from kcoord.client_cli.group_configs import group_configs
 from kcoord.client_cli.kafka_client import (
     COORDINATOR_RETRIABLE,
     Cluster,
@@ -162,10 +163,13 @@ def describe(cluster: Cluster, args: argparse.Namespace) -> int:
             raise ToolError(f"Consumer group '{name}' does not exist.")
         rows = offset_rows(cluster, group)
         if args.output == "json":
-            documents.append(_group_json(group, rows))
+            documents.append({**_group_json(group, rows), "configs": group_configs(cluster, name)})
             continue
         _warn_state(group)
-        if args.members:
+        if args.configs:  # the group's configs (issue 33): kafka-configs.sh --entity-type groups
+            rows_of = [[c["name"], c["value"], c["source"]] for c in group_configs(cluster, name)]
+            print_table(["CONFIG", "VALUE", "SOURCE"], rows_of)
+        elif args.members:
             _print_members(group, args.verbose)
         elif args.state is not None:
             _print_state(group, args.verbose)
@@ -613,6 +617,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--all-groups", action="store_true", help="every consumer group (describe, reset, delete)")
     p.add_argument("--members", action="store_true", help="--describe: the members")
     p.add_argument("--offsets", action="store_true", help="--describe: offsets and lag (the default)")
+    p.add_argument("--configs", action="store_true", help="--describe: the group's configs and their source")
     p.add_argument(
         "--state",
         nargs="?",

@@ -40,6 +40,7 @@ from kcoord.coordinator.groups.consumer.records import (
     ConsumerTargetMember,
 )
 from kcoord.coordinator.groups.records import (
+    GroupConfigRecord,
     GroupMetadataRecord,
     GroupTombstone,
     OffsetCommitRecord,
@@ -84,6 +85,7 @@ _GROUP_KEYED = (
     GroupTombstone,
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
+    GroupConfigRecord,  # a group's own configs move with the group (issue 33)
 )
 
 

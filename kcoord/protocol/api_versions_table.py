@@ -54,4 +54,5 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     66: (0, 2),  # ListTransactions (v2: Kafka 4.1's transactional_id_pattern)
     68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848)
     69: (0, 1),  # ConsumerGroupDescribe (KIP-848)
+    74: (0, 1),  # ListConfigResources (v0 ListClientMetricsResources; v1 KIP-1142, Kafka 4.1)
 }

@@ -84,8 +84,7 @@ def test_inert_configs_are_accepted_and_described() -> None:
     assert entries["min.compaction.lag.ms"].value == "100"
     assert entries["min.compaction.lag.ms"].source is ConfigSource.DYNAMIC_TOPIC_CONFIG
     assert entries["retention.ms"].source is ConfigSource.DEFAULT_CONFIG
-    assert entries["retention.ms"].synonyms() == [
-        ("log.retention.ms", "604800000", ConfigSource.DEFAULT_CONFIG)
-    ]
+    # ConfigHelper.configSynonyms: log.retention.ms has no default and log.retention.hours is dropped
+    assert entries["retention.ms"].synonyms() == []
     assert set(entries) == set(TOPIC_CONFIGS)
     assert [e.name for e in describe_topic(stored, ["retention.ms", "nope"])] == ["retention.ms"]

@@ -9,16 +9,19 @@ logs take them at once (a smaller `segment.bytes` rolls at the next append, rete
 next check, as in Kafka).
 
 Errors per resource: a duplicate resource or key INVALID_REQUEST; an unknown topic
-UNKNOWN_TOPIC_OR_PARTITION; the broker INVALID_REQUEST (kcoord's settings come from its command line
+UNKNOWN_TOPIC_OR_PARTITION; a group: `group_config_resources.py` (written to the group's own log);
+the broker INVALID_REQUEST (kcoord's settings come from its command line
 and are read-only at run time; docs/compat.md); any other resource type INVALID_REQUEST.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from kcoord.broker.apis.describe_configs import BROKER, TOPIC, config_refusal
+from kcoord.broker.apis.group_config_resources import GROUP, new_group_configs
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.configs import TOPIC_CONFIGS, ConfigType, InvalidConfig, validate_topic_configs
 from kcoord.coordinator.metadata import validate_topic_name
@@ -43,48 +46,97 @@ def handle_incremental(ctx: ServerContext, req: Request, meta: RequestMeta, resp
 def _handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond, incremental: bool) -> None:
     resources: list[dict[str, Any]] = req["resources"]
     counts = Counter((int(r["resource_type"]), str(r["resource_name"])) for r in resources)
-    outcomes: list[tuple[dict[str, Any], Failure | dict[str, str]]] = []
+    outcomes: list[Failure | dict[str, str]] = []
     for resource in resources:
         key = (int(resource["resource_type"]), str(resource["resource_name"]))
-        outcomes.append((resource, _outcome(ctx, meta, resource, counts[key] > 1, incremental)))
-    changes = [(str(r["resource_name"]), c) for r, c in outcomes if isinstance(c, dict)]
-
-    def answer(error: BaseException | None) -> None:
-        responses = []
-        for resource, outcome in outcomes:
-            entry: dict[str, Any] = {
-                "resource_type": int(resource["resource_type"]),
-                "resource_name": str(resource["resource_name"]),
-                "error_code": ErrorCode.NONE,
-                "error_message": None,
-            }
-            if isinstance(outcome, tuple):
-                entry["error_code"], entry["error_message"] = outcome
-            elif error is not None:
-                entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
-                entry["error_message"] = f"storage failure: {error}"
-            responses.append(entry)
-        if error is None and not req["validate_only"]:
-            for name, _ in changes:
-                ctx.data.reconfigure(name)
-        respond({"responses": responses})
-
-    if not changes or req["validate_only"]:
-        answer(None)
+        outcomes.append(_outcome(ctx, meta, resource, counts[key] > 1, incremental))
+    changed = [i for i, c in enumerate(outcomes) if isinstance(c, dict)]
+    if not changed or req["validate_only"]:
+        respond({"responses": _responses(resources, outcomes, {})})
         return
-    ctx.topics.set_configs(changes, answer)
+    _write(ctx, resources, outcomes, changed, respond)
+
+
+def _write(
+    ctx: ServerContext,
+    resources: list[dict[str, Any]],
+    outcomes: list[Failure | dict[str, str]],
+    changed: list[int],
+    respond: Respond,
+) -> None:
+    """The topics' new configs in one write, each group's in its own (its group's log); answered once
+    every write settled."""
+    topics = [i for i in changed if int(resources[i]["resource_type"]) == TOPIC]
+    groups = [i for i in changed if int(resources[i]["resource_type"]) == GROUP]
+    failed: dict[int, Failure] = {}
+    remaining = [(1 if topics else 0) + len(groups)]
+
+    def settled() -> None:
+        remaining[0] -= 1
+        if remaining[0] == 0:
+            for i in topics:
+                if i not in failed:
+                    ctx.data.reconfigure(str(resources[i]["resource_name"]))
+            respond({"responses": _responses(resources, outcomes, failed)})
+
+    def topics_written(error: BaseException | None) -> None:
+        if error is not None:
+            failed.update(dict.fromkeys(topics, _storage_failure(error)))
+        settled()
+
+    if topics:
+        ctx.topics.set_configs(
+            [(str(resources[i]["resource_name"]), _configs(outcomes[i])) for i in topics], topics_written
+        )
+    for i in groups:
+        ctx.manager.group_configs.alter(
+            str(resources[i]["resource_name"]), _configs(outcomes[i]), _group_written(i, failed, settled)
+        )
+
+
+def _configs(outcome: Failure | dict[str, str]) -> dict[str, str]:
+    assert isinstance(outcome, dict)
+    return outcome
+
+
+def _group_written(
+    i: int, failed: dict[int, Failure], settled: Callable[[], None]
+) -> Callable[[ErrorCode | None, BaseException | None], None]:
+    def written(refused: ErrorCode | None, error: BaseException | None) -> None:
+        if refused is not None:
+            failed[i] = (refused, None)
+        elif error is not None:
+            failed[i] = _storage_failure(error)
+        settled()
+
+    return written
+
+
+def _storage_failure(error: BaseException) -> Failure:
+    return ErrorCode.KAFKA_STORAGE_ERROR, f"storage failure: {error}"
+
+
+def _responses(
+    resources: list[dict[str, Any]], outcomes: list[Failure | dict[str, str]], failed: dict[int, Failure]
+) -> list[dict[str, Any]]:
+    responses = []
+    for i, (resource, outcome) in enumerate(zip(resources, outcomes, strict=True)):
+        entry: dict[str, Any] = {
+            "resource_type": int(resource["resource_type"]),
+            "resource_name": str(resource["resource_name"]),
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+        }
+        failure = outcome if isinstance(outcome, tuple) else failed.get(i)
+        if failure is not None:
+            entry["error_code"], entry["error_message"] = failure
+        responses.append(entry)
+    return responses
 
 
 def _new_configs(ctx: ServerContext, resource: dict[str, Any], incremental: bool) -> Failure | dict[str, str]:
     """The topic's complete new set of own configs, or why not."""
-    kind, name = int(resource["resource_type"]), str(resource["resource_name"])
-    if kind == BROKER:
-        return ErrorCode.INVALID_REQUEST, (
-            "kcoord's broker settings are read-only at run time: set them with `kcoord serve` flags "
-            "or KCOORD_* environment variables"
-        )
-    if kind != TOPIC:
-        return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}"
+    name = str(resource["resource_name"])
     if (reason := validate_topic_name(name)) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
     topic = ctx.topics.get(name)
@@ -149,4 +201,14 @@ def _outcome(
         refused = config_refusal(ctx, meta, 44 if incremental else 33, AclOperation.ALTER_CONFIGS, kind, name)
         if refused is not None:
             return refused[0], None
+    kind = int(resource["resource_type"])
+    if kind == BROKER:
+        return ErrorCode.INVALID_REQUEST, (
+            "kcoord's broker settings are read-only at run time: set them with `kcoord serve` flags "
+            "or KCOORD_* environment variables"
+        )
+    if kind == GROUP:
+        return new_group_configs(ctx, resource, incremental)
+    if kind != TOPIC:
+        return ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {kind}"
     return _new_configs(ctx, resource, incremental)

@@ -27,19 +27,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
+from kcoord.broker.topics.synonyms import (
+    BROKER_CHAINS,
+    BROKER_ONLY_DEFAULTS,
+    NO_DEFAULT,
+    ConfigSource,
+    Synonym,
+    config_synonyms,
+)
 from kcoord.partition_log import PartitionConfig
 
 __all__ = [
     "BROKER_DEFAULTED",
+    "BROKER_DEFAULTS",
     "TOPIC_CONFIGS",
     "ConfigEntry",
     "ConfigSource",
     "ConfigType",
     "InvalidConfig",
     "TopicConfigDef",
+    "broker_settings",
     "describe_topic",
     "effective",
     "partition_config",
+    "topic_synonyms",
     "validate_topic_configs",
 ]
 
@@ -60,17 +71,6 @@ class ConfigType(IntEnum):
     LIST = 7
     CLASS = 8
     PASSWORD = 9
-
-
-class ConfigSource(IntEnum):
-    """DescribeConfigsResponse.ConfigSource."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
 
 
 class InvalidConfig(ValueError):
@@ -338,6 +338,14 @@ def partition_config(configs: Mapping[str, str], broker: Mapping[str, str] = _NO
     )
 
 
+# Kafka's default of every broker setting behind a topic config (KafkaConfig's; None: defined with null).
+BROKER_DEFAULTS: dict[str, str | None] = {
+    d.broker_synonym: None if d.broker_synonym in NO_DEFAULT else d.default
+    for d in TOPIC_CONFIGS.values()
+    if d.broker_synonym is not None
+} | {name: default for name, (default, _) in BROKER_ONLY_DEFAULTS.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigEntry:
     """One described config: what DescribeConfigs and CreateTopics v5+ report."""
@@ -346,39 +354,41 @@ class ConfigEntry:
     value: str | None
     source: ConfigSource
     definition: TopicConfigDef
-    broker_value: str | None = None
-    """A topic config's broker-level setting, when the broker sets one (`BROKER_DEFAULTED`)."""
+    synonym_list: tuple[Synonym, ...] = ()
+    """(name, value, source), most specific first, as ConfigHelper lists them (`synonyms.py`)."""
 
-    def synonyms(self) -> list[tuple[str, str | None, ConfigSource]]:
-        """(name, value, source), most specific first: the topic's own setting, the broker's, then the
-        default (ConfigHelper.createTopicConfigEntry's synonyms)."""
-        default_name = self.definition.broker_synonym or self.name
-        found: list[tuple[str, str | None, ConfigSource]] = []
-        if self.source is ConfigSource.DYNAMIC_TOPIC_CONFIG or (
-            self.source is not ConfigSource.DEFAULT_CONFIG and self.broker_value is None
-        ):
-            found.append((self.name, self.value, self.source))
-        if self.broker_value is not None:
-            found.append((default_name, self.broker_value, ConfigSource.STATIC_BROKER_CONFIG))
-        if self.source is not ConfigSource.STATIC_BROKER_CONFIG or self.broker_value is not None:
-            found.append((default_name, self.definition.default, ConfigSource.DEFAULT_CONFIG))
-        return found
+    def synonyms(self) -> list[Synonym]:
+        return list(self.synonym_list)
+
+
+def broker_settings(broker: Mapping[str, str]) -> dict[str, str]:
+    """The broker's own settings behind topic configs, by the broker's name for them."""
+    return {TOPIC_CONFIGS[name].broker_synonym or name: value for name, value in broker.items()}
+
+
+def topic_synonyms(name: str, own: str | None, broker: Mapping[str, str] = _NO_BROKER) -> list[Synonym]:
+    """ConfigHelper.createTopicConfigEntry's synonyms: the topic's own value (TOPIC_CONFIG), then the
+    synonyms of the primary broker equivalent; none for a config without one
+    (LogConfig.CONFIGS_WITH_NO_SERVER_DEFAULTS)."""
+    definition = TOPIC_CONFIGS[name]
+    found: list[Synonym] = [] if own is None else [(name, own, ConfigSource.DYNAMIC_TOPIC_CONFIG)]
+    if definition.broker_synonym is not None:
+        chain = BROKER_CHAINS.get(name, (definition.broker_synonym,))
+        found += config_synonyms(chain[0], chain, broker_settings(broker), BROKER_DEFAULTS)
+    return found
 
 
 def describe_topic(
     configs: Mapping[str, str], keys: list[str] | None = None, broker: Mapping[str, str] = _NO_BROKER
 ) -> list[ConfigEntry]:
-    """Every topic config (or those in `keys` that exist), with its value and where it comes from."""
-    names = sorted(TOPIC_CONFIGS) if keys is None else [k for k in keys if k in TOPIC_CONFIGS]
+    """Every topic config (or those in `keys` that exist), with its value and where it comes from: the
+    first synonym's source, DEFAULT_CONFIG when there is none (ConfigHelper.createTopicConfigEntry)."""
+    # ConfigHelper.describeConfigs: null or empty keys = every config
+    names = sorted(TOPIC_CONFIGS) if not keys else [k for k in keys if k in TOPIC_CONFIGS]
     entries = []
     for name in names:
-        own, set_by_broker = configs.get(name), broker.get(name)
-        if own is not None:
-            source = ConfigSource.DYNAMIC_TOPIC_CONFIG
-        elif set_by_broker is not None:
-            source = ConfigSource.STATIC_BROKER_CONFIG
-        else:
-            source = ConfigSource.DEFAULT_CONFIG
+        synonyms = topic_synonyms(name, configs.get(name), broker)
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         value = effective(configs, name, broker)
-        entries.append(ConfigEntry(name, value, source, TOPIC_CONFIGS[name], set_by_broker))
+        entries.append(ConfigEntry(name, value, source, TOPIC_CONFIGS[name], tuple(synonyms)))
     return entries

@@ -9,6 +9,7 @@ from kcoord.coordinator.groups.consumer.model import ConsumerGroupState
 from kcoord.coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerTargetEpoch
 from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.group_configs import config_tombstones
 from kcoord.coordinator.groups.offset_api import OffsetHandler
 from kcoord.coordinator.groups.rebalance import Rebalancer
 from kcoord.coordinator.groups.records import GroupTombstone, LogRecord
@@ -134,7 +135,8 @@ class AdminHandler:
         for group_id in group_ids:
             error = self._delete_error(group_id)
             if error is None:
-                tombstones = self.rt.offsets.tombstones_for_group(group_id)
+                tombstones: list[LogRecord] = list(self.rt.offsets.tombstones_for_group(group_id))
+                tombstones += config_tombstones(self.rt.group_configs, group_id)
                 offsets.extend(tombstones)
                 records.extend(tombstones)
                 if group_id in self.rt.consumer_groups:

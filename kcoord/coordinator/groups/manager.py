@@ -37,6 +37,7 @@ from kcoord.coordinator.groups.consumer.topics import TopicView
 from kcoord.coordinator.groups.controls import GroupControls
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.group_config_api import GroupConfigApi, apply_group_config
 from kcoord.coordinator.groups.join import JoinHandler
 from kcoord.coordinator.groups.join_request import JoinRequest
 from kcoord.coordinator.groups.member import Respond
@@ -52,6 +53,7 @@ from kcoord.coordinator.groups.offset_api import (
 )
 from kcoord.coordinator.groups.rebalance import Rebalancer
 from kcoord.coordinator.groups.records import (
+    GroupConfigRecord,
     GroupMetadataRecord,
     GroupTombstone,
     LogRecord,
@@ -125,6 +127,8 @@ class GroupManager:
         self.consumer = ConsumerGroupService(self._rt, topics if topics is not None else NoTopics(), self._rb)
         """The consumer protocol (KIP-848): ConsumerGroupHeartbeat and ConsumerGroupDescribe."""
         self._classic_members = ClassicMembersApi(self.consumer)
+        self.group_configs = GroupConfigApi(self._rt)
+        """Group config resources (DescribeConfigs / the Alter APIs on type 32)."""
         self.controls = GroupControls(self._rt, self._rb, self.consumer)
         """Test controls (force a rebalance, expire a member, change settings): the server exposes
         them only with --enable-test-controls."""
@@ -153,6 +157,8 @@ class GroupManager:
                 rt.offsets.put_pending(record)  # its simple group: as for commits, above
             case TxnOffsetTombstone():
                 rt.offsets.txn.remove_written(record)
+            case GroupConfigRecord():
+                apply_group_config(rt.group_configs, record)
             case _:
                 apply_consumer_record(rt.consumer_groups, record)
 
@@ -199,6 +205,8 @@ class GroupManager:
             self._rb.fail_parked(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.unload(gone)
         rt.offsets.unload(gone)
+        for group_id in [g for g in rt.group_configs if gone(g)]:
+            del rt.group_configs[group_id]
 
     def shutdown(self) -> None:
         """Cancel every timer; answer parked JoinGroup/SyncGroup with NOT_COORDINATOR (retriable,

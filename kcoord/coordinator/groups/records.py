@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kcoord.coordinator.groups.consumer.records import ConsumerRecord
+from kcoord.coordinator.groups.group_configs import GroupConfigRecord
 
 __all__ = [
+    "GroupConfigRecord",
     "GroupMetadataRecord",
     "GroupTombstone",
     "LogRecord",
@@ -132,4 +134,5 @@ LogRecord = (
     | ConsumerRecord
     | TxnOffsetCommitRecord
     | TxnOffsetTombstone
+    | GroupConfigRecord  # a group's own configs (group_configs.py)
 )

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from kcoord.coordinator.groups.group import Group
+from kcoord.coordinator.groups.group_configs import config_tombstones
 from kcoord.coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
 from kcoord.coordinator.groups.runtime import Runtime, Undo, Write
 from kcoord.coordinator.groups.state import GroupState
@@ -73,6 +74,7 @@ class Retention:
                 tombstone = GroupTombstone(group_id)  # always, as Kafka's Java coordinator
                 self.rt.apply_live(tombstone, undo)
                 groups.append(tombstone)
+                expired.extend(config_tombstones(self.rt.group_configs, group_id))  # once durable
         if expired or groups:
             log.info("offset expiry: %d records", len(expired) + len(groups))
             self.rt.run(Write([*expired, *groups], self._log_failure, durable=expired, undo=undo))

@@ -93,6 +93,8 @@ class Runtime(CoordinatorRuntime[LogRecord]):
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         """Consumer-protocol groups (KIP-848); a group id names a classic or a consumer group, never both."""
         self.offsets = OffsetStore()
+        self.group_configs: dict[str, dict[str, str]] = {}
+        """Each group's own configs (GroupConfigRecord, group_configs.py), applied once durable."""
         self._new_uuid = new_uuid or _uuid4
         self.observer: TransitionObserver | None = None
         # self.apply (CoordinatorRuntime): GroupManager.apply, the replay path; set by the manager.

@@ -11,6 +11,7 @@ The storage record types, their key and value schemas and the versions written a
 * 7 TxnOffsetCommit: a pending transactional offset (`txn_offset_codec.py`).
 * 10 Acl: an ACL binding, keyed by the binding (`kcoord/coordinator/metadata/acl_store.py`).
 * 9 ScramCredential: a user's SCRAM credential (`kcoord/coordinator/metadata/scram_credentials.py`).
+* 11 GroupConfig: a group's own configs (`group_config_codec.py`).
 Every key and value starts with its INT16 version; a None value is a tombstone.
 """
 
@@ -29,6 +30,7 @@ from kcoord.coordinator.groups.consumer.records import (
     ConsumerTargetMember,
 )
 from kcoord.coordinator.groups.records import (
+    GroupConfigRecord,
     GroupMetadataRecord,
     GroupTombstone,
     LogRecord,
@@ -62,6 +64,7 @@ from kcoord.coordinator.metadata.topic_records import (
     encode_topic_key,
     encode_topic_value,
 )
+from kcoord.coordinator.persistence import group_config_codec as group_configs
 from kcoord.coordinator.persistence.acl_codec import (
     ACL_RECORD_TYPE,
     acl_record_from_storage,
@@ -194,6 +197,7 @@ _ENCODERS: dict[type, Callable[[Any], storage.Record]] = {
     AclTombstone: acl_to_storage,
     ScramCredentialRecord: lambda record: _credential_to_storage(record),
     ScramCredentialTombstone: lambda record: _credential_to_storage(record),
+    GroupConfigRecord: group_configs.group_config_to_storage,
 }
 
 
@@ -231,6 +235,7 @@ def to_storage(record: AnyRecord) -> storage.Record:
             | AclTombstone()
             | ScramCredentialRecord()
             | ScramCredentialTombstone()
+            | GroupConfigRecord()
         ):
             return _ENCODERS[type(record)](record)  # record types with a codec module of their own
         case (
@@ -310,6 +315,7 @@ _DECODERS: dict[int, Callable[[storage.Record], AnyRecord]] = {
     TXN_OFFSET_RECORD_TYPE: txn_offset_from_storage,
     ACL_RECORD_TYPE: acl_record_from_storage,
     SCRAM_CREDENTIAL_RECORD_TYPE: lambda record: decode_credential(record.key, record.value),
+    group_configs.GROUP_CONFIG_RECORD_TYPE: group_configs.group_config_from_storage,
 }
 
 
@@ -384,6 +390,11 @@ def _render_domain(domain: AnyRecord) -> str:
                 if isinstance(domain, TransactionRecord)
                 else render_txn_offset(domain)
             )
-        case ScramCredentialRecord() | ScramCredentialTombstone():
-            return render_credential(domain)
-    return render_acl(domain) if isinstance(domain, AclRecord | AclTombstone) else render_consumer(domain)
+    renderer = _RENDERERS.get(type(domain))
+    return render_consumer(domain) if renderer is None else renderer(domain)  # type: ignore[arg-type]
+
+
+_RENDERERS: dict[type, Callable[[Any], str]] = {  # codec modules of their own; the rest: consumer records
+    AclRecord: render_acl, AclTombstone: render_acl, GroupConfigRecord: group_configs.render_group_config,
+    ScramCredentialRecord: render_credential, ScramCredentialTombstone: render_credential,
+}  # fmt: skip

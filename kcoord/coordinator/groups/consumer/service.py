@@ -35,6 +35,7 @@ from kcoord.coordinator.groups.consumer.model import ConsumerGroup, ConsumerMemb
 from kcoord.coordinator.groups.consumer.records import ConsumerGroupEpoch, ConsumerRecord, ConsumerTargetEpoch
 from kcoord.coordinator.groups.consumer.topics import TopicView
 from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
+from kcoord.coordinator.groups.group_configs import effective_int
 from kcoord.coordinator.groups.rebalance import Rebalancer
 from kcoord.coordinator.groups.records import GroupTombstone, LogRecord
 from kcoord.coordinator.groups.runtime import Runtime, Undo, Write
@@ -107,7 +108,11 @@ class ConsumerGroupService:
                     self.topics,
                     default_assignor=config.consumer_assignors[0],
                     max_size=config.consumer_max_size,
-                    heartbeat_interval_ms=config.consumer_heartbeat_interval_ms,
+                    heartbeat_interval_ms=effective_int(  # the group's own config, else the broker's
+                        self.rt.group_configs.get(request.group_id),
+                        "consumer.heartbeat.interval.ms",
+                        config.consumer_heartbeat_interval_ms,
+                    ),
                 )
         except Refused as refused:
             for restore in reversed(undo):
@@ -325,11 +330,16 @@ class ConsumerGroupService:
 
     # -- timers -----------------------------------------------------------------------------------
     def _schedule_session(self, group_id: str, member_id: str, member: ConsumerMember | None = None) -> None:
-        """A classic member's own session timeout, else group.consumer.session.timeout.ms."""
+        """A classic member's own session timeout, else the group's consumer.session.timeout.ms, else
+        group.consumer.session.timeout.ms (GroupMetadataManager.consumerGroupSessionTimeoutMs)."""
         classic = member.classic if member is not None else None
+        own = self.rt.group_configs.get(group_id)
+        session_ms = effective_int(
+            own, "consumer.session.timeout.ms", self.rt.config.consumer_session_timeout_ms
+        )
         self.rt.timers.schedule(
             session_key(group_id, member_id),
-            classic.session_timeout_ms if classic is not None else self.rt.config.consumer_session_timeout_ms,
+            classic.session_timeout_ms if classic is not None else session_ms,
             lambda: self.fence(group_id, member_id, "the member session expired"),
         )
 

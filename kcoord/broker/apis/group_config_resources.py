@@ -1,0 +1,131 @@
+"""GROUP config resources (ConfigResource type 32) for DescribeConfigs and both Alter APIs: what
+`describe_configs.py` and `alter_configs.py` do with a group (kcoord/coordinator/groups/group_configs.py
+has the keys, defaults, bounds and the record).
+
+Describe (Kafka's ConfigHelper.describeConfigs, GROUP): every group config, the group's own value
+(source GROUP_CONFIG) or the broker's default (DEFAULT_CONFIG), each its own single synonym
+(ConfigHelper.createGroupConfigEntry), never read-only; a group that does not exist describes the
+defaults, as Kafka does (its configs are not tied to the group's existence there). Alter: the group's
+complete new set (ControllerConfigurationValidator, GroupConfigManager.validate), written to the group's
+log, then in force for its next heartbeat.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcoord.broker.context import ServerContext
+from kcoord.broker.topics.configs import ConfigEntry, ConfigType, TopicConfigDef
+from kcoord.broker.topics.synonyms import ConfigSource
+from kcoord.coordinator.groups.group_configs import (
+    GROUP_CONFIGS,
+    GroupConfigBounds,
+    InvalidGroupConfig,
+    validate_group_configs,
+)
+from kcoord.protocol.errors import ErrorCode
+
+__all__ = ["GROUP", "bounds", "describe_group", "new_group_configs"]
+
+GROUP = 32  # ConfigResource.Type
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+Failure = tuple[ErrorCode, str | None]
+
+
+def bounds(ctx: ServerContext) -> GroupConfigBounds:
+    """The broker's group.consumer.* settings (kcoord's flags); share.* and streams.* are Kafka's."""
+    config = ctx.config
+    return GroupConfigBounds(
+        defaults={
+            "group.consumer.session.timeout.ms": str(config.group_consumer_session_timeout_ms),
+            "group.consumer.heartbeat.interval.ms": str(config.group_consumer_heartbeat_interval_ms),
+        },
+        limits={
+            "group.consumer.min.session.timeout.ms": config.group_consumer_min_session_timeout_ms,
+            "group.consumer.max.session.timeout.ms": config.group_consumer_max_session_timeout_ms,
+            "group.consumer.min.heartbeat.interval.ms": config.group_consumer_min_heartbeat_interval_ms,
+            "group.consumer.max.heartbeat.interval.ms": config.group_consumer_max_heartbeat_interval_ms,
+        },
+    )
+
+
+def _not_here(ctx: ServerContext, name: str) -> Failure:
+    """The shard's refusal: cluster mode's NOT_COORDINATOR when another node coordinates the group (its
+    configs live in the group's shard, docs/compat.md), or loading / shut down."""
+    error = ctx.manager.group_configs.error(name) or ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error is ErrorCode.NOT_COORDINATOR:
+        return error, f"This node is not the coordinator of group {name}."
+    return error, None
+
+
+def describe_group(
+    ctx: ServerContext, name: str, keys: list[str] | None
+) -> list[ConfigEntry] | tuple[ErrorCode, str | None]:
+    if not name:
+        return ErrorCode.INVALID_REQUEST, "Group name must not be empty"
+    own = ctx.manager.group_configs.of(name)
+    if own is None:
+        return _not_here(ctx, name)
+    defaults = bounds(ctx)
+    entries = []
+    for key in sorted(GROUP_CONFIGS) if not keys else [k for k in keys if k in GROUP_CONFIGS]:
+        definition = GROUP_CONFIGS[key]
+        value = own.get(key, defaults.default(key))
+        source = ConfigSource.GROUP_CONFIG if key in own else ConfigSource.DEFAULT_CONFIG
+        shown = TopicConfigDef(
+            key, ConfigType[definition.type], value, True, documentation=definition.documentation
+        )
+        entries.append(ConfigEntry(key, value, source, shown, ((key, value, source),)))
+    return entries
+
+
+def new_group_configs(
+    ctx: ServerContext, resource: dict[str, Any], incremental: bool
+) -> Failure | dict[str, str]:
+    """The group's complete new set of own configs, validated, or why not."""
+    name = str(resource["resource_name"])
+    if not name:
+        return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
+    current = ctx.manager.group_configs.of(name)
+    if current is None:
+        return _not_here(ctx, name)
+    entries: list[dict[str, Any]] = resource["configs"]
+    names = [str(e["name"]) for e in entries]
+    if len(set(names)) != len(names):
+        return ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
+    if incremental:
+        wanted = _apply_operations(current, entries)
+        if isinstance(wanted, tuple):
+            return wanted
+    else:
+        nulls = [n for n, e in zip(names, entries, strict=True) if e["value"] is None]
+        if nulls:  # ConfigAdminManager.preprocessLegacyAlterConfigs
+            return ErrorCode.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}"
+        wanted = {str(e["name"]): e["value"] for e in entries}
+    try:
+        return validate_group_configs(wanted, bounds(ctx))
+    except InvalidGroupConfig as exc:
+        return ErrorCode.INVALID_CONFIG, str(exc)
+
+
+def _apply_operations(
+    current: dict[str, str], entries: list[dict[str, Any]]
+) -> Failure | dict[str, str | None]:
+    """ConfigurationControlManager.incrementalAlterConfigResource on the group's own configs: every
+    group config is a single value, so APPEND and SUBTRACT are refused."""
+    configs: dict[str, str | None] = dict(current)
+    for entry in entries:
+        key, operation, value = str(entry["name"]), int(entry["config_operation"]), entry["value"]
+        if operation not in _OPERATIONS:
+            return ErrorCode.INVALID_REQUEST, f"Unknown config operation {operation} for key {key}"
+        if operation == SET:
+            configs[key] = value
+        elif operation == DELETE:
+            configs.pop(key, None)
+        else:
+            return (
+                ErrorCode.INVALID_CONFIG,
+                f"Can't {_OPERATIONS[operation]} to key {key} because its type is not LIST.",
+            )
+    return configs
