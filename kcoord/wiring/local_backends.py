@@ -11,6 +11,7 @@ from kcoord.broker.markers import TxnMarkers
 from kcoord.broker.timers import SystemClock
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership, SingleNodeLeadership
+from kcoord.broker.topics.offsets_topic import OffsetsTopic
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
@@ -45,6 +46,7 @@ class LocalBackends:
         self._config = config
         self._metrics = metrics
         self._record_log = StorageRecordLog()
+        self._log: Any = None
 
     async def coordinator_log(self) -> CoordinatorLog:
         if self._metrics is not None:
@@ -67,6 +69,7 @@ class LocalBackends:
             config.data_dir, storage_config(config), replayer.apply, ops=ops, policy=policy
         )
         self._record_log.attach(log_)
+        self._log = log_
         replayer.finish()
         return Recovered(log_, replayer.summary())
 
@@ -80,7 +83,17 @@ class LocalBackends:
         if not isinstance(clock, SystemClock):  # the test controls' movable clock: records' times follow it
             data.now_ms = clock.now_ms  # type: ignore[method-assign]
         await data.remove_orphans()
+        data.offsets = self._offsets_topic()
         return data
+
+    def _offsets_topic(self) -> OffsetsTopic:
+        """`__consumer_offsets` from the recovered log's live records, then from every durable write."""
+        view = OffsetsTopic(self._config.offsets_topic_num_partitions)
+        view.load(
+            (e.lsn, e.timestamp_ms, storage.Record(t, k, e.value)) for (t, k), e in self._log.keydir.items()
+        )
+        self._record_log.on_durable = view.on_durable
+        return view
 
     def marker_writer(self, data: TopicData, manager: GroupManager, local: TxnMarkers) -> TxnMarkers:
         return local  # every partition is this node's

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kcoord import storage
@@ -25,10 +25,13 @@ class StorageRecordLog:
     acknowledged before it is durable.
     """
 
-    __slots__ = ("_log", "append_seconds")
+    __slots__ = ("_log", "append_seconds", "on_durable")
 
     def __init__(self) -> None:
         self._log: Any = None
+        # Told every durable write as (storage records, last LSN), in log order, before the writer's
+        # on_done: the `__consumer_offsets` view (kcoord/broker/topics/offsets_topic.py). None: nobody.
+        self.on_durable: Callable[[Sequence[storage.Record], int], None] | None = None
         # A histogram with `observe(seconds)` and `sampled()` (kcoord.wiring.metrics.SampledHistogram)
         # when metrics are on: only the appends it picks are timed.
         self.append_seconds: Any = None
@@ -40,11 +43,14 @@ class StorageRecordLog:
         if self._log is None:
             on_done(storage.StorageError("the log is not open"))
             return
+        stored = [to_storage(r) for r in records]
         try:
-            future: asyncio.Future[int] = self._log.append([to_storage(r) for r in records])
+            future: asyncio.Future[int] = self._log.append(stored)
         except storage.StorageError as exc:  # closed or failed log: report, never raise into the caller
             on_done(exc)
             return
+        if (listener := self.on_durable) is not None:
+            future.add_done_callback(lambda f: _tell(listener, stored, f))
         if (histogram := self.append_seconds) is None or not histogram.sampled():
             future.add_done_callback(lambda f: on_done(_outcome(f)))
             return
@@ -55,6 +61,15 @@ class StorageRecordLog:
             on_done(_outcome(f))
 
         future.add_done_callback(timed)
+
+
+def _tell(
+    listener: Callable[[Sequence[storage.Record], int], None],
+    stored: Sequence[storage.Record],
+    future: asyncio.Future[int],
+) -> None:
+    if not future.cancelled() and future.exception() is None:
+        listener(stored, future.result())
 
 
 def _outcome(future: asyncio.Future[int]) -> BaseException | None:
