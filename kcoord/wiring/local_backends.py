@@ -89,8 +89,9 @@ class LocalBackends:
     def _offsets_topic(self) -> OffsetsTopic:
         """`__consumer_offsets` from the recovered log's live records, then from every durable write."""
         view = OffsetsTopic(self._config.offsets_topic_num_partitions)
+        live = self._log.keydir.items()
         view.load(
-            (e.lsn, e.timestamp_ms, storage.Record(t, k, e.value)) for (t, k), e in self._log.keydir.items()
+            ((e.lsn, e.timestamp_ms, storage.Record(t, k, e.value)) for (t, k), e in live), self._log.next_lsn
         )
         self._record_log.on_durable = view.on_durable
         return view

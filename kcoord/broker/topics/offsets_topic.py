@@ -27,13 +27,14 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 
 from kcoord import storage
-from kcoord.coordinator.metadata import TopicRecord
+from kcoord.coordinator.metadata import TopicRecord, TopicRegistry
 from kcoord.coordinator.persistence.offsets_topic_records import (
     OFFSETS_TOPIC,
     MarkerRecord,
     OffsetsRecord,
     TopicEntry,
     encode_batch,
+    encode_empty_batch,
     marker_key,
     marker_value,
     offsets_records,
@@ -45,7 +46,14 @@ from kcoord.partition_log.validation import AppendError, DuplicateAppend, Valida
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import ProducedBatch
 
-__all__ = ["OFFSETS_TOPIC", "OFFSETS_TOPIC_ID", "OffsetsPartition", "OffsetsTopic", "internal_topic"]
+__all__ = [
+    "OFFSETS_TOPIC",
+    "OFFSETS_TOPIC_ID",
+    "OffsetsPartition",
+    "OffsetsTopic",
+    "has_partition",
+    "internal_topic",
+]
 
 # A fixed id, the same on every node and across restarts (Kafka draws one when it creates the topic).
 OFFSETS_TOPIC_ID = uuid.uuid5(uuid.NAMESPACE_URL, "kcoord:" + OFFSETS_TOPIC)
@@ -143,12 +151,23 @@ class OffsetsPartition:
             chunks.append(encode_batch(self._entries[index : index + run]))
             size += len(chunks[-1])
             index += run
+        if index == stop and (tail := self._tail_start(index, offset)) < end:
+            # Records the log dropped left no record before `end` (a restart ends every partition at the
+            # log's next position): an empty batch takes the reader's position there, as Kafka's cleaned
+            # batches keep their last offset.
+            chunks.append(
+                encode_empty_batch(tail, end - 1, self._entries[index - 1].timestamp if index else 0)
+            )
         aborted = None
         if isolation_level == READ_COMMITTED:
             read_end = self._offsets[index - 1] if index > start else offset
             aborted = [(p, first) for p, first, last in self._aborted if last >= offset and first <= read_end]
         hw, lso = self.high_watermark, self.last_stable_offset
         return ReadResult(b"".join(chunks), hw, self.log_start_offset, lso, aborted)
+
+    def _tail_start(self, index: int, offset: int) -> int:
+        """Where the gap after the last record read (or from `offset`, none read) begins."""
+        return max(offset, self._offsets[index - 1] + 1) if index else offset
 
     def _run(self, index: int, stop: int) -> int:
         """How many entries from `index` share one batch: one producer's, or plain ones."""
@@ -244,13 +263,18 @@ class OffsetsTopic:
     def partition(self, index: int) -> OffsetsPartition | None:
         return self.partitions[index] if 0 <= index < self.num_partitions else None
 
-    def load(self, records: Iterable[tuple[int, int, storage.Record]]) -> None:
-        """Startup: the recovered log's live records as (lsn, timestamp, record), in any order."""
+    def load(self, records: Iterable[tuple[int, int, storage.Record]], next_offset: int) -> None:
+        """Startup: the recovered log's live records as (lsn, timestamp, record), in any order, and
+        the log's next LSN. Every partition ends there: what the log dropped since a reader read it
+        (a replaced record, a tombstone the snapshot left out, a partition's last record among them)
+        never moves a high watermark back below a position a reader committed."""
         ordered = sorted(records, key=lambda r: r[0])
         converted = offsets_records([r for _, _, r in ordered], self.num_partitions, live=False)
         for (lsn, timestamp, _), record in zip(ordered, converted, strict=True):
             if isinstance(record, OffsetsRecord):
                 self._place(record, lsn, timestamp)
+        for partition in self.partitions:
+            partition.high_watermark = partition.log_end_offset = max(partition.high_watermark, next_offset)
 
     def on_durable(
         self, records: Sequence[storage.Record], last_lsn: int, timestamp: int | None = None
@@ -288,3 +312,11 @@ def internal_topic(
     if offsets is None or (name != OFFSETS_TOPIC and topic_id != OFFSETS_TOPIC_ID):
         return None
     return offsets.record
+
+
+def has_partition(topics: TopicRegistry, offsets: OffsetsTopic | None, name: str, index: int) -> bool:
+    """The registry's `has_partition`, knowing `__consumer_offsets` too (a consumer may commit its
+    position in the internal topic, as Kafka's KafkaApis finds it in its metadata cache)."""
+    if offsets is not None and name == OFFSETS_TOPIC:
+        return 0 <= index < offsets.num_partitions
+    return topics.has_partition(name, index)

@@ -40,6 +40,7 @@ __all__ = [
     "OffsetsRecord",
     "TopicEntry",
     "encode_batch",
+    "encode_empty_batch",
     "marker_key",
     "marker_value",
     "offsets_records",
@@ -182,6 +183,16 @@ def encode_batch(entries: Sequence[TopicEntry]) -> bytes:
         max(e.timestamp for e in entries), first.producer_id, first.producer_epoch, -1, len(entries),
     )  # fmt: skip
     return write_batch(header, body)
+
+
+def encode_empty_batch(base_offset: int, last_offset: int, timestamp: int) -> bytes:
+    """A batch of no records covering [base_offset, last_offset]: what Kafka's cleaner leaves where it
+    removed every record of a batch (v2 keeps a batch's last offset, so a reader's next fetch offset
+    moves past it: kafka-python's `CompletedFetch`, the Java client's `nextFetchOffset`)."""
+    header = BatchHeader(
+        base_offset, 0, -1, 2, 0, 0, last_offset - base_offset, timestamp, timestamp, -1, -1, -1, 0
+    )
+    return write_batch(header, b"")
 
 
 def _record(offset_delta: int, timestamp_delta: int, key: bytes, value: bytes | None) -> bytes:
