@@ -83,8 +83,9 @@ class TopicData:
         created), or it exists and another node leads it (cluster mode), which Kafka answers
         NOT_LEADER_OR_FOLLOWER so the client refreshes its metadata and follows the leader
         (ReplicaManager.getPartitionOrException: known in the metadata but not online here)."""
-        if topic == OFFSETS_TOPIC and self.offsets is not None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if topic == OFFSETS_TOPIC and self.offsets is not None:  # a shard another node owns (cluster mode)
+            in_range = 0 <= partition < self.offsets.num_partitions
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER if in_range else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if not self._registry.has_partition(topic, partition) or self._registry.is_pending(topic):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -58,6 +58,9 @@ __all__ = [
 # A fixed id, the same on every node and across restarts (Kafka draws one when it creates the topic).
 OFFSETS_TOPIC_ID = uuid.uuid5(uuid.NAMESPACE_URL, "kcoord:" + OFFSETS_TOPIC)
 _BATCH_RECORDS = 500  # plain records per batch on the wire
+# A batch's lastOffsetDelta is an INT32: records further apart (cluster mode's lsns jump by 2**40 at an
+# owner's new epoch) go in separate batches, and an empty batch covers at most this much of a gap.
+_MAX_DELTA = (1 << 31) - 1
 
 
 def _refused() -> AppendError:
@@ -155,9 +158,8 @@ class OffsetsPartition:
             # Records the log dropped left no record before `end` (a restart ends every partition at the
             # log's next position): an empty batch takes the reader's position there, as Kafka's cleaned
             # batches keep their last offset.
-            chunks.append(
-                encode_empty_batch(tail, end - 1, self._entries[index - 1].timestamp if index else 0)
-            )
+            timestamp = self._entries[index - 1].timestamp if index else 0
+            chunks.append(encode_empty_batch(max(tail, end - 1 - _MAX_DELTA), end - 1, timestamp))
         aborted = None
         if isolation_level == READ_COMMITTED:
             read_end = self._offsets[index - 1] if index > start else offset
@@ -177,7 +179,7 @@ class OffsetsPartition:
         run = 1
         while index + run < stop and run < _BATCH_RECORDS:
             nxt = self._entries[index + run]
-            if nxt.control or nxt.producer_id != first.producer_id:
+            if nxt.control or nxt.producer_id != first.producer_id or nxt.offset - first.offset > _MAX_DELTA:
                 break
             run += 1
         return run
@@ -246,11 +248,14 @@ class OffsetsPartition:
 
 
 class OffsetsTopic:
-    """Every partition of the view, fed by the coordinator log."""
+    """Every partition of the view, fed by the coordinator log. A single node serves them all; a
+    cluster node only those of the shards it owns (`load_partition` / `drop_partition`)."""
 
-    def __init__(self, num_partitions: int) -> None:
+    def __init__(self, num_partitions: int, *, served: bool = True) -> None:
         self.num_partitions = num_partitions
-        self.partitions = [OffsetsPartition(p) for p in range(num_partitions)]
+        self.partitions: list[OffsetsPartition | None] = [
+            OffsetsPartition(p) if served else None for p in range(num_partitions)
+        ]
 
     @property
     def record(self) -> TopicRecord:
@@ -261,6 +266,7 @@ class OffsetsTopic:
         )
 
     def partition(self, index: int) -> OffsetsPartition | None:
+        """The partition if this node serves it (None: out of range, or another node's shard)."""
         return self.partitions[index] if 0 <= index < self.num_partitions else None
 
     def load(self, records: Iterable[tuple[int, int, storage.Record]], next_offset: int) -> None:
@@ -268,40 +274,60 @@ class OffsetsTopic:
         the log's next LSN. Every partition ends there: what the log dropped since a reader read it
         (a replaced record, a tombstone the snapshot left out, a partition's last record among them)
         never moves a high watermark back below a position a reader committed."""
+        self._fill(self.partitions, records, next_offset)
+
+    def load_partition(
+        self, index: int, records: Iterable[tuple[int, int, storage.Record]], next_offset: int
+    ) -> None:
+        """Cluster mode: the shard `index` was loaded here (its records, its log's next position)."""
+        fresh: list[OffsetsPartition | None] = [None] * self.num_partitions
+        fresh[index] = OffsetsPartition(index)
+        self._fill(fresh, records, next_offset)
+        self.partitions[index] = fresh[index]
+
+    def drop_partition(self, index: int) -> None:
+        """Cluster mode: the shard went to another node; parked fetches there answer at their deadline."""
+        self.partitions[index] = None
+
+    def _fill(
+        self,
+        partitions: list[OffsetsPartition | None],
+        records: Iterable[tuple[int, int, storage.Record]],
+        next_offset: int,
+    ) -> None:
         ordered = sorted(records, key=lambda r: r[0])
         converted = offsets_records([r for _, _, r in ordered], self.num_partitions, live=False)
         for (lsn, timestamp, _), record in zip(ordered, converted, strict=True):
-            if isinstance(record, OffsetsRecord):
-                self._place(record, lsn, timestamp)
-        for partition in self.partitions:
-            partition.high_watermark = partition.log_end_offset = max(partition.high_watermark, next_offset)
+            if isinstance(record, OffsetsRecord) and (partition := partitions[record.partition]) is not None:
+                partition.add(_entry(record, lsn, timestamp))
+        for partition in partitions:
+            if partition is not None:
+                partition.high_watermark = partition.log_end_offset = max(
+                    partition.high_watermark, next_offset
+                )
 
     def on_durable(
-        self, records: Sequence[storage.Record], last_lsn: int, timestamp: int | None = None
+        self, records: Sequence[storage.Record], lsns: Sequence[int], timestamp: int | None = None
     ) -> None:
-        """A coordinator-log write is durable: its group records join their partitions at their LSNs
-        (a write of several records has a batch-end record after them, `storage.Log._encode`)."""
-        first_lsn = last_lsn - len(records) - (1 if len(records) > 1 else 0) + 1
+        """A coordinator-log write is durable: its group records join their partitions at their LSNs."""
         now = time.time_ns() // 1_000_000 if timestamp is None else timestamp
-        touched: set[int] = set()
-        for index, record in enumerate(offsets_records(records, self.num_partitions, live=True)):
-            if record is None:
+        touched: list[OffsetsPartition] = []
+        for lsn, record in zip(lsns, offsets_records(records, self.num_partitions, live=True), strict=True):
+            if record is None or (partition := self.partitions[record.partition]) is None:
                 continue
-            lsn = first_lsn + index
-            touched.add(record.partition)
+            if partition not in touched:
+                touched.append(partition)
             if isinstance(record, MarkerRecord):
-                self.partitions[record.partition].end_transaction(record.producer_id, record.commit, lsn, now)
+                partition.end_transaction(record.producer_id, record.commit, lsn, now)
             else:
-                self._place(record, lsn, now)
+                partition.add(_entry(record, lsn, now))
         for partition in touched:
-            self.partitions[partition].compact()
-            self.partitions[partition].wake()
+            partition.compact()
+            partition.wake()
 
-    def _place(self, record: OffsetsRecord, lsn: int, timestamp: int) -> None:
-        entry = TopicEntry(
-            lsn, timestamp, record.key, record.value, record.producer_id, record.producer_epoch
-        )
-        self.partitions[record.partition].add(entry)
+
+def _entry(record: OffsetsRecord, lsn: int, timestamp: int) -> TopicEntry:
+    return TopicEntry(lsn, timestamp, record.key, record.value, record.producer_id, record.producer_epoch)
 
 
 def internal_topic(

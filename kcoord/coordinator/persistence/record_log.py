@@ -29,9 +29,9 @@ class StorageRecordLog:
 
     def __init__(self) -> None:
         self._log: Any = None
-        # Told every durable write as (storage records, last LSN), in log order, before the writer's
+        # Told every durable write as (storage records, their LSNs), in log order, before the writer's
         # on_done: the `__consumer_offsets` view (kcoord/broker/topics/offsets_topic.py). None: nobody.
-        self.on_durable: Callable[[Sequence[storage.Record], int], None] | None = None
+        self.on_durable: Callable[[Sequence[storage.Record], Sequence[int]], None] | None = None
         # A histogram with `observe(seconds)` and `sampled()` (kcoord.wiring.metrics.SampledHistogram)
         # when metrics are on: only the appends it picks are timed.
         self.append_seconds: Any = None
@@ -64,12 +64,17 @@ class StorageRecordLog:
 
 
 def _tell(
-    listener: Callable[[Sequence[storage.Record], int], None],
+    listener: Callable[[Sequence[storage.Record], Sequence[int]], None],
     stored: Sequence[storage.Record],
     future: asyncio.Future[int],
 ) -> None:
-    if not future.cancelled() and future.exception() is None:
-        listener(stored, future.result())
+    """The LSNs of a durable write: consecutive, ending at the future's, except that a write of
+    several records ends with its batch-end record (`storage.Log._encode`)."""
+    if future.cancelled() or future.exception() is not None:
+        return
+    count = len(stored)
+    first = future.result() - count - (1 if count > 1 else 0) + 1
+    listener(stored, range(first, first + count))
 
 
 def _outcome(future: asyncio.Future[int]) -> BaseException | None:
