@@ -11,7 +11,7 @@ from kcoord.broker.markers import TxnMarkers
 from kcoord.broker.timers import SystemClock
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership, SingleNodeLeadership
-from kcoord.broker.topics.offsets_topic import OffsetsTopic
+from kcoord.broker.topics.offsets_topic import OffsetsTopic, load_from_log
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
@@ -47,6 +47,7 @@ class LocalBackends:
         self._metrics = metrics
         self._record_log = StorageRecordLog()
         self._log: Any = None
+        self._opened_at = 0  # the log's next position when it was opened (the view's floor)
 
     async def coordinator_log(self) -> CoordinatorLog:
         if self._metrics is not None:
@@ -70,6 +71,7 @@ class LocalBackends:
         )
         self._record_log.attach(log_)
         self._log = log_
+        self._opened_at = log_.next_lsn
         replayer.finish()
         return Recovered(log_, replayer.summary())
 
@@ -87,14 +89,15 @@ class LocalBackends:
         return data
 
     def _offsets_topic(self) -> OffsetsTopic:
-        """`__consumer_offsets` from the recovered log's live records, then from every durable write."""
-        view = OffsetsTopic(self._config.offsets_topic_num_partitions)
-        live = self._log.keydir.items()
-        view.load(
-            ((e.lsn, e.timestamp_ms, storage.Record(t, k, e.value)) for (t, k), e in live), self._log.next_lsn
-        )
-        self._record_log.on_durable = view.on_durable
-        return view
+        """`__consumer_offsets`, built from the log when first read, then fed every durable write."""
+        log_, floor, record_log = self._log, self._opened_at, self._record_log
+
+        def load(view: OffsetsTopic) -> None:
+            load_from_log(view, log_, floor)
+            record_log.on_durable = view.on_durable
+
+        record_log.on_durable = None  # a reset's new state: the old view hears nothing more
+        return OffsetsTopic(self._config.offsets_topic_num_partitions, loader=load)
 
     def marker_writer(self, data: TopicData, manager: GroupManager, local: TxnMarkers) -> TxnMarkers:
         return local  # every partition is this node's

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kcoord import storage
-from kcoord.broker.topics.offsets_topic import OffsetsTopic
+from kcoord.broker.topics.offsets_topic import OffsetsTopic, load_from_log
 from kcoord.coordinator.groups.consumer.model import ConsumerMember
 from kcoord.coordinator.groups.consumer.records import (
     ConsumerGroupEpoch,
@@ -71,13 +71,20 @@ class Harness:
         self.log: Any = None
 
     async def open(self) -> None:
-        self.log = await storage.Log.open(self.directory)
-        self.record_log.attach(self.log)
-        self.view = OffsetsTopic(self.partitions)
-        entries = self.log.keydir.items()
-        records = ((e.lsn, e.timestamp_ms, storage.Record(t, k, e.value)) for (t, k), e in entries)
-        self.view.load(records, self.log.next_lsn)
-        self.record_log.on_durable = self.view.on_durable
+        """As the server wires it (kcoord/wiring/local_backends.py): the view is built on first read."""
+        self.log = log_ = await storage.Log.open(self.directory)
+        self.record_log.attach(log_)
+        floor, record_log = log_.next_lsn, self.record_log
+
+        def load(view: OffsetsTopic) -> None:
+            load_from_log(view, log_, floor)
+            record_log.on_durable = view.on_durable
+
+        self.view = OffsetsTopic(self.partitions, loader=load)
+
+    def build(self) -> None:
+        """A reader's first read: the view exists from now on and hears every write live."""
+        assert self.view.partition(0) is not None
 
     async def write(self, *records: Any) -> None:
         done: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
@@ -163,7 +170,7 @@ def test_classic_group_and_offsets_are_kafkas_records_in_the_groups_partition(tm
         for index in range(50):
             if index != java_partition("g1", 50):
                 partition = h.view.partition(index)
-                assert partition is not None and partition.high_watermark == 0
+                assert partition is not None and h.read_partition(partition) == []
 
     run(tmp_path, body)
 
@@ -172,6 +179,7 @@ def test_offsets_are_the_logs_positions_and_survive_a_restart(tmp_path: Path) ->
     seen: dict[str, list[tuple[int, bytes | None, bytes | None]]] = {}
 
     async def before(h: Harness) -> None:
+        h.build()  # a reader is there from the start: it sees the replaced record too
         await h.write(OffsetCommitRecord("g1", "t", 0, 1, -1, "", 1))
         await h.write(OffsetCommitRecord("other", "t", 0, 1, -1, "", 1))  # another partition's record
         await h.write(
@@ -201,6 +209,19 @@ def test_offsets_are_the_logs_positions_and_survive_a_restart(tmp_path: Path) ->
 
     run(tmp_path, before)
     run(tmp_path, after)
+
+
+def test_the_view_built_on_first_read_holds_earlier_and_in_flight_writes_once(tmp_path: Path) -> None:
+    async def body(h: Harness) -> None:
+        await h.write(OffsetCommitRecord("g1", "t", 0, 1, -1, "", 1))  # before anyone read the topic
+        assert h.record_log.on_durable is None  # nothing is paid on the write path until then
+        in_flight: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
+        h.record_log.append([OffsetCommitRecord("g1", "t", 1, 2, -1, "", 2)], in_flight.set_result)
+        assert [r.offset for r in h.read("g1")] == [0]  # built now: the durable write only
+        assert await in_flight is None
+        assert [r.offset for r in h.read("g1")] == [0, 1]  # the write in flight then arrives once
+
+    run(tmp_path, body)
 
 
 def test_deletions_are_tombstones(tmp_path: Path) -> None:
@@ -288,6 +309,7 @@ def test_transactional_offsets_are_a_producers_batch_ended_by_its_marker(tmp_pat
 
 def test_an_aborted_transaction_is_listed_for_read_committed_readers(tmp_path: Path) -> None:
     async def body(h: Harness) -> None:
+        h.build()
         await h.write(TxnOffsetCommitRecord(88, 0, "g1", "t", 0, 10, -1, "", 5))
         await h.write(TxnOffsetTombstone(88, "g1", "t", 0))  # ABORT: only the tombstone
         partition = h.view.partition(java_partition("g1", 50))

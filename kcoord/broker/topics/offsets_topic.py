@@ -53,6 +53,7 @@ __all__ = [
     "OffsetsTopic",
     "has_partition",
     "internal_topic",
+    "load_from_log",
 ]
 
 # A fixed id, the same on every node and across restarts (Kafka draws one when it creates the topic).
@@ -251,11 +252,19 @@ class OffsetsTopic:
     """Every partition of the view, fed by the coordinator log. A single node serves them all; a
     cluster node only those of the shards it owns (`load_partition` / `drop_partition`)."""
 
-    def __init__(self, num_partitions: int, *, served: bool = True) -> None:
+    def __init__(
+        self,
+        num_partitions: int,
+        *,
+        served: bool = True,
+        loader: Callable[[OffsetsTopic], None] | None = None,
+    ) -> None:
         self.num_partitions = num_partitions
         self.partitions: list[OffsetsPartition | None] = [
             OffsetsPartition(p) if served else None for p in range(num_partitions)
         ]
+        # Builds the view when it is first read: until then the write path pays nothing for it.
+        self._loader = loader
 
     @property
     def record(self) -> TopicRecord:
@@ -267,6 +276,9 @@ class OffsetsTopic:
 
     def partition(self, index: int) -> OffsetsPartition | None:
         """The partition if this node serves it (None: out of range, or another node's shard)."""
+        if (loader := self._loader) is not None:
+            self._loader = None
+            loader(self)
         return self.partitions[index] if 0 <= index < self.num_partitions else None
 
     def load(self, records: Iterable[tuple[int, int, storage.Record]], next_offset: int) -> None:
@@ -315,6 +327,8 @@ class OffsetsTopic:
         for lsn, record in zip(lsns, offsets_records(records, self.num_partitions, live=True), strict=True):
             if record is None or (partition := self.partitions[record.partition]) is None:
                 continue
+            if lsn < partition.high_watermark:  # durable when the view was built: read from the log then
+                continue
             if partition not in touched:
                 touched.append(partition)
             if isinstance(record, MarkerRecord):
@@ -328,6 +342,16 @@ class OffsetsTopic:
 
 def _entry(record: OffsetsRecord, lsn: int, timestamp: int) -> TopicEntry:
     return TopicEntry(lsn, timestamp, record.key, record.value, record.producer_id, record.producer_epoch)
+
+
+def load_from_log(view: OffsetsTopic, log: storage.Log, floor: int) -> None:
+    """A single node's view from its coordinator log: the log's newest record per key (what recovery
+    and compaction left), every partition ending at the first position no durable write holds yet,
+    and never below `floor` (the log's next position when it was opened, before any write)."""
+    keydir = log.keydir
+    durable_end = max((entry.lsn for entry in keydir.values()), default=-1) + 1
+    live = ((e.lsn, e.timestamp_ms, storage.Record(t, k, e.value)) for (t, k), e in keydir.items())
+    view.load(live, max(floor, durable_end))
 
 
 def internal_topic(

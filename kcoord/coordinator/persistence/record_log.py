@@ -49,8 +49,9 @@ class StorageRecordLog:
         except storage.StorageError as exc:  # closed or failed log: report, never raise into the caller
             on_done(exc)
             return
-        if (listener := self.on_durable) is not None:
-            future.add_done_callback(lambda f: _tell(listener, stored, f))
+        # The listener is looked up when the write is durable: one set meanwhile (the view is built on
+        # first use) still hears of the writes that were in flight when it was set.
+        future.add_done_callback(lambda f: self._tell(stored, f))
         if (histogram := self.append_seconds) is None or not histogram.sampled():
             future.add_done_callback(lambda f: on_done(_outcome(f)))
             return
@@ -62,19 +63,14 @@ class StorageRecordLog:
 
         future.add_done_callback(timed)
 
-
-def _tell(
-    listener: Callable[[Sequence[storage.Record], Sequence[int]], None],
-    stored: Sequence[storage.Record],
-    future: asyncio.Future[int],
-) -> None:
-    """The LSNs of a durable write: consecutive, ending at the future's, except that a write of
-    several records ends with its batch-end record (`storage.Log._encode`)."""
-    if future.cancelled() or future.exception() is not None:
-        return
-    count = len(stored)
-    first = future.result() - count - (1 if count > 1 else 0) + 1
-    listener(stored, range(first, first + count))
+    def _tell(self, stored: Sequence[storage.Record], future: asyncio.Future[int]) -> None:
+        """The LSNs of a durable write: consecutive, ending at the future's, except that a write of
+        several records ends with its batch-end record (`storage.Log._encode`)."""
+        if (listener := self.on_durable) is None or future.cancelled() or future.exception() is not None:
+            return
+        count = len(stored)
+        first = future.result() - count - (1 if count > 1 else 0) + 1
+        listener(stored, range(first, first + count))
 
 
 def _outcome(future: asyncio.Future[int]) -> BaseException | None:
