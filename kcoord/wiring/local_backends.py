@@ -4,6 +4,7 @@ records of the coordinator log and this node leads every partition."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kcoord import storage
@@ -16,6 +17,7 @@ from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
 from kcoord.coordinator.persistence import StorageRecordLog
+from kcoord.coordinator.persistence.offsets_topic_records import is_group_record
 from kcoord.coordinator.runtime import Clock
 from kcoord.partition_log import PartitionLogs
 from kcoord.storage.faults import FaultPolicy
@@ -89,15 +91,24 @@ class LocalBackends:
         return data
 
     def _offsets_topic(self) -> OffsetsTopic:
-        """`__consumer_offsets`, built from the log when first read, then fed every durable write."""
+        """`__consumer_offsets`: it exists once the log holds a group's record; it is built from the log
+        when first read, then fed every durable write."""
         log_, floor, record_log = self._log, self._opened_at, self._record_log
 
         def load(view: OffsetsTopic) -> None:
             load_from_log(view, log_, floor)
             record_log.on_durable = view.on_durable
 
-        record_log.on_durable = None  # a reset's new state: the old view hears nothing more
-        return OffsetsTopic(self._config.offsets_topic_num_partitions, loader=load)
+        exists = any(is_group_record(storage.Record(t, k, None)) for t, k in log_.keydir)
+        view = OffsetsTopic(self._config.offsets_topic_num_partitions, loader=load, exists=exists)
+
+        def notice(records: Sequence[storage.Record], lsns: Sequence[int]) -> None:
+            if view.notice(records) and record_log.on_durable is notice:
+                record_log.on_durable = None  # nothing more to watch for until the view is read
+
+        # a reset's new state replaces the old view's listener either way
+        record_log.on_durable = None if exists else notice
+        return view
 
     def marker_writer(self, data: TopicData, manager: GroupManager, local: TxnMarkers) -> TxnMarkers:
         return local  # every partition is this node's

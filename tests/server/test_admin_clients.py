@@ -72,17 +72,13 @@ def test_kafka_python_elects_nothing_moves_nothing_and_lists_no_reassignment(kaf
         NoReassignmentInProgressError,
     )
 
-    # every partition (kafka-python names them from Metadata, the internal __consumer_offsets's too):
-    # ELECTION_NOT_NEEDED, which it ignores
+    # every partition (kafka-python names them from Metadata): ELECTION_NOT_NEEDED, which it ignores
     response = kafka_python_admin.elect_leaders(0)
-    not_needed = ElectionNotNeededError.errno
     assert {
         (r.topic, p.partition_id, p.error_code)
         for r in response.replica_election_results
         for p in r.partition_result
-    } == {(TOPIC, p, not_needed) for p in range(3)} | {
-        ("__consumer_offsets", p, not_needed) for p in range(50)
-    }
+    } == {(TOPIC, p, ElectionNotNeededError.errno) for p in range(3)}
     unclean = kafka_python_admin.elect_leaders(1, {TOPIC: [2]})
     assert unclean.replica_election_results[0].partition_result[0].error_code == ElectionNotNeededError.errno
     tp = [TopicPartition(TOPIC, p) for p in range(3)]

@@ -30,8 +30,7 @@ def _create(address: tuple[str, int], name: str, partitions: int) -> None:
 def _topics(address: tuple[str, int]) -> dict[str, int]:
     with connect(address) as sock:
         response = call(sock, METADATA, 4, {"topics": None, "allow_auto_topic_creation": False})
-    # the user's topics (kcoord lists the internal `__consumer_offsets` as Kafka does once groups exist)
-    return {t["name"]: len(t["partitions"]) for t in response["topics"] if not t["is_internal"]}
+    return {t["name"]: len(t["partitions"]) for t in response["topics"]}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -76,7 +76,31 @@ def fetch(sock: socket.socket, version: int, topic: dict[str, Any], partition: i
     return call(sock, 1, version, body)["responses"][0]["partitions"][0]  # type: ignore[no-any-return]
 
 
+def test_it_exists_once_a_group_needs_it_as_kafka_creates_it(conn: socket.socket) -> None:
+    # Kafka creates the topic when a group first needs it: a fresh server lists no such topic
+    assert TOPIC not in [t["name"] for t in metadata(conn, 12, None)["topics"]]
+    assert (
+        metadata(conn, 12, [{"name": TOPIC}])["topics"][0]["error_code"]
+        == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
+    assert fetch(conn, 12, {"topic": TOPIC}, 0)["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    # a Metadata request that may auto-create names it: created (KafkaApis.getTopicMetadata)
+    created = call(conn, 3, 12, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": True})["topics"][0]
+    assert created["error_code"] == 0 and created["is_internal"] is True and len(created["partitions"]) == 50
+
+
+def test_a_groups_first_commit_creates_it(server: KcoordServer, conn: socket.socket) -> None:
+    assert create_topic(conn, "orders", 1)["error_code"] == 0
+    commit(conn, "first-group", "orders", 1)
+    assert TOPIC in [t["name"] for t in metadata(conn, 12, None)["topics"]]
+    server.restart()  # the log holds a group's record: it exists after a restart too
+    with connect(server.address) as again:
+        assert TOPIC in [t["name"] for t in metadata(again, 12, None)["topics"]]
+
+
 def test_metadata_lists_it_internal_with_fifty_partitions(conn: socket.socket) -> None:
+    assert create_topic(conn, "orders", 1)["error_code"] == 0
+    commit(conn, "some-group", "orders", 1)
     everything = metadata(conn, 12, None)["topics"]
     (entry,) = [t for t in everything if t["name"] == TOPIC]
     assert entry["error_code"] == 0 and entry["is_internal"] is True
@@ -110,6 +134,8 @@ def test_fetch_and_list_offsets_read_the_groups_records(conn: socket.socket) -> 
 
 
 def test_writes_are_refused_as_kafka_refuses_them_on_internal_topics(conn: socket.socket) -> None:
+    assert create_topic(conn, "orders", 1)["error_code"] == 0
+    commit(conn, "some-group", "orders", 1)
     builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 20)
     builder.append(0, 1_700_000_000_000, b"k", b"v", [])
     produce = {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
@@ -133,9 +159,9 @@ def test_writes_are_refused_as_kafka_refuses_them_on_internal_topics(conn: socke
 
 @pytest.mark.server_args("--offsets-topic-num-partitions", "7")
 def test_the_partition_count_is_the_flags(conn: socket.socket) -> None:
-    entry = metadata(conn, 12, [{"name": TOPIC}])["topics"][0]
-    assert len(entry["partitions"]) == 7
     assert create_topic(conn, "orders", 1)["error_code"] == 0
     commit(conn, "seven", "orders", 5)
+    entry = metadata(conn, 12, [{"name": TOPIC}])["topics"][0]
+    assert len(entry["partitions"]) == 7
     got = fetch(conn, 12, {"topic": TOPIC}, java_partition("seven", 7))
     assert any(r.key and read_key(r.key)[1].get("group") == "seven" for r in read_batches(got["records"]))

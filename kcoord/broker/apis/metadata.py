@@ -15,7 +15,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC, internal_topic
+from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC, create_internal, internal_topic
 from kcoord.coordinator.metadata import TopicRecord, validate_topic_name
 from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
@@ -47,6 +47,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             and not ctx.topics.is_pending(name)
             and validate_topic_name(name) is None
             and name not in refused
+            and not create_internal(ctx.data.offsets, name)  # Kafka's internal-topic creation
         ]
     )
     if not missing:

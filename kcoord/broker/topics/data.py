@@ -70,7 +70,7 @@ class TopicData:
         """The partition's log; None if the registry has no such partition or this node does not lead it
         (`missing` says which)."""
         if topic == OFFSETS_TOPIC and self.offsets is not None:
-            return self.offsets.partition(partition)
+            return self.offsets.partition(partition) if self.offsets.exists else None
         existing = self.logs.get(topic, partition)
         if existing is not None:
             return existing if self._registry.has_partition(topic, partition) else None
@@ -84,7 +84,7 @@ class TopicData:
         NOT_LEADER_OR_FOLLOWER so the client refreshes its metadata and follows the leader
         (ReplicaManager.getPartitionOrException: known in the metadata but not online here)."""
         if topic == OFFSETS_TOPIC and self.offsets is not None:  # a shard another node owns (cluster mode)
-            in_range = 0 <= partition < self.offsets.num_partitions
+            in_range = self.offsets.exists and 0 <= partition < self.offsets.num_partitions
             return ErrorCode.NOT_LEADER_OR_FOLLOWER if in_range else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if not self._registry.has_partition(topic, partition) or self._registry.is_pending(topic):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -35,6 +35,7 @@ from kcoord.coordinator.persistence.offsets_topic_records import (
     TopicEntry,
     encode_batch,
     encode_empty_batch,
+    is_group_record,
     marker_key,
     marker_value,
     offsets_records,
@@ -51,6 +52,7 @@ __all__ = [
     "OFFSETS_TOPIC_ID",
     "OffsetsPartition",
     "OffsetsTopic",
+    "create_internal",
     "has_partition",
     "internal_topic",
     "load_from_log",
@@ -258,8 +260,13 @@ class OffsetsTopic:
         *,
         served: bool = True,
         loader: Callable[[OffsetsTopic], None] | None = None,
+        exists: bool = True,
     ) -> None:
         self.num_partitions = num_partitions
+        # Kafka creates the topic when a group first needs it (FindCoordinator, or a Metadata request
+        # naming it that may auto-create): here when the log first holds a group's record (`notice`),
+        # or such a Metadata / CreateTopics request names it. Until then it is not listed.
+        self.exists = exists
         self.partitions: list[OffsetsPartition | None] = [
             OffsetsPartition(p) if served else None for p in range(num_partitions)
         ]
@@ -280,6 +287,12 @@ class OffsetsTopic:
             self._loader = None
             loader(self)
         return self.partitions[index] if 0 <= index < self.num_partitions else None
+
+    def notice(self, records: Sequence[storage.Record]) -> bool:
+        """True (and the topic exists from now on) if a write holds a group's record."""
+        if not self.exists and any(is_group_record(r) for r in records):
+            self.exists = True
+        return self.exists
 
     def load(self, records: Iterable[tuple[int, int, storage.Record]], next_offset: int) -> None:
         """Startup: the recovered log's live records as (lsn, timestamp, record), in any order, and
@@ -357,16 +370,25 @@ def load_from_log(view: OffsetsTopic, log: storage.Log, floor: int) -> None:
 def internal_topic(
     offsets: OffsetsTopic | None, name: str | None = None, topic_id: uuid.UUID | None = None
 ) -> TopicRecord | None:
-    """The view's topic when it is served and `name` (or `topic_id`) names it; None otherwise (the
-    topic registry's topics are looked up there)."""
-    if offsets is None or (name != OFFSETS_TOPIC and topic_id != OFFSETS_TOPIC_ID):
+    """The view's topic when it is served, exists and `name` (or `topic_id`) names it; None otherwise
+    (the topic registry's topics are looked up there)."""
+    if offsets is None or not offsets.exists or (name != OFFSETS_TOPIC and topic_id != OFFSETS_TOPIC_ID):
         return None
     return offsets.record
+
+
+def create_internal(offsets: OffsetsTopic | None, name: str) -> bool:
+    """A request that may create topics names the internal one (Kafka: `KafkaApis.getTopicMetadata`'s
+    internal-topic creation, or CreateTopics): it exists from now on. False: not the internal topic."""
+    if offsets is None or name != OFFSETS_TOPIC:
+        return False
+    offsets.exists = True
+    return True
 
 
 def has_partition(topics: TopicRegistry, offsets: OffsetsTopic | None, name: str, index: int) -> bool:
     """The registry's `has_partition`, knowing `__consumer_offsets` too (a consumer may commit its
     position in the internal topic, as Kafka's KafkaApis finds it in its metadata cache)."""
     if offsets is not None and name == OFFSETS_TOPIC:
-        return 0 <= index < offsets.num_partitions
+        return offsets.exists and 0 <= index < offsets.num_partitions
     return topics.has_partition(name, index)

@@ -41,6 +41,7 @@ __all__ = [
     "TopicEntry",
     "encode_batch",
     "encode_empty_batch",
+    "is_group_record",
     "marker_key",
     "marker_value",
     "offsets_records",
@@ -106,6 +107,11 @@ def offsets_records(
         else:
             out.append(None)
     return out
+
+
+def is_group_record(record: storage.Record) -> bool:
+    """A record `__consumer_offsets` shows (a group's, an offset's, a pending transactional offset)."""
+    return record.type in _PASSED_THROUGH or record.type == schemas.TXN_OFFSET_COMMIT_RECORD_TYPE
 
 
 def _group_of(key: bytes) -> str:
