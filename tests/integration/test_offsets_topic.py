@@ -84,12 +84,15 @@ def test_burrow_shaped_reader_rebuilds_every_groups_offsets_and_resumes_after_a_
     server: KcoordServer, workers: Workers, topic: str, topic_partitions: frozenset[Partition]
 ) -> None:
     group_a, group_b, reader = unique("burrow-a"), unique("burrow-b"), unique("reader")
+    group_c = unique("burrow-kip848")
     a = workers.spawn("kafka-python", group_a, [topic])
     b = workers.spawn("confluent-kafka", group_b, [topic])
-    wait_for_split([a], topic_partitions)
-    wait_for_split([b], topic_partitions)
+    c = workers.spawn("confluent-kafka", group_c, [topic], group_protocol="consumer")
+    for member in (a, b, c):
+        wait_for_split([member], topic_partitions)
     a.commit([(topic, p, 10 + p, "") for p in range(6)])
     b.commit([(topic, p, 20 + p, "meta") for p in range(6)])
+    c.commit([(topic, p, 30 + p, "") for p in range(6)])
 
     first = read_topic(server, reader)
     assert first["partitions"] == 50
@@ -99,10 +102,14 @@ def test_burrow_shaped_reader_rebuilds_every_groups_offsets_and_resumes_after_a_
     for group in (group_a, group_b):  # classic groups' GroupMetadata records (key v2, value v3)
         assert first["groups"][group]["protocol_type"] == "consumer"
         assert first["groups"][group]["members"] == 1
+    # a consumer-protocol (KIP-848) group: its offsets as any group's, its records of key types 3-8
+    # (which Burrow skips), and no classic GroupMetadata
+    assert first["offsets"][group_c] == expected(topic, 30)
+    assert first["other_keys"] >= 5 and group_c not in first["groups"]
 
     # deletions: OffsetDelete of one partition (group A is empty once its member left), DeleteGroups
-    a.close()
-    b.close()
+    for member in (a, b, c):
+        member.close()
     offset_delete(server, group_a, topic, 0)
     admin = AdminClient({"bootstrap.servers": server.bootstrap})
     admin.delete_consumer_groups([group_b], request_timeout=30)[group_b].result(timeout=30)

@@ -400,3 +400,18 @@ def _last_batch(data: bytes) -> tuple[int, int]:
         (delta,) = struct.unpack_from(">i", data, pos + 23)
         last, pos = (base, delta), pos + 12 + length
     return last
+
+
+def test_the_flag_and_its_env_var_name_the_partition_count() -> None:
+    import pytest
+
+    from kcoord.wiring.config import parse_serve_argv
+
+    assert parse_serve_argv([], env={}).offsets_topic_num_partitions == 50  # Kafka's default
+    assert (
+        parse_serve_argv([], env={"KCOORD_OFFSETS_TOPIC_NUM_PARTITIONS": "9"}).offsets_topic_num_partitions
+        == 9
+    )
+    assert parse_serve_argv(["--offsets-topic-num-partitions", "3"], env={}).offsets_topic_num_partitions == 3
+    with pytest.raises(SystemExit):
+        parse_serve_argv(["--offsets-topic-num-partitions", "0"], env={})
