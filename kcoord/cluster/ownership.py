@@ -86,10 +86,10 @@ class Ownership:
         self._unclaimed: set[int] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.failovers = 0
+        """Shards this node took over from an expired lease (not a released one)."""
         # `__consumer_offsets`: each owned shard is its partition of the same number (set with the
         # topic data, before any shard loads).
         self.offsets: OffsetsTopic | None = None
-        """Shards this node took over from an expired lease (not a released one)."""
 
     @property
     def node_id(self) -> int:
