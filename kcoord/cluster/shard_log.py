@@ -234,11 +234,13 @@ class ShardRecordLog:
         return None
 
     def _tell(self, batch: list[_Pending], first: int) -> None:
-        """The lsns `_commit` gave the batch's records, in order from `first`."""
+        """The lsns `_commit` gave the batch's records, in order from `first`: scheduled like the
+        answers (and before them), so a failing listener is the loop's to report, never the batch's."""
         if (listener := self._on_durable) is None:
             return
+        loop = asyncio.get_running_loop()
         for records, _ in batch:
-            listener(records, range(first, first + len(records)))
+            loop.call_soon(listener, records, range(first, first + len(records)))
             first += len(records)
 
     def _fail(self, batch: list[_Pending], error: ShardLogError) -> None:
