@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BatchRecord", "Reader", "read_batches", "read_key", "read_value"]
+__all__ = ["BatchRecord", "Reader", "java_partition", "read_batches", "read_key", "read_value"]
 
 
 class Reader:
@@ -310,3 +310,16 @@ def read_batches(data: bytes) -> list[BatchRecord]:
             cursor = record_end
         pos = end
     return out
+
+
+# -- partitions -----------------------------------------------------------------------------------------
+def java_partition(group: str, partitions: int) -> int:
+    """Kafka's `Utils.abs(groupId.hashCode()) % partitions`, written out independently of runtime.shards:
+    Java's String.hashCode over UTF-16 code units, 32-bit wrap-around, abs(MIN_VALUE) = 0."""
+    h = 0
+    units = group.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (h * 31 + int.from_bytes(units[i : i + 2], "big")) % (1 << 32)
+    if h >= 1 << 31:
+        h -= 1 << 32
+    return (0 if h == -(1 << 31) else abs(h)) % partitions

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.cluster.nodes import Node, commit, init_cluster, nodes, owner_of, rpc, until
-from tests.offsets_decoder import read_batches, read_key
+from tests.offsets_decoder import java_partition, read_batches, read_key
 from tests.server.wire import connect, create_topic
-from tests.unit.test_offsets_topic import java_partition
 
 TOPIC = "__consumer_offsets"
 SHARDS = 6

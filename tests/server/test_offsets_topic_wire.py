@@ -14,9 +14,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kcoord.protocol.errors import ErrorCode
 from tests.kcoord_process import KcoordServer
-from tests.offsets_decoder import read_batches, read_key, read_value
+from tests.offsets_decoder import java_partition, read_batches, read_key, read_value
 from tests.server.wire import call, connect, create_topic
-from tests.unit.test_offsets_topic import java_partition
 
 TOPIC = "__consumer_offsets"
 
