@@ -17,6 +17,7 @@ Which partition a record goes to is Kafka's `GroupCoordinatorService.partitionFo
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -100,7 +101,7 @@ def offsets_records(
     for record in records:
         if record.type in _PASSED_THROUGH:
             out.append(
-                OffsetsRecord(shard_of(_group_of(record.key), num_partitions), record.key, record.value)
+                OffsetsRecord(_partition(_group_of(record.key), num_partitions), record.key, record.value)
             )
         elif record.type == schemas.TXN_OFFSET_COMMIT_RECORD_TYPE:
             out.append(_transactional(record, num_partitions, live, committed, seen_markers))
@@ -112,6 +113,12 @@ def offsets_records(
 def is_group_record(record: storage.Record) -> bool:
     """A record `__consumer_offsets` shows (a group's, an offset's, a pending transactional offset)."""
     return record.type in _PASSED_THROUGH or record.type == schemas.TXN_OFFSET_COMMIT_RECORD_TYPE
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _partition(group: str, num_partitions: int) -> int:
+    """`shard_of`, remembered: a group's every commit asks again, and Java's hash is a loop in Python."""
+    return shard_of(group, num_partitions)
 
 
 def _group_of(key: bytes) -> str:
@@ -130,7 +137,7 @@ def _transactional(
     producer and partition per write). A marker write holds the offsets a COMMIT applies as plain
     OffsetCommit records (kcoord/coordinator/groups/txn_offsets.py `marker_records`), none for ABORT."""
     k = decode_exact(_TXN_ROW.key, record.key)
-    partition = shard_of(k["group"], num_partitions)
+    partition = _partition(k["group"], num_partitions)
     if record.value is None:
         if not live or (partition, k["producer_id"]) in seen:
             return None
