@@ -24,6 +24,7 @@ from typing import Any
 from kcoord.broker.markers import TxnMarkers
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership
+from kcoord.broker.topics.offsets_topic import OffsetsTopic
 from kcoord.cluster.leadership import ClusterLeadership
 from kcoord.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.cluster.markers import RoutedTxnMarkers
@@ -175,6 +176,10 @@ class ClusterBackends:
             policy,
         )
         data = TopicData(topics, partitions, config.topic_defaults())
+        # `__consumer_offsets`: one partition per group shard, served where the shard is owned
+        data.offsets = OffsetsTopic(self._num_shards, served=False)
+        assert self.ownership is not None
+        self.ownership.offsets = data.offsets
         self.placement = PartitionPlacement(
             pool,
             config.node_id,
@@ -197,4 +202,12 @@ class ClusterBackends:
 
     def leadership(self) -> PartitionLeadership:
         assert self.placement is not None
-        return ClusterLeadership(self.pool, self.placement)
+        return ClusterLeadership(self.pool, self.placement, self._shard_owner)
+
+    def _shard_owner(self, shard: int) -> int | None:
+        """The node owning the shard as the membership last read it (this node for its own)."""
+        assert self.ownership is not None
+        if self.ownership.phases.of(shard) is Phase.ACTIVE:
+            return self._config.node_id
+        owner = self._node.view().owner(shard)
+        return None if owner is None else owner.node_id

@@ -21,7 +21,7 @@ the next leader's acquire bumps the epoch, fencing anything later, then loads af
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kcoord.broker.topics.leadership import (
@@ -35,7 +35,8 @@ from kcoord.broker.topics.leadership import (
     TopicPartition,
     validate_replicas,
 )
-from kcoord.cluster.placement import PartitionPlacement, preferred_leader
+from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC
+from kcoord.cluster.placement import NO_LEADER, PartitionPlacement, preferred_leader
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["ClusterLeadership"]
@@ -58,12 +59,19 @@ _ELIGIBLE_NOT_AVAILABLE = Outcome(
 
 
 class ClusterLeadership:
-    def __init__(self, pool: Any, placement: PartitionPlacement) -> None:
+    def __init__(
+        self, pool: Any, placement: PartitionPlacement, shard_owner: Callable[[int], int | None] | None = None
+    ) -> None:
         self._pool = pool
         self._placement = placement
+        # `__consumer_offsets` partition N is led by the owner of group shard N (the membership's view).
+        self._shard_owner = shard_owner
         self._tasks: set[asyncio.Future[Any]] = set()
 
     def leader(self, topic: str, partition: int) -> int:
+        if topic == OFFSETS_TOPIC and self._shard_owner is not None:
+            owner = self._shard_owner(partition)
+            return NO_LEADER if owner is None else owner
         return self._placement.leader(topic, partition)
 
     def elect(self, election_type: ElectionType, partitions: Sequence[TopicPartition], on_done: Done) -> None:

@@ -29,9 +29,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 from kcoord import storage
+from kcoord.broker.topics.offsets_topic import OffsetsTopic
 from kcoord.cluster.leases import ShardLeases
 from kcoord.cluster.membership import ClusterView
-from kcoord.cluster.shard_log import ShardRecordLog, load_shard
+from kcoord.cluster.shard_log import LSN_EPOCH_SHIFT, ShardRecordLog, load_shard
 from kcoord.coordinator.runtime.phases import Phase, ShardPhases
 
 __all__ = ["Ownership", "ShardHost", "preferred_owner"]
@@ -86,6 +87,9 @@ class Ownership:
         self._tasks: set[asyncio.Task[None]] = set()
         self.failovers = 0
         """Shards this node took over from an expired lease (not a released one)."""
+        # `__consumer_offsets`: each owned shard is its partition of the same number (set with the
+        # topic data, before any shard loads).
+        self.offsets: OffsetsTopic | None = None
 
     @property
     def node_id(self) -> int:
@@ -190,14 +194,21 @@ class Ownership:
             if epoch is None:
                 self.phases.set(shard, Phase.NOT_OWNED)
                 return False
-            records = await load_shard(self._pool, shard)
+            lsns: list[int] = []
+            records = await load_shard(self._pool, shard, lsns)
         except BaseException:
             self.phases.set(shard, Phase.NOT_OWNED)
             await self._give_back(shard)
             raise
-        self._logs[shard] = ShardRecordLog(self._pool, shard, epoch)
+        offsets = self.offsets
+        listener = None if offsets is None else offsets.on_durable
+        self._logs[shard] = ShardRecordLog(self._pool, shard, epoch, listener)
         try:
             self._host.load(shard, records)
+            if offsets is not None:  # positions from this epoch's on are above every earlier one
+                now = int(time.time() * 1000)
+                loaded = ((lsn, now, record) for lsn, record in zip(lsns, records, strict=True))
+                offsets.load_partition(shard, loaded, (epoch << LSN_EPOCH_SHIFT) + 1)
         except Exception:  # a record this kcoord cannot replay: leave the shard to another node
             self._logs.pop(shard, None)
             self._host.unload(shard)
@@ -238,6 +249,8 @@ class Ownership:
                     "shard %d: appends still in flight after %.0fs; unloading", shard, CLOSE_TIMEOUT_S
                 )
         self._host.unload(shard)
+        if self.offsets is not None:
+            self.offsets.drop_partition(shard)
         if release:
             await self._give_back(shard)
         else:

@@ -24,7 +24,7 @@ Writes (Kafka: `CoordinatorPartitionWriter.append` then the high watermark ackno
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import asyncpg
@@ -67,7 +67,7 @@ _MAX_EPOCH = (1 << (63 - LSN_EPOCH_SHIFT)) - 1
 _MAX_COUNTER = (1 << LSN_EPOCH_SHIFT) - 1
 
 _APPEND = "SELECT kcoord_append($1, $2, $3::smallint[], $4::bytea[], $5::bytea[], $6::bigint[])"
-_LOAD = "SELECT type, key, value FROM kcoord_record WHERE shard = $1 ORDER BY lsn"
+_LOAD = "SELECT type, key, value, lsn FROM kcoord_record WHERE shard = $1 ORDER BY lsn"
 
 # What a call that did not reach a verdict raises: the connection broke or the pool could not
 # connect (OSError, asyncpg's InterfaceError family), or it timed out.
@@ -136,9 +136,18 @@ class ShardRecordLog:
     scheduled with `call_soon`), so a refused append is reported in order too.
     """
 
-    def __init__(self, pool: Any, shard: int, epoch: int) -> None:
+    def __init__(
+        self,
+        pool: Any,
+        shard: int,
+        epoch: int,
+        on_durable: Callable[[Sequence[storage.Record], Sequence[int]], None] | None = None,
+    ) -> None:
         if not 0 < epoch <= _MAX_EPOCH:
             raise ValueError(f"epoch {epoch} outside 1..{_MAX_EPOCH}")
+        # Told each committed append as (records, their lsns) before its on_done: the
+        # `__consumer_offsets` view's partition of this shard (kcoord/broker/topics/offsets_topic.py).
+        self._on_durable = on_durable
         self._pool = pool
         self.shard = shard
         self.epoch = epoch
@@ -184,10 +193,12 @@ class ShardRecordLog:
         try:
             while self._pending:
                 batch, self._pending = self._pending, []
+                first = self.epoch << LSN_EPOCH_SHIFT | (self._counter + 1)
                 error = await self._commit(batch)
                 if error is not None:
                     self._fail(batch, error)
                     return
+                self._tell(batch, first)
                 self._settle(batch, None)
                 batch = []
         except BaseException as exc:  # cancelled, or a bug: every append is still answered, once
@@ -224,6 +235,16 @@ class ShardRecordLog:
         self.records += len(types)
         return None
 
+    def _tell(self, batch: list[_Pending], first: int) -> None:
+        """The lsns `_commit` gave the batch's records, in order from `first`: scheduled like the
+        answers (and before them), so a failing listener is the loop's to report, never the batch's."""
+        if (listener := self._on_durable) is None:
+            return
+        loop = asyncio.get_running_loop()
+        for records, _ in batch:
+            loop.call_soon(listener, records, range(first, first + len(records)))
+            first += len(records)
+
     def _fail(self, batch: list[_Pending], error: ShardLogError) -> None:
         if self.failure is None or isinstance(error, LeaseLost):  # the fence's verdict is the news
             self.failure = error
@@ -238,9 +259,12 @@ class ShardRecordLog:
             loop.call_soon(on_done, error)
 
 
-async def load_shard(pool: Any, shard: int) -> list[storage.Record]:
-    """The shard's records in lsn order, as the storage records a `Replayer` applies. Call it after
-    `ShardLeases.acquire`: the epoch bump committed first, so every batch a previous owner had
-    acknowledged is visible, and none it will ever try again can commit."""
+async def load_shard(pool: Any, shard: int, lsns: list[int] | None = None) -> list[storage.Record]:
+    """The shard's records in lsn order, as the storage records a `Replayer` applies (their lsns
+    appended to `lsns` when given). Call it after `ShardLeases.acquire`: the epoch bump committed
+    first, so every batch a previous owner had acknowledged is visible, and none it will ever try
+    again can commit."""
     rows = await pool.fetch(_LOAD, shard, timeout=LOAD_TIMEOUT_S)
+    if lsns is not None:
+        lsns.extend(int(row[3]) for row in rows)
     return [storage.Record(row[0], row[1], row[2]) for row in rows]

@@ -144,6 +144,9 @@ class Config:
     compression_lz4_level: int = 9  # compression.lz4.level: 1-17
     compression_zstd_level: int = 3  # compression.zstd.level: -131072-22
     num_partitions: int = 1  # num.partitions, for auto-created topics and CreateTopics with -1
+    # offsets.topic.num.partitions: the partitions of the `__consumer_offsets` view (issue 33 item 5), each
+    # group in Kafka's partition for it. Cluster mode uses the shard count `kcoord cluster init` stored.
+    offsets_topic_num_partitions: int = 50
     fsync: FsyncPolicy = "always"
     # The storage history area (storage/history.py, issue 28): what compaction replaced, for the pipeline.
     history_retention_ms: int = 604_800_000  # 7 days; 0 keeps no history
@@ -405,6 +408,11 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
     ("--inter-broker-sasl-username", _nonempty_name, "cluster mode: this node's user on that listener"),
     ("--inter-broker-sasl-password", _secret, "its password: prefer the env variable"),
     ("--group-initial-rebalance-delay-ms", _non_negative_int, "default 3000"),
+    (
+        "--offsets-topic-num-partitions",
+        _positive_int,
+        "partitions of the __consumer_offsets view (offsets.topic.num.partitions), default 50",
+    ),
     ("--group-min-session-timeout-ms", _non_negative_int, "default 6000"),
     ("--group-max-session-timeout-ms", _non_negative_int, "default 1800000"),
     ("--group-max-size", _positive_int, "default unbounded"),

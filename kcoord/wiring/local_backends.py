@@ -4,6 +4,7 @@ records of the coordinator log and this node leads every partition."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kcoord import storage
@@ -11,10 +12,12 @@ from kcoord.broker.markers import TxnMarkers
 from kcoord.broker.timers import SystemClock
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership, SingleNodeLeadership
+from kcoord.broker.topics.offsets_topic import OffsetsTopic, load_from_log
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
 from kcoord.coordinator.persistence import StorageRecordLog
+from kcoord.coordinator.persistence.offsets_topic_records import is_group_record
 from kcoord.coordinator.runtime import Clock
 from kcoord.partition_log import PartitionLogs
 from kcoord.storage.faults import FaultPolicy
@@ -45,6 +48,8 @@ class LocalBackends:
         self._config = config
         self._metrics = metrics
         self._record_log = StorageRecordLog()
+        self._log: Any = None
+        self._opened_at = 0  # the log's next position when it was opened (the view's floor)
 
     async def coordinator_log(self) -> CoordinatorLog:
         if self._metrics is not None:
@@ -67,6 +72,8 @@ class LocalBackends:
             config.data_dir, storage_config(config), replayer.apply, ops=ops, policy=policy
         )
         self._record_log.attach(log_)
+        self._log = log_
+        self._opened_at = log_.next_lsn
         replayer.finish()
         return Recovered(log_, replayer.summary())
 
@@ -80,7 +87,28 @@ class LocalBackends:
         if not isinstance(clock, SystemClock):  # the test controls' movable clock: records' times follow it
             data.now_ms = clock.now_ms  # type: ignore[method-assign]
         await data.remove_orphans()
+        data.offsets = self._offsets_topic()
         return data
+
+    def _offsets_topic(self) -> OffsetsTopic:
+        """`__consumer_offsets`: it exists once the log holds a group's record; it is built from the log
+        when first read, then fed every durable write."""
+        log_, floor, record_log = self._log, self._opened_at, self._record_log
+
+        def load(view: OffsetsTopic) -> None:
+            load_from_log(view, log_, floor)
+            record_log.on_durable = view.on_durable
+
+        exists = any(is_group_record(storage.Record(t, k, None)) for t, k in log_.keydir)
+        view = OffsetsTopic(self._config.offsets_topic_num_partitions, loader=load, exists=exists)
+
+        def notice(records: Sequence[storage.Record], lsns: Sequence[int]) -> None:
+            if view.notice(records) and record_log.on_durable is notice:
+                record_log.on_durable = None  # nothing more to watch for until the view is read
+
+        # a reset's new state replaces the old view's listener either way
+        record_log.on_durable = None if exists else notice
+        return view
 
     def marker_writer(self, data: TopicData, manager: GroupManager, local: TxnMarkers) -> TxnMarkers:
         return local  # every partition is this node's

@@ -142,7 +142,9 @@ def test_offset_commit_partition_errors_are_counted_by_code_once_each(h: Harness
             return topic == "t" and partition < 2
 
     stats = RequestStats()
-    ctx = SimpleNamespace(manager=h.mgr, topics=Topics(), stats=stats, authorizer=None)
+    ctx = SimpleNamespace(
+        manager=h.mgr, topics=Topics(), stats=stats, authorizer=None, data=SimpleNamespace(offsets=None)
+    )
 
     def commit(partitions: list[tuple[str, int, str]]) -> Reply:
         topics: dict[str, list[dict[str, object]]] = {}

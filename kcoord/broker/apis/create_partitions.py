@@ -14,6 +14,7 @@ from typing import Any
 from kcoord.broker import authz
 from kcoord.broker.apis.topic_checks import Failure, check_assignments
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.offsets_topic import internal_topic
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
@@ -52,6 +53,10 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
     name = str(topic["name"])
     if duplicate:
         return ErrorCode.INVALID_REQUEST, f"Topic '{name}' appears more than once in the request."
+    if (
+        internal_topic(ctx.data.offsets, name) is not None
+    ):  # offsets.topic.num.partitions is fixed (compat.md)
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot add partitions to internal topic {name}."
     existing = ctx.topics.get(name)
     if existing is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."

@@ -21,6 +21,7 @@ from kcoord.broker import authz
 from kcoord.broker.apis.topic_checks import Failure, check_assignments, check_replication
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.configs import InvalidConfig, describe_topic, validate_topic_configs
+from kcoord.broker.topics.offsets_topic import create_internal
 from kcoord.coordinator.metadata import TopicExists, validate_topic_name
 from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
@@ -102,6 +103,8 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
     if (reason := validate_topic_name(name)) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
     if ctx.topics.get(name) is not None or ctx.topics.is_pending(name):
+        return _already_exists(name)
+    if create_internal(ctx.data.offsets, name):  # the coordinator log's view: it exists from now on
         return _already_exists(name)
     assignments: list[dict[str, Any]] = topic["assignments"]
     num_partitions = int(topic["num_partitions"])

@@ -15,6 +15,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
@@ -54,6 +55,10 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 
 
 def _delete(ctx: ServerContext, name: str, entry: Entry, offset: int) -> asyncio.Future[int] | None:
+    if name == OFFSETS_TOPIC:
+        # ReplicaManager.deleteRecordsOnLocalLog (Topic.isInternal, by name, before the partition)
+        entry["error_code"] = ErrorCode.INVALID_TOPIC_EXCEPTION
+        return None
     log = ctx.data.log(name, entry["partition_index"])
     if log is None:
         entry["error_code"] = ctx.data.missing(name, entry["partition_index"])

@@ -17,6 +17,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.offsets_topic import internal_topic
 from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
@@ -62,6 +63,10 @@ def _requested(req: Request, version: int) -> list[tuple[str | None, uuid.UUID]]
 
 
 def _check(ctx: ServerContext, name: str | None, topic_id: uuid.UUID, version: int) -> Result:
+    if (internal := internal_topic(ctx.data.offsets, name, topic_id)) is not None:
+        # Kafka (KRaft) deletes and re-creates its own; kcoord's is the coordinator log's view (compat.md).
+        message = f"Cannot delete internal topic {internal.name}: it is a view of the coordinator log."
+        return _result(internal.name, topic_id, ErrorCode.INVALID_TOPIC_EXCEPTION, message, version)
     if name is None:  # v6: by id
         name = ctx.topics.name_for_id(topic_id)
         if name is None:

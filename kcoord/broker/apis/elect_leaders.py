@@ -16,7 +16,8 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.topics.leadership import ElectionType, Outcome, TopicPartition
+from kcoord.broker.topics.leadership import ELECTION_NOT_NEEDED, ElectionType, Outcome, TopicPartition
+from kcoord.broker.topics.offsets_topic import has_partition, internal_topic
 from kcoord.coordinator.metadata.acl_model import AclOperation
 from kcoord.protocol.errors import ErrorCode
 
@@ -56,7 +57,12 @@ def _unknown_partitions(ctx: ServerContext, asked: list[tuple[str, int]]) -> dic
     """ReplicationControlManager.electLeader's first checks, before leadership is looked at."""
     unknown: dict[TopicPartition, Outcome] = {}
     for topic, partition in asked:
-        if ctx.topics.get(topic) is None:
+        if internal_topic(ctx.data.offsets, topic) is not None and has_partition(
+            ctx.topics, ctx.data.offsets, topic, partition
+        ):  # the view's partitions have one replica, their leader (the shard's owner in a cluster)
+            unknown[TopicPartition(topic, partition)] = ELECTION_NOT_NEEDED
+            continue
+        if ctx.topics.get(topic) is None and internal_topic(ctx.data.offsets, topic) is None:
             message = f"No such topic as {topic}"
         elif not ctx.topics.has_partition(topic, partition):
             message = f"No such partition as {topic}-{partition}"

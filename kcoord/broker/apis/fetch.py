@@ -27,6 +27,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.offsets_topic import internal_topic
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.partition_log.port import PartitionStore
 from kcoord.protocol.errors import ErrorCode
@@ -69,10 +70,16 @@ def _names(ctx: ServerContext, req: Request, version: int) -> set[str]:
     """The topics' names: by id from v13 (an unknown id has none), else as given."""
     names = set()
     for topic in req["topics"]:
-        name = ctx.topics.name_for_id(topic["topic_id"]) if version >= 13 else topic["topic"]
+        name = _name_for_id(ctx, topic["topic_id"]) if version >= 13 else topic["topic"]
         if name is not None:
             names.add(str(name))
     return names
+
+
+def _name_for_id(ctx: ServerContext, topic_id: uuid.UUID) -> str | None:
+    """A registry topic's name, or `__consumer_offsets` (the coordinator log's view) by its id."""
+    internal = internal_topic(ctx.data.offsets, topic_id=topic_id)
+    return internal.name if internal is not None else ctx.topics.name_for_id(topic_id)
 
 
 class _Wanted:
@@ -138,7 +145,7 @@ class _Fetch:
     def _topic(self, topic: Request, version: int, committed: bool, readable: set[str] | None) -> Entry:
         if version >= 13:
             topic_id: uuid.UUID = topic["topic_id"]
-            name = self._ctx.topics.name_for_id(topic_id)
+            name = _name_for_id(self._ctx, topic_id)
             unknown = ErrorCode.UNKNOWN_TOPIC_ID
             out: Entry = {"topic_id": topic_id, "partitions": []}
         else:

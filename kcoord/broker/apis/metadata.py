@@ -15,6 +15,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC, create_internal, internal_topic
 from kcoord.coordinator.metadata import TopicRecord, validate_topic_name
 from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
@@ -42,10 +43,11 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         else [
             name
             for name in dict.fromkeys(n for n, _ in wanted if n is not None)
-            if ctx.topics.get(name) is None
+            if _lookup(ctx, name) is None
             and not ctx.topics.is_pending(name)
             and validate_topic_name(name) is None
             and name not in refused
+            and not create_internal(ctx.data.offsets, name)  # Kafka's internal-topic creation
         ]
     )
     if not missing:
@@ -69,7 +71,7 @@ def _refused(ctx: ServerContext, meta: RequestMeta, wanted: Wanted, auto_create:
     names = {n for n, _ in wanted if n is not None}
     describable = authz.filter_allowed(ctx, meta, 3, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
     refused = dict.fromkeys(names - describable, True)
-    absent = [n for n in describable if ctx.topics.get(n) is None]
+    absent = [n for n in describable if _lookup(ctx, n) is None]
     authorizer = ctx.authorizer
     assert authorizer is not None
     if (
@@ -95,8 +97,20 @@ def _requested(ctx: ServerContext, req: Request, version: int) -> Wanted | None:
     wanted: Wanted = []
     for topic in topics:
         name, topic_id = topic["name"], topic.get("topic_id", _NO_ID)
+        if name is None and (internal := internal_topic(ctx.data.offsets, topic_id=topic_id)) is not None:
+            name = internal.name
         wanted.append((name if name is not None else ctx.topics.name_for_id(topic_id), topic_id))
     return wanted
+
+
+def _lookup(ctx: ServerContext, name: str) -> TopicRecord | None:
+    """A topic of the registry, or `__consumer_offsets` (the coordinator log's view)."""
+    return internal_topic(ctx.data.offsets, name) or ctx.topics.get(name)
+
+
+def _all_topics(ctx: ServerContext) -> list[TopicRecord]:
+    internal = internal_topic(ctx.data.offsets, OFFSETS_TOPIC)
+    return ctx.topics.all() if internal is None else [*ctx.topics.all(), internal]
 
 
 def _response(
@@ -109,7 +123,7 @@ def _response(
         topics = [_topic_entry(ctx, t.name, t, version, listed) for t in _visible(ctx, meta)]
     else:
         topics = [
-            _topic_entry(ctx, name, ctx.topics.get(name), version, listed)
+            _topic_entry(ctx, name, _lookup(ctx, name), version, listed)
             if name is not None and name not in refused
             else _refused_entry(name, topic_id, refused)
             for name, topic_id in wanted
@@ -135,14 +149,14 @@ def _visible(ctx: ServerContext, meta: RequestMeta) -> list[TopicRecord]:
     """All topics: those the caller may not DESCRIBE are left out (no denial: logIfDenied=false)."""
     authorizer = ctx.authorizer
     if authorizer is None:
-        return ctx.topics.all()
+        return _all_topics(ctx)
     principal, host, describe, topic = (
         meta.principal,
         meta.client_host,
         AclOperation.DESCRIBE,
         ResourceType.TOPIC,
     )
-    return [t for t in ctx.topics.all() if authorizer.authorize(principal, host, describe, topic, t.name)]
+    return [t for t in _all_topics(ctx) if authorizer.authorize(principal, host, describe, topic, t.name)]
 
 
 def _refused_entry(name: str | None, topic_id: uuid.UUID, refused: Refused) -> dict[str, Any]:
@@ -201,6 +215,8 @@ def _topic_entry(
     }
     if version >= 10:
         entry["topic_id"] = topic.topic_id
+    if name == OFFSETS_TOPIC:  # Topic.isInternal (KafkaApis.getTopicMetadata): v1+ carry the flag
+        entry["is_internal"] = version >= 1
     return entry
 
 

@@ -39,6 +39,7 @@ from typing import Any
 from kcoord import storage
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC
 from kcoord.broker.verification import TxnAnswers, TxnCheck
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.partition_log import AppendError, AppendResult, DuplicateAppend, NotLeader, ValidatedAppend
@@ -165,6 +166,11 @@ class _Write:
 
     def _append(self, name: str, entry: Entry, batch: ProducedBatch) -> None:
         ctx, pending, version = self.ctx, self.pending, self.pending.version
+        if name == OFFSETS_TOPIC:  # ReplicaManager.appendToLocalLog: Topic.isInternal, before the partition
+            _fail(
+                entry, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}", version
+            )
+            return
         plog = ctx.data.log(name, entry["index"])
         if plog is None:
             _fail(entry, ctx.data.missing(name, entry["index"]), None, version)

@@ -21,6 +21,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.offsets_topic import has_partition
 from kcoord.broker.verification import TxnAnswers, TxnCheck
 from kcoord.coordinator.groups.txn_offset_api import TxnCommitRequest, TxnPartition
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
@@ -58,7 +59,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             if readable is not None and name not in readable:
                 answer.append((name, index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
-            if not ctx.topics.has_partition(name, index):
+            if not has_partition(ctx.topics, ctx.data.offsets, name, index):
                 answer.append((name, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             epoch = int(p["committed_leader_epoch"])

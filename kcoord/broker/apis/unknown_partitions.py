@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcoord.broker.context import ServerContext
+from kcoord.broker.topics.offsets_topic import has_partition
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["Topics", "merge_topics", "split_unknown"]
@@ -24,7 +25,9 @@ def split_unknown(ctx: ServerContext, topics: Topics) -> tuple[Topics, Topics]:
     for topic in topics:
         name = str(topic["name"])
         parts: list[dict[str, Any]] = topic["partitions"]
-        good = [p for p in parts if ctx.topics.has_partition(name, int(p["partition_index"]))]
+        good = [
+            p for p in parts if has_partition(ctx.topics, ctx.data.offsets, name, int(p["partition_index"]))
+        ]
         if len(good) == len(parts):
             known.append(topic)
             continue

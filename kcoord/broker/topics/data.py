@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable, Mapping
 
 from kcoord.broker.topics.configs import partition_config
+from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC, OffsetsTopic
 from kcoord.coordinator.metadata.topic_registry import TopicRegistry
 from kcoord.partition_log import PartitionConfig
 from kcoord.partition_log.port import PartitionStore, PartitionStores
@@ -39,6 +40,8 @@ class TopicData:
         self.logs = logs
         self._defaults = defaults or {}  # the broker's topic-config defaults (Config.topic_defaults)
         self._retention: asyncio.TimerHandle | None = None
+        # `__consumer_offsets`, the coordinator log's read-only view; None = not served (no such topic).
+        self.offsets: OffsetsTopic | None = None
 
     @staticmethod
     def now_ms() -> int:
@@ -66,6 +69,8 @@ class TopicData:
     def log(self, topic: str, partition: int) -> PartitionStore | None:
         """The partition's log; None if the registry has no such partition or this node does not lead it
         (`missing` says which)."""
+        if topic == OFFSETS_TOPIC and self.offsets is not None:
+            return self.offsets.partition(partition) if self.offsets.exists else None
         existing = self.logs.get(topic, partition)
         if existing is not None:
             return existing if self._registry.has_partition(topic, partition) else None
@@ -78,6 +83,9 @@ class TopicData:
         created), or it exists and another node leads it (cluster mode), which Kafka answers
         NOT_LEADER_OR_FOLLOWER so the client refreshes its metadata and follows the leader
         (ReplicaManager.getPartitionOrException: known in the metadata but not online here)."""
+        if topic == OFFSETS_TOPIC and self.offsets is not None:  # a shard another node owns (cluster mode)
+            in_range = self.offsets.exists and 0 <= partition < self.offsets.num_partitions
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER if in_range else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if not self._registry.has_partition(topic, partition) or self._registry.is_pending(topic):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return ErrorCode.NOT_LEADER_OR_FOLLOWER

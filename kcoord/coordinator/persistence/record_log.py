@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kcoord import storage
@@ -25,10 +25,13 @@ class StorageRecordLog:
     acknowledged before it is durable.
     """
 
-    __slots__ = ("_log", "append_seconds")
+    __slots__ = ("_log", "append_seconds", "on_durable")
 
     def __init__(self) -> None:
         self._log: Any = None
+        # Told every durable write as (storage records, their LSNs), in log order, before the writer's
+        # on_done: the `__consumer_offsets` view (kcoord/broker/topics/offsets_topic.py). None: nobody.
+        self.on_durable: Callable[[Sequence[storage.Record], Sequence[int]], None] | None = None
         # A histogram with `observe(seconds)` and `sampled()` (kcoord.wiring.metrics.SampledHistogram)
         # when metrics are on: only the appends it picks are timed.
         self.append_seconds: Any = None
@@ -40,11 +43,15 @@ class StorageRecordLog:
         if self._log is None:
             on_done(storage.StorageError("the log is not open"))
             return
+        stored = [to_storage(r) for r in records]
         try:
-            future: asyncio.Future[int] = self._log.append([to_storage(r) for r in records])
+            future: asyncio.Future[int] = self._log.append(stored)
         except storage.StorageError as exc:  # closed or failed log: report, never raise into the caller
             on_done(exc)
             return
+        # The listener is looked up when the write is durable: one set meanwhile (the view is built on
+        # first use) still hears of the writes that were in flight when it was set.
+        future.add_done_callback(lambda f: self._tell(stored, f))
         if (histogram := self.append_seconds) is None or not histogram.sampled():
             future.add_done_callback(lambda f: on_done(_outcome(f)))
             return
@@ -55,6 +62,15 @@ class StorageRecordLog:
             on_done(_outcome(f))
 
         future.add_done_callback(timed)
+
+    def _tell(self, stored: Sequence[storage.Record], future: asyncio.Future[int]) -> None:
+        """The LSNs of a durable write: consecutive, ending at the future's, except that a write of
+        several records ends with its batch-end record (`storage.Log._encode`)."""
+        if (listener := self.on_durable) is None or future.cancelled() or future.exception() is not None:
+            return
+        count = len(stored)
+        first = future.result() - count - (1 if count > 1 else 0) + 1
+        listener(stored, range(first, first + count))
 
 
 def _outcome(future: asyncio.Future[int]) -> BaseException | None:
