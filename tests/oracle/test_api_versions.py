@@ -48,7 +48,6 @@ FINDINGS: dict[int, str] = {
     55: f"DescribeQuorum 0-2: {_NONE}",
     57: f"UpdateFeatures 0-2: {_NONE}",
     60: f"DescribeCluster max 2 vs 1: {_NEW}",
-    74: f"ListConfigResources 0-1: {_NONE}",
     75: f"DescribeTopicPartitions 0: {_NONE}",
 }
 

@@ -44,11 +44,6 @@ def _renamed(answer: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 33 item 5: Kafka lists __consumer_offsets (internal, 50 partitions); kcoord answers "
-    "UNKNOWN_TOPIC_OR_PARTITION",
-)
 def test_consumer_offsets_is_listed_as_internal(pair: Pair) -> None:
     assert_same(pair.compare("Metadata", 3, METADATA_V, metadata("__consumer_offsets")))
 
