@@ -163,15 +163,22 @@ class PartitionPlacement:
         name created again) this node is the preferred leader of; everything else waits for the next
         tick (`_seen_free` untouched, so no node takes another's partition early)."""
         async with self._deciding:
-            await self.partitions.renew()  # drops the leases a deletion took (the name may be back)
             await self.refresh()
+            if any(self._released_here(key) for key in self.partitions.held()):
+                await self.partitions.renew()  # drops the leases a deletion took (the name is back)
             held = self.partitions.held()
-            for key in self._wanted():
-                row = self.rows.get(key)
-                if key in held or (row is not None and row.leader is not None):
-                    continue
-                if preferred_leader(key, row.replicas if row else (), self.live) == self.node_id:
-                    await self.partitions.lead(key)
+            take = [
+                key
+                for key in self._wanted()
+                if key not in held
+                and ((row := self.rows.get(key)) is None or row.leader is None)
+                and preferred_leader(key, row.replicas if row else (), self.live) == self.node_id
+            ]
+            await asyncio.gather(*(self.partitions.lead(key) for key in take))  # independent: at once
+
+    def _released_here(self, key: Key) -> bool:
+        row = self.rows.get(key)
+        return row is not None and row.leader is None
 
     async def tick(self) -> None:
         async with self._deciding:
