@@ -88,6 +88,10 @@ def test_every_metadata_change_on_node_1_is_answered_by_nodes_2_and_3_at_once(
         altered = rpc(first.address, 33, 2, {"resources": [config], "validate_only": False})
         assert altered["responses"][0]["error_code"] == ErrorCode.NONE
         assert [retention_ms(rpc(n.address, *describe_configs(name))) for n in others] == ["1234"] * 2
+        config["configs"] = [{"name": "retention.ms", "config_operation": 0, "value": "5678"}]  # SET
+        altered = rpc(first.address, 44, 1, {"resources": [config], "validate_only": False})
+        assert altered["responses"][0]["error_code"] == ErrorCode.NONE
+        assert [retention_ms(rpc(n.address, *describe_configs(name))) for n in others] == ["5678"] * 2
 
         binding = {
             "resource_type": TOPIC_RESOURCE, "resource_name": name, "resource_pattern_type": LITERAL,
@@ -97,6 +101,9 @@ def test_every_metadata_change_on_node_1_is_answered_by_nodes_2_and_3_at_once(
         for node in others:
             (resource,) = rpc(node.address, 29, 3, acl_filter(name))["resources"]
             assert [(a["principal"], a["operation"]) for a in resource["acls"]] == [("User:alice", READ)]
+        deleted_acls = rpc(first.address, 31, 3, {"filters": [acl_filter(name)]})
+        assert len(deleted_acls["filter_results"][0]["matching_acls"]) == 1
+        assert [rpc(n.address, 29, 3, acl_filter(name))["resources"] for n in others] == [[], []]
 
         upsert = {"name": "alice", "mechanism": 2, "iterations": 4096, "salt": b"s" * 16,
                   "salted_password": b"p" * 64}  # fmt: skip
