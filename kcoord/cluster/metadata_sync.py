@@ -68,6 +68,7 @@ class MetadataSync:
         self._acked = asyncio.Event()
         self.acks: dict[int, int] = {}  # node id -> the highest sequence number it acknowledged
         self.waits_timed_out = 0
+        self._acked_seq = -1  # the last sequence number this node acknowledged
 
     # -- notifications (asyncpg listener callbacks: connection, pid, channel, payload) ---------------
     def on_change(self, *args: Any) -> None:
@@ -97,11 +98,14 @@ class MetadataSync:
                 log.warning("metadata follow failed: %r", exc)
 
     async def follow(self, notified: bool) -> None:
-        """Catch up; on news (or when told there is some) take new partitions and acknowledge."""
+        """Catch up; on news (or when told there is some) take new partitions and acknowledge. A node
+        that just joined acknowledges its first round too: it replayed the table before it registered,
+        so a writer that counted it live meanwhile may wait for it with nothing new to read."""
         rows, last_seq = await self._catch_up()
-        if rows or notified:
+        if rows or notified or last_seq > self._acked_seq:
             await self._settle()
             await self._pool.execute("SELECT pg_notify($1, $2)", ACK_CHANNEL, f"{self.node_id}:{last_seq}")
+            self._acked_seq = last_seq
 
     # -- writer ----------------------------------------------------------------------------------
     async def wait_acked(self, seq: int) -> float:
