@@ -57,7 +57,7 @@ class NodeLinks:
     """What the backends ask of the node around them, as callables: wake its poll, the cluster as its
     membership last read it, another node's address on this node's first listener."""
 
-    __slots__ = ("address", "client", "notify", "view")
+    __slots__ = ("address", "client", "notify", "settle", "view")
 
     def __init__(
         self,
@@ -65,8 +65,11 @@ class NodeLinks:
         view: Callable[[], ClusterView],
         address: Callable[[int], tuple[str, int] | None],
         client: NodeClient | None = None,
+        settle: Callable[[int], Awaitable[object]] | None = None,
     ) -> None:
         self.notify = notify
+        self.settle = settle
+        """Wait until every live node applied metadata sequence number N (kcoord/cluster/metadata_sync.py)."""
         self.view = view
         self.address = address
         self.client = client
@@ -136,7 +139,7 @@ class ClusterBackends:
         config = self._config
         assert config.cluster is not None
         self.pool = pool = await create_pool(config.cluster, node_id=config.node_id, max_size=20)
-        self.metadata = MetadataLog(pool)
+        self.metadata = MetadataLog(pool, self._node.settle)
         self.leases = ShardLeases(pool, config.node_id, config.lease_ttl_ms)
         self.ownership = Ownership(pool, self.leases, self._phases, self._shards, self._node.notify)
         return RoutingRecordLog(

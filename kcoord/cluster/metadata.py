@@ -5,9 +5,10 @@
   `kcoord_metadata_put`, which stamps each row with a sequence number and notifies the nodes.
 * `catch_up(apply)` reads the rows past the last sequence number seen and hands them to `apply`
   (a `Replayer`'s): every node replays the table at start and then follows it on a notification or
-  a poll, so a change made on one node is seen on every other within a poll (500 ms). The writer
-  applies its own change when it is durable, as on a single node, and again when it reads it back:
-  the owners' `apply` keep the newest value, so that is harmless.
+  a poll. Before the writer answers, `settle(seq)` waits until every live node has applied the
+  change (kcoord/cluster/metadata_sync.py: read-your-writes across nodes, bounded by the lease TTL).
+  The writer applies its own change when it is durable, as on a single node, and also when it reads
+  it back: the owners' `apply` keep the newest value, so that is harmless.
 * A topic record carries its topic id as the row's identity: PostgreSQL refuses it when the name is
   another topic's (IDENTITY_TAKEN_SQLSTATE), and the append fails with `TopicExists`, nothing
   written. So of two nodes creating one name at once the second loses, as Kafka's controller
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kcoord import storage
@@ -44,8 +45,9 @@ _NEXT_BLOCK = "SELECT nextval('kcoord_producer_id_block')"
 class MetadataLog:
     """The cluster-wide records' `RecordLog` and follower, over an asyncpg pool."""
 
-    def __init__(self, pool: Any) -> None:
+    def __init__(self, pool: Any, settle: Callable[[int], Awaitable[object]] | None = None) -> None:
         self._pool = pool
+        self._settle = settle  # after a put, before the caller hears: wait for the other nodes
         self._pending: list[tuple[Sequence[AnyRecord], OnDone]] = []
         self._task: asyncio.Task[None] | None = None
         self.last_seq = 0
@@ -61,15 +63,22 @@ class MetadataLog:
             while self._pending:
                 (records, on_done), *rest = self._pending
                 self._pending = rest
-                on_done(await self._put(records))
+                error, seq = await self._put(records)
+                if error is None and self._settle is not None:
+                    try:
+                        await self._settle(seq)
+                    except Exception as exc:  # durable already: answered, the followers' poll catches up
+                        log.warning("cluster metadata seq %d: waiting for the nodes failed: %r", seq, exc)
+                on_done(error)
         finally:
             self._task = None
 
-    async def _put(self, records: Sequence[AnyRecord]) -> BaseException | None:
+    async def _put(self, records: Sequence[AnyRecord]) -> tuple[BaseException | None, int]:
+        """Write `records`: (None, the sequence number written), or (the caller's error, 0)."""
         rows = [to_storage(r) for r in records]
         identities = [r.topic_id.bytes if isinstance(r, TopicRecord) else None for r in records]
         try:
-            await self._pool.fetchval(
+            seq = await self._pool.fetchval(
                 _PUT, [r.type for r in rows], [r.key for r in rows], [r.value for r in rows], identities
             )
         except Exception as exc:  # the database refused or is unreachable: the caller's error
@@ -81,10 +90,10 @@ class MetadataLog:
                     if isinstance(r, TopicRecord) and row.key.hex() in taken
                 ]
                 log.info("cluster metadata: topics %s are another topic's, nothing written", names)
-                return TopicExists(names)
+                return TopicExists(names), 0
             log.warning("cluster metadata write failed: %r", exc)
-            return exc
-        return None
+            return exc, 0
+        return None, int(seq)
 
     async def catch_up(self, apply: Callable[[storage.Record], None]) -> int:
         """Apply every row written since the last call, in sequence order; how many."""

@@ -7,8 +7,11 @@ this node owns (`Ownership`) and to `kcoord_metadata`. Two background loops run 
 
 * renewal, every ttl / 4: the node's row and every held shard lease (a lost lease unloads at once);
 * the poll, every 500 ms or at once on a notification: the live nodes and the lease owners
-  (`Membership.refresh`), shard placement (`Ownership.reconcile`) and the cluster-wide records
-  written by other nodes (`MetadataLog.catch_up`).
+  (`Membership.refresh`) and shard placement (`Ownership.reconcile`);
+* the metadata follower (`MetadataSync.run`), at once on a `kcoord_metadata` notification or every
+  500 ms: the cluster-wide records written by other nodes (`MetadataLog.catch_up`), the new
+  partitions this node prefers, then an acknowledgement, which the writer awaits before it answers
+  (read-your-writes on every live node, kcoord/cluster/metadata_sync.py).
 
 Topics' partitions live in PostgreSQL too (migration 3): each has one leader node by lease
 (`PartitionPlacement`, a third loop), the data plane serves the partitions this node leads
@@ -40,6 +43,7 @@ from kcoord.cluster.cluster_metrics import ClusterCollector, ClusterSources
 from kcoord.cluster.edge import ClusterRouting
 from kcoord.cluster.membership import CHANNEL, ClusterView, Membership, NodeInfo
 from kcoord.cluster.metadata import METADATA_CHANNEL
+from kcoord.cluster.metadata_sync import ACK_CHANNEL, MetadataSync
 from kcoord.cluster.pg import COMMAND_TIMEOUT_S, CONNECT_ERRORS, connect, redact
 from kcoord.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
 from kcoord.cluster.txn_verify import RemoteVerification
@@ -167,12 +171,15 @@ class ClusterApp(App):
         self.num_shards = num_shards
         self._client = node_client.node_client(config)
         self._listener = self._client.listener  # the inter-broker listener: other nodes' addresses on it
-        links = NodeLinks(self._notify, lambda: self.membership.view, self._node_address, self._client)
+        links = NodeLinks(
+            self._notify, lambda: self.membership.view, self._node_address, self._client, self._settle
+        )
         self.cluster = ClusterBackends(config, num_shards, _Shards(self), links)
         self._listen_conn: Any = None
         self._tasks: list[asyncio.Task[None]] = []
         self._wake = asyncio.Event()
         self._stopping = False
+        self._sync: MetadataSync | None = None
 
     # -- startup: App.startup opens the state through backends(), then binds (and context_built) ----
     def backends(self) -> ClusterBackends:
@@ -213,6 +220,10 @@ class ClusterApp(App):
         )
         if self.metrics is not None:  # /metrics (App._start_http registers it after startup)
             self.metrics.extra.append(ClusterCollector(self._metric_sources()))
+        self._sync = MetadataSync(
+            cluster.pool, self.config.node_id, self._catch_up, self._take_new_partitions, self._listening,
+            bound_s=self.config.lease_ttl_ms / 1000 + 2 * POLL_S, poll_s=POLL_S,
+        )  # fmt: skip
         await self.membership.register()
         await self._listen_for_changes()
         await self.membership.refresh()
@@ -220,6 +231,7 @@ class ClusterApp(App):
             asyncio.create_task(self._renew_loop(), name="kcoord-cluster-renew"),
             asyncio.create_task(self._poll_loop(), name="kcoord-cluster-poll"),
             asyncio.create_task(cluster.placement.run(), name="kcoord-cluster-partitions"),
+            asyncio.create_task(self._sync.run(lambda: self._stopping), name="kcoord-cluster-metadata"),
         ]
 
     def _metric_sources(self) -> ClusterSources:
@@ -248,8 +260,10 @@ class ClusterApp(App):
             self._listen_conn = await connect(
                 self.config.cluster, node_id=self.config.node_id, command_timeout_s=COMMAND_TIMEOUT_S
             )
-            for channel in (CHANNEL, METADATA_CHANNEL):
-                await self._listen_conn.add_listener(channel, lambda *_: self._wake.set())
+            await self._listen_conn.add_listener(CHANNEL, lambda *_: self._wake.set())
+            if self._sync is not None:
+                await self._listen_conn.add_listener(METADATA_CHANNEL, self._sync.on_change)
+                await self._listen_conn.add_listener(ACK_CHANNEL, self._sync.on_ack)
         except CONNECT_ERRORS as exc:  # the poll still sees every change, only later
             log.warning("LISTEN failed, polling only: %s", _one_line(exc))
             if self._listen_conn is not None:  # half set up: dropped, so the next poll tries again
@@ -268,6 +282,21 @@ class ClusterApp(App):
 
     async def _notify(self) -> None:
         await self.membership.notify()
+
+    async def _catch_up(self) -> tuple[int, int]:
+        cluster = self.cluster.opened()  # each time: a test-control reset opens new parts
+        rows = await cluster.metadata.catch_up(cluster.follower.apply)
+        return rows, cluster.metadata.last_seq
+
+    async def _take_new_partitions(self) -> None:
+        await self.cluster.opened().placement.settle()
+
+    def _listening(self) -> bool:
+        return self._listen_conn is not None and not self._listen_conn.is_closed()
+
+    async def _settle(self, seq: int) -> float:
+        """Before a metadata write is answered: every live node has it (none before the node's loops run)."""
+        return 0.0 if self._sync is None or not self._tasks else await self._sync.wait_acked(seq)
 
     # -- the loops -------------------------------------------------------------------------------
     async def _renew_loop(self) -> None:
@@ -290,7 +319,6 @@ class ClusterApp(App):
                     await self._listen_for_changes()
                 view = await self.membership.refresh()
                 await cluster.ownership.reconcile(view)
-                await cluster.metadata.catch_up(cluster.follower.apply)
             except Exception as exc:
                 log.warning("cluster poll failed: %s", _one_line(exc))
             self._wake.clear()

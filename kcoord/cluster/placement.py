@@ -14,6 +14,12 @@ and the partition lease rows, then (`decide`, pure):
 
 Leases are renewed every TTL/4 between polls (`ClusterPartitions.renew`). The lease view is also
 the leader cache Metadata and `ClusterLeadership.leader` answer from (bounded staleness: one poll).
+
+A new partition (no lease row yet) is taken by its preferred leader before the change that created
+it is answered (`settle`, run by kcoord/cluster/metadata_sync.py on every node before it acknowledges),
+and until a node's view has its row, `leader` names that preferred live node: so Metadata on any
+node names a leader when CreateTopics / CreatePartitions answers, as Kafka's controller assigns the
+leaders in the same records that create the partitions (`ReplicationControlManager.createTopic`).
 """
 
 from __future__ import annotations
@@ -123,13 +129,18 @@ class PartitionPlacement:
         self.live: list[int] = []
         self._seen_free: set[Key] = set()
         self._stopping = asyncio.Event()
+        self._deciding = asyncio.Lock()  # one tick or settle at a time: never two leads of one key
 
     def leader(self, topic: str, partition: int) -> int:
         """The partition's leader as this node last saw it; NO_LEADER when none (or expired)."""
-        if self.partitions.leads((topic, partition)):
+        key = (topic, partition)
+        if self.partitions.leads(key):
             return self.node_id
-        row = self.rows.get((topic, partition))
-        if row is None or row.leader is None or row.expired or row.leader == self.node_id:
+        row = self.rows.get(key)
+        if row is None or row.leader is None:  # new or released: its preferred leader takes it (`settle`)
+            predicted = preferred_leader(key, row.replicas if row else (), self.live)
+            return NO_LEADER if predicted is None or predicted == self.node_id else predicted
+        if row.expired or row.leader == self.node_id:
             return NO_LEADER
         return row.leader
 
@@ -147,7 +158,33 @@ class PartitionPlacement:
             for r in rows
         }
 
+    async def settle(self) -> None:
+        """Take at once the unheld partitions (no lease row, or released: new, or a deleted topic's
+        name created again) this node is the preferred leader of; everything else waits for the next
+        tick (`_seen_free` untouched, so no node takes another's partition early)."""
+        async with self._deciding:
+            await self.refresh()
+            if any(self._released_here(key) for key in self.partitions.held()):
+                await self.partitions.renew()  # drops the leases a deletion took (the name is back)
+            held = self.partitions.held()
+            take = [
+                key
+                for key in self._wanted()
+                if key not in held
+                and ((row := self.rows.get(key)) is None or row.leader is None)
+                and preferred_leader(key, row.replicas if row else (), self.live) == self.node_id
+            ]
+            await asyncio.gather(*(self.partitions.lead(key) for key in take))  # independent: at once
+
+    def _released_here(self, key: Key) -> bool:
+        row = self.rows.get(key)
+        return row is not None and row.leader is None
+
     async def tick(self) -> None:
+        async with self._deciding:
+            await self._tick()
+
+    async def _tick(self) -> None:
         await self.refresh()
         held = self.partitions.held()
         for key in held:
