@@ -144,8 +144,12 @@ def test_librdkafka_offsets_of_a_consumer_protocol_member_carry_its_epoch() -> N
     # The committed offsets it fetches on assignment name no member (null id, epoch -1).
     _, fetch = _decode(f"{CONSUMER}-9-v9")
     assert fetch["groups"] == [
-        {"group_id": "golden-ck", "member_id": None, "member_epoch": -1,
-         "topics": [{"name": "golden-topic", "topic_id": ZERO_UUID, "partition_indexes": [0, 1, 2]}]},
+        {
+            "group_id": "golden-ck",
+            "member_id": None,
+            "member_epoch": -1,
+            "topics": [{"name": "golden-topic", "topic_id": ZERO_UUID, "partition_indexes": [0, 1, 2]}],
+        },
     ]  # fmt: skip  (v9 names topics; the id, v10's, holds its default)
     assert fetch["require_stable"] is True
     # Fetch v16 names the topic by the id the heartbeat owned it by, not by name.
