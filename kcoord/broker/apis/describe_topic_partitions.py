@@ -8,8 +8,9 @@ As Kafka's DescribeTopicPartitionsRequestHandler and KRaftMetadataCache.describe
   be among the named ones and its partition index must not be negative, else INVALID_REQUEST for every
   named topic (DescribeTopicPartitionsRequest.getErrorResponse);
 - at most min(response_partition_limit, max.request.partition.size.limit 2000), at least 1,
-  partitions in all, the cursor's topic from the cursor's partition: when a topic is cut, or the
-  limit is used up before the next topic, `next_cursor` names where to go on;
+  partitions in all, the cursor's topic from the cursor's partition: a topic cut by the limit ends
+  the page with `next_cursor` at its next partition; a limit used up exactly at a topic's end puts
+  `next_cursor` at the start of the next topic (known or not);
 - each partition as Metadata tells it (the leader, its one replica, in sync), with no eligible leader
   replicas (KIP-966's ELR is empty with one replica); each described topic's authorized operations.
 """
@@ -97,8 +98,9 @@ def _describe(
             "error_code": ErrorCode.NONE, "name": name, "topic_id": record.topic_id,
             "is_internal": name in INTERNAL_TOPICS, "partitions": partitions,
         })  # fmt: skip
-        if upper < record.num_partitions:
+        if upper < record.num_partitions:  # the topic is cut: the page ends with it
             body["next_cursor"] = {"topic_name": name, "partition_index": upper}
+            break
         remaining -= len(partitions)
     return body
 
