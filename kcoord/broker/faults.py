@@ -65,6 +65,16 @@ SHAPED: dict[int, ErrorBody] = {
     13: lambda version, req, code: leave_response(version, ErrorCode(code)),
     14: lambda version, req, code: sync_body(version, sync_error(ErrorCode(code))),
     16: lambda version, req, code: {"error_code": code, "groups": []},
+    34: lambda version, req, code: {  # AlterReplicaLogDirsRequest.getErrorResponse
+        "results": [
+            {
+                "topic_name": t["name"],
+                "partitions": [{"partition_index": p, "error_code": code} for p in t["partitions"]],
+            }
+            for d in req.get("dirs") or []
+            for t in d["topics"]
+        ]
+    },
 }
 
 
@@ -89,6 +99,8 @@ PARTITIONED: dict[int, PartitionShape] = {
     2: PartitionShape("topics", "partitions", "partition_index", "topics", "partitions", "partition_index"),
     8: PartitionShape("topics", "partitions", "partition_index", "topics", "partitions", "partition_index"),
     21: PartitionShape("topics", "partitions", "partition_index", "topics", "partitions", "partition_index"),
+    23: PartitionShape("topics", "partitions", "partition", "topics", "partitions", "partition",
+                       topic_key="topic"),
     28: PartitionShape("topics", "partitions", "partition_index", "topics", "partitions", "partition_index"),
     61: PartitionShape("topics", "partition_indexes", None, "topics", "partitions", "partition_index"),
 }  # fmt: skip
@@ -113,6 +125,7 @@ _ECHO: dict[int, tuple[str, str, tuple[tuple[str, str], ...]]] = {
     44: ("responses", "resources", (("resource_type", "resource_type"), ("resource_name", "resource_name"))),
     65: ("transaction_states", "transactional_ids", (("transactional_id", ""),)),
     69: ("groups", "group_ids", (("group_id", ""),)),
+    75: ("topics", "topics", (("name", "name"),)),
 }
 
 

@@ -48,6 +48,8 @@ __all__ = ["main"]
 PROG = "kcoord groups"
 LATEST, EARLIEST = -1, -2  # ListOffsets special timestamps
 OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS = 8, 9, 16
+# The newest versions that name topics: v10 of both names them by id (KIP-848); this tool works by name.
+NAMED_TOPICS_UNTIL = {OFFSET_COMMIT: 9, OFFSET_FETCH: 9}
 DELETE_GROUPS, OFFSET_DELETE = 42, 47
 INACTIVE_STATES = ("Empty", "Dead")  # ConsumerGroupCommand.resetOffsets resets only these
 REBALANCING_STATES = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
@@ -86,7 +88,7 @@ def committed_offsets(cluster: Cluster, group: str) -> dict[TopicPartition, int]
     """OffsetFetch of every committed partition of `group` (null topics = all, v2+)."""
 
     def call(conn: Connection) -> tuple[int, list[dict[str, Any]]]:
-        version = conn.version(OFFSET_FETCH)
+        version = conn.version(OFFSET_FETCH, NAMED_TOPICS_UNTIL[OFFSET_FETCH])
         if version < 2:
             raise ToolError(f"the broker at {conn.address} does not support OffsetFetch v2+")
         if version >= 8:  # KIP-709: batched groups
@@ -508,7 +510,9 @@ def _commit(cluster: Cluster, group: str, offsets: dict[TopicPartition, int]) ->
 
     response = cluster.with_coordinator(
         group,
-        lambda conn: conn.request(OFFSET_COMMIT, body),
+        lambda conn: conn.request(
+            OFFSET_COMMIT, body, conn.version(OFFSET_COMMIT, NAMED_TOPICS_UNTIL[OFFSET_COMMIT])
+        ),
         lambda r: any(e in COORDINATOR_RETRIABLE for _, e in errors_of(r)),
     )
     failed = errors_of(response)

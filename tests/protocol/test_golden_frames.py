@@ -17,6 +17,7 @@ import pytest
 
 from kcoord.protocol.frames import decode_request, encode_request
 from kcoord.protocol.messages.consumer_group_heartbeat import UNCHANGED_SINCE_LAST_HEARTBEAT as UNCHANGED
+from kcoord.protocol.types import ZERO_UUID
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.bin"))
 GROUP_APIS = {8, 9, 11, 12, 13, 14, 68, 69}
@@ -143,9 +144,13 @@ def test_librdkafka_offsets_of_a_consumer_protocol_member_carry_its_epoch() -> N
     # The committed offsets it fetches on assignment name no member (null id, epoch -1).
     _, fetch = _decode(f"{CONSUMER}-9-v9")
     assert fetch["groups"] == [
-        {"group_id": "golden-ck", "member_id": None, "member_epoch": -1,
-         "topics": [{"name": "golden-topic", "partition_indexes": [0, 1, 2]}]},
-    ]  # fmt: skip
+        {
+            "group_id": "golden-ck",
+            "member_id": None,
+            "member_epoch": -1,
+            "topics": [{"name": "golden-topic", "topic_id": ZERO_UUID, "partition_indexes": [0, 1, 2]}],
+        },
+    ]  # fmt: skip  (v9 names topics; the id, v10's, holds its default)
     assert fetch["require_stable"] is True
     # Fetch v16 names the topic by the id the heartbeat owned it by, not by name.
     _, fetched = _decode(f"{CONSUMER}-1-v16")

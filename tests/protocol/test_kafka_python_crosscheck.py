@@ -149,7 +149,7 @@ def _to_old(schema: Schema, version: int, message: dict[str, Any]) -> tuple[Any,
 
 
 def _value_to_old(kind: Any, version: int, value: Any) -> Any:
-    if isinstance(kind, Schema):
+    if isinstance(kind, Schema) and value is not None:  # a nullable struct (DescribeTopicPartitions' cursor)
         return _to_old(kind, version, value)
     item = array_item(kind)
     if isinstance(item, Schema) and value is not None:
@@ -164,7 +164,7 @@ def _from_old(schema: Schema, version: int, values: Any) -> dict[str, Any]:
 
 
 def _value_from_old(kind: Any, version: int, value: Any) -> Any:
-    if isinstance(kind, Schema):
+    if isinstance(kind, Schema) and value is not None:
         return _from_old(kind, version, value)
     item = array_item(kind)
     if isinstance(item, Schema) and value is not None:

@@ -13,14 +13,15 @@ def test_every_served_version_is_defined_for_request_and_response() -> None:
             assert version in RESPONSE_SCHEMAS[api_key].versions, (api_key, version)
 
 
-# Deliberate floors (api_versions_table.py): Produce and Fetch start at the first magic-2 versions.
-FIRST_SERVED = {0: 3, 1: 4}
+# Floors (api_versions_table.py): Produce and Fetch start at the first magic-2 versions; the others are
+# Kafka 4's (KIP-896 removed the older versions, which stay defined for the codec's own tests).
+FIRST_SERVED = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 27: 1, 29: 1, 30: 1, 31: 1, 32: 1, 35: 1}
 # Defined before their handlers exist (issue 24, transactions): not advertised until the server answers
 # them. Whoever enables one in api_versions_table.py removes it here.
 NOT_YET_SERVED: frozenset[int] = frozenset()
-# Served short of the newest defined version: WriteTxnMarkers v2 (KIP-1228's transaction_version, which
-# only brokers newer than Kafka 4.1 send to each other).
-LAST_SERVED = {27: 1}
+# Served short of the newest defined version: InitProducerId v6 (KIP-939), which Kafka 4.3 marks
+# `latestVersionUnstable` and does not advertise.
+LAST_SERVED = {22: 5}
 
 
 def test_every_defined_api_is_served_over_its_whole_range() -> None:
@@ -58,5 +59,5 @@ def test_an_empty_mapping_encodes_as_all_defaults() -> None:
 
 def test_fetch_serves_topic_ids_and_metadata_carries_them() -> None:
     # Fetch v13+ names topics by id: only sound because Metadata v10+ returns the (durable) ids.
-    assert SERVED_VERSIONS[1] == (4, 17)
+    assert SERVED_VERSIONS[1] == (4, 18)
     assert SERVED_VERSIONS[3][1] >= 10

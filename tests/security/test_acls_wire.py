@@ -118,8 +118,9 @@ def test_acls_are_created_validated_described_deleted_and_replayed(acl_server: K
             (TOPIC, "orders-eu", LITERAL, BOB, "*", WRITE, DENY),
         }
         assert described(sock, principal=BOB) == {(TOPIC, "orders-eu", LITERAL, BOB, "*", WRITE, DENY)}
-        v0 = described(sock, version=0, pattern=LITERAL)  # v0 carries LITERAL only
-        assert {row[2] for row in v0} == {LITERAL} and len(v0) == 3
+        # v0 (LITERAL only) is gone since Kafka 4 (KIP-896); v1 asks for LITERAL explicitly
+        v1 = described(sock, version=1, pattern=LITERAL)
+        assert {row[2] for row in v1} == {LITERAL} and len(v1) == 3
         result = call(
             sock, DELETE_ACLS, 3, {"filters": [acl_filter(resource_type=TOPIC), acl_filter(operation=0)]}
         )

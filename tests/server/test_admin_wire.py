@@ -52,7 +52,7 @@ def test_the_apis_are_advertised_over_kafka_4_ranges(sock: socket.socket) -> Non
     hello = {"client_software_name": "kcoord-test", "client_software_version": "1"}
     keys = call(sock, 18, 3, hello)["api_keys"]
     advertised = {k["api_key"]: (k["min_version"], k["max_version"]) for k in keys}
-    assert {k: advertised[k] for k in (35, 43, 45, 46)} == {35: (0, 4), 43: (0, 2), 45: (0, 0), 46: (0, 0)}
+    assert {k: advertised[k] for k in (35, 43, 45, 46)} == {35: (1, 5), 43: (0, 2), 45: (0, 1), 46: (0, 0)}
 
 
 @pytest.mark.parametrize("version", range(3))
@@ -126,7 +126,10 @@ def test_alter_partition_reassignments_validates_the_target_replicas_as_the_cont
     assert (
         past_the_end["responses"][0]["partitions"][0]["error_message"] == "Unable to find partition audit:1."
     )
-    assert _alter(sock, []) == {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "responses": []}
+    assert _alter(sock, []) == {
+        "throttle_time_ms": 0, "error_code": 0, "error_message": "", "responses": [],
+        "allow_replication_factor_change": True,
+    }  # fmt: skip
 
 
 def test_list_partition_reassignments_has_none_in_progress(sock: socket.socket) -> None:
@@ -150,7 +153,7 @@ def _segment_bytes(directory: Path) -> int:
     return sum(f.stat().st_size for f in directory.glob("*.log"))
 
 
-@pytest.mark.parametrize("version", range(5))
+@pytest.mark.parametrize("version", range(1, 6))
 def test_describe_log_dirs_reports_the_partitions_with_their_size_on_disk(
     server: KcoordServer, sock: socket.socket, version: int
 ) -> None:
@@ -180,6 +183,7 @@ def test_describe_log_dirs_reports_the_partitions_with_their_size_on_disk(
         assert 0 < result["usable_bytes"] <= result["total_bytes"]
     else:
         assert (result["total_bytes"], result["usable_bytes"]) == (-1, -1)
+    assert result["is_cordoned"] is False  # v5 (KIP-1066): no directory is cordoned; the default before
 
 
 @pytest.mark.parametrize("version", (1, 4))

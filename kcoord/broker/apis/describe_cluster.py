@@ -1,4 +1,5 @@
-"""DescribeCluster (60), v0-1 (flexible). v1: endpoint_type (KIP-919).
+"""DescribeCluster (60), v0-2 (flexible). v1: endpoint_type (KIP-919); v2: include_fenced_brokers and
+each broker's is_fenced (KIP-1073): kcoord lists live nodes only, none of them fenced.
 
 One broker, this node, which is also the controller. Asking for the controllers' endpoints (type 2)
 gets UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker answers a request meant for a controller.

@@ -1,5 +1,6 @@
-"""DescribeLogDirs (35), v0-4. v1: throttling only; v2: flexible; v3: top-level error code; v4: the
-volume's total and usable bytes (KIP-827).
+"""DescribeLogDirs (35), v1-5 (Kafka 4 removed v0, KIP-896). v1: throttling only; v2: flexible; v3:
+top-level error code; v4: the volume's total and usable bytes (KIP-827); v5: is_cordoned (KIP-1066),
+always false: kcoord's one directory is never cordoned.
 
 KafkaApis.handleDescribeLogDirsRequest: without DESCRIBE on the cluster, no results and (v3+)
 CLUSTER_AUTHORIZATION_FAILED; otherwise ReplicaManager.describeLogDirs answers one result per log

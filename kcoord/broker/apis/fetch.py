@@ -2,7 +2,8 @@
 v5: log_start_offset; v7: fetch sessions (session_id/epoch, top-level error_code); v9:
 current_leader_epoch; v11: rack_id, preferred_read_replica; v12: flexible; v13: topic ids (an unknown id
 is UNKNOWN_TOPIC_ID); v15: replica state (tagged); v16: node endpoints (only sent with
-NOT_LEADER_OR_FOLLOWER, never here); v17: replica directory id (tagged).
+NOT_LEADER_OR_FOLLOWER, never here); v17: replica directory id (tagged); v18: a follower's high
+watermark (tagged, KIP-1166), ignored: kcoord has no followers.
 
 Records come from the partition logs as stored (whole batches, KIP-74: the first non-empty
 partition returns at least one whole batch even past the limits; later partitions stop at the

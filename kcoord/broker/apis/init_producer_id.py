@@ -1,4 +1,5 @@
-"""InitProducerId (22), v0-5. v2: flexible; v3: producer_id/producer_epoch (KIP-360); v4: PRODUCER_FENCED
+"""InitProducerId (22), v0-5 (v6, two-phase commit, KIP-939, is defined but unstable in Kafka 4.3 and
+not advertised). v2: flexible; v3: producer_id/producer_epoch (KIP-360); v4: PRODUCER_FENCED
 (INVALID_PRODUCER_EPOCH before).
 
 Without a transactional id Kafka always hands out a new producer id with epoch 0, whatever id and

@@ -1,5 +1,10 @@
-"""ListOffsets (2), v0 and up. v0: old_style_offsets; v1: timestamp/offset; v2: isolation_level,
-throttle_time_ms; v4: leader epochs; v6: flexible; v7: MAX_TIMESTAMP (-3); v8: EARLIEST_LOCAL (-4).
+"""ListOffsets (2), v1-11 (Kafka 4 removed v0, KIP-896; v0 stays answered for the codec's tests). v0:
+old_style_offsets; v1: timestamp/offset; v2: isolation_level, throttle_time_ms; v4: leader epochs; v6:
+flexible; v7: MAX_TIMESTAMP (-3); v8: EARLIEST_LOCAL (-4); v9: LATEST_TIERED (-5); v10: timeout_ms (for
+remote reads; none here); v11: EARLIEST_PENDING_UPLOAD (-6). A negative timestamp that is no sentinel,
+or a sentinel older than its version, is UNSUPPORTED_VERSION for the partition before its existence is
+looked at (ReplicaManager.fetchOffset, `isListOffsetsTimestampUnsupported`); without tiered storage -5
+and -6 find nothing (UnifiedLog.fetchOffsetByTimestamp: offset -1, epoch -1).
 
 Kafka's `UnifiedLog.fetchOffsetByTimestamp`: latest (-1) is the high watermark (the offset after the
 last record, whatever the number of batches), earliest (-2) and earliest-local (-4, no tiered storage
@@ -24,6 +29,8 @@ from kcoord.storage.faults import StorageFault
 __all__ = ["handle"]
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+# ReplicaManager.timestampMinSupportedVersion: the first version that may carry each sentinel
+_SENTINEL_SINCE = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, -5: 9, -6: 11}
 _LEADER_EPOCH = 0  # this node leads every partition in epoch 0
 _READ_COMMITTED = 1
 
@@ -55,6 +62,10 @@ def _partition(
 ) -> dict[str, Any]:
     index = int(req["partition_index"])
     entry: dict[str, Any] = {"partition_index": index}
+    timestamp = int(req["timestamp"])
+    if timestamp < 0 and version >= 1 and version < _SENTINEL_SINCE.get(timestamp, 1 << 15):
+        entry["error_code"] = ErrorCode.UNSUPPORTED_VERSION
+        return entry
     log = ctx.data.log(name, index)
     if log is None:
         entry["error_code"] = ctx.data.missing(name, index)
@@ -63,7 +74,7 @@ def _partition(
         entry["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
         return entry
     try:
-        found = _lookup(log, int(req["timestamp"]), committed)
+        found = _lookup(log, timestamp, committed)
     except StorageFault as fault:  # Kafka: KAFKA_STORAGE_ERROR for the partition (see fetch.py)
         ctx.data.read_failed(fault)
         entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
@@ -89,7 +100,7 @@ def _lookup(log: PartitionStore, timestamp: int, committed: bool) -> tuple[int, 
     if timestamp == MAX_TIMESTAMP:
         found = log.max_timestamp()
     elif timestamp < 0:
-        return None  # a special timestamp we do not serve (e.g. -5, earliest pending upload)
+        return None  # -5 (latest tiered), -6 (earliest pending upload): nothing is tiered here
     else:
         found = log.offset_for_timestamp(timestamp)
     return found if found is None or found[0] < last_fetchable else None

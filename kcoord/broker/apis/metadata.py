@@ -1,4 +1,5 @@
-"""Metadata (3), v0-12. v0: empty topic list = all topics; v1: null = all, rack, controller_id,
+"""Metadata (3), v0-13 (v13: top-level error_code, KIP-1102, always NONE here).
+v0: empty topic list = all topics; v1: null = all, rack, controller_id,
 is_internal; v2: cluster_id; v4: allow_auto_topic_creation; v5: offline_replicas; v7: leader_epoch;
 v8-10: authorized operations (no authorizer: every operation Kafka supports on the resource, as
 Kafka's AuthHelper.authorizedOperations answers without one); v9: flexible; v10: topic_id; v12: lookup by id.

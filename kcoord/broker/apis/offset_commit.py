@@ -1,5 +1,8 @@
-"""OffsetCommit (8), v0-9. v1: generation/member id, commit_timestamp; v2-4: retention_time_ms;
-v3: throttle_time_ms; v6: committed_leader_epoch; v7: group_instance_id; v8: flexible.
+"""OffsetCommit (8), v2-10 (Kafka 4 removed v0-1, KIP-896). v1: generation/member id, commit_timestamp;
+v2-4: retention_time_ms; v3: throttle_time_ms; v6: committed_leader_epoch; v7: group_instance_id; v8:
+flexible; v10: topics named by id (KIP-848). As KafkaApis.handleOffsetCommitRequest, a v10 topic's name
+is looked up from its id first; an id the registry does not know answers UNKNOWN_TOPIC_ID for each of
+its partitions, the rest is committed by name as before and answered by id.
 
 As Kafka's KafkaApis does before reaching the coordinator, partitions of topics (or partition
 indexes) this broker does not know are answered UNKNOWN_TOPIC_OR_PARTITION here; the rest goes to
@@ -8,6 +11,9 @@ are merged into one response.
 """
 
 from __future__ import annotations
+
+import uuid
+from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.apis.unknown_partitions import Topics, merge_topics, split_unknown
@@ -21,6 +27,40 @@ __all__ = ["commit_request", "handle"]
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    if meta.api_version >= 10:
+        _handle_by_id(ctx, req, meta, respond)
+        return
+    _handle_named(ctx, req, meta, respond)
+
+
+def _handle_by_id(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    """v10: names resolved from ids, the answer's topics named by id again."""
+    ids: dict[str, uuid.UUID] = {}
+    named: Topics = []
+    unknown: Topics = []
+    for topic in req["topics"]:
+        name = ctx.topics.name_for_id(topic["topic_id"])
+        if name is None:
+            parts = [
+                {"partition_index": p["partition_index"], "error_code": _UNKNOWN_ID}
+                for p in topic["partitions"]
+            ]
+            unknown.append({"topic_id": topic["topic_id"], "partitions": parts})
+            continue
+        ids[name] = topic["topic_id"]
+        named.append({**topic, "name": name})
+
+    def by_id(body: dict[str, Any]) -> None:
+        topics = [{"topic_id": ids[t["name"]], "partitions": t["partitions"]} for t in body["topics"]]
+        respond({"topics": topics + unknown})
+
+    if not named:
+        respond({"topics": unknown})
+        return
+    _handle_named(ctx, {**req, "topics": named}, meta, by_id)
+
+
+def _handle_named(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     if ctx.authorizer is not None:
         _handle_authorized(ctx, req, meta, respond)
         return
@@ -96,6 +136,7 @@ def _count(stats: RequestStats, topics: Topics, error: ErrorCode, errors: Commit
 # Enum members read once: each `ErrorCode.X` costs ~90 ns, on every commit
 _GROUP_ID_NOT_FOUND, _ILLEGAL_GENERATION = ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.ILLEGAL_GENERATION
 _UNKNOWN = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 
 
 def commit_request(req: Request, version: int, topics: Topics) -> CommitRequest:

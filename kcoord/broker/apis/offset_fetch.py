@@ -1,5 +1,9 @@
-"""OffsetFetch (9), v0-9. v2: null topics = all, top-level error_code; v5: leader epoch; v6: flexible; v7:
-require_stable; v8: batched groups (KIP-709).
+"""OffsetFetch (9), v1-10 (Kafka 4 removed v0, KIP-896). v2: null topics = all, top-level error_code; v5:
+leader epoch; v6: flexible; v7: require_stable; v8: batched groups (KIP-709); v9: member id and epoch
+(KIP-848); v10: topics named by id. As KafkaApis.handleOffsetFetchRequest, v10 names are looked up from
+the ids first: an unknown id answers UNKNOWN_TOPIC_ID for each of its partitions (after the group's own
+checks: a group error carries no topics), the rest is fetched by name and answered by id; an
+all-topics fetch leaves out offsets of topics that no longer exist (they have no id to be named by).
 
 Typed at the door: the group logic takes (group id, topics or None) pairs and answers one result
 per group; this module shapes them for the version. v0-1 have no top-level error: Kafka copies the
@@ -21,9 +25,58 @@ from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 __all__ = ["handle"]
 
 _OFFSET_FETCH = 9
+_UNKNOWN_ID = int(ErrorCode.UNKNOWN_TOPIC_ID)
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    if meta.api_version >= 10:
+        _handle_by_id(ctx, req, meta, respond)
+        return
+    _handle_named(ctx, req, meta, respond)
+
+
+def _handle_by_id(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
+    """v10: each group's topic ids resolved to names; the answer named by id again."""
+    unknown: list[list[dict[str, Any]]] = []
+    groups = []
+    for group in req["groups"]:
+        missing: list[dict[str, Any]] = []
+        unknown.append(missing)
+        topics = group["topics"]
+        if topics is not None:
+            named = []
+            for topic in topics:
+                name = ctx.topics.name_for_id(topic["topic_id"])
+                if name is None:
+                    parts = [
+                        _partition(10, p, None) | {"error_code": _UNKNOWN_ID}
+                        for p in topic["partition_indexes"]
+                    ]
+                    missing.append({"topic_id": topic["topic_id"], "partitions": parts})
+                else:
+                    named.append({**topic, "name": name})
+            topics = named
+        groups.append({**group, "topics": topics})
+
+    def by_id(body: dict[str, Any]) -> None:
+        for group, missing in zip(body["groups"], unknown, strict=True):
+            if not group["error_code"]:
+                group["topics"] = [*_named_by_id(ctx, group["topics"]), *missing]
+        respond(body)
+
+    _handle_named(ctx, {**req, "groups": groups}, meta, by_id)
+
+
+def _named_by_id(ctx: ServerContext, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for topic in topics:
+        found = ctx.topics.get(topic["name"])
+        if found is not None:
+            out.append({"topic_id": found.topic_id, "partitions": topic["partitions"]})
+    return out
+
+
+def _handle_named(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
     members: list[tuple[str | None, int]] | None = None
     if version >= 8:

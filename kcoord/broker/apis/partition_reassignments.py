@@ -1,4 +1,8 @@
-"""AlterPartitionReassignments (45) and ListPartitionReassignments (46), v0 (flexible), KIP-455.
+"""AlterPartitionReassignments (45), v0-1, and ListPartitionReassignments (46), v0 (flexible), KIP-455.
+v1 (KIP-860): allow_replication_factor_change, echoed in the answer; false refuses a valid target of
+another size than the partition's replicas (ReplicationControlManager.changePartitionReassignment ->
+validatePartitionReplicationFactorUnchanged: INVALID_REPLICATION_FACTOR "The replication factor is
+changed from X to Y", after validateManualPartitionAssignment).
 
 Kafka 4.0's brokers forward both to the controller. ControllerApis.handleAlterPartitionReassignments
 checks ALTER on the cluster, handleListPartitionReassignments DESCRIBE; a refusal is the request's
@@ -19,7 +23,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.broker.topics.leadership import Outcome, Reassignment, TopicPartition
+from kcoord.broker.topics.leadership import Outcome, Reassignment, TopicPartition, validate_replicas
 from kcoord.coordinator.metadata.acl_model import AclOperation
 from kcoord.protocol.errors import ErrorCode
 
@@ -37,8 +41,11 @@ def handle_alter(ctx: ServerContext, req: Request, meta: RequestMeta, respond: R
     ):
         respond(_alter_refused(topics))
         return
+    allow = bool(req["allow_replication_factor_change"])  # v0: its default, true
     if not topics:  # QuorumController.alterPartitionReassignments: a fresh response, its message ""
-        respond({"error_code": 0, "error_message": "", "responses": []})
+        respond(
+            {"error_code": 0, "error_message": "", "responses": [], "allow_replication_factor_change": allow}
+        )
         return
     asked: list[TopicPartition] = []
     outcomes: dict[TopicPartition, Outcome] = {}
@@ -50,15 +57,44 @@ def handle_alter(ctx: ServerContext, req: Request, meta: RequestMeta, respond: R
             asked.append(tp)
             if (unknown := _unknown(ctx, tp)) is not None:
                 outcomes[tp] = unknown
+            elif not allow and (changed := _factor_changed(ctx, meta, tp, partition["replicas"])) is not None:
+                outcomes[tp] = changed
             else:
                 replicas: Sequence[int] | None = partition["replicas"]
                 targets[tp] = None if replicas is None else [int(r) for r in replicas]
 
     def reassigned(results: dict[TopicPartition, Outcome]) -> None:
         outcomes.update(results)
-        respond({"error_code": 0, "error_message": None, "responses": _responses(asked, outcomes)})
+        body: dict[str, Any] = {
+            "error_code": 0,
+            "error_message": None,
+            "responses": _responses(asked, outcomes),
+        }
+        respond(body | {"allow_replication_factor_change": allow})
 
     ctx.leadership.reassign(targets, reassigned)
+
+
+def _factor_changed(
+    ctx: ServerContext, meta: RequestMeta, tp: TopicPartition, replicas: list[int] | None
+) -> Outcome | None:
+    """validatePartitionReplicationFactorUnchanged for a target validateManualPartitionAssignment
+    accepts (an invalid one keeps its INVALID_REPLICA_ASSIGNMENT from `reassign`): the current factor is
+    the replicas' count, or during a reassignment the replicas and adding ones less the removing ones."""
+    if replicas is None:
+        return None
+    registered = (
+        [ctx.node_id] if ctx.brokers is None else [b[0] for b in ctx.brokers.brokers(meta.listener_name)]
+    )
+    if validate_replicas(replicas, registered) is not None:
+        return None
+    current = 1  # kcoord keeps one replica of every partition
+    if (ongoing := ctx.leadership.reassignments().get(tp)) is not None:
+        current = len(set(ongoing.replicas) | set(ongoing.adding_replicas) - set(ongoing.removing_replicas))
+    if current == len(replicas):
+        return None
+    message = f"The replication factor is changed from {current} to {len(replicas)}"
+    return Outcome(ErrorCode.INVALID_REPLICATION_FACTOR, message)
 
 
 def _alter_refused(topics: list[Any]) -> dict[str, object]:

@@ -1,6 +1,8 @@
-"""Produce (0), v3-11 (v0-2 carry magic 0/1 message sets, which kcoord does not store).
+"""Produce (0), v3-13 (v0-2 carry magic 0/1 message sets, which kcoord does not store).
 v1: throttle_time_ms; v2: log_append_time_ms; v3: transactional_id; v5: log_start_offset;
-v8: record_errors, error_message; v9: flexible.
+v8: record_errors, error_message; v9: flexible; v13: topics named by id (KIP-516): an id the registry
+does not know is UNKNOWN_TOPIC_ID for each of its partitions, before authorization (KafkaApis
+.handleProduceRequest), and the answer names each topic by the id it was sent with.
 
 Each partition's records are checked by the partition log exactly as Kafka's LogValidator and
 ProducerStateManager do (`partition_log`), appended verbatim with their offsets assigned, and
@@ -60,6 +62,8 @@ def wants_response(req: Request) -> bool:
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
+    if version >= 13:
+        _resolve_ids(ctx, req)
     transactional_id = req["transactional_id"] if version >= 3 else None
     batches = [ProducedBatch.read(part["records"]) for t in req["topic_data"] for part in t["partition_data"]]
     writable: set[str] | None = None
@@ -82,6 +86,19 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     )
 
 
+def _resolve_ids(ctx: ServerContext, req: Request) -> None:
+    """v13: each topic's name from its id ("" for an unknown id: its partitions answer UNKNOWN_TOPIC_ID)."""
+    for topic in req["topic_data"]:
+        topic["name"] = ctx.topics.name_for_id(topic["topic_id"]) or ""
+
+
+def _topic_entry(topic: Request, version: int) -> Entry:
+    """A topic of the answer, named as the request named it (v13: by id)."""
+    if version >= 13:
+        return {"topic_id": topic["topic_id"]}
+    return {"name": topic["name"]}
+
+
 def _writable(
     ctx: ServerContext,
     req: Request,
@@ -100,7 +117,7 @@ def _writable(
         )
     ):
         return None
-    names = [str(topic["name"]) for topic in req["topic_data"]]
+    names = [str(topic["name"]) for topic in req["topic_data"] if topic["name"]]
     return authz.filter_allowed(ctx, meta, API_KEY, AclOperation.WRITE, ResourceType.TOPIC, names)
 
 
@@ -117,7 +134,7 @@ def _txn_check(
     if header is None:
         return None
     partitions = tuple(
-        (str(t["name"]), int(p["index"])) for t in req["topic_data"] for p in t["partition_data"]
+        (str(t["name"]), int(p["index"])) for t in req["topic_data"] if t["name"] for p in t["partition_data"]
     )
     add = version >= 12 and ctx.config.transaction_version >= 2
     return TxnCheck(str(transactional_id), header.producer_id, header.producer_epoch, partitions, add)
@@ -153,11 +170,14 @@ class _Write:
         for topic in req["topic_data"]:
             name = str(topic["name"])
             partitions: list[Entry] = []
-            pending.topics.append({"name": name, "partition_responses": partitions})
+            pending.topics.append({**_topic_entry(topic, version), "partition_responses": partitions})
             for part in topic["partition_data"]:
                 batch = next(read)
                 entry: Entry = {"index": int(part["index"]), "base_offset": -1}
                 partitions.append(entry)
+                if not name:  # v13: an id no topic has
+                    _fail(entry, ErrorCode.UNKNOWN_TOPIC_ID, None, version)
+                    continue
                 if writable is not None and name not in writable:
                     _fail(entry, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, version)
                     continue
@@ -282,7 +302,7 @@ def _all(req: Request, error: ErrorCode, version: int) -> dict[str, Any]:
             entry: Entry = {"index": int(part["index"])}
             _fail(entry, error, None, version)
             partitions.append(entry)
-        topics.append({"name": topic["name"], "partition_responses": partitions})
+        topics.append({**_topic_entry(topic, version), "partition_responses": partitions})
     return {"responses": topics}
 
 

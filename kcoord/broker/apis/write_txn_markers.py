@@ -1,4 +1,5 @@
-"""WriteTxnMarkers (27), v0-1. v1: flexible.
+"""WriteTxnMarkers (27), v1-2 (Kafka 4 removed v0). v1: flexible; v2: each marker's transaction_version
+(KIP-1228), decoded and not acted on: the markers are validated as before (docs/compat.md).
 
 Kafka's coordinators send it to partition leaders; operators send it through Admin.abortTransaction
 (kafka-transactions.sh abort, `kcoord transactions --abort`) to close a hanging transaction. As

@@ -16,6 +16,10 @@ from kcoord.protocol.messages.add_partitions_to_txn import (
     ADD_PARTITIONS_TO_TXN_REQUEST,
     ADD_PARTITIONS_TO_TXN_RESPONSE,
 )
+from kcoord.protocol.messages.alter_replica_log_dirs import (
+    ALTER_REPLICA_LOG_DIRS_REQUEST,
+    ALTER_REPLICA_LOG_DIRS_RESPONSE,
+)
 from kcoord.protocol.messages.api_versions import API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE
 from kcoord.protocol.messages.configs import (
     ALTER_CONFIGS_REQUEST,
@@ -45,6 +49,11 @@ from kcoord.protocol.messages.describe_producers import (
     DESCRIBE_PRODUCERS_REQUEST,
     DESCRIBE_PRODUCERS_RESPONSE,
 )
+from kcoord.protocol.messages.describe_quorum import DESCRIBE_QUORUM_REQUEST, DESCRIBE_QUORUM_RESPONSE
+from kcoord.protocol.messages.describe_topic_partitions import (
+    DESCRIBE_TOPIC_PARTITIONS_REQUEST,
+    DESCRIBE_TOPIC_PARTITIONS_RESPONSE,
+)
 from kcoord.protocol.messages.describe_transactions import (
     DESCRIBE_TRANSACTIONS_REQUEST,
     DESCRIBE_TRANSACTIONS_RESPONSE,
@@ -68,6 +77,10 @@ from kcoord.protocol.messages.metadata import METADATA_REQUEST, METADATA_RESPONS
 from kcoord.protocol.messages.offset_commit import OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE
 from kcoord.protocol.messages.offset_delete import OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE
 from kcoord.protocol.messages.offset_fetch import OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE
+from kcoord.protocol.messages.offset_for_leader_epoch import (
+    OFFSET_FOR_LEADER_EPOCH_REQUEST,
+    OFFSET_FOR_LEADER_EPOCH_RESPONSE,
+)
 from kcoord.protocol.messages.partition_reassignments import (
     ALTER_PARTITION_REASSIGNMENTS_REQUEST,
     ALTER_PARTITION_REASSIGNMENTS_RESPONSE,
@@ -83,6 +96,7 @@ from kcoord.protocol.messages.sasl import (
 )
 from kcoord.protocol.messages.sync_group import SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE
 from kcoord.protocol.messages.txn_offset_commit import TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE
+from kcoord.protocol.messages.update_features import UPDATE_FEATURES_REQUEST, UPDATE_FEATURES_RESPONSE
 from kcoord.protocol.messages.user_scram_credentials import (
     ALTER_USER_SCRAM_CREDENTIALS_REQUEST,
     ALTER_USER_SCRAM_CREDENTIALS_RESPONSE,
@@ -140,6 +154,11 @@ _PAIRS: tuple[tuple[Schema, Schema], ...] = (
     (DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE),
     (CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE),
     (DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE),
+    (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
+    (DESCRIBE_TOPIC_PARTITIONS_REQUEST, DESCRIBE_TOPIC_PARTITIONS_RESPONSE),
+    (ALTER_REPLICA_LOG_DIRS_REQUEST, ALTER_REPLICA_LOG_DIRS_RESPONSE),
+    (DESCRIBE_QUORUM_REQUEST, DESCRIBE_QUORUM_RESPONSE),
+    (UPDATE_FEATURES_REQUEST, UPDATE_FEATURES_RESPONSE),
 )
 
 

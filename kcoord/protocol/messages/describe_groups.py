@@ -1,6 +1,7 @@
-"""DescribeGroups (15), v0-5, flexible 5+.
+"""DescribeGroups (15), v0-6, flexible 5+.
 
-v3 authorized operations; v4 group_instance_id for members.
+v3 authorized operations; v4 group_instance_id for members; v6 a per-group error_message and
+GROUP_ID_NOT_FOUND for a group that does not exist (KIP-1043; Kafka 4.3's DescribeGroups*.json).
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
@@ -23,6 +24,7 @@ DESCRIBED_GROUP = Schema(
     "DescribedGroup",
     fields=(
         Field("error_code", INT16),
+        Field("error_message", NULLABLE_STRING, since=6, default=None),
         Field("group_id", STRING),
         Field("group_state", STRING),
         Field("protocol_type", STRING),
@@ -35,7 +37,7 @@ DESCRIBED_GROUP = Schema(
 DESCRIBE_GROUPS_REQUEST = Schema(
     "DescribeGroupsRequest",
     api_key=15,
-    versions=range(0, 6),
+    versions=range(0, 7),
     flexible_since=5,
     fields=(
         Field("groups", array(STRING)),
@@ -46,7 +48,7 @@ DESCRIBE_GROUPS_REQUEST = Schema(
 DESCRIBE_GROUPS_RESPONSE = Schema(
     "DescribeGroupsResponse",
     api_key=15,
-    versions=range(0, 6),
+    versions=range(0, 7),
     flexible_since=5,
     fields=(
         Field("throttle_time_ms", INT32, since=1),

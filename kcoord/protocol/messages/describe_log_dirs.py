@@ -1,6 +1,6 @@
-"""DescribeLogDirs (35), v0-4, flexible 2+. v1: throttling semantics only; v3: top-level error code;
-v4: total_bytes / usable_bytes of the volume (KIP-827). Kafka 4.0 serves v1-4 (v0 removed by KIP-896);
-v0 stays defined and served as the project serves Kafka 3.9's ranges.
+"""DescribeLogDirs (35), v0-5, flexible 2+. v1: throttling semantics only; v3: top-level error code;
+v4: total_bytes / usable_bytes of the volume (KIP-827); v5: is_cordoned (KIP-1066, Kafka 4.3's
+DescribeLogDirsResponse.json). Kafka 4 serves v1-5 (v0 removed by KIP-896); v0 stays defined, not served.
 
 Fields from apache/kafka clients/src/main/resources/common/message/DescribeLogDirs{Request,Response}.json.
 """
@@ -42,13 +42,14 @@ DESCRIBE_LOG_DIRS_RESULT = Schema(
         Field("topics", array(DESCRIBE_LOG_DIRS_TOPIC)),
         Field("total_bytes", INT64, since=4, default=-1),
         Field("usable_bytes", INT64, since=4, default=-1),
+        Field("is_cordoned", BOOLEAN, since=5, default=False),
     ),
 )
 
 DESCRIBE_LOG_DIRS_REQUEST = Schema(
     "DescribeLogDirsRequest",
     api_key=35,
-    versions=range(0, 5),
+    versions=range(0, 6),
     flexible_since=2,
     # null: every partition this broker has a log of
     fields=(Field("topics", array(DESCRIBABLE_LOG_DIR_TOPIC), nullable_since=0, default=None),),
@@ -57,7 +58,7 @@ DESCRIBE_LOG_DIRS_REQUEST = Schema(
 DESCRIBE_LOG_DIRS_RESPONSE = Schema(
     "DescribeLogDirsResponse",
     api_key=35,
-    versions=range(0, 5),
+    versions=range(0, 6),
     flexible_since=2,
     fields=(
         Field("throttle_time_ms", INT32, default=0),

@@ -1,8 +1,9 @@
-"""Fetch (1), v0-17, flexible 12+.
+"""Fetch (1), v0-18, flexible 12+.
 
 v13+ address topics by id (KIP-516), which Metadata returns stable and durable; v14 adds an error
 for tiered storage; v15 moves the replica id into a tagged ReplicaState (KIP-903); v16 adds the
-tagged NodeEndpoints of the response (KIP-951); v17 the tagged replica directory id (KIP-853).
+tagged NodeEndpoints of the response (KIP-951); v17 the tagged replica directory id (KIP-853); v18
+a follower's tagged high watermark (KIP-1166; a consumer leaves it at its default).
 v3 max_bytes; v4 isolation_level, aborted transactions; v5 log_start_offset; v7 fetch sessions
 (KIP-227: session_id 0 = no session); v9 current_leader_epoch; v11 rack_id, preferred_read_replica.
 Fields from apache/kafka clients/src/main/resources/common/message/*.json.
@@ -29,6 +30,7 @@ FETCH_PARTITION = Schema(
         Field("log_start_offset", INT64, since=5, default=-1),
         Field("partition_max_bytes", INT32),
         Field("replica_directory_id", UUID, since=17, tag=0, tagged_since=17),
+        Field("high_watermark", INT64, since=18, tag=1, tagged_since=18, default=9223372036854775807),
     ),
 )
 
@@ -121,7 +123,7 @@ NODE_ENDPOINT = Schema(
 FETCH_REQUEST = Schema(
     "FetchRequest",
     api_key=1,
-    versions=range(0, 18),
+    versions=range(0, 19),
     flexible_since=12,
     fields=(
         Field("cluster_id", NULLABLE_STRING, since=12, default=None, tag=0, tagged_since=12),
@@ -142,7 +144,7 @@ FETCH_REQUEST = Schema(
 FETCH_RESPONSE = Schema(
     "FetchResponse",
     api_key=1,
-    versions=range(0, 18),
+    versions=range(0, 19),
     flexible_since=12,
     fields=(
         Field("throttle_time_ms", INT32, since=1),

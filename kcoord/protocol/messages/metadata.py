@@ -1,8 +1,9 @@
-"""Metadata (3), v0-12, flexible 9+.
+"""Metadata (3), v0-13, flexible 9+.
 
 v0: an empty topic list means "all topics"; v1+: null means all, empty means none.
 v4 allow_auto_topic_creation; v7 leader_epoch; v8 authorized operations (cluster ones removed in v11,
-KIP-700); v10 topic ids; v12 topic name nullable in the response (lookup by id).
+KIP-700); v10 topic ids; v12 topic name nullable in the response (lookup by id); v13 a top-level
+error_code (KIP-1102: REBOOTSTRAP_REQUIRED), from Kafka 4.3's MetadataResponse.json.
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
@@ -55,7 +56,7 @@ METADATA_RESPONSE_TOPIC = Schema(
 METADATA_REQUEST = Schema(
     "MetadataRequest",
     api_key=3,
-    versions=range(0, 13),
+    versions=range(0, 14),
     flexible_since=9,
     fields=(
         Field("topics", array(METADATA_REQUEST_TOPIC), nullable_since=1),
@@ -68,7 +69,7 @@ METADATA_REQUEST = Schema(
 METADATA_RESPONSE = Schema(
     "MetadataResponse",
     api_key=3,
-    versions=range(0, 13),
+    versions=range(0, 14),
     flexible_since=9,
     fields=(
         Field("throttle_time_ms", INT32, since=3),
@@ -77,5 +78,6 @@ METADATA_RESPONSE = Schema(
         Field("controller_id", INT32, since=1, default=-1),
         Field("topics", array(METADATA_RESPONSE_TOPIC)),
         Field("cluster_authorized_operations", INT32, since=8, until=10, default=-2147483648),
+        Field("error_code", INT16, since=13, default=0),
     ),
 )

@@ -1,13 +1,14 @@
-"""OffsetFetch (9), v0-9, flexible 6+.
+"""OffsetFetch (9), v0-10, flexible 6+.
 
 v2 null topics = all partitions, and a top-level error_code; v5 committed_leader_epoch; v7
 require_stable (KIP-447); v8 batches groups (KIP-709): the single-group fields end at v7;
-v9 member_id / member_epoch (KIP-848).
+v9 member_id / member_epoch (KIP-848); v10 names topics by id instead of by name (KIP-848; Kafka
+4.3's OffsetFetch*.json).
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json.
 """
 
 from kcoord.protocol.schema import Field, Schema, array
-from kcoord.protocol.types import BOOLEAN, INT16, INT32, INT64, NULLABLE_STRING, STRING
+from kcoord.protocol.types import BOOLEAN, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID
 
 OFFSET_FETCH_REQUEST_TOPIC = Schema(
     "OffsetFetchRequestTopic",
@@ -20,7 +21,8 @@ OFFSET_FETCH_REQUEST_TOPIC = Schema(
 OFFSET_FETCH_REQUEST_TOPICS = Schema(
     "OffsetFetchRequestTopics",
     fields=(
-        Field("name", STRING, since=8),
+        Field("name", STRING, since=8, until=9),
+        Field("topic_id", UUID, since=10),
         Field("partition_indexes", array(INT32), since=8),
     ),
 )
@@ -68,7 +70,8 @@ OFFSET_FETCH_RESPONSE_PARTITIONS = Schema(
 OFFSET_FETCH_RESPONSE_TOPICS = Schema(
     "OffsetFetchResponseTopics",
     fields=(
-        Field("name", STRING, since=8),
+        Field("name", STRING, since=8, until=9),
+        Field("topic_id", UUID, since=10),
         Field("partitions", array(OFFSET_FETCH_RESPONSE_PARTITIONS), since=8),
     ),
 )
@@ -85,7 +88,7 @@ OFFSET_FETCH_RESPONSE_GROUP = Schema(
 OFFSET_FETCH_REQUEST = Schema(
     "OffsetFetchRequest",
     api_key=9,
-    versions=range(0, 10),
+    versions=range(0, 11),
     flexible_since=6,
     fields=(
         Field("group_id", STRING, until=7),
@@ -98,7 +101,7 @@ OFFSET_FETCH_REQUEST = Schema(
 OFFSET_FETCH_RESPONSE = Schema(
     "OffsetFetchResponse",
     api_key=9,
-    versions=range(0, 10),
+    versions=range(0, 11),
     flexible_since=6,
     fields=(
         Field("throttle_time_ms", INT32, since=3),

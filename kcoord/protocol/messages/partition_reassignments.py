@@ -1,13 +1,13 @@
 """AlterPartitionReassignments (45) and ListPartitionReassignments (46), v0, flexible in every version
-(KIP-455). Kafka 4.1's AlterPartitionReassignments v1 (allow_replication_factor_change, KIP-860) is
-not defined: Kafka 4.0 serves v0 only.
+(KIP-455); AlterPartitionReassignments v1 adds allow_replication_factor_change (KIP-860, Kafka 4.1; from
+Kafka 4.3's AlterPartitionReassignments*.json).
 
 Fields from apache/kafka clients/src/main/resources/common/message/
 {Alter,List}PartitionReassignments{Request,Response}.json.
 """
 
 from kcoord.protocol.schema import Field, Schema, array
-from kcoord.protocol.types import INT16, INT32, NULLABLE_STRING, STRING
+from kcoord.protocol.types import BOOLEAN, INT16, INT32, NULLABLE_STRING, STRING
 
 REASSIGNABLE_PARTITION = Schema(
     "ReassignablePartition",
@@ -46,10 +46,11 @@ REASSIGNABLE_TOPIC_RESPONSE = Schema(
 ALTER_PARTITION_REASSIGNMENTS_REQUEST = Schema(
     "AlterPartitionReassignmentsRequest",
     api_key=45,
-    versions=range(0, 1),
+    versions=range(0, 2),
     flexible_since=0,
     fields=(
         Field("timeout_ms", INT32, default=60000),
+        Field("allow_replication_factor_change", BOOLEAN, since=1, default=True),
         Field("topics", array(REASSIGNABLE_TOPIC)),
     ),
 )
@@ -57,10 +58,11 @@ ALTER_PARTITION_REASSIGNMENTS_REQUEST = Schema(
 ALTER_PARTITION_REASSIGNMENTS_RESPONSE = Schema(
     "AlterPartitionReassignmentsResponse",
     api_key=45,
-    versions=range(0, 1),
+    versions=range(0, 2),
     flexible_since=0,
     fields=(
         Field("throttle_time_ms", INT32, default=0),
+        Field("allow_replication_factor_change", BOOLEAN, since=1, default=True),
         Field("error_code", INT16, default=0),
         Field("error_message", NULLABLE_STRING, default=None),
         Field("responses", array(REASSIGNABLE_TOPIC_RESPONSE)),

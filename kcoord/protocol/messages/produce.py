@@ -1,15 +1,16 @@
-"""Produce (0), v0-12, flexible 9+.
+"""Produce (0), v0-13, flexible 9+.
 
 v3 transactional_id; v8 record_errors / error_message; v10 tagged current_leader and node_endpoints
 (KIP-951); v11 = v10 on the wire (may answer TRANSACTION_ABORTABLE); v12 = v11 on the wire (Kafka
 4.0, KIP-890 part 2): a transactional batch of v12 adds its partition to the transaction itself,
 which a client sends only when the broker finalizes `transaction.version` >= 2.
 Fields from apache/kafka 3.9 clients/src/main/resources/common/message/*.json; v12 from Kafka 4.0's
-ProduceRequest/ProduceResponse.json (no field added; v13's topic ids, KIP-516, are not defined here).
+ProduceRequest/ProduceResponse.json (no field added); v13 (Kafka 4.1, KIP-516) names topics by id
+instead of by name (Kafka 4.3's ProduceRequest/ProduceResponse.json).
 """
 
 from kcoord.protocol.schema import Field, Schema, array
-from kcoord.protocol.types import INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING
+from kcoord.protocol.types import INT16, INT32, INT64, NULLABLE_STRING, RECORDS, STRING, UUID
 
 PARTITION_PRODUCE_DATA = Schema(
     "PartitionProduceData",
@@ -22,7 +23,8 @@ PARTITION_PRODUCE_DATA = Schema(
 TOPIC_PRODUCE_DATA = Schema(
     "TopicProduceData",
     fields=(
-        Field("name", STRING),
+        Field("name", STRING, until=12),
+        Field("topic_id", UUID, since=13),
         Field("partition_data", array(PARTITION_PRODUCE_DATA)),
     ),
 )
@@ -60,7 +62,8 @@ PARTITION_PRODUCE_RESPONSE = Schema(
 TOPIC_PRODUCE_RESPONSE = Schema(
     "TopicProduceResponse",
     fields=(
-        Field("name", STRING),
+        Field("name", STRING, until=12),
+        Field("topic_id", UUID, since=13),
         Field("partition_responses", array(PARTITION_PRODUCE_RESPONSE)),
     ),
 )
@@ -78,7 +81,7 @@ NODE_ENDPOINT = Schema(
 PRODUCE_REQUEST = Schema(
     "ProduceRequest",
     api_key=0,
-    versions=range(0, 13),
+    versions=range(0, 14),
     flexible_since=9,
     fields=(
         Field("transactional_id", NULLABLE_STRING, since=3, default=None),
@@ -91,7 +94,7 @@ PRODUCE_REQUEST = Schema(
 PRODUCE_RESPONSE = Schema(
     "ProduceResponse",
     api_key=0,
-    versions=range(0, 13),
+    versions=range(0, 14),
     flexible_since=9,
     fields=(
         Field("responses", array(TOPIC_PRODUCE_RESPONSE)),
