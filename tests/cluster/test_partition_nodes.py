@@ -125,7 +125,7 @@ def consume_all(bootstrap: list[str], timeout: float = 60) -> dict[tuple[int, in
         deadline = time.monotonic() + timeout
         while any(consumer.position(tp) < ends[tp] for tp in parts):
             assert time.monotonic() < deadline, "the consumer never reached the end offsets"
-            for tp, records in consumer.poll(timeout_ms=200).items():
+            for tp, records in consumer.poll(timeout_ms=2000).items():
                 for record in records:
                     assert (tp.partition, record.offset) not in got, "an offset read twice"
                     got[(tp.partition, record.offset)] = record.value
@@ -223,7 +223,7 @@ def _read(bootstrap: list[str], isolation: str, timeout: float = 60) -> list[byt
         deadline = time.monotonic() + timeout
         while any(consumer.position(tp) < ends[tp] for tp in parts):
             assert time.monotonic() < deadline, "the consumer never reached the end offsets"
-            for records in consumer.poll(timeout_ms=200).values():
+            for records in consumer.poll(timeout_ms=2000).values():
                 values.extend(r.value for r in records)
         return values
     finally:

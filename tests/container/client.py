@@ -72,7 +72,7 @@ def main(argv: list[str]) -> None:
         consumer.seek_to_beginning()
         seen = 0
         while any(consumer.position(tp) < ends[tp] for tp in partitions):
-            seen += sum(len(records) for records in consumer.poll(timeout_ms=500).values())
+            seen += sum(len(records) for records in consumer.poll(timeout_ms=2000).values())
         consumer.close()
         print(json.dumps({"consumed": seen}))
     else:

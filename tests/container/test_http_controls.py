@@ -126,7 +126,7 @@ def test_wait_stable_and_advance_expire_a_session(server: KcoordServer, controls
     try:
         deadline = time.monotonic() + 30
         while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(timeout_ms=200)
+            consumer.poll(timeout_ms=2000)
         stable = controls.wait_stable(group, timeout=10)
         assert stable.state == "Stable" and len(stable.members) == 1
         assert stable.members[0].assignment == {topic: [0]}

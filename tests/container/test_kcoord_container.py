@@ -58,7 +58,7 @@ def _consume_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
         seen: list[bytes] = []
         deadline = time.monotonic() + 30
         while len(seen) < count and time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=500).values():
+            for records in consumer.poll(timeout_ms=2000).values():
                 seen.extend(record.value for record in records)
         return seen
     finally:
@@ -168,7 +168,7 @@ def test_advance_through_the_container_expires_a_stock_consumers_session(kcoord_
     try:
         deadline = time.monotonic() + 30
         while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(timeout_ms=200)
+            consumer.poll(timeout_ms=2000)
         [member] = kcoord_container.wait_stable(group, timeout=10).members
         assert member.assignment == {topic: [0]}
 

@@ -80,7 +80,7 @@ def test_kafka_python_offsets_and_seek_to_timestamp(server: KcoordServer, timed_
 
 def _poll_until_records(consumer: KafkaConsumer) -> list[Any]:
     for _ in range(50):  # bounded: 50 polls of up to 200 ms
-        polled = consumer.poll(timeout_ms=200)
+        polled = consumer.poll(timeout_ms=2000)
         if polled:
             return list(polled.values())
     raise AssertionError("no records polled")
@@ -98,7 +98,7 @@ def test_librdkafka_codecs_read_by_kafka_python(server: KcoordServer, compressio
         consumer.seek_to_beginning(tp)
         values: list[bytes] = []
         for _ in range(100):  # bounded
-            for batch in consumer.poll(timeout_ms=200).values():
+            for batch in consumer.poll(timeout_ms=2000).values():
                 values.extend(r.value for r in batch)
             if len(values) >= 200:
                 break

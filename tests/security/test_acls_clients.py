@@ -165,13 +165,13 @@ def test_kafka_python_group_authorization(secured: KcoordServer) -> None:
     consumer = KafkaConsumer("t", group_id=group, **options)
     try:
         with pytest.raises(GroupAuthorizationFailedError):
-            wait_until(lambda: consumer.poll(timeout_ms=200), 20, "a group error")
+            wait_until(lambda: consumer.poll(timeout_ms=2000), 20, "a group error")
     finally:
         consumer.close()
     allow_group_with_kcoord_acls(secured, group)
     consumer = KafkaConsumer("t", group_id=group, **options)
     try:
-        batches = wait_until(lambda: consumer.poll(timeout_ms=200), 20, "a record")
+        batches = wait_until(lambda: consumer.poll(timeout_ms=2000), 20, "a record")
         assert [r.value for records in batches.values() for r in records] == [b"v"]
         consumer.commit()
     finally:

@@ -73,7 +73,7 @@ def test_produce_consume_in_a_group_and_commit(security: Security, case: str) ->
     try:
         values = []
         for _ in range(60):  # bounded: each poll waits at most 0.5 s
-            for records in consumer.poll(timeout_ms=500).values():
+            for records in consumer.poll(timeout_ms=2000).values():
                 values += [record.value for record in records]
             if values:
                 break

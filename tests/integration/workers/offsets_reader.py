@@ -53,7 +53,7 @@ def main(bootstrap: str, reader_group: str | None) -> dict[str, Any]:
         while any(consumer.position(tp) < ends[tp] for tp in assigned):
             if time.monotonic() > deadline:
                 raise SystemExit(f"did not reach the end offsets {ends} in {DEADLINE_S} s")
-            for tp, messages in consumer.poll(timeout_ms=500).items():
+            for tp, messages in consumer.poll(timeout_ms=2000).items():
                 for message in messages:
                     state.record(tp.partition, message.offset, message.key, message.value)
         if reader_group is not None:
@@ -81,7 +81,7 @@ def pattern(bootstrap: str, group: str) -> dict[str, Any]:
         while not consumer.assignment():
             if time.monotonic() > deadline:
                 raise SystemExit(f"no assignment in {DEADLINE_S} s")
-            consumer.poll(timeout_ms=200)
+            consumer.poll(timeout_ms=2000)
         cluster = consumer._client.cluster
         return {
             "assigned": sorted(tp.partition for tp in consumer.assignment() if tp.topic == TOPIC),

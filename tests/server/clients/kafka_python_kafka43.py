@@ -34,7 +34,7 @@ def main(bootstrap: str, topic: str, group: str) -> None:
     values: list[str] = []
     deadline = time.monotonic() + 60
     while len(values) < RECORDS and time.monotonic() < deadline:
-        for records in consumer.poll(timeout_ms=200).values():
+        for records in consumer.poll(timeout_ms=2000).values():
             values.extend(r.value.decode() for r in records)
     consumer.commit({TopicPartition(topic, 1): OffsetAndMetadata(3, "k43", -1)})
     committed = consumer.committed(TopicPartition(topic, 1), metadata=True)

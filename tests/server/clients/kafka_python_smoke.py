@@ -31,7 +31,7 @@ def main(bootstrap: str, topic: str, group: str) -> None:
     )
     deadline = time.monotonic() + 60
     while not consumer.assignment() and time.monotonic() < deadline:
-        consumer.poll(timeout_ms=200)
+        consumer.poll(timeout_ms=2000)
     assignment = sorted(tp.partition for tp in consumer.assignment())
     consumer.commit({TopicPartition(topic, 2): OffsetAndMetadata(0, "smoke-meta", -1)})
     committed = consumer.committed(TopicPartition(topic, 2), metadata=True)

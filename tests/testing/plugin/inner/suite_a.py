@@ -21,7 +21,7 @@ def note(name, server):
 def poll_records(consumer, want, timeout=20.0):
     got, deadline = [], time.monotonic() + timeout
     while len(got) < want and time.monotonic() < deadline:
-        for batch in consumer.poll(timeout_ms=200).values():
+        for batch in consumer.poll(timeout_ms=2000).values():
             got += batch
     assert len(got) >= want, f"consumed {len(got)} of {want} records in {timeout:g} s"
     return got
