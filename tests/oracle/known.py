@@ -49,23 +49,6 @@ KNOWN: tuple[Known, ...] = (
         r"api_keys\.api_key=0\.min_version",
         "Data plane (Produce, Fetch, ListOffsets, DeleteRecords, InitProducerId) | Message formats",
     ),
-    Known(
-        "ApiVersions",
-        r"api_keys\.api_key=27\.min_version",
-        "At the door (`kcoord/broker/apis/`) and the markers | WriteTxnMarkers",
-    ),
-    Known(
-        "ApiVersions",
-        r"api_keys\.api_key=35\.min_version",
-        "Leadership and log directories (ElectLeaders, Alter/ListPartitionReassignments, DescribeLogDirs;"
-        " issue 27) | DescribeLogDirs versions",
-    ),
-    Known(
-        "ApiVersions",
-        r"api_keys\.api_key=45\.max_version",
-        "Leadership and log directories (ElectLeaders, Alter/ListPartitionReassignments, DescribeLogDirs;"
-        " issue 27) | AlterPartitionReassignments v1 (`allow_replication_factor_change`, KIP-860)",
-    ),
     # Delegation tokens (38-41), client quotas (48-49), share groups and their state (76-79, 83-87,
     # 90-92), streams groups (88-89), the controllers' own admin APIs (64, 80, 81).
     *_absent(38, 39, 40, 41, compat=_TOKENS),

@@ -27,29 +27,7 @@ _OLD = "kcoord still serves versions Kafka 4 removed (KIP-896), not in docs/comp
 _NEW = "issue 33 item 6: kcoord stops short of Kafka 4.3's newest version"
 _NONE = "issue 33 item 6: Kafka 4.3 serves it, kcoord does not"
 # Seen against Kafka 4.3.1 (kafka vs kcoord): api key -> the finding. Routed, not excused.
-FINDINGS: dict[int, str] = {
-    0: f"Produce max 13 vs 12: {_NEW}",
-    1: f"Fetch max 18 vs 17: {_NEW}",
-    2: f"ListOffsets 1-11 vs 0-9: {_NEW}; {_OLD}",
-    3: f"Metadata max 13 vs 12: {_NEW}",
-    8: f"OffsetCommit 2-10 vs 0-9: {_NEW}; {_OLD}",
-    9: f"OffsetFetch 1-10 vs 0-9: {_NEW}; {_OLD}",
-    15: f"DescribeGroups max 6 vs 5: {_NEW}",
-    19: f"CreateTopics min 2 vs 0: {_OLD}",
-    20: f"DeleteTopics min 1 vs 0: {_OLD}",
-    23: f"OffsetForLeaderEpoch 2-4: {_NONE}",
-    27: f"WriteTxnMarkers max 2 vs 1: {_NEW}",
-    29: f"DescribeAcls min 1 vs 0: {_OLD}",
-    30: f"CreateAcls min 1 vs 0: {_OLD}",
-    31: f"DeleteAcls min 1 vs 0: {_OLD}",
-    32: f"DescribeConfigs min 1 vs 0: {_OLD}",
-    34: f"AlterReplicaLogDirs 1-2: {_NONE}",
-    35: f"DescribeLogDirs max 5 vs 4: {_NEW}",
-    55: f"DescribeQuorum 0-2: {_NONE}",
-    57: f"UpdateFeatures 0-2: {_NONE}",
-    60: f"DescribeCluster max 2 vs 1: {_NEW}",
-    75: f"DescribeTopicPartitions 0: {_NONE}",
-}
+FINDINGS: dict[int, str] = {}  # none left: issue 33 item 6 brought every range to Kafka 4.3's
 
 
 def _param(key: int) -> Any:
