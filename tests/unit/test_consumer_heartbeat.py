@@ -133,7 +133,10 @@ def test_v0_lets_the_coordinator_name_the_member_and_v1_requires_a_member_id() -
         ({"rebalance_timeout_ms": -1}, "RebalanceTimeoutMs must be provided in first request."),
         ({"owned": None}, "TopicPartitions must be empty when (re-)joining."),
         ({"owned": [(T1, [0])]}, "TopicPartitions must be empty when (re-)joining."),
-        ({"topics": None}, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
+        (
+            {"topics": None},
+            "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+        ),
         ({"instance_id": ""}, "InstanceId can't be empty."),
         ({"group": ""}, "GroupId can't be empty."),
     ],
@@ -157,6 +160,23 @@ def test_a_heartbeat_from_an_unknown_member_or_group() -> None:
     assert c.hb("m1", 3).error == ErrorCode.GROUP_ID_NOT_FOUND
     c.hb("m1", 0)
     assert c.hb("m2", 1, topics=None).error == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_leaving_a_group_that_does_not_exist_is_group_id_not_found_in_kafkas_words() -> None:
+    # GroupMetadataManager.consumerGroupLeave finds the group with group(groupId): "Group %s not found."
+    c = Cluster()
+    left = c.hb("m1", -1, topics=None, owned=None, rebalance_timeout_ms=-1, group="nope")
+    assert (left.error, left.message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found.")
+
+
+def test_an_empty_subscription_joins_and_is_assigned_nothing() -> None:
+    # GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid refuses a null
+    # subscription only: an empty list of names is a subscription to no topic.
+    c = Cluster()
+    joined = c.hb("m1", 0, topics=())
+    assert (joined.error, joined.member_epoch) == (ErrorCode.NONE, 1)
+    assert partitions(joined) == set()
+    assert c.group().members["m1"].subscribed_topic_names == ()
 
 
 def test_the_group_max_size_refuses_new_members_only() -> None:

@@ -159,8 +159,12 @@ def _validate_for_epoch(request: HeartbeatRequest) -> None:
             raise Refused(bad, "RebalanceTimeoutMs must be provided in first request.")
         if request.owned is None or len(request.owned) != 0:
             raise Refused(bad, "TopicPartitions must be empty when (re-)joining.")
-        if not request.subscribed_topic_names and not request.subscribed_topic_regex:
-            raise Refused(bad, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        # GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid: null only, an empty
+        # subscription joins (and is assigned nothing).
+        if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+            raise Refused(
+                bad, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+            )
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         if request.instance_id is None:
             raise Refused(bad, "InstanceId can't be null.")
@@ -510,8 +514,8 @@ def _preferred_assignor(members: Iterable[ConsumerMember], default: str) -> str:
 # -- leaving and fencing ----------------------------------------------------------------------------
 def plan_leave(group: ConsumerGroup | None, request: HeartbeatRequest, topics: TopicView) -> HeartbeatPlan:
     """Epoch -1 (leave) or -2 (a static member leaves for a while): Kafka's consumerGroupLeave."""
-    if group is None:
-        raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found.")
+    if group is None:  # GroupMetadataManager.consumerGroupLeave looks it up with group(groupId)
+        raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
     answer = HeartbeatAnswer(ErrorCode.NONE, None, request.member_id, request.member_epoch)
     if request.instance_id is None:
         member = group.members.get(request.member_id)
