@@ -416,11 +416,12 @@ def _subscription_changed(
             f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {problem}.",
         )
     records.append(ConsumerMemberSubscription(group_id, updated.member_id, updated))
-    return (
-        member.member_epoch == 0
-        or updated.subscribed_topic_names != member.subscribed_topic_names
-        or updated.subscribed_topic_regex != member.subscribed_topic_regex
-    )
+    # hasMemberSubscriptionChanged compares the names as sets; maybeUpdateRegularExpressions bumps for
+    # a changed expression ("" and null alike: a member's starts at ""). A new member that subscribes
+    # to nothing leaves the epoch alone.
+    return set(updated.subscribed_topic_names) != set(member.subscribed_topic_names) or (
+        updated.subscribed_topic_regex or ""
+    ) != (member.subscribed_topic_regex or "")
 
 
 def group_subscribed_names(
