@@ -96,6 +96,7 @@ def metadata_hash(names: Iterable[str], topics: TopicView) -> int:
         if described is not None:
             found = True
             digest.update(f"{name}\0{described[0]}\0{described[1]}\0".encode())
-    # Utils.computeGroupHash: no existing topic hashes to 0, a new group's own hash, so that a member
-    # subscribing to nothing (or to topics not created yet) leaves the epoch alone.
+    # Utils.computeGroupHash: no existing topic hashes to 0, a new group's own hash, so that a group
+    # subscribed to nothing that exists has no hash change to bump its epoch for (a member's changed
+    # subscription still does).
     return int.from_bytes(digest.digest(), "big") >> 1 if found else 0
