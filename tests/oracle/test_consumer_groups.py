@@ -5,6 +5,7 @@ ConsumerGroupDescribe, DescribeGroups and ListGroups of the group. Member ids ar
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -75,6 +76,25 @@ def _own_epoch(group: str, member: str, delta: int = 0, leave: bool = False) -> 
     return body
 
 
+def _created(pair: Pair, name: str, partitions: int) -> None:
+    """`name` created on both, and Kafka's group coordinator assigning it: the coordinator learns of a
+    topic from the metadata image after the broker's metadata cache and replica manager
+    (BrokerMetadataPublisher), so a member joining at once may be assigned nothing. Probed with a
+    throwaway group per try, left again (bounded: 30 s)."""
+    create_on_both(pair, topic(name, partitions))
+    deadline = time.monotonic() + 30
+    while not _probe_assigned(pair.kafka, name):
+        assert time.monotonic() < deadline, f"Kafka's group coordinator never assigned {name}"
+        time.sleep(0.05)  # poll interval for the coordinator's metadata image
+
+
+def _probe_assigned(kafka: Side, name: str) -> bool:
+    group, member = unique("probe"), member_id()
+    joined = kafka.call(68, HEARTBEAT_V, heartbeat(group, member, 0, subscribed_topic_names=[name]))
+    kafka.call(68, HEARTBEAT_V, heartbeat(group, member, -1, rebalance_timeout_ms=-1, topic_partitions=None))
+    return bool(joined["assignment"] and joined["assignment"]["topic_partitions"])
+
+
 def _joined(pair: Pair, group: str, member: str, name: str) -> list[str]:
     joining = heartbeat(group, member, 0, subscribed_topic_names=[name], server_assignor="uniform")
     answers = pair.ask(68, HEARTBEAT_V, joining)
@@ -85,13 +105,13 @@ def _joined(pair: Pair, group: str, member: str, name: str) -> list[str]:
 
 def test_a_new_member_gets_the_epoch_kafka_gives(pair: Pair) -> None:
     name = unique("t")
-    create_on_both(pair, topic(name, 3))
+    _created(pair, name, 3)
     assert_same(_joined(pair, unique("cg"), member_id(), name))
 
 
 def test_a_member_joins_heartbeats_and_leaves_as_kafka(pair: Pair) -> None:
     group, name, member = unique("cg"), unique("t"), member_id()
-    create_on_both(pair, topic(name, 3))
+    _created(pair, name, 3)
     _joined(pair, group, member, name)
     api = "ConsumerGroupHeartbeat"
     found = pair.compare(api, 68, HEARTBEAT_V, _own_epoch(group, member, 5))
@@ -111,7 +131,7 @@ def test_a_member_joins_heartbeats_and_leaves_as_kafka(pair: Pair) -> None:
 
 def test_a_member_without_a_regex_is_described_as_kafka(pair: Pair) -> None:
     group, name = unique("cg"), unique("t")
-    create_on_both(pair, topic(name, 1))
+    _created(pair, name, 1)
     _joined(pair, group, member_id(), name)
     describe = {"group_ids": [group], "include_authorized_operations": False}
     assert_same(pair.compare("ConsumerGroupDescribe", 69, DESCRIBE_V, describe))
