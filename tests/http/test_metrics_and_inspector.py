@@ -217,33 +217,33 @@ def test_consumer_protocol_groups_in_the_inspector_the_metrics_and_the_controls(
     group = unique("kip848")
     sock = connect(server.address)
     first = consumer_heartbeat(sock, group, "m1", 0, [topic], [])
-    assert first["member_epoch"] == 1
+    assert first["member_epoch"] == 2  # a group starts at epoch 1 (Kafka 4.3); joining bumps it
     owned = first["assignment"]["topic_partitions"]
     assert [sorted(t["partitions"]) for t in owned] == [list(range(6))]
     committed = {p: min(p, end.get(p, 0)) for p in range(6)}
-    consumer_commit(sock, group, "m1", 1, topic, committed)
-    # A second member: epoch 2, its partitions to come once m1 revokes them (m1 learns it next).
-    assert consumer_heartbeat(sock, group, "m2", 0, [topic], [])["member_epoch"] == 2
-    consumer_heartbeat(sock, group, "m1", 1, None, owned)  # m1 is asked to revoke half, stays at epoch 1
+    consumer_commit(sock, group, "m1", 2, topic, committed)
+    # A second member: epoch 3, its partitions to come once m1 revokes them (m1 learns it next).
+    assert consumer_heartbeat(sock, group, "m2", 0, [topic], [])["member_epoch"] == 3
+    consumer_heartbeat(sock, group, "m1", 2, None, owned)  # m1 is asked to revoke half, stays at epoch 2
 
     [listed] = [g for g in http.get("/v1/groups")["groups"] if g["group_id"] == group]
     assert listed == {
         "group_id": group, "type": "consumer", "state": "Reconciling", "protocol_type": "consumer",
-        "group_epoch": 2, "assignment_epoch": 2, "assignor": "uniform", "members": 2,
+        "group_epoch": 3, "assignment_epoch": 3, "assignor": "uniform", "members": 2,
     }  # fmt: skip
     view = http.group(group)
     assert view is not None and view["type"] == "consumer" and view["state"] == "Reconciling"
     members = {m["member_id"]: m for m in view["members"]}
     m1, m2 = members["m1"], members["m2"]
     assert (m1["member_epoch"], m1["state"], m1["client_id"], m1["client_host"]) == (
-        1, "unrevoked_partitions", "kcoord-test", "/127.0.0.1"
+        2, "unrevoked_partitions", "kcoord-test", "/127.0.0.1"
     )  # fmt: skip
     assert m1["instance_id"] is None and m1["subscribed_topic_names"] == [topic]
     assert m1["member_type"] == "consumer"
     kept, revoking = m1["assignment"][topic], m1["pending_revocation"][topic]
     assert len(kept) == 3 and sorted(kept + revoking) == list(range(6))
     assert m1["target_assignment"] == {topic: kept}
-    assert (m2["member_epoch"], m2["state"], m2["assignment"]) == (2, "unreleased_partitions", {})
+    assert (m2["member_epoch"], m2["state"], m2["assignment"]) == (3, "unreleased_partitions", {})
     assert m2["target_assignment"] == {topic: revoking}
     offsets = {o["partition"]: o for o in view["offsets"]}
     for p, offset in committed.items():
@@ -255,8 +255,8 @@ def test_consumer_protocol_groups_in_the_inspector_the_metrics_and_the_controls(
     assert sample(m, "kcoord_groups", type="consumer", state="Reconciling") == 1
     assert sample(m, "kcoord_group_state", group=group, state="Reconciling") == 1
     assert sample(m, "kcoord_group_members", group=group) == 2
-    assert sample(m, "kcoord_group_epoch", group=group) == 2
-    assert sample(m, "kcoord_group_assignment_epoch", group=group) == 2
+    assert sample(m, "kcoord_group_epoch", group=group) == 3
+    assert sample(m, "kcoord_group_assignment_epoch", group=group) == 3
     for p, offset in committed.items():
         labels = {"group": group, "topic": topic, "partition": str(p)}
         assert sample(m, "kcoord_group_lag_offsets", **labels) == end.get(p, 0) - offset
@@ -265,6 +265,6 @@ def test_consumer_protocol_groups_in_the_inspector_the_metrics_and_the_controls(
 
     # Test controls: expiring m2 fences it as its session timeout would; no rebalance to force.
     expired = http.post(f"/v1/test/groups/{group}/members/m2/expire")
-    assert [m["member_id"] for m in expired["members"]] == ["m1"] and expired["group_epoch"] == 3
+    assert [m["member_id"] for m in expired["members"]] == ["m1"] and expired["group_epoch"] == 4
     status, refused = http.call("POST", f"/v1/test/groups/{group}/rebalance")
     assert status == 409 and "consumer-protocol" in refused["error"]

@@ -57,13 +57,6 @@ def create_partitions(name: str, count: int, validate_only: bool = False) -> dic
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CreatePartitions messages: Kafka 4.3 'Topic already has 2 partition(s).' vs kcoord 'Topic "
-    "already has 2 partitions.'; 'The topic t currently has 2 partition(s); 1 would not be an "
-    "increase.' vs 'Topic currently has 2 partitions, which is higher than the requested 1.'; an "
-    "unknown topic: null vs \"The topic 't' does not exist.\" (the error codes agree)",
-)
 def test_topics_are_grown_and_deleted_as_on_kafka(pair: Pair) -> None:
     name = unique("admin")
     create_on_both(pair, topic(name, 2))

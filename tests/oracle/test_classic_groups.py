@@ -136,10 +136,6 @@ def second(pair: Pair, kafka_oracle: KafkaOracle, kcoord_peer: KcoordServer) -> 
         both.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FindCoordinator v4+: Kafka 4.3 answers a found coordinator with error_message '', kcoord null",
-)
 def test_find_coordinator_as_kafka(pair: Pair) -> None:
     body = {"key_type": 0, "coordinator_keys": [unique("find")]}
     assert_same(step(pair, "FindCoordinator", 10, FIND_V, body))
@@ -259,11 +255,6 @@ def test_a_rebalance_in_progress_and_leaving(pair: Pair, second: Pair) -> None:
     assert_same(found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DescribeGroups of a PreparingRebalance group: Kafka 4.3 keeps each member's last assignment "
-    "(ClassicGroupMember.describeNoMetadata sets it), kcoord sends it empty (Scala's summaryNoMetadata)",
-)
 def test_a_group_preparing_a_rebalance_is_described_as_kafka(pair: Pair, second: Pair) -> None:
     group = unique("preparing")
     found, _ = _rebalancing(pair, second, group, unique("t"))

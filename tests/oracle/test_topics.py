@@ -79,21 +79,8 @@ REFUSED: list[tuple[str, dict[str, Any]]] = [
         topic("oracle-a1", 2, assignments=[{"partition_index": 0, "broker_ids": [1]}]),
     ),
 ]
-_NAME = "Kafka 4.3's Topic.validate words it 'Topic name is invalid: ...'; kcoord answers Kafka 3.x's message"
-# Seen against Kafka 4.3.1: case -> the finding (the error codes agree, the messages do not).
-FINDINGS: dict[str, str] = {
-    "empty-name": f"{_NAME} (kafka: 'Topic name is invalid: the empty string is not allowed')",
-    "dot": f"{_NAME} (kafka: \"Topic name is invalid: '.' is not allowed\")",
-    "dot-dot": f"{_NAME} (kafka: \"Topic name is invalid: '..' is not allowed\")",
-    "slash": f"{_NAME} ('contains one or more characters other than ASCII alphanumerics, ...')",
-    "space": f"{_NAME} ('contains one or more characters other than ASCII alphanumerics, ...')",
-    "too-long": f"{_NAME} (\"the length of '...' is longer than the max allowed length 249\")",
-    "replication-2": "Kafka 4.3 ends the message with '... registered or some brokers have all their log "
-    "directories cordoned.' (KIP-1066); kcoord stops at 'registered.'",
-    "assignments-and-count": "Kafka 4.3: 'A manual partition "
-    "assignment was specified, but replication factor was not set to -1.'; kcoord: 'Both numPartitions "
-    "or replicationFactor and replicasAssignments were set. ...'",
-}
+# Seen against Kafka 4.3.1: case -> the finding (none open).
+FINDINGS: dict[str, str] = {}
 
 
 def _case(case: tuple[str, dict[str, Any]]) -> Any:
@@ -120,11 +107,6 @@ def test_create_topics_refuses_an_existing_topic(pair: Pair) -> None:
     assert_same(pair.compare("CreateTopics", 19, CREATE_TOPICS_V, create([topic(name)])))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="both INVALID_REQUEST; Kafka 4.3's message is 'Duplicate topic name.', kcoord's \"Topic 'x' "
-    'appears more than once in the request."',
-)
 def test_create_topics_refuses_a_topic_named_twice_in_one_request(pair: Pair) -> None:
     duplicate = unique("dup")
     body = create([topic(duplicate), topic(duplicate)])

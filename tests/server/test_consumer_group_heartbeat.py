@@ -87,7 +87,7 @@ def test_api_versions_advertises_consumer_group_heartbeat_and_describe_v0_to_v1(
     assert advertised[HEARTBEAT] == (0, 1) and advertised[DESCRIBE] == (0, 1)
 
 
-def test_first_heartbeat_gets_epoch_1_the_heartbeat_interval_and_every_partition(
+def test_first_heartbeat_gets_epoch_2_the_heartbeat_interval_and_every_partition(
     server: KcoordServer,
 ) -> None:
     # GroupMetadataManager.consumerGroupHeartbeat: a new member of a new group bumps the group epoch to
@@ -99,14 +99,14 @@ def test_first_heartbeat_gets_epoch_1_the_heartbeat_interval_and_every_partition
             "error_code": 0,
             "error_message": None,
             "member_id": "m1",
-            "member_epoch": 1,
+            "member_epoch": 2,  # a group starts at epoch 1 (Kafka 4.3's ModernGroup); joining bumps it
             "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS,
             "assignment": {"topic_partitions": [{"topic_id": topic_id, "partitions": [0, 1, 2]}]},
         }
         # The next heartbeat reports what it owns; nothing changed, so no assignment is sent.
         owned = [{"topic_id": topic_id, "partitions": [0, 1, 2]}]
-        steady = _heartbeat(sock, "g", "m1", 1, topic_partitions=owned)
-        assert (steady["error_code"], steady["member_epoch"], steady["assignment"]) == (0, 1, None)
+        steady = _heartbeat(sock, "g", "m1", 2, topic_partitions=owned)
+        assert (steady["error_code"], steady["member_epoch"], steady["assignment"]) == (0, 2, None)
         assert steady["heartbeat_interval_ms"] == HEARTBEAT_INTERVAL_MS
 
 
@@ -115,9 +115,9 @@ def test_v0_first_heartbeat_without_member_id_gets_one_from_the_coordinator(serv
     with connect(server.address) as sock:
         _setup(sock)
         joined = _join(sock, "g", "", version=0)
-        assert joined["error_code"] == 0 and joined["member_epoch"] == 1 and joined["member_id"]
-        again = _heartbeat(sock, "g", joined["member_id"], 1, version=0)
-        assert (again["error_code"], again["member_id"], again["member_epoch"]) == (0, joined["member_id"], 1)
+        assert joined["error_code"] == 0 and joined["member_epoch"] == 2 and joined["member_id"]
+        again = _heartbeat(sock, "g", joined["member_id"], 2, version=0)
+        assert (again["error_code"], again["member_id"], again["member_epoch"]) == (0, joined["member_id"], 2)
 
 
 def test_v1_with_an_empty_member_id_is_invalid_request(server: KcoordServer) -> None:
@@ -175,14 +175,14 @@ def test_a_greater_member_epoch_is_fenced(server: KcoordServer) -> None:
     # GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid
     with connect(server.address) as sock:
         _setup(sock)
-        assert _join(sock, "g", "m1")["member_epoch"] == 1
-        answer = _heartbeat(sock, "g", "m1", 2)
+        assert _join(sock, "g", "m1")["member_epoch"] == 2
+        answer = _heartbeat(sock, "g", "m1", 3)
         assert answer == _refused(
             ErrorCode.FENCED_MEMBER_EPOCH,
-            "The consumer group member has a greater member epoch (2) than the one known by the group "
-            "coordinator (1). The member must abandon all its partitions and rejoin.",
+            "The consumer group member has a greater member epoch (3) than the one known by the group "
+            "coordinator (2). The member must abandon all its partitions and rejoin.",
         )
-        assert _heartbeat(sock, "g", "m1", 1)["error_code"] == 0  # it is still a member
+        assert _heartbeat(sock, "g", "m1", 2)["error_code"] == 0  # it is still a member
 
 
 def test_an_unknown_member_is_unknown_member_id(server: KcoordServer) -> None:
@@ -191,7 +191,7 @@ def test_an_unknown_member_is_unknown_member_id(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         _setup(sock)
         assert _join(sock, "g", "m1")["error_code"] == 0
-        assert _heartbeat(sock, "g", "stranger", 1) == _refused(
+        assert _heartbeat(sock, "g", "stranger", 2) == _refused(
             ErrorCode.UNKNOWN_MEMBER_ID, "Member stranger is not a member of group g."
         )
         missing = _heartbeat(sock, "nope", "m1", 1)
@@ -202,7 +202,7 @@ def test_leaving_answers_epoch_minus_1_and_empties_the_group(server: KcoordServe
     # GroupMetadataManager.consumerGroupLeave: the member id and the epoch it sent, nothing else.
     with connect(server.address) as sock:
         _setup(sock)
-        assert _join(sock, "g", "m1")["member_epoch"] == 1
+        assert _join(sock, "g", "m1")["member_epoch"] == 2
         assert _heartbeat(sock, "g", "m1", -1) == {
             "throttle_time_ms": 0,
             "error_code": 0,
@@ -213,15 +213,15 @@ def test_leaving_answers_epoch_minus_1_and_empties_the_group(server: KcoordServe
             "assignment": None,
         }
         described = _describe(sock, "g")
-        assert (described["group_state"], described["group_epoch"], described["members"]) == ("Empty", 2, [])
-        assert _heartbeat(sock, "g", "m1", 1)["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
+        assert (described["group_state"], described["group_epoch"], described["members"]) == ("Empty", 3, [])
+        assert _heartbeat(sock, "g", "m1", 2)["error_code"] == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_consumer_group_describe_describes_the_group_and_its_member(server: KcoordServer) -> None:
     # ConsumerGroup.asDescribedGroup, ConsumerGroupMember.asConsumerGroupDescribeMember
     with connect(server.address) as sock:
         topic_id = _setup(sock)
-        assert _join(sock, "g", "m1", rack_id="r1")["member_epoch"] == 1
+        assert _join(sock, "g", "m1", rack_id="r1")["member_epoch"] == 2
         assignment = {
             "topic_partitions": [{"topic_id": topic_id, "topic_name": "t", "partitions": [0, 1, 2]}]
         }
@@ -229,11 +229,11 @@ def test_consumer_group_describe_describes_the_group_and_its_member(server: Kcoo
             "member_id": "m1",
             "instance_id": None,
             "rack_id": "r1",
-            "member_epoch": 1,
+            "member_epoch": 2,
             "client_id": "kcoord-test",
             "client_host": "/127.0.0.1",
             "subscribed_topic_names": ["t"],
-            "subscribed_topic_regex": None,
+            "subscribed_topic_regex": "",  # ConsumerGroupMember.Builder's default: never sent, not null
             "assignment": assignment,
             "target_assignment": assignment,
         }
@@ -242,8 +242,8 @@ def test_consumer_group_describe_describes_the_group_and_its_member(server: Kcoo
             "error_message": None,
             "group_id": "g",
             "group_state": "Stable",
-            "group_epoch": 1,
-            "assignment_epoch": 1,
+            "group_epoch": 2,
+            "assignment_epoch": 2,
             "assignor_name": "uniform",
             "authorized_operations": -(2**31),
         }
@@ -299,21 +299,21 @@ def test_offset_commit_checks_the_member_epoch_and_version_of_a_consumer_protoco
     # ConsumerGroup.validateOffsetCommit: v9+ for a member of the consumer protocol, at its epoch.
     with connect(server.address) as sock:
         _setup(sock)
-        assert _join(sock, "g", "m1")["member_epoch"] == 1
+        assert _join(sock, "g", "m1")["member_epoch"] == 2
         assert _commit_error(sock, 9, _commit_body("g", "m1", 0)) == ErrorCode.STALE_MEMBER_EPOCH
-        assert _commit_error(sock, 9, _commit_body("g", "m1", 2)) == ErrorCode.STALE_MEMBER_EPOCH
-        assert _commit_error(sock, 8, _commit_body("g", "m1", 1)) == ErrorCode.UNSUPPORTED_VERSION
-        assert _commit_error(sock, 9, _commit_body("g", "stranger", 1)) == ErrorCode.UNKNOWN_MEMBER_ID
+        assert _commit_error(sock, 9, _commit_body("g", "m1", 3)) == ErrorCode.STALE_MEMBER_EPOCH
+        assert _commit_error(sock, 8, _commit_body("g", "m1", 2)) == ErrorCode.UNSUPPORTED_VERSION
+        assert _commit_error(sock, 9, _commit_body("g", "stranger", 2)) == ErrorCode.UNKNOWN_MEMBER_ID
         # Epoch -1 (admin tools) commits only to an empty group.
         assert _commit_error(sock, 9, _commit_body("g", "", -1)) == ErrorCode.UNKNOWN_MEMBER_ID
-        assert _commit_error(sock, 9, _commit_body("g", "m1", 1)) == ErrorCode.NONE
+        assert _commit_error(sock, 9, _commit_body("g", "m1", 2)) == ErrorCode.NONE
 
 
 def test_delete_groups_refuses_a_group_with_a_member_and_deletes_it_once_empty(server: KcoordServer) -> None:
     # ConsumerGroup.validateDeleteGroup: NON_EMPTY_GROUP unless the group is empty.
     with connect(server.address) as sock:
         _setup(sock)
-        assert _join(sock, "g", "m1")["member_epoch"] == 1
+        assert _join(sock, "g", "m1")["member_epoch"] == 2
         deleted = call(sock, DELETE_GROUPS, 2, {"groups_names": ["g"]})["results"]
         assert deleted == [{"group_id": "g", "error_code": ErrorCode.NON_EMPTY_GROUP}]
         assert _heartbeat(sock, "g", "m1", -1)["error_code"] == 0
@@ -323,11 +323,11 @@ def test_delete_groups_refuses_a_group_with_a_member_and_deletes_it_once_empty(s
         assert call(sock, LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"] == []
 
 
-def test_two_pipelined_joins_are_answered_in_order_and_the_second_sees_group_epoch_2(
+def test_two_pipelined_joins_are_answered_in_order_and_the_second_sees_group_epoch_3(
     server: KcoordServer,
 ) -> None:
     # One socket write: the second heartbeat is decided against the group the first one left (Kafka's
-    # timeline state), so its member joins at group epoch 2; answers keep the request order.
+    # timeline state), so its member joins at group epoch 3; answers keep the request order.
     with connect(server.address) as sock:
         topic_id = _setup(sock)
         frames = [
@@ -338,12 +338,12 @@ def test_two_pipelined_joins_are_answered_in_order_and_the_second_sees_group_epo
         answers = [decode_response(HEARTBEAT, 1, read_frame(sock)) for _ in frames]
         assert [correlation_id for correlation_id, _ in answers] == [10, 11]
         (_, first), (_, second) = answers
-        assert (first["error_code"], first["member_id"], first["member_epoch"]) == (0, "m1", 1)
+        assert (first["error_code"], first["member_id"], first["member_epoch"]) == (0, "m1", 2)
         assert first["assignment"] == {"topic_partitions": [{"topic_id": topic_id, "partitions": [0, 1, 2]}]}
-        # m2's target partitions are still m1's until m1 revokes them: it gets epoch 2 with none yet.
-        assert (second["error_code"], second["member_id"], second["member_epoch"]) == (0, "m2", 2)
+        # m2's target partitions are still m1's until m1 revokes them: it gets epoch 3 with none yet.
+        assert (second["error_code"], second["member_id"], second["member_epoch"]) == (0, "m2", 3)
         assert second["assignment"] == {"topic_partitions": []}
         described = _describe(sock, "g")
-        assert (described["group_epoch"], described["assignment_epoch"]) == (2, 2)
+        assert (described["group_epoch"], described["assignment_epoch"]) == (3, 3)
         epochs = {m["member_id"]: m["member_epoch"] for m in described["members"]}
-        assert epochs == {"m1": 1, "m2": 2}
+        assert epochs == {"m1": 2, "m2": 3}

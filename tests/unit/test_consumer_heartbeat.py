@@ -110,13 +110,14 @@ def partitions(answer: HeartbeatAnswer, topic_id: uuid.UUID = T1) -> set[int]:
 
 
 # -- joining ------------------------------------------------------------------------------------------
-def test_a_first_member_gets_every_partition_at_epoch_1() -> None:
+def test_a_first_member_gets_every_partition_at_epoch_2() -> None:
+    # Kafka 4.3: a group starts at epoch 1 (ModernGroup's constructor); the member's subscription bumps it.
     c = Cluster()
     a = c.hb("m1", 0)
-    assert (a.error, a.member_id, a.member_epoch, a.heartbeat_interval_ms) == (ErrorCode.NONE, "m1", 1, 5000)
+    assert (a.error, a.member_id, a.member_epoch, a.heartbeat_interval_ms) == (ErrorCode.NONE, "m1", 2, 5000)
     assert partitions(a) == set(range(6))
     group = c.group()
-    assert (group.group_epoch, group.assignment_epoch, group.state) == (1, 1, ConsumerGroupState.STABLE)
+    assert (group.group_epoch, group.assignment_epoch, group.state) == (2, 2, ConsumerGroupState.STABLE)
 
 
 def test_v0_lets_the_coordinator_name_the_member_and_v1_requires_a_member_id() -> None:
@@ -133,7 +134,10 @@ def test_v0_lets_the_coordinator_name_the_member_and_v1_requires_a_member_id() -
         ({"rebalance_timeout_ms": -1}, "RebalanceTimeoutMs must be provided in first request."),
         ({"owned": None}, "TopicPartitions must be empty when (re-)joining."),
         ({"owned": [(T1, [0])]}, "TopicPartitions must be empty when (re-)joining."),
-        ({"topics": None}, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
+        (
+            {"topics": None},
+            "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+        ),
         ({"instance_id": ""}, "InstanceId can't be empty."),
         ({"group": ""}, "GroupId can't be empty."),
     ],
@@ -159,6 +163,23 @@ def test_a_heartbeat_from_an_unknown_member_or_group() -> None:
     assert c.hb("m2", 1, topics=None).error == ErrorCode.UNKNOWN_MEMBER_ID
 
 
+def test_leaving_a_group_that_does_not_exist_is_group_id_not_found_in_kafkas_words() -> None:
+    # GroupMetadataManager.consumerGroupLeave finds the group with group(groupId): "Group %s not found."
+    c = Cluster()
+    left = c.hb("m1", -1, topics=None, owned=None, rebalance_timeout_ms=-1, group="nope")
+    assert (left.error, left.message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found.")
+
+
+def test_an_empty_subscription_joins_and_is_assigned_nothing() -> None:
+    # GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid refuses a null
+    # subscription only: an empty list of names is a subscription to no topic.
+    c = Cluster()
+    joined = c.hb("m1", 0, topics=())
+    assert (joined.error, joined.member_epoch) == (ErrorCode.NONE, 1)
+    assert partitions(joined) == set()
+    assert c.group().members["m1"].subscribed_topic_names == ()
+
+
 def test_the_group_max_size_refuses_new_members_only() -> None:
     c = Cluster(consumer_max_size=1)
     first = c.hb("m1", 0)
@@ -169,20 +190,20 @@ def test_the_group_max_size_refuses_new_members_only() -> None:
 # -- fencing ------------------------------------------------------------------------------------------
 def test_epochs_ahead_or_behind_are_fenced_but_a_lost_response_is_forgiven() -> None:
     c = Cluster()
-    first = c.hb("m1", 0)  # epoch 1
-    second = c.hb("m2", 0)  # epoch 2; m1 must give up partitions
-    assert second.member_epoch == 2
+    first = c.hb("m1", 0)  # epoch 2
+    second = c.hb("m2", 0)  # epoch 3; m1 must give up partitions
+    assert second.member_epoch == 3
     revoking = c.steady("m1", first)
-    assert revoking.member_epoch == 1  # still epoch 1 until it revoked
+    assert revoking.member_epoch == 2  # still epoch 2 until it revoked
     kept = partitions(revoking)
-    done = c.hb("m1", 1, owned=[(T1, sorted(kept))], topics=None, rebalance_timeout_ms=-1)
-    assert done.member_epoch == 2
-    assert c.hb("m1", 3, owned=[(T1, sorted(kept))], topics=None).error == ErrorCode.FENCED_MEMBER_EPOCH
-    # The response bumping it to 2 was lost: epoch 1 (its previous) with owned partitions within its
+    done = c.hb("m1", 2, owned=[(T1, sorted(kept))], topics=None, rebalance_timeout_ms=-1)
+    assert done.member_epoch == 3
+    assert c.hb("m1", 4, owned=[(T1, sorted(kept))], topics=None).error == ErrorCode.FENCED_MEMBER_EPOCH
+    # The response bumping it to 3 was lost: epoch 2 (its previous) with owned partitions within its
     # assignment is accepted; with a partition it no longer has, fenced.
-    lost = c.hb("m1", 1, owned=[(T1, sorted(kept))], topics=None, rebalance_timeout_ms=-1)
-    assert (lost.error, lost.member_epoch) == (ErrorCode.NONE, 2)
-    assert c.hb("m1", 1, owned=[(T1, list(range(6)))], topics=None).error == ErrorCode.FENCED_MEMBER_EPOCH
+    lost = c.hb("m1", 2, owned=[(T1, sorted(kept))], topics=None, rebalance_timeout_ms=-1)
+    assert (lost.error, lost.member_epoch) == (ErrorCode.NONE, 3)
+    assert c.hb("m1", 2, owned=[(T1, list(range(6)))], topics=None).error == ErrorCode.FENCED_MEMBER_EPOCH
     assert c.hb("m1", 0, owned=[], topics=("t1",)).error == ErrorCode.NONE  # epoch 0: a rejoin
 
 
@@ -200,8 +221,8 @@ def test_a_partition_moves_only_after_its_owner_revoked_it() -> None:
     assert len(to_move) == 3 and partitions(revoking) == set(range(6)) - to_move
     # m2 still gets nothing while m1 has not reported them revoked
     assert c.steady("m2", second).assignment is None
-    c.hb("m1", 1, owned=[(T1, sorted(partitions(revoking)))], topics=None, rebalance_timeout_ms=-1)
-    got = c.hb("m2", 2, owned=[], topics=None, rebalance_timeout_ms=-1)
+    c.hb("m1", 2, owned=[(T1, sorted(partitions(revoking)))], topics=None, rebalance_timeout_ms=-1)
+    got = c.hb("m2", 3, owned=[], topics=None, rebalance_timeout_ms=-1)
     assert partitions(got) == to_move
     assert c.group().state is ConsumerGroupState.STABLE
 
@@ -215,7 +236,7 @@ def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() 
     assert "m1" in c.group().members
     c.timers.advance(1)
     assert "m1" not in c.group().members
-    assert c.group().group_epoch == 3
+    assert c.group().group_epoch == 4
 
 
 def test_a_silent_member_is_fenced_after_the_session_timeout() -> None:
@@ -231,17 +252,17 @@ def test_a_silent_member_is_fenced_after_the_session_timeout() -> None:
 def test_a_new_topic_bumps_the_epoch_at_the_next_heartbeat() -> None:
     c = Cluster()
     first = c.hb("m1", 0, topics=("t1", "t3"))
-    assert first.member_epoch == 1
+    assert first.member_epoch == 2
     c.topics.set("t3", uuid.UUID(int=3), 2)
     after = c.steady("m1", first)
-    assert after.member_epoch == 2 and partitions(after, uuid.UUID(int=3)) == {0, 1}
+    assert after.member_epoch == 3 and partitions(after, uuid.UUID(int=3)) == {0, 1}
 
 
 def test_a_regex_subscription_resolves_against_the_topics() -> None:
     c = Cluster()
     a = c.hb("m1", 0, topics=None, regex="t.*")
     assert partitions(a, T1) == set(range(6)) and partitions(a, T2) == {0, 1}
-    assert c.hb("m2", 0, topics=None, regex="t").member_epoch == 2  # full-name match: nothing
+    assert c.hb("m2", 0, topics=None, regex="t").member_epoch == 3  # full-name match: nothing
 
 
 # -- leaving ------------------------------------------------------------------------------------------
@@ -251,7 +272,7 @@ def test_leaving_removes_the_member_and_bumps_the_epoch() -> None:
     c.hb("m2", 0)
     left = c.hb("m2", -1, topics=None)
     assert (left.error, left.member_id, left.member_epoch) == (ErrorCode.NONE, "m2", -1)
-    assert set(c.group().members) == {"m1"} and c.group().group_epoch == 3
+    assert set(c.group().members) == {"m1"} and c.group().group_epoch == 4
 
 
 def test_a_static_member_leaving_for_a_while_is_replaced_with_its_assignment() -> None:
@@ -287,11 +308,11 @@ def test_the_answer_waits_for_durability_and_a_failed_write_restores_the_group()
 
 def test_offset_commits_check_the_member_epoch() -> None:
     c = Cluster()
-    c.hb("m1", 0)
-    assert commit(c, "m1", 1, version=9) == ErrorCode.NONE
-    assert commit(c, "m1", 2, version=9) == ErrorCode.STALE_MEMBER_EPOCH
-    assert commit(c, "m9", 1, version=9) == ErrorCode.UNKNOWN_MEMBER_ID
-    assert commit(c, "m1", 1, version=8) == ErrorCode.UNSUPPORTED_VERSION
+    c.hb("m1", 0)  # epoch 2
+    assert commit(c, "m1", 2, version=9) == ErrorCode.NONE
+    assert commit(c, "m1", 3, version=9) == ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(c, "m9", 2, version=9) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(c, "m1", 2, version=8) == ErrorCode.UNSUPPORTED_VERSION
     c.hb("m1", -1, topics=None)
     assert commit(c, "", -1, version=9) == ErrorCode.NONE  # an empty group takes admin commits
 

@@ -68,23 +68,23 @@ def test_a_classic_member_joins_a_consumer_group_and_gets_partitions_once_releas
     # at the target epoch, owning nothing yet: the partitions it is to get are still m1's
     assert (joined.error, joined.generation_id, joined.leader, joined.protocol_name) == (
         ErrorCode.NONE,
-        2,
+        3,
         "",
         "range",
     )
-    assert c.group().group_epoch == 2 and c.group().members[classic_id].classic is not None
-    assert assigned(sync(c, classic_id, 2)) == set()
-    assert c.mgr.heartbeat("g", 2, classic_id, None) == ErrorCode.NONE  # waiting on m1
+    assert c.group().group_epoch == 3 and c.group().members[classic_id].classic is not None
+    assert assigned(sync(c, classic_id, 3)) == set()
+    assert c.mgr.heartbeat("g", 3, classic_id, None) == ErrorCode.NONE  # waiting on m1
     # m1 revokes half; then the classic member's heartbeat asks it to rejoin, and it gets them
     revoking = c.steady("m1", first)
     kept = partitions(revoking)
     assert len(kept) == 3
-    c.hb("m1", 1, owned=[(T1, sorted(kept))], topics=None, rebalance_timeout_ms=-1)
-    assert c.mgr.heartbeat("g", 2, classic_id, None) == ErrorCode.REBALANCE_IN_PROGRESS
+    c.hb("m1", 2, owned=[(T1, sorted(kept))], topics=None, rebalance_timeout_ms=-1)
+    assert c.mgr.heartbeat("g", 3, classic_id, None) == ErrorCode.REBALANCE_IN_PROGRESS
     rejoined = join(c, classic_id)
-    assert rejoined.generation_id == 2
-    assert assigned(sync(c, classic_id, 2)) == set(range(6)) - kept
-    assert c.mgr.heartbeat("g", 2, classic_id, None) == ErrorCode.NONE
+    assert rejoined.generation_id == 3
+    assert assigned(sync(c, classic_id, 3)) == set(range(6)) - kept
+    assert c.mgr.heartbeat("g", 3, classic_id, None) == ErrorCode.NONE
     assert c.group().state is ConsumerGroupState.STABLE
 
 
@@ -111,7 +111,7 @@ def test_a_classic_member_leaving_bumps_the_epoch() -> None:
     error, entries = c.mgr.leave_group("g", [(joined.member_id, None), ("nobody", None)])
     assert error == ErrorCode.NONE
     assert [e[2] for e in entries] == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
-    assert set(c.group().members) == {"m1"} and c.group().group_epoch == 3
+    assert set(c.group().members) == {"m1"} and c.group().group_epoch == 4
 
 
 def classic_group(c: Cluster, members: int = 2) -> list[str]:

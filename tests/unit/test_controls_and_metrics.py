@@ -188,7 +188,7 @@ def _consumer_cluster() -> Any:
 
     c = Cluster()
     first = c.hb("m1", 0)
-    assert first.member_epoch == 1
+    assert first.member_epoch == 2  # a group starts at epoch 1 (Kafka 4.3's ModernGroup)
     c.hb("m2", 0)
     return c
 
@@ -197,7 +197,7 @@ def test_consumer_groups_are_summarised_beside_classic_groups() -> None:
     c = _consumer_cluster()
     summary = {s.group_id: s for s in c.mgr.groups()}
     g = summary["g"]
-    assert (g.group_type, g.state, g.generation_id, g.assignment_epoch) == ("consumer", "Reconciling", 2, 2)
+    assert (g.group_type, g.state, g.generation_id, g.assignment_epoch) == ("consumer", "Reconciling", 3, 3)
     assert (g.protocol_type, g.protocol_name, g.leader_id, g.members) == ("consumer", "uniform", None, 2)
     assert [group.group_id for group in c.mgr.all_consumer_groups()] == ["g"]
     consumer_group = c.mgr.consumer_group("g")
@@ -221,8 +221,8 @@ def test_metrics_count_consumer_groups_by_state_and_show_them_per_group() -> Non
     assert m[("kcoord_members", ())] == 3
     assert m[("kcoord_group_members", (("group", "g"),))] == 2
     assert m[("kcoord_group_state", (("group", "g"), ("state", "Reconciling")))] == 1
-    assert m[("kcoord_group_epoch", (("group", "g"),))] == 2
-    assert m[("kcoord_group_assignment_epoch", (("group", "g"),))] == 2
+    assert m[("kcoord_group_epoch", (("group", "g"),))] == 3
+    assert m[("kcoord_group_assignment_epoch", (("group", "g"),))] == 3
     assert ("kcoord_group_generation", (("group", "g"),)) not in m
     assert m[("kcoord_group_generation", (("group", "classic"),))] == 1
     labels = (("group", "g"), ("partition", "0"), ("topic", "t1"))
@@ -238,8 +238,8 @@ def test_expiring_a_consumer_member_fences_it_and_a_forced_rebalance_is_refused(
     c = _consumer_cluster()
     c.mgr.controls.expire_member("g", "m2")
     group = c.group()
-    assert set(group.members) == {"m1"} and group.group_epoch == 3
-    assert c.hb("m2", 2, topics=None).error == UNKNOWN_MEMBER_ID
+    assert set(group.members) == {"m1"} and group.group_epoch == 4
+    assert c.hb("m2", 3, topics=None).error == UNKNOWN_MEMBER_ID
     with pytest.raises(TestControlError) as unknown:
         c.mgr.controls.expire_member("g", "m2")
     assert unknown.value.status == 404

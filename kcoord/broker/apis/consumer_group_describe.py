@@ -44,7 +44,9 @@ def _group(d: ConsumerGroupDescription, ops: int, version: int) -> dict[str, Any
             "client_id": m.client_id,
             "client_host": m.client_host,
             "subscribed_topic_names": list(m.subscribed_topic_names),
-            "subscribed_topic_regex": m.subscribed_topic_regex,
+            # Kafka's ConsumerGroupMember.Builder(memberId) starts the regex at "" and only a non-null
+            # one replaces it: a member that never sent one is described with "", never null.
+            "subscribed_topic_regex": m.subscribed_topic_regex or "",
             "assignment": _assignment(m.assignment),
             "target_assignment": _assignment(m.target_assignment),
         }

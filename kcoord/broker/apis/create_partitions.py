@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from kcoord.broker import authz
-from kcoord.broker.apis.topic_checks import Failure, check_assignments
+from kcoord.broker.apis.topic_checks import check_assignments
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.offsets_topic import internal_topic
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
@@ -49,27 +49,26 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     ctx.topics.set_partition_count(changes, durable)
 
 
-def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
+def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Outcome:
     name = str(topic["name"])
-    if duplicate:
-        return ErrorCode.INVALID_REQUEST, f"Topic '{name}' appears more than once in the request."
-    if (
-        internal_topic(ctx.data.offsets, name) is not None
-    ):  # offsets.topic.num.partitions is fixed (compat.md)
+    if duplicate:  # ControllerApis.createPartitions
+        return ErrorCode.INVALID_REQUEST, "Duplicate topic name."
+    if internal_topic(ctx.data.offsets, name) is not None:  # offsets.topic.num.partitions is fixed (compat.md)
         return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot add partitions to internal topic {name}."
     existing = ctx.topics.get(name)
-    if existing is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+    if existing is None:  # a bare UnknownTopicOrPartitionException: Kafka sends no message
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
     if ctx.topics.is_pending(name):
         return ErrorCode.INVALID_REQUEST, f"Topic '{name}' is being changed by another request."
     count = int(topic["count"])
     current = existing.num_partitions
+    # ReplicationControlManager.createPartitions(context, topic, records): Kafka 4.3's words.
+    if count == current:
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s)."
     if count < current:
         return ErrorCode.INVALID_PARTITIONS, (
-            f"Topic currently has {current} partitions, which is higher than the requested {count}."
+            f"The topic {name} currently has {current} partition(s); {count} would not be an increase."
         )
-    if count == current:
-        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions."
     assignments: list[dict[str, Any]] | None = topic["assignments"]
     if assignments is not None:
         if len(assignments) != count - current:

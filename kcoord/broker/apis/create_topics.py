@@ -3,7 +3,8 @@ default partitions/replication; v5: flexible, num_partitions/replication_factor/
 v7: topic_id.
 
 Validation follows Kafka's controller (ReplicationControlManager.createTopics) in order: duplicate
-names, name, existence, assignments vs counts, partitions, replication factor (one broker: only 1).
+names, name, existence, assignments vs counts, replication factor, partitions, placement (one broker:
+only 1); the messages are Kafka 4.3's.
 Then the configs (INVALID_CONFIG with Kafka's message for an unknown name or a bad value;
 kcoord/broker/topics/configs.py says which configs kcoord acts on). Answered once the topics are
 durable; a storage failure answers KAFKA_STORAGE_ERROR (retriable) and creates nothing. In a cluster a
@@ -18,7 +19,12 @@ from collections import Counter
 from typing import Any
 
 from kcoord.broker import authz
-from kcoord.broker.apis.topic_checks import Failure, check_assignments, check_replication
+from kcoord.broker.apis.topic_checks import (
+    Failure,
+    check_assignments,
+    check_replication,
+    replication_factor_invalid,
+)
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.configs import InvalidConfig, describe_topic, validate_topic_configs
 from kcoord.broker.topics.offsets_topic import create_internal
@@ -98,8 +104,8 @@ def _authorized(ctx: ServerContext, meta: RequestMeta, names: set[str]) -> tuple
 def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
     """The partition count to create, or (error, message)."""
     name = str(topic["name"])
-    if duplicate:
-        return ErrorCode.INVALID_REQUEST, f"Topic '{name}' appears more than once in the request."
+    if duplicate:  # ControllerApis.createTopics, before the controller sees the request
+        return ErrorCode.INVALID_REQUEST, "Duplicate topic name."
     if (reason := validate_topic_name(name)) is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
     if ctx.topics.get(name) is not None or ctx.topics.is_pending(name):
@@ -110,18 +116,32 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
     num_partitions = int(topic["num_partitions"])
     replication = int(topic["replication_factor"])
     if assignments:
-        if num_partitions != -1 or replication != -1:
-            return ErrorCode.INVALID_REQUEST, (
-                "Both numPartitions or replicationFactor and replicasAssignments were set. "
-                "Both cannot be used at the same time."
-            )
-        return check_assignments(ctx, assignments, first_index=0)
+        return _check_manual(ctx, assignments, num_partitions, replication)
+    # ReplicationControlManager.createTopic: replication factor, partition count, then placement.
+    if (failure := replication_factor_invalid(replication)) is not None:
+        return failure
     if num_partitions == -1:
         num_partitions = ctx.config.num_partitions
     if num_partitions <= 0:
         return ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
     failure = check_replication(replication)
     return failure if failure is not None else num_partitions
+
+
+def _check_manual(
+    ctx: ServerContext, assignments: list[dict[str, Any]], num_partitions: int, replication: int
+) -> Failure | int:
+    """ReplicationControlManager.createTopic with assignments: both counts must be left at -1
+    (replication factor checked first), then the assignments themselves."""
+    if replication != -1:
+        return ErrorCode.INVALID_REQUEST, (
+            "A manual partition assignment was specified, but replication factor was not set to -1."
+        )
+    if num_partitions != -1:
+        return ErrorCode.INVALID_REQUEST, (
+            "A manual partition assignment was specified, but numPartitions was not set to -1."
+        )
+    return check_assignments(ctx, assignments, first_index=0)
 
 
 def _response(

@@ -1,5 +1,6 @@
 """FindCoordinator (10), v0-6. v1: key_type, throttle_time_ms, error_message; v3: flexible;
-v4: batched coordinator_keys (KIP-699) with one result per key; v6: share key type.
+v4: batched coordinator_keys (KIP-699) with one result per key; v6: share key type. error_message as
+Kafka 4.3 sends it: "NONE" for a found coordinator in v1-3, "" in every v4+ entry.
 
 This node coordinates every group and every transactional id (a single broker leads every
 `__consumer_offsets` and `__transaction_state` partition). Other key types are INVALID_REQUEST, as in
@@ -39,12 +40,18 @@ def answer(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     key_type = int(req["key_type"])
     if version >= 4:
         keys = req["coordinator_keys"]
-        respond({"coordinators": [find(ctx, meta, str(key), key_type) for key in keys]})
+        # KafkaApis.handleFindCoordinatorRequestV4AndAbove never sets a Coordinator's ErrorMessage: every
+        # entry, found or refused, carries the generated default, "" (not null).
+        entries = [find(ctx, meta, str(key), key_type) for key in keys]
+        respond({"coordinators": [{**entry, "error_message": ""} for entry in entries]})
         return
     entry = find(ctx, meta, str(req["key"]), key_type)
     del entry["key"]
     if version == 0:
         del entry["error_message"]
+    elif entry["error_code"] == ErrorCode.NONE:
+        # KafkaApis.handleFindCoordinatorRequestLessThanV4: Errors.NONE.message(), which is its name.
+        entry["error_message"] = "NONE"
     respond(entry)
 
 
@@ -52,14 +59,13 @@ def lookup(ctx: ServerContext, meta: RequestMeta, key: str, key_type: int) -> di
     """One key's entry: this node for group and transaction keys (a single node owns them all)."""
     if ctx.authorizer is not None and (denied := _denied(ctx, meta, key, key_type)) is not None:
         # KafkaApis.getCoordinator: no node; v0-3 carry the error's default message (prepareOldResponse)
-        message = None if meta.api_version >= 4 else _MESSAGES[denied]
         return {
             "key": key,
             "node_id": -1,
             "host": "",
             "port": -1,
             "error_code": denied,
-            "error_message": message,
+            "error_message": _MESSAGES[denied],
         }
     if key_type in (GROUP, TRANSACTION):
         node = ctx.endpoint(meta)  # the listener the request arrived on (issue 25)

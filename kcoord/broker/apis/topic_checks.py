@@ -11,22 +11,35 @@ from typing import Any
 from kcoord.broker.context import ServerContext
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["Failure", "check_assignments", "check_replication"]
+__all__ = ["Failure", "check_assignments", "check_replication", "replication_factor_invalid"]
 
 Failure = tuple[ErrorCode, str]
 
 
 def check_replication(replication_factor: int) -> Failure | None:
-    if replication_factor == -1 or replication_factor == 1:
-        return None
-    if replication_factor <= 0:
+    """ReplicationControlManager.createTopic's own check, then StripedReplicaPlacer.place's refusal (its
+    InvalidReplicationFactorException message after "Unable to replicate the partition N time(s): ";
+    Kafka 4's words name cordoned log directories, KIP-1066). CreateTopics checks the partition count
+    between the two: `replication_factor_invalid` is the first half alone."""
+    return replication_factor_invalid(replication_factor) or _unplaceable(replication_factor)
+
+
+def replication_factor_invalid(replication_factor: int) -> Failure | None:
+    if replication_factor < -1 or replication_factor == 0:
         return (
             ErrorCode.INVALID_REPLICATION_FACTOR,
             "Replication factor must be larger than 0, or -1 to use the default value.",
         )
+    return None
+
+
+def _unplaceable(replication_factor: int) -> Failure | None:
+    if replication_factor in (-1, 1):
+        return None
     return ErrorCode.INVALID_REPLICATION_FACTOR, (
         f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
-        f"{replication_factor} cannot be reached because only 1 broker(s) are registered."
+        f"{replication_factor} cannot be reached because only 1 broker(s) are registered or some brokers "
+        "have all their log directories cordoned."
     )
 
 

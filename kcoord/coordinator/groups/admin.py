@@ -205,9 +205,12 @@ def _describe_group(group: Group) -> GroupDescription:
             m.group_instance_id,
             m.client_id,
             m.client_host,
-            # Metadata and assignment only once the generation is settled (Kafka's summary).
+            # Metadata only once the generation is settled; the assignment as the member holds it
+            # (Kafka 4's Java coordinator: ClassicGroupMember.describe, else describeNoMetadata, which
+            # keeps the last one while a rebalance is prepared; a SyncGroup or a rebalance begun
+            # while completing replaces or clears it, as the Java coordinator does).
             m.metadata_for(group.protocol_name) if stable else b"",
-            m.assignment if stable else b"",
+            m.assignment,
         )
         for m in group.members.values()
     )

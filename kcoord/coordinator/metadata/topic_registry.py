@@ -53,18 +53,22 @@ TopicLog = RecordLog[TopicChange]
 
 
 def validate_topic_name(name: str | None) -> str | None:
-    """None if `name` is a legal topic name, else Kafka's reason (InvalidTopicException message)."""
+    """None if `name` is a legal topic name, else Kafka's reason (InvalidTopicException message): Kafka
+    4's Topic.validate(String), "Topic name is invalid: " + Topic.detectInvalidTopic(name)."""
+    reason = _invalid_topic_reason(name or "")
+    return None if reason is None else f"Topic name is invalid: {reason}"
+
+
+def _invalid_topic_reason(name: str) -> str | None:
+    """Kafka's Topic.detectInvalidTopic, in its order and words."""
     if not name:
-        return "Topic name is illegal, it can't be empty"
+        return "the empty string is not allowed"
     if name in (".", ".."):
-        return 'Topic name cannot be "." or ".."'
+        return f"'{name}' is not allowed"
     if len(name) > MAX_TOPIC_NAME_LENGTH:
-        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters"
+        return f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
     if not _LEGAL.fullmatch(name):
-        return (
-            f"Topic name {name!r} is illegal, it contains a character other than "
-            "ASCII alphanumerics, '.', '_' and '-'"
-        )
+        return f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
     return None
 
 

@@ -159,8 +159,12 @@ def _validate_for_epoch(request: HeartbeatRequest) -> None:
             raise Refused(bad, "RebalanceTimeoutMs must be provided in first request.")
         if request.owned is None or len(request.owned) != 0:
             raise Refused(bad, "TopicPartitions must be empty when (re-)joining.")
-        if not request.subscribed_topic_names and not request.subscribed_topic_regex:
-            raise Refused(bad, "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        # GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid: null only, an empty
+        # subscription joins (and is assigned nothing).
+        if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+            raise Refused(
+                bad, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+            )
     elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         if request.instance_id is None:
             raise Refused(bad, "InstanceId can't be null.")
@@ -412,11 +416,12 @@ def _subscription_changed(
             f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {problem}.",
         )
     records.append(ConsumerMemberSubscription(group_id, updated.member_id, updated))
-    return (
-        member.member_epoch == 0
-        or updated.subscribed_topic_names != member.subscribed_topic_names
-        or updated.subscribed_topic_regex != member.subscribed_topic_regex
-    )
+    # hasMemberSubscriptionChanged compares the names as sets; maybeUpdateRegularExpressions bumps for
+    # a changed expression ("" and null alike: a member's starts at ""). A new member that subscribes
+    # to nothing leaves the epoch alone.
+    return set(updated.subscribed_topic_names) != set(member.subscribed_topic_names) or (
+        updated.subscribed_topic_regex or ""
+    ) != (member.subscribed_topic_regex or "")
 
 
 def group_subscribed_names(
@@ -510,8 +515,8 @@ def _preferred_assignor(members: Iterable[ConsumerMember], default: str) -> str:
 # -- leaving and fencing ----------------------------------------------------------------------------
 def plan_leave(group: ConsumerGroup | None, request: HeartbeatRequest, topics: TopicView) -> HeartbeatPlan:
     """Epoch -1 (leave) or -2 (a static member leaves for a while): Kafka's consumerGroupLeave."""
-    if group is None:
-        raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found.")
+    if group is None:  # GroupMetadataManager.consumerGroupLeave looks it up with group(groupId)
+        raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
     answer = HeartbeatAnswer(ErrorCode.NONE, None, request.member_id, request.member_epoch)
     if request.instance_id is None:
         member = group.members.get(request.member_id)

@@ -135,11 +135,15 @@ class ConsumerGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
+        # Kafka 4.3's ModernGroup constructor starts a group at epoch 1 and its target assignment at
+        # TargetAssignmentMetadata.INITIAL (epoch 1): no member is ever given epoch 0, the joining
+        # sentinel. A first member with a subscription bumps it to 2; one subscribing to nothing
+        # changes nothing and is at epoch 1 (a replay without epoch records agrees).
+        self.group_epoch = 1
         self.metadata_hash = 0
         """A hash of the subscribed topics' ids and partition counts when the group epoch was last
         set: a change of it bumps the epoch (Kafka 4.1+'s ConsumerGroupMetadataValue.MetadataHash)."""
-        self.assignment_epoch = 0
+        self.assignment_epoch = 1
         self.members: dict[str, ConsumerMember] = {}
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target: dict[str, Assignment] = {}  # member id -> target assignment

@@ -90,8 +90,13 @@ def metadata_hash(names: Iterable[str], topics: TopicView) -> int:
     A change of it bumps the group epoch, as Kafka 4.1's ConsumerGroupMetadataValue.MetadataHash
     does (a topic created, deleted or grown). Not Kafka's Murmur3 value: only equality matters."""
     digest = hashlib.blake2b(digest_size=8)
+    found = False
     for name in sorted(names):
         described = topics.describe(name)
         if described is not None:
+            found = True
             digest.update(f"{name}\0{described[0]}\0{described[1]}\0".encode())
-    return int.from_bytes(digest.digest(), "big") >> 1
+    # Utils.computeGroupHash: no existing topic hashes to 0, a new group's own hash, so that a group
+    # subscribed to nothing that exists has no hash change to bump its epoch for (a member's changed
+    # subscription still does).
+    return int.from_bytes(digest.digest(), "big") >> 1 if found else 0
