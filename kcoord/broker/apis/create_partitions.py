@@ -53,7 +53,7 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Outcome:
     name = str(topic["name"])
     if duplicate:  # ControllerApis.createPartitions
         return ErrorCode.INVALID_REQUEST, "Duplicate topic name."
-    if internal_topic(ctx.data.offsets, name) is not None:  # offsets.topic.num.partitions is fixed (compat.md)
+    if internal_topic(ctx.data.offsets, name) is not None:  # its partition count is fixed (compat.md)
         return ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot add partitions to internal topic {name}."
     existing = ctx.topics.get(name)
     if existing is None:  # a bare UnknownTopicOrPartitionException: Kafka sends no message
