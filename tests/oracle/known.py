@@ -75,7 +75,7 @@ KNOWN: tuple[Known, ...] = (
     # kcoord is configured on its command line: its settings are STATIC_BROKER_CONFIG where Kafka's
     # (not set in the oracle's server.properties) are DEFAULT_CONFIG, and every one is read-only.
     Known("DescribeConfigs(broker)", r"configs\..*\.config_source", _BROKER_CONFIGS, when=r"^5$"),
-    Known("DescribeConfigs(broker)", r"configs\..*\.read_only", _BROKER_CONFIGS),
+    Known("DescribeConfigs(broker)", r"(results\[0\]\.)?configs\..*\.read_only", _BROKER_CONFIGS),
     # RE2 for re2j: the same regexes refused, the reason after the colon in RE2's words.
     Known(
         "ConsumerGroupHeartbeat",

@@ -150,6 +150,14 @@ def broker_described(module_pair: Pair) -> dict[str, dict[str, Any]]:
     return out
 
 
+def test_the_cluster_wide_broker_defaults_are_described_as_kafka(pair: Pair) -> None:
+    """The BROKER resource "" (the cluster-wide dynamic defaults): Kafka 4.3's controller writes
+    min.insync.replicas there (KIP-966), and kcoord reports the same (read-only, as all its broker
+    configs: the DescribeConfigs(broker) rows of known.py)."""
+    body = describe(BROKER, "") | {"include_documentation": False}
+    assert_same(pair.compare("DescribeConfigs(broker)", 32, DESCRIBE_CONFIGS_V, body))
+
+
 BROKER_PICKS: dict[str, Any] = {
     "value": lambda e: "<deployment>" if e["name"] in DEPLOYMENT else e["value"],
     "config_source": lambda e: e["config_source"],
