@@ -142,7 +142,7 @@ def _entry(entry: ConfigEntry, kind: int, version: int, synonyms: bool, docs: bo
 # Kafka's defaults of the settings kcoord reports (KafkaConfig; None: no default), so that a setting
 # shows its DEFAULT_CONFIG synonym after the STATIC_BROKER_CONFIG one as Kafka's ConfigHelper lists them.
 _KAFKA_DEFAULTS: dict[str, str | None] = {
-    "node.id": "-1",
+    "node.id": None,  # KRaftConfigs defines it without a default
     "broker.id": "-1",
     "listeners": "PLAINTEXT://:9092",
     "advertised.listeners": None,
