@@ -126,7 +126,8 @@ def read_value(key_version: int, value: bytes) -> tuple[int, dict[str, Any]]:
 
 
 def _offset_commit_value(r: Reader, version: int) -> dict[str, Any]:
-    """OffsetCommitValue v0-4: leaderEpoch v3+, expireTimestamp v1 only; v4 flexible."""
+    """OffsetCommitValue v0-4: leaderEpoch v3+, expireTimestamp v1 only; v4 flexible with the topic id
+    as tagged field 0 (None when absent: Kafka leaves a zero id out)."""
     if not 0 <= version <= 4:
         raise ValueError(f"OffsetCommitValue v{version}")
     flexible = version >= 4
@@ -134,8 +135,13 @@ def _offset_commit_value(r: Reader, version: int) -> dict[str, Any]:
     out["metadata"] = r.string(flexible)
     out["commit_timestamp"] = r.int64()
     out["expire_timestamp"] = r.int64() if version == 1 else -1
+    out["topic_id"] = None
     if flexible:
-        r.tags()
+        tagged = r.tags()
+        if 0 in tagged:
+            if len(tagged[0]) != 16:
+                raise ValueError(f"OffsetCommitValue v4 topic id of {len(tagged[0])} bytes")
+            out["topic_id"] = uuid.UUID(bytes=bytes(tagged[0]))
     return out
 
 

@@ -15,7 +15,9 @@ from kcoord.protocol.errors import ErrorCode
 __all__ = ["group_configs"]
 
 DESCRIBE_CONFIGS, GROUP = 32, 32
-_SOURCES = {8: "group", 5: "default"}  # ConfigSource GROUP_CONFIG, DEFAULT_CONFIG
+# ConfigSource: GROUP_CONFIG is the group's own; the broker's setting behind a group config may come from
+# its dynamic defaults, its own settings or Kafka's default (3, 4, 5: ConfigHelper.createGroupConfigEntry)
+_SOURCES = {8: "group", 3: "default", 4: "default", 5: "default"}
 
 
 def group_configs(cluster: Cluster, group: str) -> list[dict[str, Any]]:

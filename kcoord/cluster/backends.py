@@ -24,7 +24,7 @@ from typing import Any
 from kcoord.broker.markers import TxnMarkers
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership
-from kcoord.broker.topics.offsets_topic import OffsetsTopic
+from kcoord.broker.topics.offsets_topic import OffsetsTopic, topic_ids_of
 from kcoord.cluster.leadership import ClusterLeadership
 from kcoord.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.cluster.markers import RoutedTxnMarkers
@@ -181,6 +181,7 @@ class ClusterBackends:
         data = TopicData(topics, partitions, config.topic_defaults())
         # `__consumer_offsets`: one partition per group shard, served where the shard is owned
         data.offsets = OffsetsTopic(self._num_shards, served=False)
+        data.offsets.topic_ids = topic_ids_of(topics)
         assert self.ownership is not None
         self.ownership.offsets = data.offsets
         self.placement = PartitionPlacement(

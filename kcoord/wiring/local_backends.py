@@ -12,7 +12,7 @@ from kcoord.broker.markers import TxnMarkers
 from kcoord.broker.timers import SystemClock
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership, SingleNodeLeadership
-from kcoord.broker.topics.offsets_topic import OffsetsTopic, load_from_log
+from kcoord.broker.topics.offsets_topic import OffsetsTopic, load_from_log, topic_ids_of
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
@@ -88,6 +88,7 @@ class LocalBackends:
             data.now_ms = clock.now_ms  # type: ignore[method-assign]
         await data.remove_orphans()
         data.offsets = self._offsets_topic()
+        data.offsets.topic_ids = topic_ids_of(topics)
         return data
 
     def _offsets_topic(self) -> OffsetsTopic:

@@ -58,8 +58,15 @@ def test_admin_client_describes_and_alters_and_the_member_heartbeats_at_the_new_
 ) -> None:
     admin = AdminClient({"bootstrap.servers": server.bootstrap})
     group = unique("gcfg")
-    described = _describe(admin, group)  # no such group yet: the broker's defaults, as Kafka
-    assert described[INTERVAL].value == "300" and described[INTERVAL].is_default
+    described = _describe(admin, group)  # no such group yet: the broker's settings, as Kafka
+    # STATIC_BROKER_CONFIG (4): the server's flag sets group.consumer.heartbeat.interval.ms, as a Kafka
+    # broker with it in server.properties describes it (ConfigHelper.createGroupConfigEntry)
+    interval = described[INTERVAL]
+    assert (interval.value, interval.is_default, getattr(interval.source, "value", interval.source)) == (
+        "300",
+        False,
+        4,
+    )
     assert described[SESSION].value == "30000"
     member = workers.spawn("confluent-kafka", group, [topic], group_protocol="consumer")
     wait_for_split([member], topic_partitions)

@@ -69,6 +69,13 @@ def expected(topic: str, base: int) -> dict[str, int]:
     return {f"{topic}:{p}": base + p for p in range(6)}
 
 
+def topic_id_of(server: KcoordServer, topic: str) -> Any:
+    """The topic's id, as Metadata v12 answers it."""
+    with connect(server.address) as sock:
+        body = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+        return call(sock, 3, 12, body)["topics"][0]["topic_id"]
+
+
 def offset_delete(server: KcoordServer, group: str, topic: str, partition: int) -> None:
     with connect(server.address) as sock:
         body = {
@@ -106,6 +113,8 @@ def test_burrow_shaped_reader_rebuilds_every_groups_offsets_and_resumes_after_a_
     # (which Burrow skips), and no classic GroupMetadata
     assert first["offsets"][group_c] == expected(topic, 30)
     assert first["other_keys"] >= 5 and group_c not in first["groups"]
+    # Kafka 4.3's OffsetCommitValue v4, every commit of the topic carrying the topic's id (tag 0)
+    assert first["offset_values"][topic] == [[4, str(topic_id_of(server, topic))]]
 
     # deletions: OffsetDelete of one partition (group A is empty once its member left), DeleteGroups
     for member in (a, b, c):

@@ -37,10 +37,13 @@ _BROKER_ONLY = (
     " DescribeCluster) | DescribeCluster endpoint type 2 (controllers)"
 )
 
-_BROKER_CONFIGS = (
+_CONFIG_ADMIN = (
     "Topic configs and cluster admin (CreateTopics, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs,"
-    " DescribeCluster) | Broker configs"
+    " DescribeCluster)"
 )
+_BROKER_CONFIGS = f"{_CONFIG_ADMIN} | Broker configs"
+_DOCUMENTATION = f"{_CONFIG_ADMIN} | `documentation` (DescribeConfigs v3+ with include_documentation)"
+_KCOORD_STATIC = r"^\['[a-z.]+@5'\]$"  # Kafka lists only the setting's default: kcoord's flag comes first
 
 KNOWN: tuple[Known, ...] = (
     # Kafka 4 still advertises Produce v0-2 (for old librdkafka, KAFKA-18659) but refuses them.
@@ -58,7 +61,32 @@ KNOWN: tuple[Known, ...] = (
     # kcoord is configured on its command line: its settings are STATIC_BROKER_CONFIG where Kafka's
     # (not set in the oracle's server.properties) are DEFAULT_CONFIG, and every one is read-only.
     Known("DescribeConfigs(broker)", r"configs\..*\.config_source", _BROKER_CONFIGS, when=r"^5$"),
-    Known("DescribeConfigs(broker)", r"configs\..*\.read_only", _BROKER_CONFIGS),
+    Known("DescribeConfigs(broker)", r"(results\[0\]\.)?configs\..*\.read_only", _BROKER_CONFIGS),
+    Known("DescribeConfigs(broker)", r"configs\..*\.synonyms", _BROKER_CONFIGS, when=_KCOORD_STATIC),
+    # Kafka's default is Kerberos, which kcoord does not offer: it reports the mechanisms it enables.
+    Known(
+        "DescribeConfigs(broker)",
+        r"configs\.sasl\.enabled\.mechanisms\.value",
+        f"{_TOOLS} | SASL mechanisms",
+        when=r"^GSSAPI$",
+    ),
+    # The same for the group configs whose broker setting is a `kcoord serve` flag (their synonym chain
+    # is the broker setting's, ConfigHelper.createGroupConfigEntry).
+    Known(
+        "DescribeConfigs",
+        r"results\[0\]\.configs\.name=consumer\.(session\.timeout|heartbeat\.interval)\.ms\.config_source",
+        _BROKER_CONFIGS,
+        when=r"^5$",
+    ),
+    Known(
+        "DescribeConfigs",
+        r"results\[0\]\.configs\.name=consumer\.(session\.timeout|heartbeat\.interval)\.ms\.synonyms",
+        _BROKER_CONFIGS,
+        when=r"^\{'name=group\.consumer\.[a-z.]+': \{[^{}]*'source': 5\}\}$",
+    ),
+    # kcoord writes its own documentation (Kafka's sentences are not copied): every config's, topic,
+    # broker and group alike.
+    Known("DescribeConfigs", r"(results\[\d+\]\.)?configs\..*\.documentation", _DOCUMENTATION),
     # RE2 for re2j: the same regexes refused, the reason after the colon in RE2's words.
     Known(
         "ConsumerGroupHeartbeat",

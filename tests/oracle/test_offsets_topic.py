@@ -70,11 +70,6 @@ def offset_commit_value(value: bytes | None) -> Any:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 33 item 5: Kafka 4.3 serves __consumer_offsets to Fetch (OffsetCommit key v1 / value v4 in "
-    "partition abs(hash(group)) % 50); kcoord answers UNKNOWN_TOPIC_OR_PARTITION",
-)
 def test_a_commit_is_the_record_kafka_writes_to_consumer_offsets(pair: Pair) -> None:
     group, name = unique("offsets"), unique("t")
     create_on_both(pair, topic(name))

@@ -22,12 +22,6 @@ from tests.oracle.scenario import (
 pytestmark = pytest.mark.xdist_group("kafka_oracle")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CreateTopics v5+ configs: Kafka 4.3 reports min.insync.replicas from "
-    "DYNAMIC_DEFAULT_BROKER_CONFIG (3: the cluster-level default the controller writes once eligible "
-    "leader replicas are enabled, KIP-966); kcoord DEFAULT_CONFIG (5). Metadata agrees",
-)
 def test_created_topic_is_answered_and_described_as_kafka(pair: Pair) -> None:
     name = unique("created")
     found = pair.compare("CreateTopics", 19, CREATE_TOPICS_V, create([topic(name, 3)]))

@@ -76,6 +76,11 @@ def test_every_config_is_documented_when_asked(sock: socket.socket) -> None:
         assert not any(c["documentation"] for c in call(sock, 32, 4, body)["results"][0]["configs"])
 
 
-def test_the_cluster_default_resource_lists_no_dynamic_defaults(sock: socket.socket) -> None:
-    # ConfigHelper.describeConfigs: "" describes currentDynamicDefaultConfigs, empty until one is set
-    assert describe(sock, BROKER, "") == {}
+def test_the_cluster_default_resource_lists_kafka_43s_dynamic_default(sock: socket.socket) -> None:
+    # ConfigHelper.describeConfigs: "" describes currentDynamicDefaultConfigs, where a Kafka 4.3
+    # controller has put min.insync.replicas (KIP-966), each with only its DYNAMIC_DEFAULT synonym
+    described = describe(sock, BROKER, "")
+    assert list(described) == ["min.insync.replicas"]
+    entry = described["min.insync.replicas"]
+    assert (entry["value"], entry["config_source"]) == ("1", 3)
+    assert entry["synonyms"] == [{"name": "min.insync.replicas", "value": "1", "source": 3}]

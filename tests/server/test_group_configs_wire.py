@@ -16,7 +16,10 @@ from tests.kcoord_process import KcoordServer
 from tests.server.test_consumer_group_heartbeat import _heartbeat, _join, _setup
 from tests.server.wire import call, connect
 
-GROUP, DEFAULT_CONFIG, GROUP_CONFIG = 32, 5, 8
+GROUP, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 32, 4, 5, 8
+# Not the group's own: the broker's setting behind it, a `kcoord serve` flag for the consumer keys
+# (STATIC_BROKER_CONFIG, as the BROKER resource describes it), Kafka's default otherwise.
+BROKER_SETTING = STATIC_BROKER_CONFIG
 SET, DELETE, APPEND = 0, 1, 2
 SESSION, INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 
@@ -59,10 +62,25 @@ def test_an_unknown_group_describes_the_brokers_defaults(sock: socket.socket) ->
     session = described[SESSION]
     assert (session["value"], session["config_source"], session["read_only"]) == (
         "45000",
-        DEFAULT_CONFIG,
+        BROKER_SETTING,
         False,
     )
-    assert session["synonyms"] == [{"name": SESSION, "value": "45000", "source": DEFAULT_CONFIG}]
+    # ConfigHelper.createGroupConfigEntry: the broker setting's synonyms, not the key itself
+    assert session["synonyms"] == [
+        {"name": "group." + SESSION, "value": "45000", "source": STATIC_BROKER_CONFIG},
+        {"name": "group." + SESSION, "value": "45000", "source": DEFAULT_CONFIG},
+    ]
+    share = described["share.session.timeout.ms"]  # no flag: Kafka's default of the broker setting
+    assert (share["config_source"], share["synonyms"]) == (
+        DEFAULT_CONFIG,
+        [{"name": "group.share.session.timeout.ms", "value": "45000", "source": DEFAULT_CONFIG}],
+    )
+    isolation = described["share.isolation.level"]  # no broker setting: GroupConfig's default, own name
+    assert isolation["synonyms"] == [
+        {"name": "share.isolation.level", "value": "read_uncommitted", "source": DEFAULT_CONFIG}
+    ]
+    streams_interval = described["streams.assignment.interval.ms"]  # Kafka 4.3's key
+    assert (streams_interval["value"], streams_interval["config_source"]) == ("1000", DEFAULT_CONFIG)
     assert session["config_type"] == 3 and session["documentation"]  # INT
     assert described["share.isolation.level"]["value"] == "read_uncommitted"
     assert described["share.renew.acknowledge.enable"]["config_type"] == 1  # BOOLEAN
@@ -80,11 +98,15 @@ def test_incremental_alter_sets_describes_and_deletes(sock: socket.socket) -> No
     assert answer["error_code"] == ErrorCode.NONE, answer
     session = configs(sock, "g")[SESSION]
     assert (session["value"], session["config_source"]) == ("50000", GROUP_CONFIG)
-    assert session["synonyms"] == [{"name": SESSION, "value": "50000", "source": GROUP_CONFIG}]
+    assert session["synonyms"] == [
+        {"name": SESSION, "value": "50000", "source": GROUP_CONFIG},
+        {"name": "group." + SESSION, "value": "45000", "source": STATIC_BROKER_CONFIG},
+        {"name": "group." + SESSION, "value": "45000", "source": DEFAULT_CONFIG},
+    ]
     v0 = {c["name"]: c for c in describe(sock, "g", [SESSION], version=0)["configs"]}
     assert v0[SESSION]["is_default"] is False
     assert alter(sock, "g", [{"name": SESSION, "config_operation": DELETE, "value": None}])["error_code"] == 0
-    assert configs(sock, "g")[SESSION]["config_source"] == DEFAULT_CONFIG
+    assert configs(sock, "g")[SESSION]["config_source"] == BROKER_SETTING
 
 
 @pytest.mark.parametrize(
@@ -106,6 +128,9 @@ def test_incremental_alter_sets_describes_and_deletes(sock: socket.socket) -> No
          "Invalid value 500 for configuration share.record.lock.duration.ms: Value must be at least 1000"),
         ([("streams.num.standby.replicas", "3")], ErrorCode.INVALID_CONFIG,
          "streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas"),
+        ([("streams.assignment.interval.ms", "20000")], ErrorCode.INVALID_CONFIG,  # Kafka 4.3's bound
+         "streams.assignment.interval.ms must be less than or equal to "
+         "group.streams.max.assignment.interval.ms"),
     ],
 )  # fmt: skip
 def test_a_bad_value_is_invalid_config_with_kafkas_message(
@@ -117,7 +142,7 @@ def test_a_bad_value_is_invalid_config_with_kafkas_message(
         ]
         answer = alter(sock, "g", body, incremental)
         assert (answer["error_code"], answer["error_message"]) == (code, message)
-    assert configs(sock, "g")[SESSION]["config_source"] == DEFAULT_CONFIG
+    assert configs(sock, "g")[SESSION]["config_source"] == BROKER_SETTING
 
 
 def test_append_and_the_default_group_are_refused(sock: socket.socket) -> None:
@@ -138,7 +163,7 @@ def test_legacy_alter_replaces_the_whole_set(sock: socket.socket) -> None:
     assert alter(sock, "g", entries, incremental=False)["error_code"] == ErrorCode.NONE
     assert alter(sock, "g", [{"name": INTERVAL, "value": "7000"}], incremental=False)["error_code"] == 0
     described = configs(sock, "g")
-    assert (described[SESSION]["config_source"], described[INTERVAL]["value"]) == (DEFAULT_CONFIG, "7000")
+    assert (described[SESSION]["config_source"], described[INTERVAL]["value"]) == (BROKER_SETTING, "7000")
 
 
 def test_the_next_heartbeat_answers_the_groups_interval(sock: socket.socket) -> None:
@@ -173,11 +198,11 @@ def test_configs_survive_a_restart_and_go_with_the_group(server: KcoordServer) -
     assert left["error_code"] == ErrorCode.NONE
     deleted = call(sock, 42, 2, {"groups_names": ["cg"]})["results"]
     assert deleted == [{"group_id": "cg", "error_code": ErrorCode.NONE}]
-    assert configs(sock, "cg")[INTERVAL]["config_source"] == DEFAULT_CONFIG
+    assert configs(sock, "cg")[INTERVAL]["config_source"] == BROKER_SETTING
     sock.close()
     server.restart()
     sock = connect(server.address)
-    assert configs(sock, "cg")[INTERVAL]["config_source"] == DEFAULT_CONFIG
+    assert configs(sock, "cg")[INTERVAL]["config_source"] == BROKER_SETTING
     assert configs(sock, "other")[SESSION]["value"] == "50000"
 
 
@@ -188,7 +213,7 @@ def test_validate_only_writes_nothing_and_a_legacy_null_is_invalid_request(sock:
         "validate_only": True,
     }  # fmt: skip
     assert call(sock, 44, 1, body)["responses"][0]["error_code"] == ErrorCode.NONE
-    assert configs(sock, "g")[SESSION]["config_source"] == DEFAULT_CONFIG
+    assert configs(sock, "g")[SESSION]["config_source"] == BROKER_SETTING
     answer = alter(sock, "g", [{"name": SESSION, "value": None}], incremental=False)
     assert (answer["error_code"], answer["error_message"]) == (
         ErrorCode.INVALID_REQUEST,

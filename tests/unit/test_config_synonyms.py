@@ -10,6 +10,10 @@ from kcoord.broker.topics.configs import TOPIC_CONFIGS, ConfigSource, describe_t
 from kcoord.broker.topics.synonyms import config_synonyms
 
 DEFAULT, STATIC, TOPIC = ConfigSource.DEFAULT_CONFIG, ConfigSource.STATIC_BROKER_CONFIG, 1
+DYNAMIC_DEFAULT = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+# Set cluster-wide on every Kafka 4.3 cluster by its controller (KIP-966: eligible leader replicas on by
+# default; ConfigurationControlManager.maybeGenerateElrSafetyRecords), listed before the defaults.
+CLUSTER_DYNAMIC_DEFAULTS = {"min.insync.replicas": ("min.insync.replicas", "1")}
 LONG_MAX = str((1 << 63) - 1)
 
 # Topic config -> its DEFAULT_CONFIG synonym on a broker at Kafka's defaults (None: Kafka lists none).
@@ -54,12 +58,19 @@ def test_the_table_covers_every_topic_config() -> None:
     assert set(KAFKA_DEFAULT_SYNONYM) == set(TOPIC_CONFIGS)
 
 
+def _broker_synonyms(name: str) -> list[tuple[str, str, ConfigSource]]:
+    dynamic = CLUSTER_DYNAMIC_DEFAULTS.get(name)
+    expected = KAFKA_DEFAULT_SYNONYM[name]
+    return ([] if dynamic is None else [(*dynamic, DYNAMIC_DEFAULT)]) + (
+        [] if expected is None else [(*expected, DEFAULT)]
+    )
+
+
 @pytest.mark.parametrize("name", sorted(KAFKA_DEFAULT_SYNONYM))
 def test_a_default_topic_config_has_kafkas_synonyms_and_source(name: str) -> None:
     (entry,) = describe_topic({}, [name])
-    expected = KAFKA_DEFAULT_SYNONYM[name]
-    assert entry.synonyms() == ([] if expected is None else [(*expected, DEFAULT)])
-    assert entry.source is DEFAULT
+    assert entry.synonyms() == _broker_synonyms(name)
+    assert entry.source is (DYNAMIC_DEFAULT if name in CLUSTER_DYNAMIC_DEFAULTS else DEFAULT)
     assert entry.value == TOPIC_CONFIGS[name].default
 
 
@@ -67,9 +78,7 @@ def test_a_default_topic_config_has_kafkas_synonyms_and_source(name: str) -> Non
 def test_a_topics_own_value_comes_first(name: str) -> None:
     value = TOPIC_CONFIGS[name].default
     (entry,) = describe_topic({name: value}, [name])
-    expected = KAFKA_DEFAULT_SYNONYM[name]
-    tail = [] if expected is None else [(*expected, DEFAULT)]
-    assert entry.synonyms() == [(name, value, TOPIC), *tail]
+    assert entry.synonyms() == [(name, value, TOPIC), *_broker_synonyms(name)]
     assert entry.source == TOPIC
 
 

@@ -39,6 +39,16 @@ BOUNDS = GroupConfigBounds()
         ({"streams.session.timeout.ms": None},
          "Null value not supported for group configs: streams.session.timeout.ms"),
         ({"share.auto.offset.reset": "by_duration:PT1H"}, None),
+        # Kafka 4.3.1's assignment intervals: ConfigDef atLeast(0), then the broker's min/max (0, 15000)
+        ({"consumer.assignment.interval.ms": "15001"},
+         "consumer.assignment.interval.ms must be less than or equal to "
+         "group.consumer.max.assignment.interval.ms"),
+        ({"share.assignment.interval.ms": "-1"},
+         "Invalid value -1 for configuration share.assignment.interval.ms: Value must be at least 0"),
+        ({"streams.assignment.interval.ms": "0"}, None),
+        ({"streams.assignment.interval.ms": "15001"},
+         "streams.assignment.interval.ms must be less than or equal to "
+         "group.streams.max.assignment.interval.ms"),
     ],
 )  # fmt: skip
 def test_validation_has_kafkas_messages(configs: dict[str, str | None], message: str | None) -> None:
@@ -63,6 +73,43 @@ def test_the_session_must_exceed_the_brokers_interval_when_only_it_is_set() -> N
     ):
         validate_group_configs({"consumer.session.timeout.ms": "1000"}, bounds)
     assert validate_group_configs({"consumer.session.timeout.ms": "1001"}, bounds)
+
+
+def test_the_keys_are_kafka_43s() -> None:
+    """GroupConfig.CONFIG_DEF of the 4.3.1 jar: 17 keys (the *.assignor.offload.enable names it declares
+    are not defined there, so a broker neither describes nor accepts them)."""
+    assert sorted(GROUP_CONFIGS) == sorted(
+        [
+            *(
+                f"consumer.{k}"
+                for k in ("session.timeout.ms", "heartbeat.interval.ms", "assignment.interval.ms")
+            ),
+            *(
+                f"share.{k}"
+                for k in (
+                    "session.timeout.ms",
+                    "heartbeat.interval.ms",
+                    "record.lock.duration.ms",
+                    "delivery.count.limit",
+                    "partition.max.record.locks",
+                    "auto.offset.reset",
+                    "isolation.level",
+                    "renew.acknowledge.enable",
+                    "assignment.interval.ms",
+                )
+            ),
+            *(
+                f"streams.{k}"
+                for k in (
+                    "session.timeout.ms",
+                    "heartbeat.interval.ms",
+                    "num.standby.replicas",
+                    "initial.rebalance.delay.ms",
+                    "assignment.interval.ms",
+                )
+            ),
+        ]
+    )
 
 
 def test_every_key_has_a_default() -> None:

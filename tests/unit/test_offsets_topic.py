@@ -38,6 +38,7 @@ from kcoord.partition_log.results import READ_COMMITTED
 from tests.offsets_decoder import BatchRecord, java_partition, read_batches, read_key, read_value
 
 _TOPIC_ID = uuid.UUID(int=7)
+TOPIC_IDS = {"orders": uuid.UUID("5a1e0d3c-7f4b-4c2a-9d1e-0b6f8a2c4e11")}  # the topics that exist
 
 
 def test_java_partition_matches_known_java_hashes() -> None:
@@ -69,6 +70,7 @@ class Harness:
             record_log.on_durable = view.on_durable
 
         self.view = OffsetsTopic(self.partitions, loader=load)
+        self.view.topic_ids = TOPIC_IDS.get  # as the server points it at its topic registry
 
     def build(self) -> None:
         """A reader's first read: the view exists from now on and hears every write live."""
@@ -144,14 +146,16 @@ def test_classic_group_and_offsets_are_kafkas_records_in_the_groups_partition(tm
             (1, {"group": "g1", "topic": "orders", "partition": 0}),
             (1, {"group": "g1", "topic": "orders", "partition": 1}),
         ]
+        # Kafka 4.3's OffsetCommitValue v4, the topic's id in tagged field 0
         assert got[1][2] == (
-            3,
+            4,
             {
                 "offset": 42,
                 "leader_epoch": 5,
                 "metadata": "meta",
                 "commit_timestamp": 2_000,
                 "expire_timestamp": -1,
+                "topic_id": TOPIC_IDS["orders"],
             },
         )
         # every other partition is empty
@@ -159,6 +163,20 @@ def test_classic_group_and_offsets_are_kafkas_records_in_the_groups_partition(tm
             if index != java_partition("g1", 50):
                 partition = h.view.partition(index)
                 assert partition is not None and h.read_partition(partition) == []
+
+    run(tmp_path, body)
+
+
+def test_an_offset_of_an_unknown_topic_is_v4_without_a_topic_id(tmp_path: Path) -> None:
+    """Kafka leaves the tagged topic id out when it is zero (no such topic in its metadata)."""
+
+    async def body(h: Harness) -> None:
+        await h.write(OffsetCommitRecord("g2", "gone", 3, 9, -1, "", 1_000))
+        ((version, key, value),) = decoded(h.read("g2"))
+        assert (version, key) == (1, {"group": "g2", "topic": "gone", "partition": 3})
+        assert value[0] == 4 and value[1]["topic_id"] is None and value[1]["offset"] == 9
+        (record,) = h.read("g2")
+        assert record.value is not None and record.value.endswith(b"\x00")  # an empty tagged section
 
     run(tmp_path, body)
 
@@ -278,7 +296,18 @@ def test_transactional_offsets_are_a_producers_batch_ended_by_its_marker(tmp_pat
         assert pending.transactional and pending.producer_id == 77 and not pending.control
         assert pending.key is not None and pending.value is not None
         assert read_key(pending.key) == (1, {"group": "g1", "topic": "t", "partition": 0})
-        assert read_value(1, pending.value)[1]["offset"] == 10
+        # v4 without a topic id: Kafka's TxnOffsetCommit offsets carry none
+        assert read_value(1, pending.value) == (
+            4,
+            {
+                "offset": 10,
+                "leader_epoch": -1,
+                "metadata": "m",
+                "commit_timestamp": 5,
+                "expire_timestamp": -1,
+                "topic_id": None,
+            },
+        )
         # read committed stops before the open transaction
         assert partition.last_stable_offset == pending.offset
         assert h.read("g1", isolation=READ_COMMITTED) == []

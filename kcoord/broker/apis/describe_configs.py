@@ -31,7 +31,12 @@ from kcoord.broker.topics.configs import (
     broker_settings,
     describe_topic,
 )
-from kcoord.broker.topics.synonyms import BROKER_CHAINS, BROKER_ONLY_DEFAULTS, config_synonyms
+from kcoord.broker.topics.synonyms import (
+    BROKER_CHAINS,
+    BROKER_ONLY_DEFAULTS,
+    DYNAMIC_DEFAULTS,
+    config_synonyms,
+)
 from kcoord.coordinator.metadata import validate_topic_name
 from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
@@ -57,8 +62,8 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         described = refused or _describe(ctx, kind, name, keys)
         if isinstance(described, tuple):
             result["error_code"], result["error_message"] = described
-        else:
-            result["error_code"] = ErrorCode.NONE
+        else:  # Kafka never sets the message then: its generated default, "" (ConfigHelper.describeConfigs)
+            result["error_code"], result["error_message"] = ErrorCode.NONE, ""
             result["configs"] = [_entry(e, kind, version, synonyms, documentation) for e in described]
         results.append(result)
     respond({"results": results})
@@ -95,8 +100,8 @@ def _describe(
         if (reason := validate_topic_name(name)) is not None:
             return ErrorCode.INVALID_TOPIC_EXCEPTION, reason
         topic = ctx.topics.get(name)
-        if topic is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+        if topic is None:  # ConfigHelper.describeConfigs sets the error code alone: the message is ""
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ""
         return describe_topic(topic.config_map(), keys, ctx.config.topic_defaults())
     if kind == BROKER:
         if name not in ("", str(ctx.node_id)):
@@ -104,8 +109,8 @@ def _describe(
             return ErrorCode.INVALID_REQUEST, (
                 f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}"
             )
-        if not name:  # the cluster-wide defaults: Kafka lists its dynamic defaults, and kcoord has none
-            return []
+        if not name:  # the cluster-wide defaults: Kafka lists its dynamic defaults
+            return [e for e in cluster_defaults() if not keys or e.name in keys]
         entries = broker_configs(ctx)
         return entries if not keys else [e for e in entries if e.name in keys]
     if kind == GROUP:
@@ -137,7 +142,7 @@ def _entry(entry: ConfigEntry, kind: int, version: int, synonyms: bool, docs: bo
 # Kafka's defaults of the settings kcoord reports (KafkaConfig; None: no default), so that a setting
 # shows its DEFAULT_CONFIG synonym after the STATIC_BROKER_CONFIG one as Kafka's ConfigHelper lists them.
 _KAFKA_DEFAULTS: dict[str, str | None] = {
-    "node.id": "-1",
+    "node.id": None,  # KRaftConfigs defines it without a default
     "broker.id": "-1",
     "listeners": "PLAINTEXT://:9092",
     "advertised.listeners": None,
@@ -226,12 +231,29 @@ def _broker_entry(
     chain = next((c for c in BROKER_CHAINS.values() if name in c), (name,))
     synonyms = config_synonyms(name, chain, static, defaults)
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
-    value = static.get(name, defaults.get(name))
+    value = DYNAMIC_DEFAULTS.get(name, static.get(name, defaults.get(name)))
     return ConfigEntry(name, value, source, TopicConfigDef(name, kind, value or "", True), tuple(synonyms))
 
 
 # A broker setting behind a topic config is documented by that config's text.
 _BY_BROKER_NAME = {d.broker_synonym: d.name for d in TOPIC_CONFIGS.values() if d.broker_synonym is not None}
+
+
+def cluster_defaults() -> list[ConfigEntry]:
+    """The BROKER resource "": the cluster-wide dynamic defaults (`synonyms.DYNAMIC_DEFAULTS`), each its
+    own only synonym (ConfigHelper.createBrokerConfigEntry with perBrokerConfig false keeps only the
+    DYNAMIC_DEFAULT_BROKER_CONFIG synonyms)."""
+    source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    return [
+        ConfigEntry(
+            name,
+            value,
+            source,
+            TopicConfigDef(name, TOPIC_CONFIGS[_BY_BROKER_NAME[name]].type, value, True),
+            ((name, value, source),),
+        )
+        for name, value in sorted(DYNAMIC_DEFAULTS.items())
+    ]
 
 
 def _broker_doc(name: str) -> str | None:

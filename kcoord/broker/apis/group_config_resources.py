@@ -3,9 +3,14 @@
 has the keys, defaults, bounds and the record).
 
 Describe (Kafka's ConfigHelper.describeConfigs, GROUP): every group config, the group's own value
-(source GROUP_CONFIG) or the broker's default (DEFAULT_CONFIG), each its own single synonym
-(ConfigHelper.createGroupConfigEntry), never read-only; a group that does not exist describes the
-defaults, as Kafka does (its configs are not tied to the group's existence there). Alter: the group's
+or the broker's setting behind it, never read-only. Its synonyms (ConfigHelper.createGroupConfigEntry):
+the group's own value (GROUP_CONFIG) first, then the broker setting's own synonyms as the BROKER
+resource lists them (`GroupConfig.brokerSynonym`: group.consumer.session.timeout.ms for
+consumer.session.timeout.ms, kcoord's flags STATIC_BROKER_CONFIG as there), or for a key without a
+broker setting (share.auto.offset.reset, share.isolation.level, share.renew.acknowledge.enable) its
+GroupConfig default under its own name (DEFAULT_CONFIG); the source is the first synonym's; a group
+that does not exist describes the defaults, as Kafka does (its configs are not tied to the group's
+existence there). Alter: the group's
 complete new set (ControllerConfigurationValidator, GroupConfigManager.validate), written to the group's
 log, then in force for its next heartbeat.
 """
@@ -16,9 +21,10 @@ from typing import Any
 
 from kcoord.broker.context import ServerContext
 from kcoord.broker.topics.configs import ConfigEntry, ConfigType, TopicConfigDef
-from kcoord.broker.topics.synonyms import ConfigSource
+from kcoord.broker.topics.synonyms import ConfigSource, Synonym, config_synonyms
 from kcoord.coordinator.groups.group_configs import (
     GROUP_CONFIGS,
+    KAFKA_DEFAULTS,
     GroupConfigBounds,
     InvalidGroupConfig,
     validate_group_configs,
@@ -72,12 +78,21 @@ def describe_group(
     for key in sorted(GROUP_CONFIGS) if not keys else [k for k in keys if k in GROUP_CONFIGS]:
         definition = GROUP_CONFIGS[key]
         value = own.get(key, defaults.default(key))
-        source = ConfigSource.GROUP_CONFIG if key in own else ConfigSource.DEFAULT_CONFIG
+        synonyms = _synonyms(key, own, defaults)
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         shown = TopicConfigDef(
             key, ConfigType[definition.type], value, True, documentation=definition.documentation
         )
-        entries.append(ConfigEntry(key, value, source, shown, ((key, value, source),)))
+        entries.append(ConfigEntry(key, value, source, shown, tuple(synonyms)))
     return entries
+
+
+def _synonyms(key: str, own: dict[str, str], defaults: GroupConfigBounds) -> list[Synonym]:
+    """ConfigHelper.createGroupConfigEntry's synonyms of `key`: the group's own value, then the broker
+    setting's chain (kcoord's flags are its static settings, the rest Kafka's defaults)."""
+    broker = GROUP_CONFIGS[key].broker
+    found: list[Synonym] = [(key, own[key], ConfigSource.GROUP_CONFIG)] if key in own else []
+    return found + config_synonyms(broker, (broker,), dict(defaults.defaults), KAFKA_DEFAULTS)
 
 
 def new_group_configs(

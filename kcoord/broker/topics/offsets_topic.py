@@ -34,6 +34,7 @@ from kcoord.coordinator.persistence.offsets_topic_records import (
     MarkerRecord,
     OffsetsRecord,
     TopicEntry,
+    TopicIds,
     is_group_record,
     offsets_records,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "has_partition",
     "internal_topic",
     "load_from_log",
+    "topic_ids_of",
 ]
 
 # A fixed id, the same on every node and across restarts (Kafka draws one when it creates the topic).
@@ -75,6 +77,9 @@ class OffsetsTopic:
         ]
         # Builds the view when it is first read: until then the write path pays nothing for it.
         self._loader = loader
+        # The topic ids Kafka 4.3 writes into an OffsetCommitValue v4 (`offsets_topic_records.as_written`):
+        # the composition root points it at the topic registry.
+        self.topic_ids: TopicIds = lambda _name: None
 
     @property
     def record(self) -> TopicRecord:
@@ -124,7 +129,9 @@ class OffsetsTopic:
         next_offset: int,
     ) -> None:
         ordered = sorted(records, key=lambda r: r[0])
-        converted = offsets_records([r for _, _, r in ordered], self.num_partitions, live=False)
+        converted = offsets_records(
+            [r for _, _, r in ordered], self.num_partitions, live=False, topic_ids=self.topic_ids
+        )
         for (lsn, timestamp, _), record in zip(ordered, converted, strict=True):
             if isinstance(record, OffsetsRecord) and (partition := partitions[record.partition]) is not None:
                 partition.add(_entry(record, lsn, timestamp))
@@ -140,7 +147,8 @@ class OffsetsTopic:
         """A coordinator-log write is durable: its group records join their partitions at their LSNs."""
         now = time.time_ns() // 1_000_000 if timestamp is None else timestamp
         touched: list[OffsetsPartition] = []
-        for lsn, record in zip(lsns, offsets_records(records, self.num_partitions, live=True), strict=True):
+        converted = offsets_records(records, self.num_partitions, live=True, topic_ids=self.topic_ids)
+        for lsn, record in zip(lsns, converted, strict=True):
             if record is None or (partition := self.partitions[record.partition]) is None:
                 continue
             if lsn < partition.high_watermark:  # durable when the view was built: read from the log then
@@ -168,6 +176,16 @@ def load_from_log(view: OffsetsTopic, log: storage.Log, floor: int) -> None:
     durable_end = max((entry.lsn for entry in keydir.values()), default=-1) + 1
     live = ((e.lsn, e.timestamp_ms, storage.Record(t, k, e.value)) for (t, k), e in keydir.items())
     view.load(live, max(floor, durable_end))
+
+
+def topic_ids_of(topics: TopicRegistry) -> TopicIds:
+    """The registry's topic ids by name, for `OffsetsTopic.topic_ids`."""
+
+    def topic_id(name: str) -> uuid.UUID | None:
+        found = topics.get(name)
+        return None if found is None else found.topic_id
+
+    return topic_id
 
 
 def internal_topic(

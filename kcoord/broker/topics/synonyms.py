@@ -4,8 +4,9 @@ A topic config's broker-level equivalents come from `ServerTopicConfigSynonyms.A
 (the first one is the "primary"); a broker config's own chain from
 `DynamicBrokerConfig.brokerConfigSynonyms` (`log.retention.ms|minutes|hours`, `log.roll.ms|hours`,
 `log.roll.jitter.ms|hours`, `log.flush.interval.ms` + `log.flush.scheduler.interval.ms`). For a name,
-Kafka collects every name of its chain that is set, the broker's own settings first (STATIC_BROKER_CONFIG,
-in chain order), then those with a Kafka default (DEFAULT_CONFIG; a default of null is not a value:
+Kafka collects every name of its chain that is set, the cluster-wide dynamic defaults first
+(DYNAMIC_DEFAULT_BROKER_CONFIG), then the broker's own settings (STATIC_BROKER_CONFIG, in chain order),
+then those with a Kafka default (DEFAULT_CONFIG; a default of null is not a value:
 `ConfigDef.convertToStringMapWithPasswordValues` drops it), and finally drops everything that precedes
 the described name. So `retention.ms` has no synonym on a broker whose settings are Kafka's defaults: its
 primary `log.retention.ms` has no default (the 7 days come from `log.retention.hours`) and the drop
@@ -21,6 +22,7 @@ from enum import IntEnum
 __all__ = [
     "BROKER_CHAINS",
     "BROKER_ONLY_DEFAULTS",
+    "DYNAMIC_DEFAULTS",
     "NO_DEFAULT",
     "ConfigSource",
     "Synonym",
@@ -77,12 +79,30 @@ BROKER_ONLY_DEFAULTS: dict[str, tuple[str | None, int]] = {
 }
 
 
+# The cluster-wide dynamic broker defaults a Kafka 4.3 cluster holds without anyone setting them: with
+# eligible leader replicas on by default (KIP-966, `eligible.leader.replicas.version` 1), the controller
+# writes a cluster-level `min.insync.replicas` (its own static value, 1 by default) when it activates
+# (ConfigurationControlManager.maybeGenerateElrSafetyRecords), so every broker and topic reports it as
+# DYNAMIC_DEFAULT_BROKER_CONFIG. kcoord has no dynamic configs; it reports the same (docs/compat.md).
+DYNAMIC_DEFAULTS: dict[str, str] = {"min.insync.replicas": "1"}
+
+
 def config_synonyms(
-    name: str, chain: tuple[str, ...], static: Mapping[str, str], defaults: Mapping[str, str | None]
+    name: str,
+    chain: tuple[str, ...],
+    static: Mapping[str, str],
+    defaults: Mapping[str, str | None],
+    dynamic_defaults: Mapping[str, str] = DYNAMIC_DEFAULTS,
 ) -> list[Synonym]:
     """ConfigHelper.configSynonyms for `name` (a broker config name) over its `chain` of names:
-    `static` holds the broker's own settings, `defaults` Kafka's defaults (None = no default)."""
-    found: list[Synonym] = [(n, static[n], ConfigSource.STATIC_BROKER_CONFIG) for n in chain if n in static]
+    `dynamic_defaults` the cluster-wide dynamic defaults, `static` the broker's own settings,
+    `defaults` Kafka's defaults (None = no default)."""
+    found: list[Synonym] = [
+        (n, dynamic_defaults[n], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+        for n in chain
+        if n in dynamic_defaults
+    ]
+    found += [(n, static[n], ConfigSource.STATIC_BROKER_CONFIG) for n in chain if n in static]
     found += [
         (n, value, ConfigSource.DEFAULT_CONFIG) for n in chain if (value := defaults.get(n)) is not None
     ]

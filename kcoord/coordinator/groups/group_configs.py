@@ -10,11 +10,11 @@ group's own log (its shard in cluster mode), written through the runtime's one w
 durable, replayed on restart or takeover, and tombstoned with the group (DeleteGroups, offset expiry of
 an empty group).
 
-The keys, types, defaults and checks are those of Kafka's `GroupConfig` (the 4.1/4.2 set: consumer.*,
-share.*, streams.*; plus 4.3's consumer and share assignment intervals, checked by their ConfigDef range
-only); a default is the broker's `group.<type>.*` setting (`GroupCoordinatorConfig.extractGroupConfigMap`),
-and `GroupConfigManager.validate` checks the group's whole new set, the consumer keys defaulting to the
-broker's, against the broker's min/max.
+The keys, types, defaults and checks are those of Kafka 4.3.1's `GroupConfig` (its CONFIG_DEF: the
+consumer.*, share.* and streams.* keys, 4.3's three assignment intervals among them); a default is the
+broker's `group.<type>.*` setting (`GroupCoordinatorConfig.extractGroupConfigMap`), and
+`GroupConfig.validate` checks the group's whole new set, every key defaulting to the broker's, against
+the broker's min/max (`validateValues`, in its order).
 """
 
 from __future__ import annotations
@@ -73,6 +73,9 @@ GROUP_CONFIGS: dict[str, GroupConfigDef] = {
         _D("consumer.assignment.interval.ms", "INT", "group.consumer.assignment.interval.ms", 0,
            documentation="The interval between assignment updates of a consumer group (stored and described; "
            "kcoord assigns on every change)."),
+        _D("streams.assignment.interval.ms", "INT", "group.streams.assignment.interval.ms", 0,
+           documentation="The interval between assignment updates of a streams group (stored and "
+           "described)."),
         _D("share.assignment.interval.ms", "INT", "group.share.assignment.interval.ms", 0,
            documentation="The interval between assignment updates of a share group (stored and described)."),
         _D("share.session.timeout.ms", "INT", "group.share.session.timeout.ms", 1,
@@ -130,6 +133,7 @@ KAFKA_DEFAULTS: dict[str, str] = {
     "group.consumer.heartbeat.interval.ms": "5000",
     "group.consumer.assignment.interval.ms": "1000",
     "group.share.assignment.interval.ms": "1000",
+    "group.streams.assignment.interval.ms": "1000",
     "group.share.session.timeout.ms": "45000",
     "group.share.heartbeat.interval.ms": "5000",
     "group.share.record.lock.duration.ms": "30000",
@@ -163,6 +167,13 @@ KAFKA_LIMITS: dict[str, int] = {
     "group.streams.min.heartbeat.interval.ms": 5000,
     "group.streams.max.heartbeat.interval.ms": 15_000,
     "group.streams.max.standby.replicas": 2,
+    # Kafka 4.3's bounds of the assignment intervals (GroupCoordinatorConfig)
+    "group.consumer.min.assignment.interval.ms": 0,
+    "group.consumer.max.assignment.interval.ms": 15_000,
+    "group.share.min.assignment.interval.ms": 0,
+    "group.share.max.assignment.interval.ms": 15_000,
+    "group.streams.min.assignment.interval.ms": 0,
+    "group.streams.max.assignment.interval.ms": 15_000,
 }
 
 # key -> (broker min setting, broker max setting), in GroupConfig.validateValues' order; None = no bound
@@ -171,6 +182,8 @@ _RANGES: tuple[tuple[str, str | None, str | None], ...] = (
      "group.consumer.max.heartbeat.interval.ms"),
     ("consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
      "group.consumer.max.session.timeout.ms"),
+    ("consumer.assignment.interval.ms", "group.consumer.min.assignment.interval.ms",
+     "group.consumer.max.assignment.interval.ms"),
     ("share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms",
      "group.share.max.heartbeat.interval.ms"),
     ("share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
@@ -180,11 +193,15 @@ _RANGES: tuple[tuple[str, str | None, str | None], ...] = (
      "group.share.max.delivery.count.limit"),
     ("share.partition.max.record.locks", "group.share.min.partition.max.record.locks",
      "group.share.max.partition.max.record.locks"),
+    ("share.assignment.interval.ms", "group.share.min.assignment.interval.ms",
+     "group.share.max.assignment.interval.ms"),
     ("streams.heartbeat.interval.ms", "group.streams.min.heartbeat.interval.ms",
      "group.streams.max.heartbeat.interval.ms"),
     ("streams.session.timeout.ms", "group.streams.min.session.timeout.ms",
      "group.streams.max.session.timeout.ms"),
     ("streams.num.standby.replicas", None, "group.streams.max.standby.replicas"),
+    ("streams.assignment.interval.ms", "group.streams.min.assignment.interval.ms",
+     "group.streams.max.assignment.interval.ms"),
 )  # fmt: skip
 _SESSION_OVER_HEARTBEAT = (
     ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
@@ -242,8 +259,8 @@ def validate_group_configs(configs: Mapping[str, str | None], bounds: GroupConfi
             raise InvalidGroupConfig(f"Unknown group config name: {name}")
     stored = {name: str(value).strip() for name, value in configs.items()}
     parsed = {name: _parse(GROUP_CONFIGS[name], stored[name]) for name in GROUP_CONFIGS if name in stored}
-    # The consumer keys default to the broker's settings, the others to GroupConfig's own defaults
-    # (GroupConfigManager.validate adds extractConsumerGroupConfigMap, ConfigDef.parse the rest).
+    # Every key defaults to the broker's setting (GroupConfig.validate puts extractGroupConfigMap under
+    # the group's own values).
     values = {name: parsed.get(name, bounds.default(name)) for name in GROUP_CONFIGS}
     for name, low, high in _RANGES:
         value = int(values[name])

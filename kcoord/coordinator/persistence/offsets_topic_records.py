@@ -5,9 +5,13 @@ log already stores most group records in Kafka's own layout (`protocol.messages.
 `consumer_group_records`): OffsetCommitKey v1 / OffsetCommitValue v3 (v1 with an expire timestamp),
 GroupMetadataKey v2 / GroupMetadataValue v3, and the consumer protocol's keys 3, 5-8 with their
 value v0 (Kafka 4.1+ writes no ConsumerGroupPartitionMetadata, key 4: the metadata hash replaced it).
-Those are passed through byte for byte. The one record kcoord stores differently is the pending
-transactional offset (storage type 7, keyed by producer): Kafka writes it as an OffsetCommit key v1 /
-value v3 in a transactional batch of the producer (`OffsetMetadataManager.commitTransactionalOffset`)
+Those are passed through byte for byte, but for the offset's value: Kafka 4.3 writes OffsetCommitValue
+v4 (flexible, the topic's id as tagged field 0) unless the commit has an expire timestamp (then v1:
+`GroupCoordinatorRecordHelpers.offsetCommitValueVersion`), so a stored v3 is served as v4 with the id
+the topic has when the view reads it (`topic_ids`). The one record kcoord stores differently is the
+pending transactional offset (storage type 7, keyed by producer): Kafka writes it as an OffsetCommit
+key v1 / value v4 without a topic id (`OffsetAndMetadata.fromRequest` of a TxnOffsetCommit partition
+sets ZERO_UUID) in a transactional batch of the producer (`OffsetMetadataManager.commitTransactionalOffset`)
 and ends it with the partition's COMMIT/ABORT control record (`replayEndTransactionMarker`), so it is
 rebuilt here in that form. Deletions are tombstones (a null value), as Kafka's
 `GroupCoordinatorRecordHelpers.newOffsetCommitTombstoneRecord` / `newGroupMetadataTombstoneRecord`.
@@ -19,7 +23,8 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from kcoord import storage
@@ -34,12 +39,15 @@ from kcoord.protocol.record_batch import (
     write_batch,
     write_varint,
 )
+from kcoord.protocol.types import ZERO_UUID
 
 __all__ = [
     "OFFSETS_TOPIC",
     "MarkerRecord",
     "OffsetsRecord",
     "TopicEntry",
+    "TopicIds",
+    "as_written",
     "encode_batch",
     "encode_empty_batch",
     "is_group_record",
@@ -67,6 +75,16 @@ _KEY_HEAD = struct.Struct(">hh")  # version, group id length (every group key's 
 _CONTROL_KEY = struct.Struct(">hh")  # ControlRecordType key: version 0, type
 _MARKER_VALUE = struct.Struct(">hi")  # EndTransactionMarker value: version 0, coordinator epoch
 _TXN_ROW = schemas.RECORD_TYPES[schemas.TXN_OFFSET_COMMIT_RECORD_TYPE]
+_STORED_VALUE = struct.pack(">h", schemas.OFFSET_COMMIT_VALUE_VERSION)  # the coordinator log's offsets
+WRITTEN_VALUE_VERSION = 4  # Kafka 4.3's `GroupCoordinatorRecordHelpers.offsetCommitValueVersion(false)`
+
+# A topic's id by name, None for a topic that does not exist (any more): Kafka fills the commit's topic
+# id from its metadata when the request names the topic (KafkaApis), ZERO_UUID when it knows none.
+TopicIds = Callable[[str], uuid.UUID | None]
+
+
+def _no_topic_ids(_name: str) -> uuid.UUID | None:
+    return None
 
 
 class OffsetsRecord(NamedTuple):
@@ -89,7 +107,11 @@ class MarkerRecord(NamedTuple):
 
 
 def offsets_records(
-    records: Sequence[storage.Record], num_partitions: int, *, live: bool
+    records: Sequence[storage.Record],
+    num_partitions: int,
+    *,
+    live: bool,
+    topic_ids: TopicIds = _no_topic_ids,
 ) -> list[OffsetsRecord | MarkerRecord | None]:
     """The `__consumer_offsets` form of each record of one coordinator-log write (None: not a group
     record). `live`: the write as it happens, where a pending transactional offset's tombstone is its
@@ -100,14 +122,30 @@ def offsets_records(
     seen_markers: set[tuple[int, int]] = set()
     for record in records:
         if record.type in _PASSED_THROUGH:
-            out.append(
-                OffsetsRecord(_partition(_group_of(record.key), num_partitions), record.key, record.value)
-            )
+            value = record.value
+            if record.type == schemas.OFFSET_COMMIT_RECORD_TYPE and value is not None:
+                value = as_written(value, topic_ids(_topic_of(record.key)))
+            out.append(OffsetsRecord(_partition(_group_of(record.key), num_partitions), record.key, value))
         elif record.type == schemas.TXN_OFFSET_COMMIT_RECORD_TYPE:
             out.append(_transactional(record, num_partitions, live, committed, seen_markers))
         else:
             out.append(None)
     return out
+
+
+def as_written(value: bytes, topic_id: uuid.UUID | None) -> bytes:
+    """A stored OffsetCommitValue as Kafka 4.3 writes it: v3 becomes v4 with `topic_id` (None, the
+    topic unknown: the tagged field is left out, as Kafka leaves out a zero id); v1 (an expire
+    timestamp) and anything else as it is."""
+    if not value.startswith(_STORED_VALUE):
+        return value
+    fields = decode_exact(schemas.OFFSET_COMMIT_VALUE, value)
+    fields["topic_id"] = topic_id or ZERO_UUID
+    return encode_versioned(schemas.OFFSET_COMMIT_VALUE, WRITTEN_VALUE_VERSION, fields)
+
+
+def _topic_of(key: bytes) -> str:
+    return str(decode_exact(schemas.OFFSET_COMMIT_KEY, key)["topic"])
 
 
 def is_group_record(record: storage.Record) -> bool:
@@ -151,7 +189,7 @@ def _transactional(
     )
     value = encode_versioned(
         schemas.OFFSET_COMMIT_VALUE,
-        schemas.OFFSET_COMMIT_VALUE_VERSION,
+        WRITTEN_VALUE_VERSION,  # without a topic id: a TxnOffsetCommit names none
         {
             "offset": v["offset"],
             "leader_epoch": v["leader_epoch"],

@@ -25,7 +25,7 @@ from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.messages import consumer_group_records as cg
 from kcoord.protocol.schema import Field, Schema, array
-from kcoord.protocol.types import BYTES, INT8, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID
+from kcoord.protocol.types import BYTES, INT8, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID, ZERO_UUID
 
 OFFSET_COMMIT_KEY = Schema(
     "OffsetCommitKey",
@@ -47,6 +47,8 @@ OFFSET_COMMIT_VALUE = Schema(
         Field("metadata", STRING),
         Field("commit_timestamp", INT64),
         Field("expire_timestamp", INT64, since=1, until=1, default=-1),
+        # Kafka 4.3's OffsetCommitValue.json: the committed topic's id, tagged (omitted when zero)
+        Field("topic_id", UUID, since=4, default=ZERO_UUID, tag=0, tagged_since=4),
     ),
 )
 

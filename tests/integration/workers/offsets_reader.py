@@ -98,6 +98,7 @@ class _State:
         self.groups: dict[str, dict[str, Any]] = {}
         self.records: list[tuple[int, int, str]] = []
         self.other_keys = 0
+        self.offset_values: dict[str, set[tuple[int, str | None]]] = {}  # topic -> (version, topic id)
 
     def record(self, partition: int, offset: int, key: bytes | None, value: bytes | None) -> None:
         assert key is not None, "every __consumer_offsets record has a key"
@@ -113,6 +114,8 @@ class _State:
                 f"Burrow reads offset values v0, v1, v3, v4: {value_version}"
             )
             self.offsets.setdefault(fields["group"], {})[where] = data["offset"]
+            topic_id = None if data["topic_id"] is None else str(data["topic_id"])
+            self.offset_values.setdefault(fields["topic"], set()).add((value_version, topic_id))
         elif version == 2:
             if value is None:
                 self.groups.pop(fields["group"], None)
@@ -134,6 +137,7 @@ class _State:
             "groups": self.groups,
             "records": self.records,
             "other_keys": self.other_keys,
+            "offset_values": {topic: sorted(seen) for topic, seen in self.offset_values.items()},
         }
 
 
