@@ -39,6 +39,9 @@ def _renamed(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_consumer_offsets_is_listed_as_internal(pair: Pair) -> None:
+    # The first lookup of a group's coordinator makes the internal topic on both (Kafka's oracle made
+    # it while starting), so the comparison does not depend on the tests that ran before.
+    pair.ask(10, 1, {"key": "oracle-internal", "key_type": 0})
     assert_same(pair.compare("Metadata", 3, METADATA_V, metadata("__consumer_offsets")))
 
 

@@ -164,3 +164,16 @@ def test_the_partition_count_is_the_flags(conn: socket.socket) -> None:
     assert len(entry["partitions"]) == 7
     got = fetch(conn, 12, {"topic": TOPIC}, java_partition("seven", 7))
     assert any(r.key and read_key(r.key)[1].get("group") == "seven" for r in read_batches(got["records"]))
+
+
+def test_a_group_coordinator_lookup_makes_the_internal_topic(conn: socket.socket) -> None:
+    """KafkaApis.getCoordinator creates `__consumer_offsets` at a group's first FindCoordinator: Metadata
+    lists it afterwards even though no group has written anything yet."""
+    assert metadata(conn, 12, [{"name": TOPIC}])["topics"][0]["error_code"] == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
+    found = call(conn, 10, 4, {"key_type": 0, "coordinator_keys": ["lookup-only"]})
+    assert found["coordinators"][0]["error_code"] == 0
+    [listed] = metadata(conn, 12, [{"name": TOPIC}])["topics"]
+    assert listed["error_code"] == 0 and listed["is_internal"] is True
+    assert len(listed["partitions"]) == 50

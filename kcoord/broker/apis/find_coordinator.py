@@ -14,6 +14,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC, create_internal
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
@@ -38,6 +39,10 @@ def answer(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     """The version's answer with `find`'s entry per key (cluster mode passes its own `find`)."""
     version = meta.api_version
     key_type = int(req["key_type"])
+    if key_type == GROUP:
+        # KafkaApis.getCoordinator creates __consumer_offsets when a group's coordinator is first looked
+        # up (AutoTopicCreationManager): from now on Metadata lists the internal topic.
+        create_internal(ctx.data.offsets, OFFSETS_TOPIC)
     if version >= 4:
         keys = req["coordinator_keys"]
         # KafkaApis.handleFindCoordinatorRequestV4AndAbove never sets a Coordinator's ErrorMessage: every
