@@ -103,8 +103,6 @@ def test_incremental_alter_sets_describes_and_deletes(sock: socket.socket) -> No
         {"name": "group." + SESSION, "value": "45000", "source": STATIC_BROKER_CONFIG},
         {"name": "group." + SESSION, "value": "45000", "source": DEFAULT_CONFIG},
     ]
-    v0 = {c["name"]: c for c in describe(sock, "g", [SESSION], version=0)["configs"]}
-    assert v0[SESSION]["is_default"] is False
     assert alter(sock, "g", [{"name": SESSION, "config_operation": DELETE, "value": None}])["error_code"] == 0
     assert configs(sock, "g")[SESSION]["config_source"] == BROKER_SETTING
 
