@@ -41,12 +41,14 @@ def main(bootstrap: str, topic: str, group: str, expected: int, seconds: float) 
             msg = consumer.poll(0.2)
             if msg is None:
                 continue
-            if msg.error() is not None:
-                if msg.error().code() != KafkaError._PARTITION_EOF:
-                    emit(error=str(msg.error())[:200])
+            error = msg.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    emit(error=str(error)[:200])
                 continue
-            partition, offset = int(msg.partition()), int(msg.offset())
-            value = msg.value().decode() if msg.value() is not None else None
+            partition, offset, raw = msg.partition(), msg.offset(), msg.value()
+            assert partition is not None and offset is not None
+            value = raw.decode() if raw is not None else None
             emit(p=partition, o=offset, v=value, e=msg.leader_epoch(), c=committed.get(partition, 0))
             seen.add((partition, offset))
             try:
