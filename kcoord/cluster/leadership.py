@@ -74,6 +74,11 @@ class ClusterLeadership:
             return NO_LEADER if owner is None else owner
         return self._placement.leader(topic, partition)
 
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        if topic == OFFSETS_TOPIC:
+            return 0  # the offsets view keeps epoch 0: the shard's epoch is in its offsets (docs/compat.md)
+        return self._placement.leader_epoch(topic, partition)
+
     def elect(self, election_type: ElectionType, partitions: Sequence[TopicPartition], on_done: Done) -> None:
         self._spawn(self._elect(election_type, partitions, on_done), partitions, on_done)
 

@@ -35,6 +35,7 @@ import asyncpg
 from kcoord.cluster.migrations import FENCED_SQLSTATE
 from kcoord.cluster.partition_rows import APPEND_SQL, TRIM_SQL, StoredBatch, append_args
 from kcoord.partition_log import PartitionConfig, ProducerStateRow
+from kcoord.partition_log.epochs import EpochHistory
 from kcoord.partition_log.log import PRODUCER_ID_EXPIRATION_MS
 from kcoord.partition_log.producers import CompletedTxn, ProducerEntry, ProducerStates
 from kcoord.partition_log.results import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, NotLeader, ReadResult
@@ -47,7 +48,7 @@ from kcoord.partition_log.validation import (
     check_append,
     marker_append,
 )
-from kcoord.protocol.record_batch import EndTransactionMarker, ProducedBatch, iter_records
+from kcoord.protocol.record_batch import EndTransactionMarker, ProducedBatch, iter_records, read_header
 
 __all__ = ["PartitionFenced", "PartitionWriteFailed", "PgPartitionLog", "StoredBatch"]
 
@@ -94,6 +95,8 @@ class PgPartitionLog:
         self.topic = topic
         self.partition = partition
         self.epoch = epoch
+        self.leader_epoch = epoch  # the lease epoch is the partition's leader epoch (KIP-320)
+        self._epochs = EpochHistory([(epoch, 0)])  # `restore` rebuilds it
         self.config = config
         self._on_failed = on_failed
         self.log_start_offset = 0
@@ -126,6 +129,16 @@ class PgPartitionLog:
         self.producers.load(producers)
         self.producers.remove_expired(time.time_ns() // 1_000_000, PRODUCER_ID_EXPIRATION_MS)
         self._aborted = aborted
+        # Kafka's leader rebuilds its epoch cache from the log, then starts its own epoch at the log end
+        # (Partition.makeLeader -> UnifiedLog.assignEpochStartOffset)
+        self._epochs = EpochHistory.from_batches(
+            (read_header(b.data).partition_leader_epoch, b.base_offset) for b in batches
+        )
+        self._epochs.truncate_from_start(log_start)
+        self._epochs.assign(self.epoch, log_end)
+
+    def epoch_history(self) -> list[tuple[int, int]]:
+        return self._epochs.entries
 
     # -- writing ---------------------------------------------------------------------------------------
     def validate(
@@ -161,7 +174,10 @@ class PgPartitionLog:
         header = validated.header
         now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         base = self.log_end_offset
-        data, max_timestamp, append_time = stamp(validated.data, header, base, self.config, now_ms)
+        # every batch carries the lease epoch as its partitionLeaderEpoch (outside the CRC)
+        data, max_timestamp, append_time = stamp(
+            validated.data, header, base, self.config, now_ms, self.epoch
+        )
         self.log_end_offset = base + header.last_offset_delta + 1
         entry, completed = self.producers.stage(header, marker, base, max_timestamp)
         aborted = None
@@ -359,6 +375,7 @@ class PgPartitionLog:
                 raise PartitionFenced(f"{self.topic}-{self.partition}: epoch {self.epoch} fenced") from exc
             raise
         self.log_start_offset = max(self.log_start_offset, start)
+        self._epochs.truncate_from_start(self.log_start_offset)  # UnifiedLog.maybeIncrementLogStartOffset
         keep = bisect.bisect_left([b.last_offset for b in self._batches], self.log_start_offset)
         del self._batches[:keep], self._bases[:keep]
         self._aborted = [t for t in self._aborted if t.last_offset >= self.log_start_offset]

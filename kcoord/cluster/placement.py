@@ -144,6 +144,18 @@ class PartitionPlacement:
             return NO_LEADER
         return row.leader
 
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The leader epoch Metadata reports beside `leader`: our own lease epoch when we lead it, else
+        the lease row's as last seen (one poll stale at most, as a Kafka broker's metadata cache can be:
+        a client sent with an old epoch gets FENCED_LEADER_EPOCH and asks again); -1 (none) while no
+        one holds it, since the next acquire bumps the epoch."""
+        key = (topic, partition)
+        led = self.partitions.get(topic, partition)
+        if led is not None:
+            return led.leader_epoch
+        row = self.rows.get(key)
+        return -1 if row is None or row.leader is None else row.epoch
+
     async def refresh(self) -> None:
         live = await self._pool.fetch(_LIVE)
         rows = await self._pool.fetch(_LEASES)

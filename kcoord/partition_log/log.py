@@ -72,6 +72,8 @@ class Pending:
 
 
 class PartitionLog:
+    leader_epoch = 0  # one node leads every partition for ever (partition_log/epochs.py)
+
     def __init__(
         self,
         directory: Path,
@@ -304,6 +306,9 @@ class PartitionLog:
             if not segment.empty:
                 found = i
         return found
+
+    def epoch_history(self) -> list[tuple[int, int]]:
+        return [(self.leader_epoch, self.log_start_offset)]
 
     def batch_max_timestamp(self, offset: int) -> int:
         """The max timestamp of the batch holding `offset` (through the sealed segments' sparse index)."""

@@ -31,6 +31,13 @@ class PartitionStore(Protocol):
     log_start_offset: int
     high_watermark: int
     log_end_offset: int
+    leader_epoch: int
+    """The epoch this node leads the partition at (partition_log/epochs.py): 0 on a single node."""
+
+    def epoch_history(self) -> Sequence[tuple[int, int]]:
+        """(leader epoch, start offset) in increasing order, the last the current epoch's
+        (LeaderEpochFileCache's entries)."""
+        ...
 
     def validate(
         self, records: bytes | ProducedBatch, now_ms: int

@@ -29,6 +29,7 @@ from kcoord.partition_log import (
     ValidatedAppend,
 )
 from kcoord.protocol.errors import ErrorCode
+from kcoord.protocol.record_batch import read_header
 from tests.cluster.helpers import init
 
 NOW = time.time_ns() // 1_000_000  # producers idle for a day are forgotten at load (expiry)
@@ -234,3 +235,33 @@ async def test_the_append_function_checks_the_epoch_in_sql(pool: Any) -> None:
     assert refused.value.sqlstate == "KC001"
     assert await asyncio.wait_for(pool.fetchval("SELECT count(*) FROM kcoord_partition_batch"), 5) == 1
     assert leases.epoch(KEY) == 1
+
+
+def batch_epochs(records: bytes) -> list[tuple[int, int]]:
+    """(base offset, partitionLeaderEpoch) of every batch in a read's bytes."""
+    out, position = [], 0
+    while position < len(records):
+        header = read_header(records, position)
+        out.append((header.base_offset, header.partition_leader_epoch))
+        position += header.size
+    return out
+
+
+async def test_batches_carry_the_lease_epoch_and_each_load_rebuilds_the_epoch_history(pool: Any) -> None:
+    _, first = await lead(pool, 1)
+    for _ in range(3):
+        await produce(first, batch(count=3))
+    assert (first.leader_epoch, first.epoch_history()) == (1, [(1, 0)])
+    _, second = await lead(pool, 2)
+    assert (second.leader_epoch, second.epoch_history()) == (2, [(1, 0), (2, 9)])
+    assert await produce(second, batch(count=2)) == 9
+    read = second.read(0, 1 << 20)
+    assert read is not None and batch_epochs(read.records) == [(0, 1), (3, 1), (6, 1), (9, 2)]
+    _, third = await lead(pool, 1)  # leads at epoch 3 and writes nothing
+    assert third.epoch_history() == [(1, 0), (2, 9), (3, 11)]
+    _, fourth = await lead(pool, 2)  # LeaderEpochFileCache.assign: epoch 3 wrote nothing, so it goes
+    assert fourth.epoch_history() == [(1, 0), (2, 9), (4, 11)]
+    assert await fourth.delete_records(5) == 5  # truncateFromStart: epoch 1 now starts at the log start
+    assert fourth.epoch_history() == [(1, 5), (2, 9), (4, 11)]
+    _, fifth = await lead(pool, 1)  # rebuilt from the batches it loads (the first of them starts at 3)
+    assert fifth.epoch_history() == [(1, 5), (2, 9), (5, 11)]

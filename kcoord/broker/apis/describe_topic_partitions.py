@@ -114,7 +114,7 @@ def _partition(ctx: ServerContext, name: str, index: int, alive: set[int]) -> di
         "error_code": ErrorCode.NONE if node >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
         "partition_index": index,
         "leader_id": node,
-        "leader_epoch": 0,  # the epoch Metadata, Fetch and ListOffsets report (single leader epoch)
+        "leader_epoch": ctx.leadership.leader_epoch(name, index),  # as Metadata reports it
         "replica_nodes": [node] if node >= 0 else [],
         "isr_nodes": [node] if node >= 0 else [],
         "eligible_leader_replicas": [],

@@ -30,6 +30,7 @@ from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.offsets_topic import internal_topic
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
+from kcoord.partition_log.epochs import check_current_leader_epoch
 from kcoord.partition_log.port import PartitionStore
 from kcoord.protocol.errors import ErrorCode
 from kcoord.storage.faults import StorageFault
@@ -165,7 +166,7 @@ class _Fetch:
             elif log is None:  # an unknown id (v13+), an unknown name or partition, or led elsewhere
                 error = unknown if name is None else self._ctx.data.missing(name, index)
             else:
-                error = _leader_epoch_error(int(part["current_leader_epoch"]))
+                error = check_current_leader_epoch(int(part["current_leader_epoch"]), log.leader_epoch)
             if error is not ErrorCode.NONE:
                 _error(entry, error)
                 log = None
@@ -248,13 +249,6 @@ def _read_into(wanted: _Wanted, limit: int, min_one_batch: bool) -> int | None:
         entry["log_start_offset"] = result.log_start_offset
     entry["records"] = records
     return len(records)
-
-
-def _leader_epoch_error(current_leader_epoch: int) -> ErrorCode:
-    """Kafka's Partition.localLogWithEpochOrThrow; this node's leader epoch is always 0."""
-    if current_leader_epoch > 0:
-        return ErrorCode.UNKNOWN_LEADER_EPOCH
-    return ErrorCode.NONE
 
 
 def _error(entry: Entry, error: ErrorCode) -> None:

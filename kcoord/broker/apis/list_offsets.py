@@ -22,6 +22,7 @@ from typing import Any
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
+from kcoord.partition_log.epochs import UNDEFINED_EPOCH, check_current_leader_epoch, epoch_for_offset
 from kcoord.partition_log.port import PartitionStore
 from kcoord.protocol.errors import ErrorCode
 from kcoord.storage.faults import StorageFault
@@ -31,7 +32,6 @@ __all__ = ["handle"]
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 # ReplicaManager.timestampMinSupportedVersion: the first version that may carry each sentinel
 _SENTINEL_SINCE = {EARLIEST: 1, LATEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, -5: 9, -6: 11}
-_LEADER_EPOCH = 0  # this node leads every partition in epoch 0
 _READ_COMMITTED = 1
 
 
@@ -70,8 +70,9 @@ def _partition(
     if log is None:
         entry["error_code"] = ctx.data.missing(name, index)
         return entry
-    if version >= 4 and int(req["current_leader_epoch"]) > _LEADER_EPOCH:
-        entry["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
+    fenced = check_current_leader_epoch(int(req["current_leader_epoch"]), log.leader_epoch)
+    if fenced is not ErrorCode.NONE:  # Partition.fetchOffsetForTimestamp -> localLogWithEpochOrThrow
+        entry["error_code"] = fenced
         return entry
     try:
         found = _lookup(log, timestamp, committed)
@@ -86,8 +87,19 @@ def _partition(
         return entry
     entry["offset"], entry["timestamp"] = (-1, -1) if found is None else found
     if version >= 4:
-        entry["leader_epoch"] = -1 if found is None else _LEADER_EPOCH
+        entry["leader_epoch"] = _answer_epoch(log, timestamp, found)
     return entry
+
+
+def _answer_epoch(log: PartitionStore, timestamp: int, found: tuple[int, int] | None) -> int:
+    """The epoch of the answer: the leader's for LATEST (Partition.fetchOffsetForTimestamp), else the
+    epoch that wrote the offset (UnifiedLog.fetchOffsetByTimestamp: the earliest entry's for the log
+    start, the batch's partitionLeaderEpoch for a timestamp)."""
+    if found is None:
+        return UNDEFINED_EPOCH
+    if timestamp == LATEST:
+        return log.leader_epoch
+    return epoch_for_offset(log.epoch_history(), found[0])
 
 
 def _lookup(log: PartitionStore, timestamp: int, committed: bool) -> tuple[int, int] | None:

@@ -249,5 +249,5 @@ def _partition_entry(
         "isr_nodes": [node] if node >= 0 else [],
     }
     if version >= 7:
-        entry["leader_epoch"] = 0
+        entry["leader_epoch"] = ctx.leadership.leader_epoch(name, index)
     return entry

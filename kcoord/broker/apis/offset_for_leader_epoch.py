@@ -14,47 +14,26 @@ Partition.lastOffsetForLeaderEpoch -> UnifiedLog.endOffsetForEpoch -> LeaderEpoc
   end offset for the leader's own epoch, the start of the next known epoch for an older one, none
   (-1, -1) for an unknown epoch.
 
-kcoord's epoch history: every partition is led in epoch 0 from its first offset, the epoch Metadata,
-Fetch, ListOffsets and the stamped batches report (partition_log stamps partitionLeaderEpoch 0). Cluster
-mode keeps that one epoch: a new lease holder continues the same durable log (PostgreSQL, fenced
-appends), so no acknowledged record is ever truncated and a consumer's truncation check finds none, as
-it must (docs/compat.md).
+The epoch history is the partition's (`PartitionStore.epoch_history`, kcoord/partition_log/epochs.py):
+`{0: log start}` on a single node, which leads every partition for ever; in cluster mode the lease epochs
+that wrote the stored batches, rebuilt from their partitionLeaderEpoch when a leader loads the partition,
+so a consumer that read under an earlier leader's epoch gets that epoch's end offset, as from Kafka.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
+from kcoord.partition_log.epochs import UNDEFINED_EPOCH, check_current_leader_epoch, end_offset_for
 from kcoord.protocol.errors import ErrorCode
 from kcoord.storage.faults import StorageFault
 
-__all__ = ["API_KEY", "LEADER_EPOCH", "end_offset_for", "handle"]
+__all__ = ["API_KEY", "end_offset_for", "handle"]
 
 API_KEY = 23
-LEADER_EPOCH = 0  # the one leader epoch of every partition (module docstring)
-UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET = -1, -1  # LeaderEpochFileCache's
-_NO_EPOCH = -1  # RecordBatch.NO_PARTITION_LEADER_EPOCH: the client states no current epoch
-
-
-def end_offset_for(epochs: Sequence[tuple[int, int]], requested: int, log_end_offset: int) -> tuple[int, int]:
-    """LeaderEpochFileCache.endOffsetFor: (epoch, end offset) for `requested`, given the history
-    `epochs` ((epoch, start offset) pairs in increasing order, the last the leader's current one)."""
-    if requested == UNDEFINED_EPOCH or not epochs:
-        return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-    if epochs[-1][0] == requested:
-        # The current epoch is still being written to: its end is the log end offset
-        return requested, log_end_offset
-    higher = next((entry for entry in epochs if entry[0] > requested), None)
-    if higher is None:  # larger than any known epoch
-        return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-    floor = next((entry for entry in reversed(epochs) if entry[0] <= requested), None)
-    if floor is None:  # older than every known epoch: the start of the first one after it
-        return requested, higher[1]
-    return floor[0], higher[1]
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
@@ -86,13 +65,11 @@ def _partition(ctx: ServerContext, name: str, req: dict[str, Any]) -> dict[str, 
     log = ctx.data.log(name, index)
     if log is None:
         return _refused(index, ctx.data.missing(name, index))
-    current = int(req["current_leader_epoch"])
-    if current != _NO_EPOCH and current < LEADER_EPOCH:
-        return _refused(index, ErrorCode.FENCED_LEADER_EPOCH)
-    if current > LEADER_EPOCH:
-        return _refused(index, ErrorCode.UNKNOWN_LEADER_EPOCH)
+    fenced = check_current_leader_epoch(int(req["current_leader_epoch"]), log.leader_epoch)
+    if fenced is not ErrorCode.NONE:
+        return _refused(index, fenced)
     try:
-        history = [(LEADER_EPOCH, log.log_start_offset)]
+        history = log.epoch_history()
         epoch, end_offset = end_offset_for(history, int(req["leader_epoch"]), log.log_end_offset)
     except StorageFault as fault:  # as a failed read of the log (fetch.py): KAFKA_STORAGE_ERROR
         ctx.data.read_failed(fault)

@@ -85,6 +85,11 @@ class PartitionLeadership(Protocol):
         """The node id that leads the partition."""
         ...
 
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's leader epoch as Metadata reports it (-1: unknown): 0 on a single node, the
+        lease epoch in a cluster (kcoord/partition_log/epochs.py)."""
+        ...
+
     def elect(self, election_type: ElectionType, partitions: Sequence[TopicPartition], on_done: Done) -> None:
         """ReplicationControlManager.electLeader for each partition: ELECTION_NOT_NEEDED when the
         preferred replica leads (PREFERRED) or any leader exists (UNCLEAN), else elects or answers
@@ -142,6 +147,9 @@ class SingleNodeLeadership:
 
     def leader(self, topic: str, partition: int) -> int:
         return self.node_id
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        return 0  # one leader for ever: epoch 0
 
     def elect(self, election_type: ElectionType, partitions: Sequence[TopicPartition], on_done: Done) -> None:
         # PREFERRED: partition.hasPreferredLeader(); UNCLEAN: partition.hasLeader(): both always true.

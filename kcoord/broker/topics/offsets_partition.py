@@ -40,6 +40,8 @@ class OffsetsPartition:
     """One partition of the view: what Fetch, ListOffsets and the Produce/DeleteRecords checks call
     (the `PartitionStore` port); every write is refused."""
 
+    leader_epoch = 0  # not the shard's lease epoch: its offsets already carry that (docs/compat.md)
+
     def __init__(self, partition: int) -> None:
         self.topic = OFFSETS_TOPIC
         self.partition = partition
@@ -162,6 +164,9 @@ class OffsetsPartition:
     def max_timestamp(self) -> tuple[int, int] | None:
         best = max(self._entries, key=lambda e: e.timestamp, default=None)
         return None if best is None else (best.offset, best.timestamp)
+
+    def epoch_history(self) -> list[tuple[int, int]]:
+        return [(self.leader_epoch, self.log_start_offset)]
 
     def batch_max_timestamp(self, offset: int) -> int:
         index = bisect.bisect_left(self._offsets, offset)
