@@ -4,11 +4,14 @@ Most of the suite's wall time is waiting: real servers, stock clients, PostgreSQ
 subprocesses. Run one after the other it took 19 minutes on a 2-core machine; spread over a few workers
 the waits overlap. Two rules decide what may run where:
 
-- Tests that share an expensive session fixture that must exist once run on ONE worker, in an xdist
-  group (`GROUPS`): the container tests (the podman images under fixed tags, built once per session)
-  and the pipeline tests (one local Spark session and the recorded data directories every pipeline
-  test reads). A module with a module-scoped fixture is a group of its own, so that fixture is set
-  up once, as in a serial run, instead of once per worker that receives one of its tests.
+- Tests that share an expensive session fixture run on ONE worker, in an xdist group (`RULES`): the
+  container tests (the podman images under fixed tags, built once per session), and the pipeline
+  tests by the recorded data directory they read (`produced`, `recorded`, `kept`: each takes real
+  clients and servers a minute to write), with the other Spark tests beside `kept`. Each pipeline
+  group starts its own local Spark session, three in all instead of one: the pipeline is the longest
+  work of the suite, and one worker alone would take longer than all the rest. A module with a
+  module-scoped fixture is a group of its own, so that fixture is set up once, as in a serial run,
+  instead of once per worker that receives one of its tests.
 - Every other test runs anywhere: its fixtures are per test, or per worker and safe to duplicate
   (a PostgreSQL server per worker, `tests/conftest.py`; one secured server per worker).
 
@@ -30,13 +33,21 @@ import pytest
 DURATIONS = Path(__file__).with_name("durations.json")
 UNKNOWN_COST = 0.1  # seconds: most tests of the suite are unit tests, well under this
 KEEP_FROM = 0.2  # seconds: faster tests are left out of the file and cost UNKNOWN_COST
-GROUPS = {"tests/container/": "container", "tests/pipeline/": "pipeline"}
+# (folder, fixture the test uses or None, group): the first rule that matches names the group
+RULES = (
+    ("tests/container/", None, "container"),
+    ("tests/pipeline/", "produced", "pipeline-produced"),
+    ("tests/pipeline/", "recorded", "pipeline-recorded"),
+    ("tests/pipeline/", "kept", "pipeline-spark"),
+    ("tests/pipeline/", "spark", "pipeline-spark"),
+)
 
 
 def group_of(item: pytest.Item) -> str | None:
     """The xdist group `item` must share a worker with, or None when it may run anywhere."""
-    for prefix, group in GROUPS.items():
-        if item.nodeid.startswith(prefix):
+    fixtures = set(getattr(item, "fixturenames", ()))
+    for prefix, fixture, group in RULES:
+        if item.nodeid.startswith(prefix) and (fixture is None or fixture in fixtures):
             return group
     info = getattr(item, "_fixtureinfo", None)
     defs = info.name2fixturedefs.values() if info is not None else ()
