@@ -22,9 +22,10 @@ lint: $(STAMP)
 	$(BIN)/mypy -p kcoord
 
 # The whole suite over pytest-xdist workers (tests/scheduling.py): most tests wait on servers, clients,
-# PostgreSQL and containers in subprocesses, so more workers than cores overlap the waits; the longest
-# work (tests/durations.json) starts first. The slowest tests are listed at the end.
-TEST_WORKERS ?= 4
+# PostgreSQL and containers in subprocesses, so three workers a core overlap the waits (with 4, the
+# container and pipeline groups held every worker for the first minutes); the longest work
+# (tests/durations.json) starts first. The slowest tests are listed at the end.
+TEST_WORKERS ?= 6
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=30

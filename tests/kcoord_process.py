@@ -200,19 +200,20 @@ class KcoordServer(ServerProcess):
         super().__init__(log_path, env, name="kcoord")
         self.data_dir = data_dir
         self.extra: list[str] = list(extra)
+        self.listen_port = 0  # reserved at the first start; `port` stays 0 until the server listens
 
     def argv(self) -> list[str]:
         return [
             sys.executable, "-m", "kcoord", "serve",
-            "--listen", f"{self.host}:{self.port}",
+            "--listen", f"{self.host}:{self.listen_port}",
             "--data-dir", str(self.data_dir),
             "--group-initial-rebalance-delay-ms", "0",
             *self.extra,
         ]  # fmt: skip
 
     def start(self, timeout: float = 30.0) -> int:
-        if self.port == 0:  # kept from here on: a restart listens where clients look for it
-            self.port = free_port()
+        if self.listen_port == 0:  # kept from here on: a restart listens where clients look for it
+            self.listen_port = free_port()
         port = super().start(timeout)
         self.wait_answering(timeout)
         return port

@@ -6,10 +6,11 @@ the waits overlap. Two rules decide what may run where:
 
 - Tests that share an expensive session fixture run on ONE worker, in an xdist group (`RULES`): the
   container tests (the podman images under fixed tags, built once per session), and the pipeline
-  tests by the recorded data directory they read (`produced`, `recorded`, `kept`: each takes real
-  clients and servers a minute to write), with the other Spark tests beside `kept`. Each pipeline
-  group starts its own local Spark session, three in all instead of one: the pipeline is the longest
-  work of the suite, and one worker alone would take longer than all the rest. A module with a
+  tests in two halves by the recorded data directories they read (`produced`; `recorded` and `kept`:
+  each takes real clients and servers a minute to write), the other Spark tests with the second.
+  Each half starts its own local Spark session, two instead of one: the pipeline is the longest work
+  of the suite (Spark jobs, CPU-bound), and one worker alone would take longer than all the rest;
+  three halves ran slower, their Spark sessions competing for the two cores. A module with a
   module-scoped fixture is a group of its own, so that fixture is set up once, as in a serial run,
   instead of once per worker that receives one of its tests.
 - Every other test runs anywhere: its fixtures are per test, or per worker and safe to duplicate
@@ -37,7 +38,7 @@ KEEP_FROM = 0.2  # seconds: faster tests are left out of the file and cost UNKNO
 RULES = (
     ("tests/container/", None, "container"),
     ("tests/pipeline/", "produced", "pipeline-produced"),
-    ("tests/pipeline/", "recorded", "pipeline-recorded"),
+    ("tests/pipeline/", "recorded", "pipeline-spark"),
     ("tests/pipeline/", "kept", "pipeline-spark"),
     ("tests/pipeline/", "spark", "pipeline-spark"),
 )
