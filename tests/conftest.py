@@ -1,5 +1,5 @@
 """Fixtures shared by several test directories, and how the suite is spread over pytest-xdist workers
-(tests/scheduling.py: `make test` runs `-n 4 --dist loadgroup`)."""
+(tests/scheduling.py: `make test` runs `-n 6 --dist loadgroup`)."""
 
 from __future__ import annotations
 
@@ -35,12 +35,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="merge the time each test took into tests/durations.json (the order `make test` starts them)",
     )
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook turns the marks into `@group` node ids
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.pluginmanager.hasplugin("xdist"):
-        scheduling.mark_groups(items)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)

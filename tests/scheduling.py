@@ -1,31 +1,31 @@
-"""How `make test` spreads the suite over pytest-xdist workers (`-n 4 --dist loadgroup`, tests/conftest.py).
+"""How `make test` spreads the suite over pytest-xdist workers (`-n 6 --dist loadgroup`, tests/conftest.py).
 
-Most of the suite's wall time is waiting: real servers, stock clients, PostgreSQL and containers in
-subprocesses. Run one after the other it took 19 minutes on a 2-core machine; spread over a few workers
-the waits overlap. Two rules decide what may run where:
+Most of the suite's wall time is waiting: real servers, stock clients, PostgreSQL, Spark and containers
+in subprocesses. Run one after the other it took 19 minutes on a 2-core machine; spread over six
+workers the waits overlap (4733 passed in 9:54 on the shared machine, 2026-11-28).
 
-- Tests that share an expensive session fixture run on ONE worker, in an xdist group (`RULES`): the
-  container tests (the podman images under fixed tags, built once per session), and the pipeline
-  tests in two halves by the recorded data directories they read (`produced`; `recorded` and `kept`:
-  each takes real clients and servers a minute to write), the other Spark tests with the second.
-  Each half starts its own local Spark session, two instead of one: the pipeline is the longest work
-  of the suite (Spark jobs, CPU-bound), and one worker alone would take longer than all the rest;
-  three halves ran slower, their Spark sessions competing for the two cores. A module with a
-  module-scoped fixture is a group of its own, so that fixture is set up once, as in a serial run,
-  instead of once per worker that receives one of its tests.
-- Every other test runs anywhere: its fixtures are per test, or per worker and safe to duplicate
-  (a PostgreSQL server per worker, `tests/conftest.py`; one secured server per worker).
+Every test may run on any worker: what a session fixture builds is built once per worker and made safe
+to duplicate. Servers take reserved ports (tests/ports.py), data lives under the worker's own basetemp,
+a PostgreSQL server per worker (tests/conftest.py), a local Spark session and the pipeline's recorded
+directories per worker (tests/pipeline/conftest.py), apt and pip installs and the container base image
+one process at a time on the machine (tests/locks.py); the kcoord image is built from the same tree by
+each worker that needs it, so whichever build its tag names is the same image. Keeping the pipeline
+tests on one or two workers to share one Spark session was slower: they are the longest work of the
+suite, and one worker would take longer than all the rest.
+
+`--dist loadgroup` keeps explicit `xdist_group` marks on one worker where pytest-xdist can: xdist 3.8
+marks a grouped test by renaming `item._nodeid`, which pytest 9 no longer reads, so with that pair
+every test is a unit of its own (the measured setting above).
 
 `CostFirstScheduling` hands out the work longest first (longest processing time first, a classic
-approximation of the shortest schedule): a group costs the sum of its tests, a test what it took when
-`tests/durations.json` was last written (`pytest --update-durations`), `UNKNOWN_COST` when it is not
-listed. A stale file only changes the order, never what runs.
+approximation of the shortest schedule): a test costs what it took when `tests/durations.json` was last
+written (`pytest -n 6 --dist loadgroup --update-durations`), `UNKNOWN_COST` when it is not listed, a
+group the sum of its tests. A stale file only changes the order, never what runs.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,35 +34,6 @@ import pytest
 DURATIONS = Path(__file__).with_name("durations.json")
 UNKNOWN_COST = 0.1  # seconds: most tests of the suite are unit tests, well under this
 KEEP_FROM = 0.2  # seconds: faster tests are left out of the file and cost UNKNOWN_COST
-# (folder, fixture the test uses or None, group): the first rule that matches names the group
-RULES = (
-    ("tests/container/", None, "container"),
-    ("tests/pipeline/", "produced", "pipeline-produced"),
-    ("tests/pipeline/", "recorded", "pipeline-spark"),
-    ("tests/pipeline/", "kept", "pipeline-spark"),
-    ("tests/pipeline/", "spark", "pipeline-spark"),
-)
-
-
-def group_of(item: pytest.Item) -> str | None:
-    """The xdist group `item` must share a worker with, or None when it may run anywhere."""
-    fixtures = set(getattr(item, "fixturenames", ()))
-    for prefix, fixture, group in RULES:
-        if item.nodeid.startswith(prefix) and (fixture is None or fixture in fixtures):
-            return group
-    info = getattr(item, "_fixtureinfo", None)
-    defs = info.name2fixturedefs.values() if info is not None else ()
-    if any(chain and chain[-1].scope == "module" for chain in defs):
-        return item.nodeid.split("::", 1)[0]
-    return None
-
-
-def mark_groups(items: Iterable[pytest.Item]) -> None:
-    """Add the `xdist_group` marks; pytest-xdist turns them into the `@group` suffix of node ids."""
-    for item in items:
-        group = group_of(item)
-        if group is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def plain_id(nodeid: str) -> str:
