@@ -1,9 +1,10 @@
 """Servers as real subprocesses for tests and benchmarks: `kcoord serve`, or any program that logs
 "listening on host:port".
 
-The port comes from the server itself (`--listen 127.0.0.1:0` at the first start): callers wait for
-its "listening on" line instead of guessing a free port or sleeping, and a restart keeps the port so
-clients reconnect to the same address. Every process is stopped by its PID (SIGKILL at the latest).
+A `kcoord serve` gets its port at the first start from tests/ports.py (outside the kernel's ephemeral
+range and reserved for this process, so no other worker's connection or server takes it while the
+server restarts); callers wait for its "listening on" line instead of sleeping, and a restart keeps the
+port so clients reconnect to the same address. Every process is stopped by its PID (SIGKILL at the latest).
 Also here: a raw ApiVersions v0 round trip, written with `struct` so that it checks the server
 independently of our own codec.
 """
@@ -21,6 +22,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from tests.ports import free_port
 
 __all__ = [
     "REPO",
@@ -197,17 +200,20 @@ class KcoordServer(ServerProcess):
         super().__init__(log_path, env, name="kcoord")
         self.data_dir = data_dir
         self.extra: list[str] = list(extra)
+        self.listen_port = 0  # reserved at the first start; `port` stays 0 until the server listens
 
     def argv(self) -> list[str]:
         return [
             sys.executable, "-m", "kcoord", "serve",
-            "--listen", f"{self.host}:{self.port}",
+            "--listen", f"{self.host}:{self.listen_port}",
             "--data-dir", str(self.data_dir),
             "--group-initial-rebalance-delay-ms", "0",
             *self.extra,
         ]  # fmt: skip
 
     def start(self, timeout: float = 30.0) -> int:
+        if self.listen_port == 0:  # kept from here on: a restart listens where clients look for it
+            self.listen_port = free_port()
         port = super().start(timeout)
         self.wait_answering(timeout)
         return port

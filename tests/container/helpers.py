@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tests import ports
 from tests.container.engine import PODMAN_RUN_FLAGS, inspect, podman, tool_path
 from tests.kcoord_process import REPO
 
@@ -45,19 +45,11 @@ __all__ = [
 FIGURES: dict[str, float] = {}  # printed at the end of the session (image size, start, stop times)
 
 
-_HANDED_OUT: set[int] = set()
-
-
 def free_port() -> int:
-    """A free loopback port, never one this process handed out before: the OS may give a just-closed
-    port again, and two of a container's ports (Kafka, HTTP) must differ."""
-    while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
+    """A free loopback port, never one this process handed out before (two of a container's ports,
+    Kafka and HTTP, must differ), outside the ephemeral range and reserved for this process
+    (tests/ports.py): a container restarted on it finds it free while other xdist workers run."""
+    return ports.free_port()
 
 
 @dataclass

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.locks import APT_WAIT, machine_lock
 from tests.server.wire import call
 
 OFFSET_COMMIT, OFFSET_FETCH = 8, 9
@@ -79,13 +80,14 @@ def tmpfs(tmp_path: Path) -> Iterator[Tmpfs]:
 def _ensure_fuse() -> None:
     if not Path("/dev/fuse").exists():
         cannot("no /dev/fuse")
-    if shutil.which("fusermount3") is None and os.geteuid() == 0:
-        _run("apt-get", "install", "-y", "-q", "fuse3")
+    with machine_lock("install"):  # one installer at a time on the machine (xdist workers, other runs)
+        if shutil.which("fusermount3") is None and os.geteuid() == 0:
+            _run("apt-get", "install", "-y", "-q", *APT_WAIT, "fuse3")
+        if importlib.util.find_spec("mfusepy") is None:
+            _run(sys.executable, "-m", "pip", "install", "-q", "mfusepy")
+            importlib.invalidate_caches()
     if shutil.which("fusermount3") is None:
         cannot("fusermount3 missing (apt-get install fuse3)")
-    if importlib.util.find_spec("mfusepy") is None:
-        _run(sys.executable, "-m", "pip", "install", "-q", "mfusepy")
-        importlib.invalidate_caches()
     if importlib.util.find_spec("mfusepy") is None:
         cannot("mfusepy missing (pip install mfusepy)")
 

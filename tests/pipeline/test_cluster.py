@@ -69,6 +69,10 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 proc.wait(10)
 
 
+# Its setup starts a standalone master and two workers (three JVMs) and may be the first to need the
+# session's Spark and `recorded`: under pytest-xdist beside the other Spark tests that took over the
+# suite's 300 s. Bounded all the same.
+@pytest.mark.timeout(600)
 def test_offsets_on_a_standalone_cluster_equal_local(
     spark: Any, recorded: dict[str, Any], standalone: str, tmp_path: Path
 ) -> None:

@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
 from tests.kcoord_process import KcoordServer, ServerProcess
+from tests.ports import free_port
 from tests.security.certs import Pki, make_pki
 from tests.server.wire import call
 
@@ -84,6 +85,8 @@ class SecuredServer(ServerProcess):
         ]  # fmt: skip
 
     def start(self, timeout: float = 30.0) -> int:
+        for name in LISTENERS:  # reserved ports (tests/ports.py): a restart finds them free
+            self.ports.setdefault(name, free_port())
         super().start(timeout)
         for name in LISTENERS:
             match = self.wait_for(re.compile(rf"listening on \S+:(\d+) .*listener={name} "), timeout)

@@ -1,0 +1,82 @@
+"""How `make test` spreads the suite over pytest-xdist workers (`-n 6 --dist loadgroup`, tests/conftest.py).
+
+Most of the suite's wall time is waiting: real servers, stock clients, PostgreSQL, Spark and containers
+in subprocesses. Run one after the other it took 19 minutes on a 2-core machine; spread over six
+workers the waits overlap (4733 passed in 9:54 on the shared machine, 2026-11-28).
+
+Every test may run on any worker: what a session fixture builds is built once per worker and made safe
+to duplicate. Servers take reserved ports (tests/ports.py), data lives under the worker's own basetemp,
+a PostgreSQL server per worker (tests/conftest.py), a local Spark session and the pipeline's recorded
+directories per worker (tests/pipeline/conftest.py), apt and pip installs and the container base image
+one process at a time on the machine (tests/locks.py); the kcoord image is built from the same tree by
+each worker that needs it, so whichever build its tag names is the same image. Keeping the pipeline
+tests on one or two workers to share one Spark session was slower: they are the longest work of the
+suite, and one worker would take longer than all the rest.
+
+`--dist loadgroup` keeps explicit `xdist_group` marks on one worker where pytest-xdist can: xdist 3.8
+marks a grouped test by renaming `item._nodeid`, which pytest 9 no longer reads, so with that pair
+every test is a unit of its own (the measured setting above).
+
+`CostFirstScheduling` hands out the work longest first (longest processing time first, a classic
+approximation of the shortest schedule): a test costs what it took when `tests/durations.json` was last
+written (`pytest -n 6 --dist loadgroup --update-durations`), `UNKNOWN_COST` when it is not listed, a
+group the sum of its tests. A stale file only changes the order, never what runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DURATIONS = Path(__file__).with_name("durations.json")
+UNKNOWN_COST = 0.1  # seconds: most tests of the suite are unit tests, well under this
+KEEP_FROM = 0.2  # seconds: faster tests are left out of the file and cost UNKNOWN_COST
+
+
+def plain_id(nodeid: str) -> str:
+    """A node id without the `@group` suffix that loadgroup adds."""
+    at, bracket = nodeid.rfind("@"), nodeid.rfind("]")
+    return nodeid[:at] if at > bracket else nodeid
+
+
+def load_durations(path: Path = DURATIONS) -> dict[str, float]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def write_durations(measured: dict[str, float], path: Path = DURATIONS) -> None:
+    """Merge what this run measured into the file: tests that ran get their new time (or leave the file
+    when they got fast); tests that did not run keep theirs."""
+    merged = {k: v for k, v in load_durations(path).items() if k not in measured}
+    merged.update({k: round(v, 1) for k, v in measured.items() if v >= KEEP_FROM})
+    path.write_text(json.dumps(dict(sorted(merged.items())), indent=0) + "\n")
+
+
+def make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """The loadgroup scheduler of pytest-xdist, handing out its work units longest first."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    class CostFirstScheduling(LoadGroupScheduling):  # type: ignore[misc]
+        durations = load_durations()
+        ordered = False
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # LoadScopeScheduling.schedule fills `workqueue` (largest unit first) and then assigns from
+            # its front: reorder it by cost before the first unit leaves.
+            if not self.ordered:
+                self.ordered = True
+                units = sorted(self.workqueue.items(), key=lambda scope_unit: -self.cost(scope_unit[1]))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+        def cost(self, unit: dict[str, bool]) -> float:
+            return sum(self.durations.get(plain_id(nodeid), UNKNOWN_COST) for nodeid in unit)
+
+    return CostFirstScheduling(config, log)
