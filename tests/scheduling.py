@@ -13,9 +13,11 @@ each worker that needs it, so whichever build its tag names is the same image. K
 tests on one or two workers to share one Spark session was slower: they are the longest work of the
 suite, and one worker would take longer than all the rest.
 
-`--dist loadgroup` keeps explicit `xdist_group` marks on one worker where pytest-xdist can: xdist 3.8
-marks a grouped test by renaming `item._nodeid`, which pytest 9 no longer reads, so with that pair
-every test is a unit of its own (the measured setting above).
+`--dist loadgroup` would keep explicit `xdist_group` marks on one worker, but xdist 3.8 marks a grouped
+test by renaming `item._nodeid`, which pytest 9 no longer reads: with that pair every test is a unit of
+its own. So the one place that must share a worker says so here, by folder (`SHARED_FOLDERS`): the Kafka
+oracle's tests (tests/oracle) share one Apache Kafka broker per worker, a JVM that costs ~10 s of CPU to
+start, so they all run on one worker (about half a minute of work), not one broker per worker.
 
 `CostFirstScheduling` hands out the work longest first (longest processing time first, a classic
 approximation of the shortest schedule): a test costs what it took when `tests/durations.json` was last
@@ -34,6 +36,7 @@ import pytest
 DURATIONS = Path(__file__).with_name("durations.json")
 UNKNOWN_COST = 0.1  # seconds: most tests of the suite are unit tests, well under this
 KEEP_FROM = 0.2  # seconds: faster tests are left out of the file and cost UNKNOWN_COST
+SHARED_FOLDERS = ("tests/oracle/",)  # each folder's tests are one work unit: one worker, one fixture
 
 
 def plain_id(nodeid: str) -> str:
@@ -75,6 +78,12 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
                 self.workqueue.clear()
                 self.workqueue.update(units)
             super()._assign_work_unit(node)
+
+        def _split_scope(self, nodeid: str) -> str:
+            for folder in SHARED_FOLDERS:
+                if nodeid.startswith(folder):
+                    return folder
+            return str(super()._split_scope(nodeid))
 
         def cost(self, unit: dict[str, bool]) -> float:
             return sum(self.durations.get(plain_id(nodeid), UNKNOWN_COST) for nodeid in unit)
