@@ -157,15 +157,18 @@ class _Fetch:
             index = int(part["partition"])
             denied = readable is not None and name is not None and name not in readable
             log = None if name is None or denied else self._ctx.data.log(name, index)
-            entry: Entry = {"partition_index": index, "records": b""}
-            if committed:
-                entry["aborted_transactions"] = []
+            # aborted_transactions as Kafka fills it: [] in the answers KafkaApis makes itself (unknown
+            # or unauthorized partitions, FetchResponse.partitionResponse), null in those the replica
+            # manager's read makes (ReplicaManager.readFromLog: a read, its epoch and range errors)
+            # unless a read_committed read finds aborted transactions.
+            entry: Entry = {"partition_index": index, "records": b"", "aborted_transactions": []}
             out["partitions"].append(entry)
             if denied:  # READ on the topic is checked before its existence (KafkaApis.handleFetchRequest)
                 error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif log is None:  # an unknown id (v13+), an unknown name or partition, or led elsewhere
                 error = unknown if name is None else self._ctx.data.missing(name, index)
             else:
+                entry["aborted_transactions"] = None
                 error = check_current_leader_epoch(int(part["current_leader_epoch"]), log.leader_epoch)
             if error is not ErrorCode.NONE:
                 _error(entry, error)
