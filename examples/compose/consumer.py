@@ -40,14 +40,15 @@ consumer = KafkaConsumer(
 
 def group_done() -> bool:
     """Has the whole group (not just this member) committed up to the end of every partition?"""
-    partitions = [TopicPartition(TOPIC, p) for p in consumer.partitions_for_topic(TOPIC) or ()]
-    if not partitions:
-        return False
     try:
+        partitions = [TopicPartition(TOPIC, p) for p in consumer.partitions_for_topic(TOPIC) or ()]
+        if not partitions:
+            return False
         ends = consumer.end_offsets(partitions)
     except (KafkaError, KeyError):
         # A partition without a leader just now (a new topic, a cluster node failing over): kafka-python
-        # 3.0 raises KeyError for it. Not done yet; ask again after the next poll.
+        # 3.0 raises LeaderNotAvailableError or KeyError for it. Not done yet; ask again after the next
+        # poll.
         return False
     committed = {tp: consumer.committed(tp) or 0 for tp in partitions}
     return sum(ends.values()) >= MESSAGES and all(committed[tp] >= ends[tp] for tp in partitions)

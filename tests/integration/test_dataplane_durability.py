@@ -114,5 +114,6 @@ def test_acknowledged_records_survive_repeated_kills(
             assert found == value.encode(), (
                 f"round {round_}: acked {value} at {partition}/{offset}, found {found!r}"
             )
-    assert producer.proc.poll() is None, "the producer gave up"
+    # Still sending, or done with every record (a slow machine's rounds may outlast them); never failed.
+    assert producer.proc.poll() in (None, 0), "the producer gave up"
     assert not producer.failures, producer.failures[:3]
