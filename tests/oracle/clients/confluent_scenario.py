@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 COUNT = 10
@@ -87,16 +87,28 @@ def describe(admin: AdminClient, topic: str, group: str) -> dict[str, Any]:
     desc = described.result(timeout=30)
     deleted = admin.delete_records([TopicPartition(topic, 0, 1)])
     low = [f.result(timeout=30).low_watermark for f in deleted.values()]
-    earliest = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.earliest() for p in range(3)})
-    latest = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(3)})
     return {
         "group_state": str(desc.state),
         "members": len(desc.members),
         "assignor": desc.partition_assignor,
         "deleted_low_watermarks": low,
-        "earliest": sorted((tp.partition, f.result().offset) for tp, f in earliest.items()),
-        "latest": sorted((tp.partition, f.result().offset) for tp, f in latest.items()),
+        "earliest": _offsets(admin, topic, OffsetSpec.earliest()),
+        "latest": _offsets(admin, topic, OffsetSpec.latest()),
     }
+
+
+def _offsets(admin: AdminClient, topic: str, spec: Any) -> list[tuple[int, int]]:
+    """list_offsets of every partition, asked again (bounded) while librdkafka's own metadata cache does
+    not know a partition yet ("Local: Unknown partition", a local, retriable error seen once in CI)."""
+    for attempt in range(20):
+        futures = admin.list_offsets({TopicPartition(topic, p): spec for p in range(3)})
+        try:
+            return sorted((tp.partition, f.result(timeout=30).offset) for tp, f in futures.items())
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION or attempt == 19:
+                raise
+            time.sleep(0.25)
+    raise AssertionError("unreachable")
 
 
 def main(bootstrap: str, topic: str, group: str) -> None:
