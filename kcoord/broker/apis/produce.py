@@ -196,13 +196,16 @@ class _Write:
             _fail(entry, ctx.data.missing(name, entry["index"]), None, version)
             return
         if pending.acks == -1 and (min_isr := ctx.data.min_insync_replicas(name)) > 1:
-            # Partition.appendRecordsToLeader: acks=all needs min.insync.replicas in sync; we have one.
-            message = (
-                f"The size of the current ISR Set({ctx.node_id}) is insufficient to satisfy the min.isr "
-                f"requirement of {min_isr} for partition {name}-{entry['index']}"
-            )
-            _fail(entry, ErrorCode.NOT_ENOUGH_REPLICAS, message, version)
-            return
+            # Partition.appendRecordsToLeader: acks=all needs min.insync.replicas in sync (one on a
+            # single node; a cluster's live replicas, ClusterLeadership.in_sync_replicas).
+            in_sync = ctx.leadership.in_sync_replicas(name, entry["index"])
+            if len(in_sync) < min_isr:
+                message = (
+                    f"The size of the current ISR Set({', '.join(map(str, in_sync))}) is insufficient to "
+                    f"satisfy the min.isr requirement of {min_isr} for partition {name}-{entry['index']}"
+                )
+                _fail(entry, ErrorCode.NOT_ENOUGH_REPLICAS, message, version)
+                return
         checked = plog.validate(batch, ctx.data.now_ms())
         if isinstance(checked, AppendError):
             _fail(entry, checked.error_code, checked.message, version)

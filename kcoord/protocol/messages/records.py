@@ -90,21 +90,26 @@ GROUP_METADATA_VALUE = Schema(
 # kcoord's topic registry record (storage record type 4): the topic exists with num_partitions
 # partitions 0..n-1; a None value (tombstone) = the topic was deleted.
 # Value v1 adds the topic's own configs (set by CreateTopics / AlterConfigs; defaults are not stored).
-# Writers use v0 for a topic without configs, so such a directory stays readable by older readers.
+# Value v2 adds the replication factor CreateTopics asked for (cluster mode: the nodes Metadata lists as
+# its replicas, kcoord/cluster/leadership.py). Writers use the lowest version that carries the topic (v0
+# without configs, v2 only for a replication factor other than 1), so a directory stays readable by
+# older readers.
 TOPIC_RECORD_TYPE = 4
 TOPIC_KEY = Schema("TopicKey", versions=range(0, 1), fields=(Field("name", STRING),))
 TOPIC_CONFIG = Schema("TopicConfig", fields=(Field("name", STRING), Field("value", STRING)))
 TOPIC_VALUE = Schema(
     "TopicValue",
-    versions=range(0, 2),
+    versions=range(0, 3),
     fields=(
         Field("topic_id", UUID),
         Field("num_partitions", INT32),
         Field("configs", array(TOPIC_CONFIG), since=1, default=()),
+        Field("replication_factor", INT16, since=2, default=1),
     ),
 )
 TOPIC_VERSION = 0
 TOPIC_CONFIGS_VERSION = 1
+TOPIC_REPLICATION_VERSION = 2
 
 # kcoord's producer-id block record (storage record type 5): ids below block_end may have been
 # handed out (kcoord/coordinator/metadata/producer_ids.py). The key has no fields: there is one such record.
