@@ -40,6 +40,7 @@ from typing import Any
 
 from kcoord import storage
 from kcoord.broker import authz
+from kcoord.broker.apis.leader_hints import PRODUCE_HINTED, with_leader_hints
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC
 from kcoord.broker.verification import TxnAnswers, TxnCheck
@@ -62,6 +63,8 @@ def wants_response(req: Request) -> bool:
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
+    if version >= 10 and ctx.brokers is not None:  # KIP-951; only a cluster has other leaders
+        respond = with_leader_hints(ctx, meta, respond, "partition_responses", PRODUCE_HINTED)
     if version >= 13:
         _resolve_ids(ctx, req)
     transactional_id = req["transactional_id"] if version >= 3 else None
