@@ -53,7 +53,7 @@ class ShareModel(RuleBasedStateMachine):
         return self.model.get(offset, (AV, 0, None))
 
     def _release(self, offset: int, decrease: bool) -> None:
-        state, count, _ = self.model[offset]
+        _, count, _ = self.model[offset]
         count -= 1 if decrease else 0
         self.model[offset] = (ARC if count >= LIMIT and not decrease else AV, count, None)
 
