@@ -20,7 +20,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -220,11 +220,6 @@ class ReplicatedPg:
                 os.kill(victim, signal.SIGKILL)
         self.primary_killed = True
 
-    def walreceiver_pid(self) -> int | None:
-        """The standby's WAL receiver process (SIGSTOP it to make an asynchronous standby lag)."""
-        row = self.sql(self.standby, "SELECT pid FROM pg_stat_wal_receiver")
-        return int(row) if row else None
-
     def promote(self) -> None:
         """`pg_ctl promote`, waiting until the standby accepts writes."""
         done = self.standby.as_postgres("pg_ctl", "-D", str(self.standby.data), "-w", "-t", "60", "promote")
@@ -265,9 +260,10 @@ def _wait_streaming(pair: ReplicatedPg, timeout_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def start_replicated(synchronous: bool) -> ReplicatedPg:
+def start_replicated(synchronous: bool, relay: Callable[[int], int] | None = None) -> ReplicatedPg:
     """A primary (start_postgres) and a standby cloned from it with pg_basebackup on another free
-    port, streaming; synchronous when asked. The caller calls `remove()`."""
+    port, streaming; synchronous when asked. `relay(primary_port)`, when given, returns the port the
+    standby streams through instead (a proxy the test can cut). The caller calls `remove()`."""
     primary = start_postgres()
     root = Path(tempfile.mkdtemp(prefix="kcoord-pg-standby-"))
     os.chmod(root, 0o755)
@@ -276,7 +272,8 @@ def start_replicated(synchronous: bool) -> ReplicatedPg:
     try:
         if os.geteuid() == 0:
             shutil.chown(root, "postgres", "postgres")
-        conninfo = f"host=127.0.0.1 port={primary.port} user=postgres application_name={STANDBY}"
+        port = primary.port if relay is None else relay(primary.port)
+        conninfo = f"host=127.0.0.1 port={port} user=postgres application_name={STANDBY}"
         done = standby.as_postgres(
             "pg_basebackup", "-d", conninfo, "-D", str(standby.data), "-X", "stream", "-R", "--no-sync",
             "-c", "fast",
@@ -295,11 +292,13 @@ def start_replicated(synchronous: bool) -> ReplicatedPg:
 
 
 @contextlib.contextmanager
-def replicated_servers(synchronous: bool) -> Iterator[ReplicatedPg]:
-    """A primary and a streaming standby of the test's own: skipped (failed under
-    KCOORD_CLUSTER_TESTS=required) where PostgreSQL cannot run."""
+def replicated_servers(
+    synchronous: bool, relay: Callable[[int], int] | None = None
+) -> Iterator[ReplicatedPg]:
+    """A primary and a streaming standby of the test's own (`start_replicated`): skipped (failed
+    under KCOORD_CLUSTER_TESTS=required) where PostgreSQL cannot run."""
     try:
-        pair = start_replicated(synchronous)
+        pair = start_replicated(synchronous, relay)
     except PostgresUnavailable as exc:
         cannot(str(exc))
     try:

@@ -102,18 +102,20 @@ class _Hosts:
     async def connect(self, *, timeout: float, **kwargs: Any) -> Any:
         if len(self.dsns) == 1:
             return await asyncpg.connect(self.dsns[0], timeout=timeout, **kwargs)
-        last: BaseException | None = None
+        errors: list[BaseException] = []
         share = timeout / len(self.dsns)
         for index in self.order():
             try:
                 conn = await asyncpg.connect(self.dsns[index], timeout=share, **kwargs)
             except _NEXT_HOST_ERRORS as exc:
-                last = exc
+                errors.append(exc)
                 continue
             self._good = index
             return conn
-        assert last is not None
-        raise last
+        # A host that could not be reached says more than one that answered as a standby, and is
+        # what asyncpg itself raises then (its last OSError): the writers take it as a lost connection.
+        reached = (e for e in errors if not isinstance(e, asyncpg.exceptions.TargetServerAttributeNotMatched))
+        raise next(reached, errors[-1])
 
 
 def _settings(node_id: int | None) -> dict[str, str]:
