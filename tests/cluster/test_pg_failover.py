@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -38,9 +39,9 @@ from tests.cluster.test_db_faults import (
     _commit_through,
     _first_after,
     _nothing_acknowledged_lost,
-    _worker,
 )
 from tests.cluster.test_partition_nodes import PARTITIONS, TOPIC, consume_all, leaders
+from tests.kcoord_process import REPO
 from tests.postgres import ReplicatedPg, replicated_servers
 from tests.server.wire import connect, create_topic
 
@@ -126,26 +127,37 @@ def _setup(cluster: list[Node]) -> None:
         until(partial(owned, group), 30, f"{group} has an owner")
 
 
-def _collect(proc: subprocess.Popen[str], timeout: float) -> tuple[int | None, list[dict[str, Any]]]:
+def _spawn(tmp_path: Path, name: str, module: str, args: list[str]) -> subprocess.Popen[str]:
+    """A worker writing its events to a file: a pipe read only at the end fills after ~1,000 events
+    and blocks the worker's delivery callback, which stalls its client (seen as a producer that stops
+    for the rest of its run)."""
+    with (tmp_path / f"{name}.jsonl").open("w") as out, (tmp_path / f"{name}.err").open("w") as err:
+        argv = [sys.executable, "-m", module, *args]
+        return subprocess.Popen(argv, cwd=REPO, stdout=out, stderr=err, text=True)
+
+
+def _collect(
+    proc: subprocess.Popen[str], path: Path, timeout: float
+) -> tuple[int | None, list[dict[str, Any]]]:
     """A worker's exit status and events, whatever its status (after an asynchronous standby's
     failover a client may give up)."""
-    out, _ = proc.communicate(timeout=timeout)
-    return proc.returncode, [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    proc.wait(timeout)
+    lines = path.read_text().splitlines()
+    return proc.returncode, [json.loads(line) for line in lines if line.startswith("{")]
 
 
 def _fail_over(tmp_path: Path, pair: ReplicatedPg, cluster: list[Node], relay: BlackHoleProxy | None) -> Run:
     """Load, (cut the standby's stream and let the primary acknowledge more,) kill the primary,
     probe the nodes while nothing is writable, promote; what the clients saw."""
     bootstrap = ",".join(n.bootstrap for n in cluster)
-    committer = _worker(
+    committer = _spawn(
+        tmp_path,
+        "commits",
         "tests.cluster.commit_worker",
         ["kafka-python", "classic", bootstrap, "t", "pg-failover", str(LOAD_S)],
-        tmp_path / "committer.err",
     )
-    producer = _worker(
-        "tests.cluster.produce_worker",
-        ["confluent", bootstrap, TOPIC, str(LOAD_S)],
-        tmp_path / "producer.err",
+    producer = _spawn(
+        tmp_path, "records", "tests.cluster.produce_worker", ["confluent", bootstrap, TOPIC, str(LOAD_S)]
     )
     raw = RawCommitter(cluster, "pg-failover-raw")
     thread = threading.Thread(target=raw.run, daemon=True)
@@ -167,7 +179,8 @@ def _fail_over(tmp_path: Path, pair: ReplicatedPg, cluster: list[Node], relay: B
     _answers_while_down(cluster, raw.group, TTL_MS / 1000 + 1.5)
     pair.promote()
     promoted_at = time.time()
-    (c_exit, commits), (p_exit, records) = _collect(committer, 150), _collect(producer, 180)
+    c_exit, commits = _collect(committer, tmp_path / "commits.jsonl", 150)
+    p_exit, records = _collect(producer, tmp_path / "records.jsonl", 180)
     return Run(cut_at, killed_at, promoted_at, lag, raw, commits, records, (c_exit, p_exit))
 
 
