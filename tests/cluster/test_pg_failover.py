@@ -24,6 +24,8 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -47,7 +49,7 @@ from tests.server.wire import connect, create_topic
 
 log = logging.getLogger(__name__)
 
-LOAD_S = 20  # the stock clients' run; the kill comes a few seconds into it
+LOAD_S = 16  # the stock clients' run; the kill comes a few seconds into it
 LAGGED_COMMITS = 10  # raw commits the primary acknowledges after a lagging standby's stream is cut
 # kafka-python's commit errors a worker may log and carry on from: all retriable in Kafka's sense.
 RETRIABLE_COMMIT_ERRORS = (
@@ -71,17 +73,21 @@ class RawCommitter:
     acked: list[tuple[int, float]] = field(default_factory=list)
     sent: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
+    stopped: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
         offset = 1
         deadline = time.monotonic() + 120
-        while not self.stop.is_set() and time.monotonic() < deadline:
-            self.sent = offset
-            if _commit_through(self.cluster, self.group, offset) is not None:
-                self.acked.append((offset, time.time()))
-                offset += 1  # the next offset only after an acknowledgement: a retry rewrites the same
-            else:
-                time.sleep(0.02)
+        try:
+            while not self.stop.is_set() and time.monotonic() < deadline:
+                self.sent = offset
+                if _commit_through(self.cluster, self.group, offset) is not None:
+                    self.acked.append((offset, time.time()))
+                    offset += 1  # the next offset only after an acknowledgement: a retry rewrites it
+                else:
+                    self.stop.wait(0.02)
+        finally:
+            self.stopped.set()
 
     def committed(self) -> int:
         """The group's offset as its owner answers it now (waits for an owner)."""
@@ -146,9 +152,12 @@ def _collect(
     return proc.returncode, [json.loads(line) for line in lines if line.startswith("{")]
 
 
-def _fail_over(tmp_path: Path, pair: ReplicatedPg, cluster: list[Node], relay: BlackHoleProxy | None) -> Run:
-    """Load, (cut the standby's stream and let the primary acknowledge more,) kill the primary,
-    probe the nodes while nothing is writable, promote; what the clients saw."""
+@contextmanager
+def _load(
+    tmp_path: Path, cluster: list[Node]
+) -> Iterator[tuple[subprocess.Popen[str], subprocess.Popen[str], RawCommitter]]:
+    """The stock committer and producer in their processes and the raw committer in a thread; on the
+    way out the thread is stopped and a worker still running (a test failed early) killed by its pid."""
     bootstrap = ",".join(n.bootstrap for n in cluster)
     committer = _spawn(
         tmp_path,
@@ -162,25 +171,40 @@ def _fail_over(tmp_path: Path, pair: ReplicatedPg, cluster: list[Node], relay: B
     raw = RawCommitter(cluster, "pg-failover-raw")
     thread = threading.Thread(target=raw.run, daemon=True)
     thread.start()
+    try:
+        yield committer, producer, raw
+    finally:
+        raw.stop.set()
+        thread.join(30)
+        for proc in (committer, producer):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
 
-    def loaded() -> bool | None:
-        assert committer.poll() is None, "the committer exited early"
-        return (len(raw.acked) >= 20 and _offset_anywhere(cluster, "pg-failover") >= 3) or None
 
-    until(loaded, 60, "the stock client and the raw committer commit")
-    cut_at = _cut(relay, raw)
-    lag = pair.lag_bytes()
-    pair.kill_primary()
-    killed_at = time.time()
-    raw.stop.set()  # what it had acknowledged before the kill is what the standby must have
-    thread.join(30)
-    if relay is not None:
-        relay.heal(reset=True)  # what the relay held is lost with the primary's machine
-    _answers_while_down(cluster, raw.group, TTL_MS / 1000 + 1.5)
-    pair.promote()
-    promoted_at = time.time()
-    c_exit, commits = _collect(committer, tmp_path / "commits.jsonl", 150)
-    p_exit, records = _collect(producer, tmp_path / "records.jsonl", 180)
+def _fail_over(tmp_path: Path, pair: ReplicatedPg, cluster: list[Node], relay: BlackHoleProxy | None) -> Run:
+    """Load, (cut the standby's stream and let the primary acknowledge more,) kill the primary,
+    probe the nodes while nothing is writable, promote; what the clients saw."""
+    with _load(tmp_path, cluster) as (committer, producer, raw):
+
+        def loaded() -> bool | None:
+            assert committer.poll() is None, "the committer exited early"
+            return (len(raw.acked) >= 20 and _offset_anywhere(cluster, "pg-failover") >= 3) or None
+
+        until(loaded, 60, "the stock client and the raw committer commit")
+        cut_at = _cut(relay, raw)
+        lag = pair.lag_bytes()
+        pair.kill_primary()
+        killed_at = time.time()
+        raw.stop.set()  # what it acknowledged before the kill is what the standby must have
+        raw.stopped.wait(30)  # and nothing after the promotion
+        if relay is not None:
+            relay.heal(reset=True)  # what the relay held is lost with the primary's machine
+        _answers_while_down(cluster, raw.group, TTL_MS / 1000 + 1.5)
+        pair.promote()
+        promoted_at = time.time()
+        c_exit, commits = _collect(committer, tmp_path / "commits.jsonl", 150)
+        p_exit, records = _collect(producer, tmp_path / "records.jsonl", 180)
     return Run(cut_at, killed_at, promoted_at, lag, raw, commits, records, (c_exit, p_exit))
 
 
