@@ -6,6 +6,7 @@ asyncpg is the optional extra `kcoord[cluster]`: only `kcoord.cluster` imports i
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from typing import Any
 
@@ -118,6 +119,13 @@ class _Hosts:
         raise next(reached, errors[-1])
 
 
+@functools.lru_cache(maxsize=16)
+def _hosts(dsn: str) -> _Hosts:
+    """One `_Hosts` per DSN in the process, so the pool and the node's LISTEN connection share what
+    they learnt about which host is the primary."""
+    return _Hosts(dsn)
+
+
 def _settings(node_id: int | None) -> dict[str, str]:
     name = "kcoord" if node_id is None else f"kcoord-node-{node_id}"
     return {"application_name": name}
@@ -132,7 +140,7 @@ async def connect(
 ) -> Any:
     """One connection (`asyncpg.Connection`), for the command line, tests and a node's LISTEN (which
     bounds its statements: a LISTEN sent into a black hole would stop the node's poll loop for good)."""
-    return await _Hosts(dsn).connect(
+    return await _hosts(dsn).connect(
         timeout=timeout_s, command_timeout=command_timeout_s, server_settings=_settings(node_id)
     )
 
@@ -151,7 +159,7 @@ async def create_pool(
     timeouts above). A connection lost (the primary gone) is replaced at the next acquire, trying
     the DSN's hosts as `_Hosts` does, so a multi-host DSN with `target_session_attrs=read-write`
     follows a promoted standby."""
-    hosts = _Hosts(dsn)
+    hosts = _hosts(dsn)
 
     async def new_connection(_dsn: str, **kwargs: Any) -> Any:
         return await hosts.connect(**kwargs)
