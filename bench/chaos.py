@@ -172,13 +172,27 @@ def verify(cluster: Cluster, ledger: Ledger, readers: tuple[Reader, Reader]) -> 
     committed, aborted, unknown = ledger.transactions()
     plain, transactional = readers
     lost, duplicated = check_records(acked_records, plain.read_to_end())
-    missing, leaked, twice = check_transactions(committed, aborted, unknown, transactional.read_to_end())
+    missing, leaked, twice = _transactions_read(transactional, committed, aborted, unknown)
     return {
         "commits_acked": ledger.acked_commits(), "groups_checked": len(last), "lost_commits": lost_commits,
         "records_checked": len(acked_records), "lost_records": lost, "duplicated_records": duplicated,
         "txns_values_checked": len(committed), "txn_missing": missing, "txn_aborted_read": leaked,
         "txn_read_twice": twice,
     }  # fmt: skip
+
+
+def _transactions_read(
+    reader: Reader, committed: set[str], aborted: set[str], unknown: set[str], timeout: float = 30
+) -> tuple[int, int, int]:
+    """check_transactions, read again (bounded) while committed values are missing: commit_transaction
+    returns once the coordinator has written PREPARE_COMMIT, and the markers that let read_committed
+    readers past the transaction follow (Kafka's TransactionMarkerChannelManager, as here)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check_transactions(committed, aborted, unknown, reader.read_to_end())
+        if found[0] == 0 or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
 
 
 BAD = (
