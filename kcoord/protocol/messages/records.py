@@ -259,7 +259,8 @@ RECORD_TYPES: dict[int, RecordType] = {
         # The share coordinator's records (KIP-932): 0x50 + Kafka's record type (share_state_records.py).
         RecordType(ss.SHARE_SNAPSHOT_RECORD_TYPE, "share_snapshot", ss.SHARE_SNAPSHOT_KEY,
                    ss.SHARE_SNAPSHOT_VALUE, 0, 0),
-        RecordType(ss.SHARE_UPDATE_RECORD_TYPE, "share_update", ss.SHARE_UPDATE_KEY, ss.SHARE_UPDATE_VALUE, 1, 0),
+        RecordType(ss.SHARE_UPDATE_RECORD_TYPE, "share_update", ss.SHARE_UPDATE_KEY,
+                   ss.SHARE_UPDATE_VALUE, 1, 0),
     )
 }  # fmt: skip
 
