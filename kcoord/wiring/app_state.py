@@ -84,6 +84,8 @@ async def open_state(config: Config, backends: StateBackends, services: Services
     policy = FaultPolicy(on_fatal=services.on_fatal)
     recovered = await backends.recover(coordinators, policy)
     manager.on_loaded()
+    if coordinators.share_partitions is not None:
+        coordinators.share_partitions.on_loaded()
     data = await backends.topic_data(coordinators.topics, services.clock, policy)
     data.start_retention(loop)
     markers = TxnMarkers(data, manager)  # WriteTxnMarkers received: written here

@@ -209,8 +209,14 @@ class SharePartitions:
         may now acquire records."""
         self._listeners.append(listener)
 
+    def on_loaded(self) -> None:
+        """Recovery finished: serve (share partitions come into memory on their first fetch)."""
+        self.runtime.phases.loaded()
+
     def shutdown(self) -> None:
-        """Stop the lock timers (shutdown, a test-control reset): nothing of this tenant runs after it."""
+        """Stop the lock timers (shutdown, a test-control reset): nothing of this tenant runs after it;
+        fetches are refused from now on."""
+        self.runtime.phases.shut_down()
         for key, live in self._live.items():
             live.timer_deadline_ms = None
             self._timers.cancel(lock_timer_key(key))
