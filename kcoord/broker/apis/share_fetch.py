@@ -71,7 +71,18 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 class _ShareFetch:
     """One ShareFetch in flight: answers once both its acknowledgements and its fetch are done."""
 
-    __slots__ = ("_acks", "_context", "_ctx", "_edge", "_fetch", "_meta", "_renew", "_req", "_respond", "_settings")
+    __slots__ = (
+        "_acks",
+        "_context",
+        "_ctx",
+        "_edge",
+        "_fetch",
+        "_meta",
+        "_renew",
+        "_req",
+        "_respond",
+        "_settings",
+    )
 
     def __init__(
         self, ctx: ServerContext, edge: ShareEdge, req: Request, meta: RequestMeta, respond: Respond,
@@ -89,7 +100,11 @@ class _ShareFetch:
         req = self._req
         strict = self._meta.api_version >= 2 and int(req["share_acquire_mode"]) == _RECORD_LIMIT
         return FetchLimits(
-            int(req["min_bytes"]), int(req["max_bytes"]), int(req["max_records"]), int(req["batch_size"]), strict
+            int(req["min_bytes"]),
+            int(req["max_bytes"]),
+            int(req["max_records"]),
+            int(req["batch_size"]),
+            strict,
         )
 
     def start(self) -> None:

@@ -4,6 +4,7 @@ then handed to the tenant, which answers each partition once its new state is du
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -45,7 +46,9 @@ def _invalid(batches: Sequence[dict[str, Any]], max_type: int) -> bool:
     return False
 
 
-def _check(ctx: ServerContext, topic_id: uuid.UUID, partition: int, readable: Callable[[str], bool]) -> ErrorCode:
+def _check(
+    ctx: ServerContext, topic_id: uuid.UUID, partition: int, readable: Callable[[str], bool]
+) -> ErrorCode:
     """The partition's error before acknowledging: unknown id, not authorized, unknown partition."""
     name = topic_name(ctx, topic_id)
     if name is None:
@@ -55,6 +58,32 @@ def _check(ctx: ServerContext, topic_id: uuid.UUID, partition: int, readable: Ca
     if not ctx.topics.has_partition(name, partition):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return ErrorCode.NONE
+
+
+def _parse(
+    ctx: ServerContext, topics: Sequence[dict[str, Any]], max_type: int, readable: Callable[[str], bool]
+) -> tuple[AckResults, list[tuple[TopicPartition, list[Batch]]]]:
+    """The refused partitions with their errors, and the batches of the others."""
+    refused: AckResults = {}
+    pending: list[tuple[TopicPartition, list[Batch]]] = []
+    for topic in topics:
+        topic_id: uuid.UUID = topic["topic_id"]
+        for part in topic["partitions"]:
+            batches = part["acknowledgement_batches"]
+            if not batches:
+                continue
+            key = (topic_id, int(part["partition_index"]))
+            error = _check(ctx, topic_id, key[1], readable)
+            if error is ErrorCode.NONE and _invalid(batches, max_type):
+                error = ErrorCode.INVALID_REQUEST
+            if error is not ErrorCode.NONE:
+                refused[key] = error
+                continue
+            parsed: list[Batch] = [
+                (int(b["first_offset"]), int(b["last_offset"]), list(b["acknowledge_types"])) for b in batches
+            ]
+            pending.append((key, parsed))
+    return refused, pending
 
 
 def acknowledge(
@@ -70,24 +99,8 @@ def acknowledge(
 ) -> None:
     """Acknowledge every partition of `topics` that carries batches; `done(results)` once each has its
     answer (at once for the refused ones, once durable for the rest)."""
-    results: AckResults = {}
-    pending: list[tuple[TopicPartition, list[Batch]]] = []
     max_type = AcknowledgeType.RENEW if renew else AcknowledgeType.REJECT
-    for topic in topics:
-        topic_id: uuid.UUID = topic["topic_id"]
-        for part in topic["partitions"]:
-            batches = part["acknowledgement_batches"]
-            if not batches:
-                continue
-            key = (topic_id, int(part["partition_index"]))
-            error = _check(ctx, topic_id, key[1], readable)
-            if error is ErrorCode.NONE and _invalid(batches, max_type):
-                error = ErrorCode.INVALID_REQUEST
-            if error is not ErrorCode.NONE:
-                results[key] = error
-                continue
-            parsed = [(int(b["first_offset"]), int(b["last_offset"]), list(b["acknowledge_types"])) for b in batches]
-            pending.append((key, parsed))
+    results, pending = _parse(ctx, topics, max_type, readable)
     remaining = len(pending)
     if not remaining:
         done(results)
@@ -102,5 +115,5 @@ def acknowledge(
 
     for key, parsed in pending:
         edge.partitions.acknowledge(
-            group_id, member_id, key[0], key[1], parsed, settings, lambda error, key=key: answered(key, error)
+            group_id, member_id, key[0], key[1], parsed, settings, functools.partial(answered, key)
         )

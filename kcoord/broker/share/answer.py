@@ -84,7 +84,10 @@ def leaders(ctx: ServerContext, meta: RequestMeta, responses: list[dict[str, Any
                 continue
             index = int(entry["partition_index"])
             leader = ctx.leadership.leader(name, index)
-            entry["current_leader"] = {"leader_id": leader, "leader_epoch": ctx.leadership.leader_epoch(name, index)}
+            entry["current_leader"] = {
+                "leader_id": leader,
+                "leader_epoch": ctx.leadership.leader_epoch(name, index),
+            }
             wanted.add(leader)
     if not wanted or ctx.brokers is None:
         return []

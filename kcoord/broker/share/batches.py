@@ -15,8 +15,8 @@ import bisect
 import struct
 from collections.abc import Callable, Sequence
 
-from kcoord.protocol.record_batch import BATCH_HEADER, BatchHeader, read_header
 from kcoord.coordinator.share_partitions import AcquiredRange
+from kcoord.protocol.record_batch import BATCH_HEADER, BatchHeader, read_header
 
 __all__ = ["ReadBatches", "parse_batches"]
 

@@ -107,8 +107,11 @@ class ShareFetchPart:
     def start(self, wait_ms: int, done: Callable[[], None]) -> None:
         """Answer (`done`) now or once records come or the wait is over."""
         self._done = done
+        # SharePartitionManager.processShareFetch: no partitions, max_records 0 or max_bytes 0 fetch nothing
         wanted = self._targets and self._limits.max_records > 0 and self._limits.max_bytes > 0
-        if not wanted or wait_ms <= 0 or self._ctx.shutting_down or self._ready():
+        if not wanted:
+            self._targets.clear()
+        if not wanted or self._ready() or wait_ms <= 0 or self._ctx.shutting_down:
             self._complete()
             return
         self._park(wait_ms)
@@ -173,7 +176,11 @@ class ShareFetchPart:
                 records = target.read[0].slice(acquired)
                 target.entry["records"] = records
                 target.entry["acquired_records"] = [
-                    {"first_offset": r.first_offset, "last_offset": r.last_offset, "delivery_count": r.delivery_count}
+                    {
+                        "first_offset": r.first_offset,
+                        "last_offset": r.last_offset,
+                        "delivery_count": r.delivery_count,
+                    }
                     for r in acquired
                 ]
                 records_left -= sum(r.last_offset - r.first_offset + 1 for r in acquired)
