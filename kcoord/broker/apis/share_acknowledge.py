@@ -55,13 +55,13 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         if epoch == FINAL_EPOCH:  # KafkaApis: releaseSession after the final acknowledgements
             edge.sessions.remove(group_id, member_id)
             edge.partitions.release_member(group_id, member_id)
-        respond(
-            {
-                "error_code": ErrorCode.NONE,
-                "acquisition_lock_timeout_ms": settings.record_lock_duration_ms,
-                "responses": responses,
-                "node_endpoints": leaders(ctx, meta, responses),
-            }
-        )
+        body: dict[str, object] = {
+            "error_code": ErrorCode.NONE,
+            "responses": responses,
+            "node_endpoints": leaders(ctx, meta, responses),
+        }
+        if meta.api_version >= 2:  # v1 has no such field (ignorable in Kafka's schema: dropped there)
+            body["acquisition_lock_timeout_ms"] = settings.record_lock_duration_ms
+        respond(body)
 
     acknowledge(ctx, edge, group_id, member_id, req["topics"], settings, renew, readable, acked)

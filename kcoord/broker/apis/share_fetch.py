@@ -75,6 +75,7 @@ class _ShareFetch:
         "_acks",
         "_context",
         "_ctx",
+        "_fetching",
         "_edge",
         "_fetch",
         "_meta",
@@ -94,6 +95,7 @@ class _ShareFetch:
         self._settings = share_settings(ctx, group_id)
         self._renew = meta.api_version >= 2 and bool(req["is_renew_ack"])
         self._acks: AckResults | None = None
+        self._fetching = not (context.final or self._renew)
         self._fetch = ShareFetchPart(ctx, edge, group_id, req["member_id"], self._settings, self._limits())
 
     def _limits(self) -> FetchLimits:
@@ -111,8 +113,7 @@ class _ShareFetch:
         session = self._context.session
         topic_ids = {key[0] for key in session.partitions} | {t["topic_id"] for t in self._req["topics"]}
         readable = topic_readable(self._ctx, self._meta, API_KEY, topic_ids)
-        fetching = not (self._context.final or self._renew)
-        if fetching:
+        if self._fetching:
             for key in session.partitions:
                 self._resolve(key, readable)
         renew = self._renew and renew_enabled(self._ctx, self._req["group_id"])
@@ -120,7 +121,13 @@ class _ShareFetch:
             self._ctx, self._edge, self._req["group_id"], self._req["member_id"], self._req["topics"],
             self._settings, renew, readable, self._acked,
         )  # fmt: skip
-        wait_ms = min(max(int(self._req["max_wait_ms"]), 0), MAX_WAIT_MS) if fetching else 0
+
+    def _acked(self, results: AckResults) -> None:
+        """The acknowledgements are durable: now fetch. Kafka's SharePartition.acknowledge changes the
+        cached state before it persists, so a piggy-backed release is acquirable by the same request's
+        fetch; the tenant applies a change once durable, so the fetch starts after it."""
+        self._acks = results
+        wait_ms = min(max(int(self._req["max_wait_ms"]), 0), MAX_WAIT_MS) if self._fetching else 0
         self._fetch.start(wait_ms, self._maybe_answer)
 
     def _resolve(self, key: tuple[Any, int], readable: Any) -> None:
@@ -135,10 +142,6 @@ class _ShareFetch:
             log = self._ctx.data.log(name, key[1])
             error = ErrorCode.NONE if log is not None else self._ctx.data.missing(name, key[1])
         self._fetch.add(key, log, error)
-
-    def _acked(self, results: AckResults) -> None:
-        self._acks = results
-        self._maybe_answer()
 
     def _maybe_answer(self) -> None:
         if self._acks is None or not self._fetch.finished:
