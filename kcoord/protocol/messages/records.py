@@ -24,8 +24,8 @@ from typing import Any, NamedTuple
 from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.messages import consumer_group_records as cg
-from kcoord.protocol.messages import share_state_records as ss
 from kcoord.protocol.messages import share_group_records as sg
+from kcoord.protocol.messages import share_state_records as ss
 from kcoord.protocol.schema import Field, Schema, array
 from kcoord.protocol.types import BYTES, INT8, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID, ZERO_UUID
 
