@@ -44,7 +44,10 @@ class ShareWaiters:
 
 
 class ShareEdge:
-    """One per node, built with the server context once the tenant has been replayed."""
+    """One per node, built with the server context once the tenant has been replayed. It is the group
+    side's ShareMemberListener (kcoord/coordinator/groups/share/service.py): a member that left or was
+    fenced loses its share session and its acquired records are released; a deleted group's sessions
+    and share-partition state go with it."""
 
     __slots__ = ("partitions", "sessions", "waiters")
 
@@ -53,3 +56,18 @@ class ShareEdge:
         self.sessions = ShareSessionCache(max_share_sessions)
         self.waiters = ShareWaiters()
         partitions.on_change(self.waiters.wake)
+
+    def member_left(self, group_id: str, member_id: str) -> None:
+        """Kafka's SharePartitionManager releases a departed member's records (its ShareGroupListener's
+        onMemberLeave); its session goes too, so the cache holds live members' sessions only
+        (docs/compat.md: Kafka drops a session when its connection closes)."""
+        self.sessions.remove(group_id, member_id)
+        self.partitions.release_member(group_id, member_id)
+
+    def group_deleted(self, group_id: str) -> None:
+        self.sessions.remove_group(group_id)
+        self.partitions.delete(group_id, None, _ignore)
+
+
+def _ignore(_answers: object) -> None:
+    """A deleted group's share-partition state needs no answer: nobody waits for it."""
