@@ -108,6 +108,9 @@ class Share:
     def start(self) -> int | None:
         return self.tenant.start_offset(GROUP, TOPIC, self.partition)
 
+    def tenant_topic(self) -> UUID:
+        return TOPIC
+
     def records(self) -> list[Any]:
         return list(self.log.records)
 
