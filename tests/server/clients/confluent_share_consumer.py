@@ -55,4 +55,5 @@ def main(bootstrap: str, topic: str, group: str, mode: str, stop: str, actions: 
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6], json.loads(sys.argv[6]) if len(sys.argv) > 6 else {})
+    bootstrap, topic, group, mode, stop = sys.argv[1:6]
+    main(bootstrap, topic, group, mode, stop, json.loads(sys.argv[6]) if len(sys.argv) > 6 else {})
