@@ -241,6 +241,18 @@ def test_an_unanswerable_wait_ends_at_max_wait_ms(conn: socket.socket, tid: uuid
     assert response["responses"] == [] and time.monotonic() - started >= 0.25
 
 
+def test_min_bytes_holds_the_answer_until_max_wait_ms(conn: socket.socket, tid: uuid.UUID) -> None:
+    """DelayedShareFetch.tryComplete: fewer than min_bytes to acquire waits; at the deadline what there
+    is is acquired and sent (onExpiration -> onComplete)."""
+    produce(conn, TOPIC, 0, batch(1))
+    share_fetch(conn, tid=tid, epoch=0, member="m", max_records=0)  # opens the session, acquires nothing
+    body = fetch_body(tid, 1, "m", wait_ms=400)
+    body["min_bytes"] = 1 << 20
+    started = time.monotonic()
+    answer = call(conn, SHARE_FETCH, 1, body)
+    assert acquired(answer) == [(0, 0, 1)] and time.monotonic() - started >= 0.35
+
+
 def test_closing_the_session_releases_what_the_member_holds(conn: socket.socket, tid: uuid.UUID) -> None:
     """KafkaApis: the final ShareFetch (epoch -1) acknowledges, then SharePartitionManager.releaseSession."""
     produce(conn, TOPIC, 0, batch(4))

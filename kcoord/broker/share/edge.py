@@ -3,6 +3,7 @@ tenant, the share sessions, and the parked fetches waiting for records to become
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from uuid import UUID
 
@@ -35,9 +36,15 @@ class ShareWaiters:
                 del self._waiting[key]
 
     def wake(self, group_id: str, topic_id: UUID, partition: int) -> None:
-        # a copy: a woken fetch answers and removes itself while we iterate
-        for wake in list(self._waiting.get((group_id, topic_id, partition), ())):
-            wake()
+        """Called by the tenant in the middle of its own change: the woken fetches run on the next loop
+        turn, so their acquisition never re-enters the tenant (a woken fetch that has answered meanwhile
+        ignores the call)."""
+        waiting = self._waiting.get((group_id, topic_id, partition))
+        if not waiting:
+            return
+        loop = asyncio.get_running_loop()
+        for wake in list(waiting):
+            loop.call_soon(wake)
 
     def __len__(self) -> int:
         return sum(len(waiting) for waiting in self._waiting.values())
