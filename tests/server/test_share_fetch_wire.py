@@ -330,11 +330,9 @@ def partition_list(response: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for topic in response["responses"] for p in topic["partitions"]]
 
 
-def test_a_member_leaving_the_group_loses_its_session_and_records(
-    conn: socket.socket, tid: uuid.UUID
-) -> None:
+def test_a_member_leaving_the_group_releases_its_records(conn: socket.socket, tid: uuid.UUID) -> None:
     """The group side tells the edge (ShareMemberListener.member_left): the member's records are
-    released (SharePartition.releaseAcquiredRecords) and its share session is gone."""
+    released (SharePartition.releaseAcquiredRecords); its share session lives on with its connection."""
     heartbeat = {"group_id": "g", "member_id": "leaver", "member_epoch": 0, "subscribed_topic_names": [TOPIC]}
     assert call(conn, SHARE_GROUP_HEARTBEAT, 1, heartbeat)["error_code"] == ErrorCode.NONE
     produce(conn, TOPIC, 0, batch(2))
@@ -344,5 +342,26 @@ def test_a_member_leaving_the_group_loses_its_session_and_records(
     other = connect(conn.getpeername())
     back = acquired(share_fetch(other, tid=tid, epoch=0, member="stayer", wait_ms=10_000))
     assert offsets(back) == {0: 1, 1: 1}  # released on leaving: the delivery count goes back down
-    gone = share_fetch(conn, tid=tid, epoch=1, member="leaver")
+    assert share_fetch(conn, tid=tid, epoch=1, member="leaver")["error_code"] == ErrorCode.NONE
+
+
+def test_a_closed_connection_ends_its_sessions_and_releases_at_once(
+    server: KcoordServer, tid: uuid.UUID
+) -> None:
+    """ShareSessionCache's ClientConnectionDisconnectListener: the session opened on a connection that
+    closes is removed and its member's records released (onMemberLeave), long before their locks
+    (30 s) would expire; a session the member reopened on another connection is not touched."""
+    first = connect(server.address)
+    produce(first, TOPIC, 0, batch(3))
+    assert acquired(share_fetch(first, tid=tid, epoch=0, member="gone")) == [(0, 2, 1)]
+    reopened, moved = connect(server.address), connect(server.address)
+    assert share_fetch(reopened, tid=tid, epoch=0, member="moved")["error_code"] == ErrorCode.NONE
+    assert share_fetch(moved, tid=tid, epoch=0, member="moved")["error_code"] == ErrorCode.NONE
+    reopened.close()  # "moved"'s session now belongs to the third connection
+    first.close()
+    waiter = connect(server.address)
+    back = acquired(share_fetch(waiter, tid=tid, epoch=0, member="taker", wait_ms=10_000))
+    assert offsets(back) == {0: 1, 1: 1, 2: 1}
+    gone = share_fetch(waiter, tid=tid, epoch=1, member="gone")
     assert gone["error_code"] == ErrorCode.SHARE_SESSION_NOT_FOUND
+    assert share_fetch(moved, tid=tid, epoch=1, member="moved")["error_code"] == ErrorCode.NONE

@@ -60,7 +60,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     forgotten = [(t["topic_id"], int(p)) for t in req["forgotten_topics_data"] for p in t["partitions"]]
     context = edge.sessions.new_context(
         req["group_id"], req["member_id"], int(req["share_session_epoch"]), requested, forgotten,
-        has_acknowledgements(req["topics"]),
+        has_acknowledgements(req["topics"]), meta.connection_id,
     )  # fmt: skip
     if isinstance(context, ErrorCode):
         respond(_refused(context))

@@ -52,9 +52,8 @@ class ShareWaiters:
 
 class ShareEdge:
     """One per node, built with the server context once the tenant has been replayed. It is the group
-    side's ShareMemberListener (kcoord/coordinator/groups/share/service.py): a member that left or was
-    fenced loses its share session and its acquired records are released; a deleted group's sessions
-    and share-partition state go with it."""
+    side's ShareMemberListener (kcoord/coordinator/groups/share/service.py): the records of a member that
+    left or was fenced are released; a deleted group's sessions and share-partition state go with it."""
 
     __slots__ = ("partitions", "sessions", "waiters")
 
@@ -65,11 +64,17 @@ class ShareEdge:
         partitions.on_change(self.waiters.wake)
 
     def member_left(self, group_id: str, member_id: str) -> None:
-        """Kafka's SharePartitionManager releases a departed member's records (its ShareGroupListener's
-        onMemberLeave); its session goes too, so the cache holds live members' sessions only
-        (docs/compat.md: Kafka drops a session when its connection closes)."""
-        self.sessions.remove(group_id, member_id)
+        """The group side saw the member leave or fenced it: its records are released (the seam's
+        contract). Its share session stays: Kafka ends a session only with its epoch -1 or with the
+        connection that opened it (`connection_closed`)."""
         self.partitions.release_member(group_id, member_id)
+
+    def connection_closed(self, connection_id: int) -> None:
+        """A client connection closed: the share sessions it opened end and their members' records are
+        released at once (ShareSessionCache.maybeRemoveAndNotifyListenersOnMemberLeave ->
+        SharePartitionManager's ShareGroupListener.onMemberLeave), not only when their locks expire."""
+        for session in self.sessions.connection_closed(connection_id):
+            self.partitions.release_member(session.group_id, session.member_id)
 
     def group_deleted(self, group_id: str) -> None:
         self.sessions.remove_group(group_id)
