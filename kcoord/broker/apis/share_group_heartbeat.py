@@ -21,6 +21,12 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     if ctx.authorizer is not None and (refused := _refused(ctx, meta, req["group_id"], names)) is not None:
         respond({"error_code": int(refused)})  # ShareGroupHeartbeatRequest.getErrorResponse
         return
+    if req["member_id"] == "":
+        # Kafka 4.3 answers an empty member id INVALID_REQUEST with the code alone (seen on the oracle,
+        # tests/oracle/test_share_groups.py), before GroupCoordinatorService's own "MemberId can't be
+        # empty." that a blank one gets (the client generates its member id, KIP-1082).
+        respond({"error_code": int(ErrorCode.INVALID_REQUEST)})
+        return
     request = ShareHeartbeatRequest(
         group_id=req["group_id"],
         member_id=req["member_id"],

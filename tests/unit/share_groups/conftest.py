@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kcoord.coordinator.groups import GroupConfig, GroupManager
+from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.share.heartbeat import ShareHeartbeatAnswer, ShareHeartbeatRequest
 from kcoord.coordinator.persistence import from_storage, to_storage
 from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
@@ -69,6 +70,23 @@ class Node:
         self.mgr.share.heartbeat(request, answers.append)
         assert len(answers) == 1, answers
         return answers[0]
+
+    def epoch_of(self, member_id: str, group: str = "g") -> int:
+        share_group = self.mgr.share.group(group)
+        assert share_group is not None
+        return share_group.members[member_id].member_epoch
+
+    def join(self, member_id: str, *topics: str, group: str = "g") -> ShareHeartbeatAnswer:
+        """A member's first heartbeat, then one at the epoch it got: Kafka assigns a partition only
+        once its share state is initialized, which the first heartbeat of a new subscription starts."""
+        first = self.hb(member_id, 0, topics, group=group)
+        assert first.error is ErrorCode.NONE, first
+        return self.hb(member_id, first.member_epoch, group=group)
+
+    def sync(self, *member_ids: str, group: str = "g") -> None:
+        """Each member heartbeats at its own epoch (takes its target)."""
+        for member_id in member_ids:
+            assert self.hb(member_id, self.epoch_of(member_id, group), group=group).error is ErrorCode.NONE
 
 
 @pytest.fixture

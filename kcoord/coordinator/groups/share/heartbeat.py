@@ -18,12 +18,19 @@ from kcoord.coordinator.groups.consumer.model import Assignment
 from kcoord.coordinator.groups.consumer.topics import TopicView, metadata_hash
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.share.assignor import assign
-from kcoord.coordinator.groups.share.model import LEAVE_GROUP_MEMBER_EPOCH, ShareGroup, ShareMember
+from kcoord.coordinator.groups.share.model import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    ShareGroup,
+    ShareMember,
+    TopicPartitionsInfo,
+    merged,
+)
 from kcoord.coordinator.groups.share.records import (
     ShareGroupEpoch,
     ShareMemberAssignment,
     ShareMemberSubscription,
     ShareRecord,
+    ShareStatePartitions,
     ShareTargetEpoch,
     ShareTargetMember,
 )
@@ -134,6 +141,16 @@ def plan_heartbeat(
             updated, member_epoch=target_epoch, previous_member_epoch=updated.member_epoch, assigned=target
         )
         records.append(ShareMemberAssignment(group.group_id, member_id, reconciled))
+    # Kafka's maybeCreateInitializeShareGroupStateRequest: the subscribed partitions not yet initialized
+    # are written as initializing; the service initializes them once this is durable.
+    to_initialize = _uninitialized(group, names, topics)
+    if to_initialize:
+        initializing = tuple(merged(group.initializing, to_initialize).values())
+        records.append(
+            ShareStatePartitions(
+                group.group_id, tuple(group.initialized.values()), initializing, group.deleting
+            )
+        )
     send = request.member_epoch == 0 or dict(reconciled.assigned) != dict(member.assigned)
     answer = ShareHeartbeatAnswer(
         ErrorCode.NONE,
@@ -144,6 +161,27 @@ def plan_heartbeat(
         reconciled.assigned if send else None,
     )
     return ShareHeartbeatPlan(records, answer, reconciled)
+
+
+def _uninitialized(
+    group: ShareGroup, names: Iterable[str], topics: TopicView
+) -> dict[uuid.UUID, TopicPartitionsInfo]:
+    """The subscribed partitions neither initialized nor being initialized (Kafka's
+    GroupMetadataManager.subscribedTopicsChangeMap less the initialized and initializing maps)."""
+    out = {}
+    for name in sorted(names):
+        described = topics.describe(name)
+        if described is None:
+            continue
+        topic_id, count = described
+        known: frozenset[int] = frozenset()
+        for state in (group.initialized, group.initializing):
+            if topic_id in state:
+                known |= state[topic_id].partitions
+        missing = frozenset(range(count)) - known
+        if missing:
+            out[topic_id] = TopicPartitionsInfo(topic_id, name, missing)
+    return out
 
 
 def _current_member(group: ShareGroup, request: ShareHeartbeatRequest) -> ShareMember:
@@ -195,16 +233,19 @@ def _update_target(
     then the target epoch; the updated member's target is returned."""
     members = {**group.members, updated.member_id: updated}
     subscriptions: dict[str, list[uuid.UUID]] = {}
-    counts: dict[uuid.UUID, int] = {}
+    allowed: dict[uuid.UUID, frozenset[int]] = {}
+    initialized = group.initialized_partitions()
     for member_id, member in members.items():
         ids = []
         for name in member.subscribed_topic_names:
             described = topics.describe(name)
             if described is not None:
                 ids.append(described[0])
-                counts[described[0]] = described[1]
+                allowed[described[0]] = frozenset(
+                    p for p in initialized.get(described[0], ()) if p < described[1]
+                )
         subscriptions[member_id] = ids
-    new_target = assign(subscriptions, counts, group.target)
+    new_target = assign(subscriptions, allowed, group.target)
     for member_id in sorted(new_target):
         if dict(new_target[member_id]) != dict(group.target_of(member_id)) or member_id not in group.target:
             records.append(ShareTargetMember(group.group_id, member_id, new_target[member_id]))

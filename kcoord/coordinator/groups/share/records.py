@@ -13,12 +13,14 @@ tombstones (ShareGroup.createGroupTombstoneRecords).
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, replace
 
 from kcoord.coordinator.groups.consumer.model import Assignment
 from kcoord.coordinator.groups.share.model import ShareGroup, ShareMember, TopicPartitionsInfo
 
 __all__ = [
+    "SHARE_RECORD_CLASSES",
     "ShareGroupEpoch",
     "ShareMemberAssignment",
     "ShareMemberSubscription",
@@ -82,7 +84,7 @@ class ShareStatePartitions:
     group_id: str
     initialized: tuple[TopicPartitionsInfo, ...] | None
     initializing: tuple[TopicPartitionsInfo, ...] = ()
-    deleting: tuple[tuple[object, str], ...] = ()
+    deleting: tuple[tuple[uuid.UUID, str], ...] = ()
 
 
 ShareRecord = (
@@ -92,6 +94,15 @@ ShareRecord = (
     | ShareTargetMember
     | ShareMemberAssignment
     | ShareStatePartitions
+)
+
+SHARE_RECORD_CLASSES = (
+    ShareGroupEpoch,
+    ShareMemberSubscription,
+    ShareTargetEpoch,
+    ShareTargetMember,
+    ShareMemberAssignment,
+    ShareStatePartitions,
 )
 
 
@@ -150,4 +161,6 @@ def _put(group: ShareGroup, record: ShareRecord) -> None:
                 )
             )
         case ShareStatePartitions(initialized=initialized) if initialized is not None:
-            group.initialized = initialized
+            group.initialized = {info.topic_id: info for info in initialized}
+            group.initializing = {info.topic_id: info for info in record.initializing}
+            group.deleting = record.deleting
