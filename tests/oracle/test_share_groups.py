@@ -26,6 +26,7 @@ def heartbeat(group: str, member: str, epoch: int, **fields: Any) -> dict[str, A
 
 REFUSED: list[tuple[str, dict[str, Any]]] = [
     ("empty-member-id", {"member_id": "", "subscribed_topic_names": ["t"]}),
+    ("member-id-of-37", {"member_id": "x" * 37, "subscribed_topic_names": ["t"]}),
     ("blank-member-id", {"member_id": "  ", "subscribed_topic_names": ["t"]}),
     ("empty-group-id", {"group_id": "", "subscribed_topic_names": ["t"]}),
     ("empty-rack-id", {"rack_id": "", "subscribed_topic_names": ["t"]}),
@@ -48,29 +49,36 @@ def _created(pair: Pair, name: str, partitions: int) -> None:
     image lags the broker's cache, and the first share group starts the share coordinator): probed
     with a throwaway share group, left again (bounded: 60 s)."""
     create_on_both(pair, topic(name, partitions))
-    deadline = time.monotonic() + 60
-    while not _probe_initialized(pair.kafka, name, deadline):
-        assert time.monotonic() < deadline, f"Kafka never initialized share partitions of {name}"
-
-
-def _probe_initialized(kafka: Side, name: str, deadline: float) -> bool:
     group, member = unique("probe"), random_uuid()
-    kafka.call(SHARE_HEARTBEAT, V, heartbeat(group, member, 0, subscribed_topic_names=[name]))
+    _recompute_at_every_change(pair, group)
+    pair.kafka.call(SHARE_HEARTBEAT, V, heartbeat(group, member, 0, subscribed_topic_names=[name]))
     try:
-        return _wait_epoch(kafka, group, 3, min(deadline, time.monotonic() + 10))
+        assert _assigned(pair.kafka, group, member, 2, time.monotonic() + 60), f"Kafka never assigned {name}"
     finally:
-        kafka.call(SHARE_HEARTBEAT, V, heartbeat(group, member, -1))
+        pair.kafka.call(SHARE_HEARTBEAT, V, heartbeat(group, member, -1))
 
 
-def _wait_epoch(kafka: Side, group: str, epoch: int, deadline: float) -> bool:
-    """Until Kafka's group epoch reaches `epoch` (its persister initialized the share partitions and
-    bumped it, GroupMetadataManager.initializeShareGroupState), or `deadline`."""
-    body = {"group_ids": [group], "include_authorized_operations": False}
-    while kafka.call(SHARE_DESCRIBE, V, body)["groups"][0]["group_epoch"] < epoch:
+def _recompute_at_every_change(pair: Pair, group: str) -> None:
+    """share.assignment.interval.ms=0 for `group` on both: Kafka 4.3 recomputes a target at most every
+    second by default, which would make every comparison depend on timing."""
+    entry = {"name": "share.assignment.interval.ms", "config_operation": 0, "value": "0"}
+    body = {"resources": [{"resource_type": 32, "resource_name": group, "configs": [entry]}],
+            "validate_only": False}  # fmt: skip
+    for answer in pair.ask(44, 1, body):
+        assert answer["responses"][0]["error_code"] == 0, answer
+
+
+def _assigned(kafka: Side, group: str, member: str, epoch: int, deadline: float) -> dict[str, Any] | None:
+    """Kafka's answer to the member's heartbeat at `epoch` once it moved past it (its persister
+    initialized the share partitions: GroupMetadataManager.initializeShareGroupState), None at
+    `deadline`. A heartbeat at an unchanged epoch writes nothing, so asking again is harmless."""
+    while True:
+        answer = kafka.call(SHARE_HEARTBEAT, V, heartbeat(group, member, epoch))
+        if answer["error_code"] or answer["member_epoch"] != epoch:
+            return answer
         if time.monotonic() > deadline:
-            return False
+            return None
         time.sleep(0.05)  # poll interval for Kafka's asynchronous share-state initialization
-    return True
 
 
 def _epoch(group: str, member: str, delta: int = 0) -> Any:
@@ -90,12 +98,15 @@ def _join(pair: Pair, group: str, member: str, name: str) -> list[str]:
     return found
 
 
-def _settle(pair: Pair, group: str, member: str, epoch: int) -> list[str]:
-    assert _wait_epoch(pair.kafka, group, epoch, time.monotonic() + 30), "Kafka never initialized"
-    answers = pair.ask(SHARE_HEARTBEAT, V, _epoch(group, member))
-    for side, answer in zip((pair.kafka, pair.kcoord), answers, strict=True):
+def _settle(pair: Pair, group: str, member: str) -> list[str]:
+    """The member's heartbeat at the epoch it got, once Kafka initialized its partitions (kcoord has
+    once it answered the join): both answers compared."""
+    kafka = _assigned(pair.kafka, group, member, pair.kafka.learned[member], time.monotonic() + 30)
+    assert kafka is not None, "Kafka never initialized the share partitions"
+    kcoord = pair.kcoord.call(SHARE_HEARTBEAT, V, _epoch(group, member)(pair.kcoord))
+    for side, answer in zip((pair.kafka, pair.kcoord), (kafka, kcoord), strict=True):
         side.learned[member] = answer["member_epoch"]
-    return unexplained("ShareGroupHeartbeat", pair.diff(*answers))
+    return unexplained("ShareGroupHeartbeat", pair.diff(kafka, kcoord))
 
 
 def _listed(pair: Pair, group: str, types: list[str]) -> list[str]:
@@ -107,11 +118,13 @@ def _listed(pair: Pair, group: str, types: list[str]) -> list[str]:
 def test_a_member_joins_heartbeats_and_leaves_as_kafka(pair: Pair) -> None:
     group, name, member = unique("sg"), unique("t"), random_uuid()
     _created(pair, name, 2)
+    _recompute_at_every_change(pair, group)
     found = _join(pair, group, member, name)
-    found += _settle(pair, group, member, 3)
+    found += _settle(pair, group, member)
     api = "ShareGroupHeartbeat"
     found += pair.compare(api, SHARE_HEARTBEAT, V, _epoch(group, member, 5))  # fenced: greater
     found += pair.compare(api, SHARE_HEARTBEAT, V, _epoch(group, member, -1))  # the previous epoch
+    found += pair.compare(api, SHARE_HEARTBEAT, V, heartbeat(group, member, 0, subscribed_topic_names=[name]))
     found += pair.compare(api, SHARE_HEARTBEAT, V, _epoch(group, member))
     found += pair.compare(api, SHARE_HEARTBEAT, V, heartbeat(group, random_uuid(), 2))  # unknown member
     describe = {"group_ids": [group, unique("none")], "include_authorized_operations": True}
@@ -134,8 +147,9 @@ def test_a_member_joins_heartbeats_and_leaves_as_kafka(pair: Pair) -> None:
 def test_two_members_share_the_partitions_as_kafka(pair: Pair) -> None:
     group, name, first, second = unique("sg"), unique("t"), random_uuid(), random_uuid()
     _created(pair, name, 1)
+    _recompute_at_every_change(pair, group)
     found = _join(pair, group, first, name)
-    found += _settle(pair, group, first, 3)
+    found += _settle(pair, group, first)
     found += _join(pair, group, second, name)  # one partition, two members: both get it
     found += pair.compare("ShareGroupHeartbeat", SHARE_HEARTBEAT, V, _epoch(group, first))
     assert_same(found)

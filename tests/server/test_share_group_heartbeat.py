@@ -44,6 +44,17 @@ def _list(sock: socket.socket, types: list[str]) -> list[tuple[str, str, str, st
     return sorted((g["group_id"], g["protocol_type"], g["group_state"], g["group_type"]) for g in listed)
 
 
+def _recompute_at_every_change(sock: socket.socket, group: str) -> None:
+    """The group's share.assignment.interval.ms set to 0: its target is recomputed at every change
+    (Kafka 4.3 waits 1 s by default between two, which a test would have to wait out)."""
+    entry = {"name": "share.assignment.interval.ms", "config_operation": 0, "value": "0"}
+    body = {
+        "resources": [{"resource_type": 32, "resource_name": group, "configs": [entry]}],
+        "validate_only": False,
+    }
+    assert call(sock, 44, 1, body)["responses"][0]["error_code"] == 0
+
+
 def test_api_versions_advertise_share_group_heartbeat_and_describe_v1(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         response = call(sock, API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
@@ -55,6 +66,7 @@ def test_join_share_describe_list_leave_delete(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         assert create_topic(sock, "t", 2)["error_code"] == 0
         topic_id = _topic_id(sock, "t")
+        _recompute_at_every_change(sock, "sg")
         # As Kafka 4.3: the first heartbeat gets no partition, their share state is initialized after it
         # (the group epoch bumped to 3), and the next heartbeat gets them.
         first = _hb(sock, "sg", "m1", 0, ["t"])
@@ -148,6 +160,7 @@ def test_refusals(server: KcoordServer) -> None:
 def test_a_restart_resumes_the_group(server: KcoordServer) -> None:
     with connect(server.address) as sock:
         assert create_topic(sock, "t", 3)["error_code"] == 0
+        _recompute_at_every_change(sock, "sg")
         _hb(sock, "sg", "m1", 0, ["t"])
         _hb(sock, "sg", "m2", 0, ["t"])
         before = _describe(sock, "sg")

@@ -80,7 +80,11 @@ def share_to_storage(record: ShareRecord) -> storage.Record:
             )
             return _encode(_EPOCH, group, value)
         case ShareTargetEpoch():
-            value = None if record.epoch is None else {"assignment_epoch": record.epoch}
+            value = (
+                None
+                if record.epoch is None
+                else {"assignment_epoch": record.epoch, "assignment_timestamp": record.timestamp_ms}
+            )
             return _encode(_TARGET_EPOCH, group, value)
         case ShareStatePartitions():
             if record.initialized is None:
@@ -138,7 +142,9 @@ def share_from_storage(record: storage.Record) -> ShareRecord:
             group_id, *((None, 0) if value is None else (value["epoch"], value["metadata_hash"]))
         )
     if record.type == _TARGET_EPOCH:
-        return ShareTargetEpoch(group_id, None if value is None else value["assignment_epoch"])
+        if value is None:
+            return ShareTargetEpoch(group_id, None)
+        return ShareTargetEpoch(group_id, value["assignment_epoch"], value["assignment_timestamp"])
     if record.type == _STATE_PARTITIONS:
         return _state_partitions(group_id, value)
     member_id = key["member_id"]

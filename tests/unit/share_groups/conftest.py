@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -41,7 +42,9 @@ class Node:
         self.topics = FakeTopics()
         self.topics.set("t1", T1, 4)
         self.topics.set("t2", T2, 2)
-        self.config = GroupConfig(**config)
+        # Kafka recomputes a share group's target at most every share.assignment.interval.ms (1 s by
+        # default); the logic tests recompute at every change unless they ask for the interval.
+        self.config = GroupConfig(**{"share_assignment_interval_ms": 0, **config})
         self.mgr = GroupManager(self.config, self.clock, self.timers, self.log, topics=self.topics)
         self.listener = Listener()
         self.mgr.share.listener = self.listener
@@ -53,7 +56,7 @@ class Node:
     def restart(self) -> Node:
         """A new node replaying this one's durable records through the storage codec (the same
         topics), as recovery does."""
-        other = Node(**{f: getattr(self.config, f) for f in ("share_max_size", "share_session_timeout_ms")})
+        other = Node(**dataclasses.asdict(self.config))
         other.topics = self.topics
         other.mgr = GroupManager(other.config, other.clock, other.timers, other.log, topics=self.topics)
         other.mgr.share.listener = other.listener

@@ -229,3 +229,27 @@ def test_loading_answers_load_in_progress() -> None:
     assert node.hb("m1", 0, ("t1",)).error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     node.mgr.shutdown()
     assert node.hb("m1", 0, ("t1",)).error is ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def test_the_assignment_interval_as_kafka_4_3_answers() -> None:
+    """The sequence seen on Kafka 4.3.1 with its default share.assignment.interval.ms (1 s): a member
+    joining within the interval of the last assignment gets the current target at the current
+    assignment epoch, and nothing is recomputed until the interval passed."""
+    node = Node(share_assignment_interval_ms=1000).load()
+    assert (node.hb("m1", 0, ("t1",)).member_epoch, node.hb("m1", 0, ("t1",)).assignment) == (2, {})
+    node.clock.advance(5_000)
+    assigned = node.hb("m1", 2)
+    assert (assigned.member_epoch, assigned.assignment) == (3, {T1: frozenset(range(4))})
+    assert node.hb("m1", 3).assignment is None
+    joined = node.hb("m2", 0, ("t1",))
+    assert (joined.member_epoch, joined.assignment) == (3, {})
+    group = node.mgr.share.group("g")
+    assert group is not None and (group.group_epoch, group.assignment_epoch) == (4, 3)
+    assert (node.hb("m1", 3).member_epoch, node.hb("m1", 3).assignment) == (3, None)
+    assert node.hb("m2", -1).member_epoch == -1
+    assert (group.group_epoch, group.assignment_epoch) == (5, 3)
+    assert node.hb("m1", 4).error is ErrorCode.FENCED_MEMBER_EPOCH
+    rejoined = node.hb("m1", 0, ("t1",))
+    assert (rejoined.member_epoch, rejoined.assignment) == (3, {T1: frozenset(range(4))})
+    node.clock.advance(1_000)  # the interval passed: the next heartbeat recomputes at epoch 5
+    assert (node.hb("m1", 3).member_epoch, group.assignment_epoch) == (5, 5)

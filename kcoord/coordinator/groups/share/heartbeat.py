@@ -40,6 +40,7 @@ __all__ = [
     "ShareHeartbeatAnswer",
     "ShareHeartbeatPlan",
     "ShareHeartbeatRequest",
+    "ShareHeartbeatSettings",
     "fence_records",
     "plan_heartbeat",
     "plan_leave",
@@ -98,43 +99,44 @@ def validate(request: ShareHeartbeatRequest) -> None:
         raise Refused(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
 
 
+@dataclass(frozen=True, slots=True)
+class ShareHeartbeatSettings:
+    """What a heartbeat is decided with besides the group: the broker's and the group's settings."""
+
+    max_size: int  # group.share.max.size
+    heartbeat_interval_ms: int  # share.heartbeat.interval.ms (the group's, else the broker's)
+    assignment_interval_ms: int  # share.assignment.interval.ms (the group's, else the broker's)
+    now_ms: int
+
+
 def plan_heartbeat(
-    group: ShareGroup, request: ShareHeartbeatRequest, topics: TopicView, max_size: int, interval_ms: int
+    group: ShareGroup, request: ShareHeartbeatRequest, topics: TopicView, settings: ShareHeartbeatSettings
 ) -> ShareHeartbeatPlan:
     """GroupMetadataManager.shareGroupHeartbeat for a join (epoch 0) or a heartbeat of a member:
     the group is the existing one or a new one for a join (the caller decides)."""
-    member_id = request.member_id
+    member_id, max_size = request.member_id, settings.max_size
     if len(group.members) >= max_size and member_id not in group.members:  # throwIfShareGroupIsFull
         raise Refused(
             ErrorCode.GROUP_MAX_SIZE_REACHED,
             f"The share group has reached its maximum capacity of {max_size} members.",
         )
     member = _current_member(group, request)
-    updated = replace(
-        member,
-        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
-        subscribed_topic_names=(
-            tuple(request.subscribed_topic_names)
-            if request.subscribed_topic_names is not None
-            else member.subscribed_topic_names
-        ),
-        client_id=request.client_id,
-        client_host=request.client_host,
-    )
+    updated = _with_request(member, request)
     records: list[ShareRecord] = []
-    bump = updated.subscription() != member.subscription() or member_id not in group.members
-    if bump:
+    if updated.subscription() != member.subscription() or member_id not in group.members:
         records.append(ShareMemberSubscription(group.group_id, member_id, updated))
-    bump = bump and updated.subscribed_topic_names != member.subscribed_topic_names
-    group_epoch = group.group_epoch
     names = _subscribed_names(group, replacing=updated)
-    new_hash = metadata_hash(names, topics)
-    if bump or new_hash != group.metadata_hash:
-        group_epoch += 1
-        records.append(ShareGroupEpoch(group.group_id, group_epoch, new_hash))
+    group_epoch = _maybe_bump(group, updated.subscribed_topic_names != member.subscribed_topic_names, names,
+                              topics, records)  # fmt: skip
+    # Kafka 4.3: the target is recomputed at most every share.assignment.interval.ms; meanwhile a
+    # member is given the current target at the current assignment epoch.
     target, target_epoch = group.target_of(member_id), group.assignment_epoch
-    if group_epoch > group.assignment_epoch:
-        target, target_epoch = _update_target(group, group_epoch, updated, topics, records), group_epoch
+    if (
+        group_epoch > group.assignment_epoch
+        and settings.now_ms - group.assignment_timestamp_ms >= settings.assignment_interval_ms
+    ):
+        target = _update_target(group, group_epoch, updated, topics, records, settings.now_ms)
+        target_epoch = group_epoch
     reconciled = updated
     if updated.member_epoch != target_epoch or dict(updated.assigned) != dict(target):
         reconciled = replace(
@@ -157,7 +159,7 @@ def plan_heartbeat(
         None,
         member_id,
         reconciled.member_epoch,
-        interval_ms,
+        settings.heartbeat_interval_ms,
         reconciled.assigned if send else None,
     )
     return ShareHeartbeatPlan(records, answer, reconciled)
@@ -184,6 +186,35 @@ def _uninitialized(
     return out
 
 
+def _with_request(member: ShareMember, request: ShareHeartbeatRequest) -> ShareMember:
+    """Kafka's ShareGroupMember.Builder: maybeUpdateRackId, maybeUpdateSubscribedTopicNames, then the
+    request's client id and host."""
+    names = request.subscribed_topic_names
+    return replace(
+        member,
+        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+        subscribed_topic_names=tuple(names) if names is not None else member.subscribed_topic_names,
+        client_id=request.client_id,
+        client_host=request.client_host,
+    )
+
+
+def _maybe_bump(
+    group: ShareGroup,
+    subscription_changed: bool,
+    names: Iterable[str],
+    topics: TopicView,
+    records: list[ShareRecord],
+) -> int:
+    """The group epoch after this heartbeat: bumped when the subscribed topics changed, when their
+    metadata hash moved, or when share partitions were initialized since the epoch was last set."""
+    new_hash = metadata_hash(names, topics)
+    if subscription_changed or new_hash != group.metadata_hash or group.initialized_since_epoch:
+        records.append(ShareGroupEpoch(group.group_id, group.group_epoch + 1, new_hash))
+        return group.group_epoch + 1
+    return group.group_epoch
+
+
 def _current_member(group: ShareGroup, request: ShareHeartbeatRequest) -> ShareMember:
     """getOrMaybeSubscribeShareGroupMember with throwIfShareGroupMemberEpochIsInvalid."""
     member = group.members.get(request.member_id)
@@ -195,6 +226,8 @@ def _current_member(group: ShareGroup, request: ShareHeartbeatRequest) -> ShareM
             )
         return ShareMember(request.member_id)
     received, known = request.member_epoch, member.member_epoch
+    if received == 0:  # a member may rejoin with epoch 0: it keeps its epoch (seen on Kafka 4.3.1)
+        return member
     if received > known:
         raise Refused(
             ErrorCode.FENCED_MEMBER_EPOCH,
@@ -227,7 +260,12 @@ def _subscribed_names(
 
 
 def _update_target(
-    group: ShareGroup, epoch: int, updated: ShareMember, topics: TopicView, records: list[ShareRecord]
+    group: ShareGroup,
+    epoch: int,
+    updated: ShareMember,
+    topics: TopicView,
+    records: list[ShareRecord],
+    now_ms: int,
 ) -> Assignment:
     """Kafka's updateTargetAssignment: run the simple assignor, write each changed member's target,
     then the target epoch; the updated member's target is returned."""
@@ -249,7 +287,7 @@ def _update_target(
     for member_id in sorted(new_target):
         if dict(new_target[member_id]) != dict(group.target_of(member_id)) or member_id not in group.target:
             records.append(ShareTargetMember(group.group_id, member_id, new_target[member_id]))
-    records.append(ShareTargetEpoch(group.group_id, epoch))
+    records.append(ShareTargetEpoch(group.group_id, epoch, now_ms))
     return new_target.get(updated.member_id, {})
 
 

@@ -107,6 +107,12 @@ class ShareGroup:
         self.group_epoch = 1
         self.metadata_hash = 0
         self.assignment_epoch = 1
+        self.assignment_timestamp_ms = 0
+        """When the target was last computed (ShareGroupTargetAssignmentMetadataValue.AssignmentTimestamp):
+        Kafka 4.3 recomputes it at most every share.assignment.interval.ms."""
+        self.initialized_since_epoch = False
+        """Share partitions were initialized since the group epoch was last set: the next heartbeat
+        bumps it, so that they are assigned (derived on replay, not a record of its own)."""
         self.members: dict[str, ShareMember] = {}
         self.target: dict[str, Assignment] = {}  # member id -> target assignment
         self.subscribed_topics: dict[str, int] = {}  # topic name -> number of subscribed members
@@ -135,6 +141,8 @@ class ShareGroup:
         other = ShareGroup(self.group_id)
         other.group_epoch, other.metadata_hash = self.group_epoch, self.metadata_hash
         other.assignment_epoch = self.assignment_epoch
+        other.assignment_timestamp_ms = self.assignment_timestamp_ms
+        other.initialized_since_epoch = self.initialized_since_epoch
         other.members = dict(self.members)
         other.target = dict(self.target)
         other.subscribed_topics = dict(self.subscribed_topics)

@@ -24,6 +24,7 @@ from kcoord.coordinator.groups.share.heartbeat import (
     ShareHeartbeatAnswer,
     ShareHeartbeatPlan,
     ShareHeartbeatRequest,
+    ShareHeartbeatSettings,
     fence_records,
     plan_heartbeat,
     plan_leave,
@@ -117,8 +118,7 @@ class ShareGroupService:
         group = self._group_for(request)
         if request.member_epoch < 0:
             return plan_leave(group, request, self.topics)
-        interval = self._interval(request.group_id)
-        return plan_heartbeat(group, request, self.topics, rt.config.share_max_size, interval)
+        return plan_heartbeat(group, request, self.topics, self._settings(request.group_id))
 
     def _group_for(self, request: ShareHeartbeatRequest) -> ShareGroup:
         """Kafka's getOrMaybeCreateShareGroup: created only by a join (epoch 0), never in place of
@@ -135,10 +135,20 @@ class ShareGroupService:
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
         return ShareGroup(group_id)
 
-    def _interval(self, group_id: str) -> int:
-        """The group's share.heartbeat.interval.ms, else group.share.heartbeat.interval.ms."""
-        own = self.rt.group_configs.get(group_id)
-        return effective_int(own, "share.heartbeat.interval.ms", self.rt.config.share_heartbeat_interval_ms)
+    def _settings(self, group_id: str) -> ShareHeartbeatSettings:
+        """The group's share.heartbeat.interval.ms and share.assignment.interval.ms, else the broker's
+        group.share.* settings (GroupMetadataManager.shareGroupHeartbeatIntervalMs and friends)."""
+        own, config = self.rt.group_configs.get(group_id), self.rt.config
+        return ShareHeartbeatSettings(
+            max_size=config.share_max_size,
+            heartbeat_interval_ms=effective_int(
+                own, "share.heartbeat.interval.ms", config.share_heartbeat_interval_ms
+            ),
+            assignment_interval_ms=effective_int(
+                own, "share.assignment.interval.ms", config.share_assignment_interval_ms
+            ),
+            now_ms=self.rt.now_ms(),
+        )
 
     # -- writes -----------------------------------------------------------------------------------
     def _write(
