@@ -183,3 +183,36 @@ def test_one_id_is_one_type_as_kafka(pair: Pair) -> None:
         {"group_ids": [other], "include_authorized_operations": False},
     )
     assert_same(found)
+
+
+def test_the_classic_apis_on_a_share_group_as_kafka(pair: Pair) -> None:
+    group, name, member = unique("sg"), unique("t"), random_uuid()
+    _created(pair, name, 1)
+    found = _join(pair, group, member, name)
+    found += pair.compare(
+        "DescribeGroups", 15, 6, {"groups": [group], "include_authorized_operations": False}
+    )
+    offset = {
+        "partition_index": 0,
+        "committed_offset": 1,
+        "committed_leader_epoch": -1,
+        "committed_metadata": "",
+    }
+    commit = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
+              "group_instance_id": None, "topics": [{"name": name, "partitions": [offset]}]}  # fmt: skip
+    found += pair.compare("OffsetCommit", 8, 9, commit)
+    fetch = {"groups": [{"group_id": group, "member_id": None, "member_epoch": -1, "topics": None}],
+             "require_stable": False}  # fmt: skip
+    found += pair.compare("OffsetFetch", 9, 9, fetch)
+    found += pair.compare(
+        "OffsetDelete",
+        47,
+        0,
+        {"group_id": group, "topics": [{"name": name, "partitions": [{"partition_index": 0}]}]},
+    )
+    heartbeat_body = {"group_id": group, "generation_id": 1, "member_id": member, "group_instance_id": None}
+    found += pair.compare("Heartbeat", 12, 4, heartbeat_body)
+    found += pair.compare("FindCoordinator", 10, 6, {"key_type": 2, "coordinator_keys": [f"{group}:x:0"]})
+    found += pair.compare("FindCoordinator", 10, 6, {"key_type": 0, "coordinator_keys": [group]})
+    found += _listed(pair, group, ["classic"])
+    assert_same(found)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.join_request import JoinRequest
+from kcoord.coordinator.groups.offset_api import CommitRequest
 from kcoord.coordinator.groups.share.model import ShareGroupState
 from kcoord.coordinator.persistence import from_storage, render, to_storage
 from tests.unit.share_groups.conftest import T1, Node
@@ -111,3 +112,21 @@ def test_one_id_one_type() -> None:
     (other,) = node.mgr.share.describe(["c"])
     assert (other.error, other.message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group c is not a share group.")
     assert node.mgr.share.group("g") is not None and node.mgr.share.group("g").state is ShareGroupState.STABLE  # type: ignore[union-attr]
+
+
+def test_the_classic_offset_and_describe_apis_never_make_a_classic_group_of_a_share_group() -> None:
+    """Kafka 4.3.1 (seen on the oracle): OffsetCommit to a share group's id is GROUP_ID_NOT_FOUND
+    (ShareGroup.validateOffsetCommit), DescribeGroups says it is not a classic group."""
+    node = Node().load()
+    node.hb("m1", 0, ("t1",))
+    answers: list[tuple[ErrorCode, object]] = []
+    request = CommitRequest(
+        "g", -1, "", None, -1, ErrorCode.GROUP_ID_NOT_FOUND, [("t1", [(0, 5, -1, "", -1)])]
+    )
+    node.mgr.offset_commit(request, lambda error, errors: answers.append((error, errors)))
+    assert answers == [(ErrorCode.GROUP_ID_NOT_FOUND, {})]
+    assert node.mgr.group("g") is None and node.mgr.committed_offsets("g") == {}
+    (described,) = node.mgr.describe_groups(["g"])
+    assert (described.error, described.state, described.message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND, "Dead", "Group g is not a classic group.",
+    )  # fmt: skip
