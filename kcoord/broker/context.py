@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kcoord.broker.markers import TxnMarkers
     from kcoord.broker.request_stats import RequestStats
     from kcoord.broker.security.authorizer import StandardAuthorizer
+    from kcoord.broker.share.edge import ShareEdge
     from kcoord.coordinator.metadata.acl_store import AclStore
 
 __all__ = ["Brokers", "DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
@@ -160,6 +161,10 @@ class ServerContext:
     # Who answers Produce's and TxnOffsetCommit's transaction verification (KIP-890, verification.py):
     # this node's `transactions` (LOCAL), or in cluster mode the transactional id's owner.
     verification: TxnVerification = LOCAL
+    # Share groups' data side (issue 34, kcoord/broker/share): the share-partition tenant, the share
+    # sessions and the parked ShareFetches; None where the tenant is not built (cluster mode for now),
+    # and ShareFetch/ShareAcknowledge answer UNSUPPORTED_VERSION.
+    share: ShareEdge | None = None
 
     def endpoint(self, meta: RequestMeta) -> HostPort:
         """The advertised endpoint of the listener this request arrived on."""
