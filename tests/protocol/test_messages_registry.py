@@ -18,7 +18,7 @@ def test_every_served_version_is_defined_for_request_and_response() -> None:
 FIRST_SERVED = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 27: 1, 29: 1, 30: 1, 31: 1, 32: 1, 35: 1}
 # Defined before their handlers exist (issue 24, transactions): not advertised until the server answers
 # them. Whoever enables one in api_versions_table.py removes it here.
-NOT_YET_SERVED: frozenset[int] = frozenset({90, 91, 92})  # share-group offsets: h/share-ops handlers
+NOT_YET_SERVED: frozenset[int] = frozenset()
 # Served short of the newest defined version: InitProducerId v6 (KIP-939), which Kafka 4.3 marks
 # `latestVersionUnstable` and does not advertise.
 LAST_SERVED = {22: 5}
