@@ -197,7 +197,9 @@ class App:
             endpoints=endpoints,
             credentials=state.credentials,
             leadership=state.leadership,
-            share=None if state.share_partitions is None else ShareEdge(state.share_partitions),
+            share=None
+            if state.share_partitions is None
+            else ShareEdge(state.share_partitions, self.config.group_share_max_share_sessions),
         )
         await self.context_built(self.ctx)
         for server, listener in zip(self.servers, listeners, strict=True):

@@ -208,6 +208,9 @@ class Config:
             consumer_max_size=self.group_consumer_max_size,
             consumer_assignors=self.group_consumer_assignors,
             consumer_migration_policy=self.group_consumer_migration_policy,
+            share_heartbeat_interval_ms=self.group_share_heartbeat_interval_ms,
+            share_session_timeout_ms=self.group_share_session_timeout_ms,
+            share_max_size=self.group_share_max_size,
             offsets_retention_ms=self.offsets_retention_minutes * 60_000,
             offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
         )

@@ -9,6 +9,7 @@ import argparse
 import shutil
 import socket
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from kcoord.wiring.share_flags import SHARE_DEFAULTS, SHARE_OPTIONS
 from tests.kcoord_process import KcoordServer
 from tests.oracle.kafka import cache_dir
 from tests.server.test_group_configs_wire import SET, alter, configs
-from tests.server.wire import connect
+from tests.server.wire import call, connect
 
 _DUMP = """
 import org.apache.kafka.common.config.ConfigDef;
@@ -99,6 +100,8 @@ def test_out_of_bounds_settings_are_one_line_errors(argv: list[str], message: st
 @pytest.mark.server_args(
     "--group-share-record-lock-duration-ms", "20000", "--group-share-min-record-lock-duration-ms", "20000",
     "--group-share-delivery-count-limit", "3", "--group-share-max-partition-max-record-locks", "2500",
+    "--group-share-min-heartbeat-interval-ms", "1000", "--group-share-heartbeat-interval-ms", "3000",
+    "--group-share-max-size", "1", "--group-share-max-share-sessions", "1",
 )  # fmt: skip
 def test_the_flags_are_the_share_group_configs_defaults_and_bounds(server: KcoordServer) -> None:
     sock: socket.socket = connect(server.address)
@@ -116,3 +119,21 @@ def test_the_flags_are_the_share_group_configs_defaults_and_bounds(server: Kcoor
                                           "value": "2400"}])  # fmt: skip
     assert within["error_code"] == ErrorCode.NONE, within
     assert configs(sock, "share-flags")["share.partition.max.record.locks"]["value"] == "2400"
+
+
+def _join(sock: socket.socket, group: str) -> dict[str, object]:
+    body = {"group_id": group, "member_id": str(uuid.uuid4()), "member_epoch": 0, "rack_id": None,
+            "subscribed_topic_names": ["share-flags-topic"]}  # fmt: skip
+    return call(sock, 76, 1, body)
+
+
+@pytest.mark.server_args(
+    "--group-share-min-heartbeat-interval-ms", "1000", "--group-share-heartbeat-interval-ms", "3000",
+    "--group-share-max-size", "1",
+)  # fmt: skip
+def test_the_group_side_takes_the_heartbeat_interval_and_the_max_size(server: KcoordServer) -> None:
+    sock = connect(server.address)
+    first = _join(sock, "share-flags-size")
+    assert (first["error_code"], first["heartbeat_interval_ms"]) == (0, 3000), first
+    second = _join(sock, "share-flags-size")
+    assert second["error_code"] == ErrorCode.GROUP_MAX_SIZE_REACHED, second
