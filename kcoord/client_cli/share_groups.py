@@ -205,7 +205,12 @@ def _reset_plan(cluster: Cluster, group: str, args: argparse.Namespace) -> dict[
         return dict.fromkeys(partitions, args.to_offset)
     if args.to_earliest or args.to_latest:
         return _offsets(cluster, partitions, EARLIEST if args.to_earliest else LATEST, metadata)
-    at = args.to_datetime if args.to_datetime is not None else int(time.time() * 1000) - args.by_duration
+    # a duration reaching before 1970 is the epoch: a negative timestamp is a special one in ListOffsets
+    at = (
+        args.to_datetime
+        if args.to_datetime is not None
+        else max(0, int(time.time() * 1000) - args.by_duration)
+    )
     found = _offsets(cluster, partitions, at, metadata)
     later = [tp for tp, offset in found.items() if offset < 0]  # nothing that late: the log end
     return found | _offsets(cluster, later, LATEST, metadata)

@@ -141,6 +141,10 @@ def test_the_share_groups_tool_on_kafka_then_on_kcoord(broker: tuple[str, socket
     assert table(latest) == [{"GROUP": group, "TOPIC": name, "PARTITION": "0", "NEW-OFFSET": str(RECORDS)}]
     at = _local(BASE_MS + 2)
     _indexed(sock, name, BASE_MS + 2, 2)
+    for duration, expected in (("P99999D", "0"), ("PT1H", str(RECORDS))):  # kcoord's --by-duration
+        by = ("--reset-offsets", "--group", group, "--by-duration", duration, "--topic", name, "--dry-run")
+        plan = ok(bootstrap, *by)
+        assert {r["NEW-OFFSET"] for r in table(plan)} == {expected}, (duration, plan)
     ok(bootstrap, "--reset-offsets", "--group", group, "--to-datetime", at, "--topic", name, "--execute")
     offsets = table(ok(bootstrap, "--describe", "--group", group))
     assert [(r["PARTITION"], r["START-OFFSET"], r["LAG"]) for r in offsets] == [
