@@ -133,6 +133,8 @@ def test_the_table_of_record_types_keeps_the_bytes_already_on_disk() -> None:
         0x46,
         0x47,
         0x48,
+        0x50,  # 0x50 + the share coordinator's record types (issue 34)
+        0x51,
     ]  # 0x40 + KIP-848 key types
     assert len({kind.name for kind in RECORD_TYPES.values()}) == len(RECORD_TYPES)
 

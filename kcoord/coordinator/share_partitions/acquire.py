@@ -67,25 +67,64 @@ def acquire(window: ShareWindow, req: AcquireRequest) -> list[AcquiredRange]:
     cached = window.between(base, last)
     if not cached:
         return _acquire_new(window, req, first_fetched, last, max_records)[0]
+    return _acquire_over(window, req, cached, last, max_records)
+
+
+def _acquire_over(
+    window: ShareWindow, req: AcquireRequest, cached: list[InFlightBatch], last: int, max_records: int
+) -> list[AcquiredRange]:
+    """The fetch overlaps the window: its batches first, then records past them (SharePartition.acquire's
+    loop over the sub-map)."""
+    first_fetched = req.batches[0][0]
     result: list[AcquiredRange] = []
     count = 0
     for batch in cached:
         if count >= max_records:
             break
-        count += _acquire_cached(batch, req, first_fetched, last, max_records - count, result)
+        throttled = _should_throttle(batch, first_fetched, last, throttle_limit(req.max_delivery_count))
+        if throttled and count > 0:  # the much-redelivered records go out on their own, next time
+            return result
+        got = _acquire_cached(batch, req, first_fetched, last, max_records - count, result, throttled)
+        count += got
+        if throttled and got > 0:
+            return result
     if count < max_records and cached[-1].last_offset < last:
         more, _ = _acquire_new(window, req, cached[-1].last_offset + 1, last, max_records - count)
         result.extend(more)
     return result
 
 
+def throttle_limit(max_delivery_count: int) -> int:
+    """SharePartition.throttleRecordsDeliveryLimit: from half the delivery count limit on, records are
+    handed out in ever smaller groups."""
+    return max(2, -(-max_delivery_count // 2))
+
+
+def _should_throttle(batch: InFlightBatch, first: int, last: int, limit: int) -> bool:
+    """SharePartition.shouldThrottleRecordsDelivery: an acquirable record of the batch was delivered
+    `limit` times already."""
+    if batch.offsets is None:
+        assert batch.batch is not None
+        return batch.batch.delivery_count >= limit
+    counts = [
+        s.delivery_count for o, s in batch.offsets.items() if first <= o <= last and s.state is _AVAILABLE
+    ]
+    return max(counts, default=0) >= limit
+
+
 def _acquire_cached(
-    batch: InFlightBatch, req: AcquireRequest, first: int, last: int, remaining: int, out: list[AcquiredRange]
+    batch: InFlightBatch,
+    req: AcquireRequest,
+    first: int,
+    last: int,
+    remaining: int,
+    out: list[AcquiredRange],
+    throttled: bool = False,
 ) -> int:
     """Re-acquire a batch already in the window: whole when it is a full match, else per offset."""
     size = batch.last_offset - batch.first_offset + 1
     full = batch.first_offset >= first and batch.last_offset <= last
-    if not full or batch.offsets is not None or (req.strict and size > remaining):
+    if not full or batch.offsets is not None or (req.strict and size > remaining) or throttled:
         whole = batch.batch
         if whole is not None and (whole.state is not _AVAILABLE or whole.rollback is not None):
             return 0
@@ -105,24 +144,31 @@ def _acquire_cached(
 def _acquire_offsets(
     batch: InFlightBatch, req: AcquireRequest, first: int, last: int, remaining: int, out: list[AcquiredRange]
 ) -> int:
-    """SharePartition.acquireSubsetBatchRecords: one range per offset, as Kafka answers; a record on its
-    last delivery attempt is delivered alone (so a poison record does not take others down with it)."""
-    assert batch.offsets is not None
+    """SharePartition.acquireSubsetBatchRecords: one range per offset, as Kafka answers. A record on its
+    last delivery attempt is delivered alone, and past the throttle limit the batch's records go out
+    in groups halved per further delivery (so a poison record does not take others down with it)."""
+    offsets = batch.split()
     limit = req.max_delivery_count
     acquired = 0
-    for offset, state in batch.offsets.items():
-        if offset < first or state.state is not _AVAILABLE or state.rollback is not None:
-            continue
+    group = -1  # the group size once a throttled record was met (maxFetchRecordsWhileThrottledRecords)
+    for offset, state in offsets.items():
         if offset > last:
             break
-        if limit > 2 and state.delivery_count == limit - 1 and acquired > 0:
+        if offset < first or state.state is not _AVAILABLE or state.rollback is not None:
+            continue
+        count = state.delivery_count
+        if limit > 2 and count == limit - 1 and acquired > 0:
             break
+        if count >= throttle_limit(limit) and group < 0:
+            group = max(1, len(offsets) >> (count - throttle_limit(limit) + 1))
         if not state.try_update(_ACQUIRED, DeliveryCountOps.INCREASE, limit, req.member_id):
             continue
         state.lock_deadline_ms = req.lock_deadline_ms
         out.append(AcquiredRange(offset, offset, state.delivery_count))
         acquired += 1
         if (state.delivery_count == limit and limit > 2) or (req.strict and acquired == remaining):
+            break
+        if acquired == group:
             break
     return acquired
 

@@ -15,7 +15,6 @@ from kcoord.coordinator.share_partitions.model import (
     LogBounds,
     RecordState,
     SharePartitionView,
-    StateBatch,
 )
 from kcoord.coordinator.share_partitions.window import InFlightBatch, InFlightState, ShareWindow, is_terminal
 
@@ -124,11 +123,6 @@ def live_view(key: tuple[str, UUID, int], window: ShareWindow, state_epoch: int)
 
 
 def durable_view(key: tuple[str, UUID, int], durable: DurableState) -> SharePartitionView:
-    ranges = tuple(_durable_range(b) for b in durable.batches)
-    end = durable.batches[-1].last_offset + 1 if durable.batches else durable.start_offset
-    return SharePartitionView(*key, durable.start_offset, end, durable.state_epoch, ranges)
-
-
-def _durable_range(batch: StateBatch) -> InFlightRange:
-    state = RecordState(batch.delivery_state)
-    return InFlightRange(batch.first_offset, batch.last_offset, state, batch.delivery_count, None, None)
+    """A share partition not in memory, as loading it would make it: the start offset past the leading
+    settled records (Kafka writes the start offset before it moves, so its persisted one lags)."""
+    return live_view(key, window_from(durable), durable.state_epoch)

@@ -104,3 +104,23 @@ def test_the_start_offset_follows_the_log_start(share: Share) -> None:
 
 def test_an_acquire_without_next_fetch_offset_first_acquires_nothing(share: Share) -> None:
     assert share.tenant.acquire(GROUP, "m1", TOPIC, 3, SETTINGS, [(0, 4)], 10, 10, False) == []
+
+
+def test_past_half_the_delivery_limit_records_go_out_in_halving_groups() -> None:
+    share = make_share(settings=dataclasses.replace(SETTINGS, delivery_count_limit=6))  # throttle from 3
+    share.batches = [(0, 7)]
+    for _ in range(3):
+        share.fetch("m1", max_records=8)
+        share.ack("m1", (0, 7, [2]))
+    # delivered 3 times: 8 >> (3 - 3 + 1) = 4 at a time, one range per offset
+    assert share.fetch("m1", max_records=8) == [AcquiredRange(o, o, 4) for o in range(4)]
+    assert share.fetch("m2", max_records=8) == [AcquiredRange(o, o, 4) for o in range(4, 8)]
+
+
+def test_a_record_on_its_last_delivery_goes_out_alone() -> None:
+    share = make_share(settings=dataclasses.replace(SETTINGS, delivery_count_limit=3))
+    share.fetch("m1", max_records=5)
+    share.ack("m1", (0, 4, [1, 2, 1, 1, 1]))  # only offset 1 released
+    share.fetch("m1", max_records=5)
+    share.ack("m1", (1, 1, [2]))
+    assert share.fetch("m1", max_records=5) == [AcquiredRange(1, 1, 3)]
