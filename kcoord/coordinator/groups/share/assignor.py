@@ -12,7 +12,7 @@ assigned topic by topic among the members subscribed to each topic.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from kcoord.coordinator.groups.consumer.model import Assignment, assignment_of
 
@@ -24,19 +24,21 @@ TopicPartition = tuple[uuid.UUID, int]
 
 def assign(
     subscriptions: Mapping[str, Sequence[uuid.UUID]],
-    partitions: Mapping[uuid.UUID, int],
+    partitions: Mapping[uuid.UUID, Collection[int]],
     current: Mapping[str, Assignment],
 ) -> dict[str, Assignment]:
     """The target assignment of every member: `subscriptions` are each member's subscribed topic
-    ids (existing topics only), `partitions` each topic's partition count, `current` each member's
-    target now (for stickiness)."""
+    ids (existing topics only), `partitions` each topic's assignable partitions (Kafka's
+    SubscribedTopicDescriberImpl with the share group's initialized partitions: a partition whose
+    share state is not initialized yet is assigned to nobody), `current` each member's target now
+    (for stickiness)."""
     members = sorted(subscriptions)
     out: dict[str, list[TopicPartition]] = {m: [] for m in members}
     # Group members by identical subscription: one homogeneous pass per topic set, Kafka's
     # homogeneous builder for the common case where every member subscribes the same topics.
     by_topics: dict[frozenset[uuid.UUID], list[str]] = {}
     for member in members:
-        topics = frozenset(t for t in subscriptions[member] if partitions.get(t, 0) > 0)
+        topics = frozenset(t for t in subscriptions[member] if partitions.get(t))
         if topics:
             by_topics.setdefault(topics, []).append(member)
     if len(by_topics) == 1:
@@ -50,16 +52,26 @@ def assign(
 
 
 def _partitions_of(
-    topics: frozenset[uuid.UUID] | set[uuid.UUID], counts: Mapping[uuid.UUID, int]
+    topics: frozenset[uuid.UUID] | set[uuid.UUID], allowed: Mapping[uuid.UUID, Collection[int]]
 ) -> list[TopicPartition]:
-    return [(t, p) for t in sorted(topics, key=str) for p in range(counts[t])]
+    return [(t, p) for t in sorted(topics, key=str) for p in sorted(allowed[t])]
 
 
-def _quotas(members: Sequence[str], sharing: int, n_partitions: int) -> dict[str, int]:
+def _quotas(
+    members: Sequence[str], sharing: int, targets: Sequence[TopicPartition], current: Mapping[str, Assignment]
+) -> dict[str, int]:
     """SimpleHomogeneousAssignmentBuilder's desiredAssignmentCount: sharing * partitions slots
-    spread over the members, the counts differing by at most one."""
-    precise = sharing * n_partitions / len(members)
-    return {m: _ceil(precise * (i + 1)) - _ceil(precise * i) for i, m in enumerate(members)}
+    spread over the members, the counts differing by at most one. Kafka hands the larger counts out
+    in hash-map order; here they go to the members holding the most of these partitions now, so a
+    member never has to take a partition it did not have only because another one joined."""
+    precise = sharing * len(targets) / len(members)
+    counts = sorted(
+        (_ceil(precise * (i + 1)) - _ceil(precise * i) for i in range(len(members))), reverse=True
+    )
+    wanted = set(targets)
+    held = {m: sum(1 for tp in _sorted_partitions(current.get(m, {})) if tp in wanted) for m in members}
+    order = sorted(range(len(members)), key=lambda i: (-held[members[i]], i))
+    return {members[i]: count for i, count in zip(order, counts, strict=True)}
 
 
 def _ceil(value: float) -> int:
@@ -82,7 +94,7 @@ def _assign_homogeneous(
     if not members or not targets:
         return
     sharing = (len(members) + len(targets) - 1) // len(targets)
-    quota = _quotas(members, sharing, len(targets))
+    quota = _quotas(members, sharing, targets, current)
     holders: dict[TopicPartition, list[str]] = {tp: [] for tp in targets}
     taken = dict.fromkeys(members, 0)
     for member in members:  # stickiness: what the member had, while balanced
