@@ -48,6 +48,9 @@ class RequestMeta:
     # Who sent it and on which listener (issue 25): set by the connection once it is authenticated.
     principal: KafkaPrincipal = ANONYMOUS
     listener_name: str = "PLAINTEXT"
+    # Which connection sent it (a number unique for the server's life): a share session belongs to the
+    # connection that opened it and ends when it closes (ShareSessionCache's connectionIdToSessionMap).
+    connection_id: int = 0
 
 
 class DelayedResponses:

@@ -212,6 +212,10 @@ class App:
             if state.share_partitions is None
             else ShareEdge(state.share_partitions, self.config.group_share_max_share_sessions),
         )
+        if (
+            self.ctx.share is not None
+        ):  # members leaving and groups deleted reach the share sessions and state
+            state.manager.share.listener = self.ctx.share
         await self.context_built(self.ctx)
         for server, listener in zip(self.servers, listeners, strict=True):
             await server.start_serving()

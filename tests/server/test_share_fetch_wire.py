@@ -23,7 +23,7 @@ from tests.server.test_transactions_wire import add_partitions, end_txn, init_pi
 from tests.server.test_transactions_wire import produce as produce_txn
 from tests.server.wire import call, connect, create_topic, read_frame, send
 
-SHARE_FETCH, SHARE_ACKNOWLEDGE, METADATA, INCREMENTAL_ALTER_CONFIGS = 78, 79, 3, 44
+SHARE_FETCH, SHARE_ACKNOWLEDGE, METADATA, INCREMENTAL_ALTER_CONFIGS, SHARE_GROUP_HEARTBEAT = 78, 79, 3, 44, 76
 GROUP_RESOURCE = 32
 ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 TOPIC = "t"  # the name test_transactions_wire's helpers produce to
@@ -241,6 +241,18 @@ def test_an_unanswerable_wait_ends_at_max_wait_ms(conn: socket.socket, tid: uuid
     assert response["responses"] == [] and time.monotonic() - started >= 0.25
 
 
+def test_min_bytes_holds_the_answer_until_max_wait_ms(conn: socket.socket, tid: uuid.UUID) -> None:
+    """DelayedShareFetch.tryComplete: fewer than min_bytes to acquire waits; at the deadline what there
+    is is acquired and sent (onExpiration -> onComplete)."""
+    produce(conn, TOPIC, 0, batch(1))
+    share_fetch(conn, tid=tid, epoch=0, member="m", max_records=0)  # opens the session, acquires nothing
+    body = fetch_body(tid, 1, "m", wait_ms=400)
+    body["min_bytes"] = 1 << 20
+    started = time.monotonic()
+    answer = call(conn, SHARE_FETCH, 1, body)
+    assert acquired(answer) == [(0, 0, 1)] and time.monotonic() - started >= 0.35
+
+
 def test_closing_the_session_releases_what_the_member_holds(conn: socket.socket, tid: uuid.UUID) -> None:
     """KafkaApis: the final ShareFetch (epoch -1) acknowledges, then SharePartitionManager.releaseSession."""
     produce(conn, TOPIC, 0, batch(4))
@@ -290,3 +302,66 @@ def test_read_committed_skips_aborted_transactions(conn: socket.socket) -> None:
             share_fetch(conn, tid=tid, epoch=len(ranges) + 1, member="m", group="rc", wait_ms=500)
         )
     assert ranges == [(3, 4, 1)]
+
+
+def test_forgotten_partitions_leave_the_session(conn: socket.socket) -> None:
+    """ShareSession.update: the request's partitions join the session, forgotten_topics_data leave it;
+    a later fetch reads every partition still in the session, named in the request or not."""
+    assert create_topic(conn, "two", 2)["error_code"] == ErrorCode.NONE
+    set_group_configs(conn, "g", share_auto_offset_reset="earliest")
+    tid = topic_id(conn, "two")
+    share_fetch(conn, tid=tid, epoch=0, member="m", partitions=(0, 1))
+    for index in (0, 1):
+        assert produce(conn, "two", index, batch(1))["error_code"] == ErrorCode.NONE
+    forget = fetch_body(tid, 1, "m", partitions=())
+    forget["forgotten_topics_data"] = [{"topic_id": tid, "partitions": [1]}]
+    answer = call(conn, SHARE_FETCH, 1, forget)
+    listed = [
+        (p["partition_index"], len(p["acquired_records"]))
+        for t in answer["responses"]
+        for p in t["partitions"]
+    ]
+    assert listed == [(0, 1)]
+    later = share_fetch(conn, tid=tid, epoch=2, member="m", partitions=(1,))  # 1 joins again
+    assert [p["partition_index"] for p in partition_list(later)] == [1]
+
+
+def partition_list(response: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for topic in response["responses"] for p in topic["partitions"]]
+
+
+def test_a_member_leaving_the_group_releases_its_records(conn: socket.socket, tid: uuid.UUID) -> None:
+    """The group side tells the edge (ShareMemberListener.member_left): the member's records are
+    released (SharePartition.releaseAcquiredRecords); its share session lives on with its connection."""
+    heartbeat = {"group_id": "g", "member_id": "leaver", "member_epoch": 0, "subscribed_topic_names": [TOPIC]}
+    assert call(conn, SHARE_GROUP_HEARTBEAT, 1, heartbeat)["error_code"] == ErrorCode.NONE
+    produce(conn, TOPIC, 0, batch(2))
+    assert acquired(share_fetch(conn, tid=tid, epoch=0, member="leaver")) == [(0, 1, 1)]
+    leave = {**heartbeat, "member_epoch": -1, "subscribed_topic_names": None}
+    assert call(conn, SHARE_GROUP_HEARTBEAT, 1, leave)["error_code"] == ErrorCode.NONE
+    other = connect(conn.getpeername())
+    back = acquired(share_fetch(other, tid=tid, epoch=0, member="stayer", wait_ms=10_000))
+    assert offsets(back) == {0: 1, 1: 1}  # released on leaving: the delivery count goes back down
+    assert share_fetch(conn, tid=tid, epoch=1, member="leaver")["error_code"] == ErrorCode.NONE
+
+
+def test_a_closed_connection_ends_its_sessions_and_releases_at_once(
+    server: KcoordServer, tid: uuid.UUID
+) -> None:
+    """ShareSessionCache's ClientConnectionDisconnectListener: the session opened on a connection that
+    closes is removed and its member's records released (onMemberLeave), long before their locks
+    (30 s) would expire; a session the member reopened on another connection is not touched."""
+    first = connect(server.address)
+    produce(first, TOPIC, 0, batch(3))
+    assert acquired(share_fetch(first, tid=tid, epoch=0, member="gone")) == [(0, 2, 1)]
+    reopened, moved = connect(server.address), connect(server.address)
+    assert share_fetch(reopened, tid=tid, epoch=0, member="moved")["error_code"] == ErrorCode.NONE
+    assert share_fetch(moved, tid=tid, epoch=0, member="moved")["error_code"] == ErrorCode.NONE
+    reopened.close()  # "moved"'s session now belongs to the third connection
+    first.close()
+    waiter = connect(server.address)
+    back = acquired(share_fetch(waiter, tid=tid, epoch=0, member="taker", wait_ms=10_000))
+    assert offsets(back) == {0: 1, 1: 1, 2: 1}
+    gone = share_fetch(waiter, tid=tid, epoch=1, member="gone")
+    assert gone["error_code"] == ErrorCode.SHARE_SESSION_NOT_FOUND
+    assert share_fetch(moved, tid=tid, epoch=1, member="moved")["error_code"] == ErrorCode.NONE

@@ -48,6 +48,8 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int
+    connection_id: int = 0
+    """The connection that opened it: the session ends when that connection closes."""
     partitions: dict[TopicPartition, None] = field(default_factory=dict)  # an ordered set
 
     def update(self, added: Iterable[TopicPartition], forgotten: Iterable[TopicPartition]) -> None:
@@ -72,11 +74,13 @@ class ShareContext:
 class ShareSessionCache:
     """The node's share sessions, at most `max_sessions` of them (ShareSessionCache)."""
 
-    __slots__ = ("_sessions", "max_sessions")
+    __slots__ = ("_by_connection", "_sessions", "max_sessions")
 
     def __init__(self, max_sessions: int = MAX_SHARE_SESSIONS) -> None:
         self.max_sessions = max_sessions
         self._sessions: dict[tuple[str, str], ShareSession] = {}
+        # connection id -> the sessions it opened (some may have been replaced or closed since)
+        self._by_connection: dict[int, set[tuple[str, str]]] = {}
 
     def get(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.get((group_id, member_id))
@@ -92,6 +96,18 @@ class ShareSessionCache:
     def __len__(self) -> int:
         return len(self._sessions)
 
+    def connection_closed(self, connection_id: int) -> list[ShareSession]:
+        """ShareSessionCache's ClientConnectionDisconnectListener: the sessions this connection opened
+        and that are still its own (not replaced by a session opened elsewhere) end; the caller releases
+        their members' records (onMemberLeave)."""
+        ended = []
+        for key in self._by_connection.pop(connection_id, ()):
+            session = self._sessions.get(key)
+            if session is not None and session.connection_id == connection_id:
+                del self._sessions[key]
+                ended.append(session)
+        return ended
+
     def new_context(
         self,
         group_id: str,
@@ -100,6 +116,7 @@ class ShareSessionCache:
         requested: Iterable[TopicPartition],
         forgotten: Iterable[TopicPartition],
         acknowledging: bool,
+        connection_id: int = 0,
     ) -> ShareContext | ErrorCode:
         """SharePartitionManager.newContext: the context of a ShareFetch, or the error that refuses it."""
         if epoch == FINAL_EPOCH:
@@ -113,9 +130,10 @@ class ShareSessionCache:
             self.remove(group_id, member_id)
             if len(self._sessions) >= self.max_sessions:
                 return ErrorCode.SHARE_SESSION_LIMIT_REACHED
-            session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH))
+            session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH), connection_id)
             session.update(requested, ())
             self._sessions[(group_id, member_id)] = session
+            self._by_connection.setdefault(connection_id, set()).add((group_id, member_id))
             return ShareContext(session, full=True, final=False)
         session = self.get(group_id, member_id)
         if session is None:
