@@ -99,8 +99,11 @@ def _indexed(sock: socket.socket, name: str, timestamp: int, offset: int) -> Non
     parts = [{"partition_index": p, "timestamp": timestamp} for p in (0, 1)]
     body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": name, "partitions": parts}]}
     deadline = time.monotonic() + 30
-    while {p["offset"] for p in call(sock, 2, 7, body)["topics"][0]["partitions"]} != {offset}:
-        assert time.monotonic() < deadline, "ListOffsets never found the records by their time"
+    while True:
+        answer = call(sock, 2, 7, body)
+        if {p["offset"] for p in answer["topics"][0]["partitions"]} == {offset}:
+            return
+        assert time.monotonic() < deadline, f"ListOffsets never found the records by their time: {answer}"
         time.sleep(0.1)  # poll interval for the broker's time index
 
 

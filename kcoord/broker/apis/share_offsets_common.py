@@ -59,13 +59,12 @@ def topic_of(ctx: ServerContext, name: str) -> tuple[uuid.UUID, int] | None:
 
 
 def share_partitions_of(ctx: ServerContext, group_id: str) -> list[tuple[uuid.UUID, int]]:
-    """The group's share partitions with state: the tenant's, and those the group side counts as
-    initialized (ShareGroupStatePartitionMetadata, which Kafka describes before any fetch, at -1)."""
-    found = set() if (partitions := tenant(ctx)) is None else set(partitions.partitions(group_id))
-    group = ctx.manager.share.group(group_id)
-    for info in () if group is None else group.initialized:
-        found.update((info.topic_id, p) for p in info.partitions)
-    return sorted(found)
+    """The group's share partitions with state, sorted. Kafka also lists the partitions the group side
+    counts as initialized (ShareGroupStatePartitionMetadata) at -1 before any fetch, and forgets them on
+    DeleteShareGroupOffsets; the group side offers no way to forget them yet, so only the tenant's state
+    counts here (docs/compat.md)."""
+    partitions = tenant(ctx)
+    return [] if partitions is None else partitions.partitions(group_id)
 
 
 def lag(ctx: ServerContext, name: str, partition: int, group_id: str, topic_id: uuid.UUID) -> tuple[int, int]:
