@@ -54,3 +54,29 @@ def test_share_series_follow_the_records(server: KcoordServer, http: Http) -> No
     assert sample(metrics, "kcoord_share_groups", state="Empty") == 1
     assert sample(metrics, "kcoord_share_inflight_records", state="acquired") == 0
     assert sample(metrics, "kcoord_share_inflight_records", state="available") == 2
+
+
+def test_the_inspector_shows_share_groups(server: KcoordServer, http: Http) -> None:
+    sock = connect(server.address)
+    assert create_topic(sock, "t", 1)["error_code"] == ErrorCode.NONE
+    assert produce(sock, "t", 0, batch(4))["error_code"] == ErrorCode.NONE
+    set_group_configs(sock, "g", share_auto_offset_reset="earliest")
+    member = str(uuid.uuid4())
+    joined = call(sock, 76, 1, {"group_id": "g", "member_id": member, "member_epoch": 0, "rack_id": None,
+                                "subscribed_topic_names": ["t"]})  # fmt: skip
+    assert joined["error_code"] == ErrorCode.NONE
+    tid = topic_id(sock, "t")
+    assert len(offsets(acquired(share_fetch(sock, tid=tid, epoch=0, member=member)))) == 4
+    assert share_ack(sock, tid, 1, member, acks(0, 1, ACCEPT))["error_code"] == ErrorCode.NONE
+    listed = http.get("/v1/share-groups")["groups"]
+    assert [(g["group_id"], g["state"], g["members"]) for g in listed] == [("g", "Stable", 1)]
+    detail = http.get("/v1/share-groups/g")
+    assert [m["member_id"] for m in detail["member_details"]] == [member]
+    (part,) = detail["partitions"]
+    assert (part["topic"], part["start_offset"], part["lag"], part["in_flight"]) == (
+        "t",
+        2,
+        2,
+        {"acquired": 2},
+    )
+    assert http.call("GET", "/v1/share-groups/nobody")[0] == 404
