@@ -54,10 +54,9 @@ class ShareCollector(Collector):
         self._max_groups = max_groups
 
     def collect(self) -> Iterator[Any]:
-        src = self._source
-        if src.manager is None:
-            return
-        groups = sorted(src.manager.share.rt.share_groups.values(), key=lambda g: g.group_id)
+        src = self._source  # before startup: every family, with no groups
+        live = {} if src.manager is None else src.manager.share.rt.share_groups
+        groups = sorted(live.values(), key=lambda g: g.group_id)
         by_state = GaugeMetricFamily("kcoord_share_groups", "Share groups by state", labels=["state"])
         counts = dict.fromkeys(SHARE_GROUP_STATES, 0)
         for group in groups:
