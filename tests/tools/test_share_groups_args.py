@@ -7,7 +7,8 @@ import argparse
 
 import pytest
 
-from kcoord.client_cli.share_groups import main, parse_duration
+from kcoord.client_cli.share_groups import main
+from kcoord.client_cli.share_groups_args import parse_duration
 
 SERVER = ("--bootstrap-server", "127.0.0.1:1")
 
