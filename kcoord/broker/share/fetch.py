@@ -33,8 +33,10 @@ TopicPartition = tuple[uuid.UUID, int]
 
 
 def partition_entry(partition: int, error: ErrorCode = ErrorCode.NONE) -> Entry:
-    """A partition's answer as ShareFetchResponse.partitionResponse makes it: null records, nothing
-    acquired, the current leader unset (0/0) unless NOT_LEADER_OR_FOLLOWER."""
+    """A partition's answer as ShareFetchResponse.partitionResponse makes it: empty records
+    (`MemoryRecords.EMPTY`, never null: librdkafka 2.16 rejects a null record set as "invalid
+    MessageSetSize -1" and drops the whole answer, found by bench/share_groups.py), nothing acquired,
+    the current leader unset (0/0) unless NOT_LEADER_OR_FOLLOWER."""
     return {
         "partition_index": partition,
         "error_code": error,
@@ -42,7 +44,7 @@ def partition_entry(partition: int, error: ErrorCode = ErrorCode.NONE) -> Entry:
         "acknowledge_error_code": ErrorCode.NONE,
         "acknowledge_error_message": None,
         "current_leader": {"leader_id": 0, "leader_epoch": 0},
-        "records": None,
+        "records": b"",
         "acquired_records": [],
     }
 
