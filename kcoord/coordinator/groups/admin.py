@@ -14,12 +14,15 @@ from kcoord.coordinator.groups.offset_api import OffsetHandler
 from kcoord.coordinator.groups.rebalance import Rebalancer
 from kcoord.coordinator.groups.records import GroupTombstone, LogRecord
 from kcoord.coordinator.groups.runtime import Runtime, Undo, Write
+from kcoord.coordinator.groups.share.model import SHARE_PROTOCOL_TYPE, ShareGroupState
+from kcoord.coordinator.groups.share.service import ShareGroupService
 from kcoord.coordinator.groups.state import GroupState
 
 __all__ = [
     "GROUP_AUTHORIZED_OPERATIONS",
     "GROUP_TYPE_CLASSIC",
     "GROUP_TYPE_CONSUMER",
+    "GROUP_TYPE_SHARE",
     "AdminHandler",
     "DeleteGroupsRespond",
     "GroupDescription",
@@ -32,6 +35,7 @@ DeleteGroupsRespond = Callable[[list[tuple[str, ErrorCode]]], None]
 
 GROUP_TYPE_CLASSIC = "classic"
 GROUP_TYPE_CONSUMER = "consumer"  # the consumer protocol's groups (KIP-848)
+GROUP_TYPE_SHARE = "share"  # share groups (KIP-932): Kafka's Group.GroupType.SHARE
 # AclOperation bits a group supports (READ=3, DELETE=6, DESCRIBE=8); we have no ACLs.
 GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
@@ -42,7 +46,7 @@ class GroupListing:
 
     group_id: str
     protocol_type: str
-    state: GroupState | ConsumerGroupState
+    state: GroupState | ConsumerGroupState | ShareGroupState
     group_type: str = GROUP_TYPE_CLASSIC
 
 
@@ -74,6 +78,8 @@ class AdminHandler:
         self.rt = rt
         self.rb = rebalancer
         self.offsets = offsets
+        self.share: ShareGroupService | None = None
+        """Share groups (set by the manager, which builds the service after this handler)."""
 
     # -- DescribeGroups ---------------------------------------------------------------------------
     def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
@@ -119,8 +125,18 @@ class AdminHandler:
                     listed.append(
                         GroupListing(consumer_group.group_id, "consumer", state, GROUP_TYPE_CONSUMER)
                     )
+        if not types or GROUP_TYPE_SHARE in types:
+            listed.extend(self._share_listings(states))
         # While loading Kafka answers COORDINATOR_LOAD_IN_PROGRESS and still lists the loaded groups.
         return error or ErrorCode.NONE, listed
+
+    def _share_listings(self, states: Collection[str]) -> list[GroupListing]:
+        """Share groups as Kafka lists them: protocol type "share", type "share" (ShareGroup)."""
+        return [
+            GroupListing(g.group_id, SHARE_PROTOCOL_TYPE, g.state, GROUP_TYPE_SHARE)
+            for g in self.rt.share_groups.values()
+            if not states or g.state.value.lower() in states
+        ]
 
     # -- DeleteGroups -----------------------------------------------------------------------------
     def delete_groups(self, group_ids: Sequence[str], respond: DeleteGroupsRespond) -> Write | None:
@@ -132,6 +148,7 @@ class AdminHandler:
         records: list[LogRecord] = []  # per group its offsets' tombstones, then its own
         offsets: list[LogRecord] = []  # applied once durable; the groups' now
         undo: list[Undo] = []
+        shares: list[str] = []  # share groups deleted: the data side forgets them once durable
         for group_id in group_ids:
             error = self._delete_error(group_id)
             if error is None:
@@ -141,6 +158,9 @@ class AdminHandler:
                 records.extend(tombstones)
                 if group_id in self.rt.consumer_groups:
                     records.extend(self._delete_consumer_group(group_id, undo))
+                elif group_id in self.rt.share_groups and self.share is not None:
+                    records.extend(self.share.delete_now(group_id, undo))
+                    shares.append(group_id)
                 else:
                     records.append(self.delete_now(group_id, undo))
             results.append((group_id, error or ErrorCode.NONE))
@@ -150,6 +170,8 @@ class AdminHandler:
 
         def done(error: BaseException | None) -> None:
             if error is None:
+                for group_id in shares:
+                    self.share.deleted(group_id)  # type: ignore[union-attr]
                 respond(results)
             else:
                 respond([(g, APPEND_FAILED if e is ErrorCode.NONE else e) for g, e in results])
@@ -160,6 +182,8 @@ class AdminHandler:
         error = self.rt.phase_error(group_id)
         if error is not None:
             return error
+        if group_id in self.rt.share_groups and self.share is not None:
+            return self.share.delete_error(group_id)
         consumer_group = self.rt.consumer_groups.get(group_id)
         if consumer_group is not None:  # ConsumerGroup.validateDeleteGroup: Empty only
             return None if consumer_group.state is ConsumerGroupState.EMPTY else ErrorCode.NON_EMPTY_GROUP

@@ -31,3 +31,7 @@ class GroupConfig:
     consumer_max_size: int | None = None  # None = unbounded (Kafka: Integer.MAX_VALUE)
     consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
     consumer_migration_policy: str = "bidirectional"  # group.consumer.migration.policy
+    # -- share groups (KIP-932), Kafka's group.share.* settings and defaults (ShareGroupConfig)
+    share_heartbeat_interval_ms: int = 5000
+    share_session_timeout_ms: int = 45_000
+    share_max_size: int = 200  # group.share.max.size: GROUP_MAX_SIZE_REACHED beyond it

@@ -64,6 +64,8 @@ from kcoord.coordinator.groups.records import (
 )
 from kcoord.coordinator.groups.retention import Retention
 from kcoord.coordinator.groups.runtime import Runtime, TransitionObserver
+from kcoord.coordinator.groups.share import records as share_records
+from kcoord.coordinator.groups.share.service import ShareGroupService
 from kcoord.coordinator.groups.sync import SyncHandler, SyncRequest
 from kcoord.coordinator.groups.timers import EXPIRE_OFFSETS_KEY
 from kcoord.coordinator.groups.txn_offset_api import TxnCommitRequest, TxnCommitRespond, TxnOffsetHandler
@@ -72,6 +74,14 @@ from kcoord.coordinator.runtime import Clock, KeyedTimers, RecordLog, ShardPhase
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "Respond"]
 
 log = logging.getLogger("coordinator.groups")
+_SHARE_RECORDS = (
+    share_records.ShareGroupEpoch,
+    share_records.ShareMemberSubscription,
+    share_records.ShareTargetEpoch,
+    share_records.ShareTargetMember,
+    share_records.ShareMemberAssignment,
+    share_records.ShareStatePartitions,
+)
 _UNKNOWN_MEMBER_ID = ErrorCode.UNKNOWN_MEMBER_ID
 
 
@@ -126,6 +136,9 @@ class GroupManager:
         self._retention = Retention(self._rt)
         self.consumer = ConsumerGroupService(self._rt, topics if topics is not None else NoTopics(), self._rb)
         """The consumer protocol (KIP-848): ConsumerGroupHeartbeat and ConsumerGroupDescribe."""
+        self.share = ShareGroupService(self._rt, topics if topics is not None else NoTopics())
+        """Share groups (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, the data side's questions."""
+        self._admin.share = self.share
         self._classic_members = ClassicMembersApi(self.consumer)
         self.group_configs = GroupConfigApi(self._rt)
         """Group config resources (DescribeConfigs / the Alter APIs on type 32)."""
@@ -159,6 +172,8 @@ class GroupManager:
                 rt.offsets.txn.remove_written(record)
             case GroupConfigRecord():
                 apply_group_config(rt.group_configs, record)
+            case _ if isinstance(record, _SHARE_RECORDS):
+                share_records.apply(rt.share_groups, record)
             case _:
                 apply_consumer_record(rt.consumer_groups, record)
 
@@ -178,6 +193,7 @@ class GroupManager:
             if max_size is not None and len(group.members) > max_size:
                 self._rb.prepare_rebalance(group, "freshly-loaded group is over capacity")
         self.consumer.on_loaded()
+        self.share.loaded()
         self._retention.schedule()
         log.info("groups loaded: groups=%d offsets=%d", len(rt.groups), rt.offsets.count())
 
@@ -193,6 +209,7 @@ class GroupManager:
             for member in group.members.values():
                 self._rb.schedule_session(group, member.member_id, member.session_timeout_ms)
         self.consumer.loaded(belongs)
+        self.share.loaded(belongs)
 
     def unload(self, gone: Callable[[str], bool]) -> None:
         """Forget the groups `gone` names: their timers stop, parked JoinGroup / SyncGroup answer
@@ -204,6 +221,7 @@ class GroupManager:
             self._rb.cancel_group_timers(group)
             self._rb.fail_parked(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.unload(gone)
+        self.share.unload(gone)
         rt.offsets.unload(gone)
         for group_id in [g for g in rt.group_configs if gone(g)]:
             del rt.group_configs[group_id]
@@ -217,6 +235,7 @@ class GroupManager:
             self._rb.cancel_group_timers(group)
             self._rb.fail_parked(group, ErrorCode.NOT_COORDINATOR)
         self.consumer.shutdown()
+        self.share.shutdown()
 
     def delete_topics(self, topic_names: Iterable[str]) -> None:
         """DeleteTopics: write tombstones for every committed offset of these topics (all groups)."""
@@ -233,6 +252,10 @@ class GroupManager:
         # Kafka's classicGroupJoin: a non-empty consumer group takes the classic member in (online
         # migration, consumer/classic_api.py); an empty one becomes a classic group.
         rt = self._rt
+        if request.group_id in rt.share_groups and rt.phase_error(request.group_id) is None:
+            # GroupMetadataManager.classicGroupJoin: a group of another type than classic or consumer
+            request.fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+            return
         consumer_group = rt.consumer_groups.get(request.group_id)
         if consumer_group is not None and rt.phase_error(request.group_id) is None:
             if consumer_group.members:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kcoord.coordinator.groups.consumer.records import ConsumerRecord
 from kcoord.coordinator.groups.group_configs import GroupConfigRecord
+from kcoord.coordinator.groups.share.records import ShareRecord
 
 __all__ = [
     "GroupConfigRecord",
@@ -132,6 +133,7 @@ LogRecord = (
     | GroupMetadataRecord
     | GroupTombstone
     | ConsumerRecord
+    | ShareRecord  # a share group's records (KIP-932, share/records.py)
     | TxnOffsetCommitRecord
     | TxnOffsetTombstone
     | GroupConfigRecord  # a group's own configs (group_configs.py)

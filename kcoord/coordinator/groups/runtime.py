@@ -33,6 +33,7 @@ from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.group import Group
 from kcoord.coordinator.groups.offsets import OffsetStore
 from kcoord.coordinator.groups.records import GroupTombstone, LogRecord, OffsetCommitRecord, OffsetTombstone
+from kcoord.coordinator.groups.share.model import ShareGroup
 from kcoord.coordinator.groups.state import GroupState
 from kcoord.coordinator.runtime import (
     Clock,
@@ -92,6 +93,8 @@ class Runtime(CoordinatorRuntime[LogRecord]):
         self.groups: dict[str, Group] = {}
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         """Consumer-protocol groups (KIP-848); a group id names a classic or a consumer group, never both."""
+        self.share_groups: dict[str, ShareGroup] = {}
+        """Share groups (KIP-932); their ids are neither classic nor consumer groups'."""
         self.offsets = OffsetStore()
         self.group_configs: dict[str, dict[str, str]] = {}
         """Each group's own configs (GroupConfigRecord, group_configs.py), applied once durable."""

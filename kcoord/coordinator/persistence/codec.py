@@ -78,8 +78,17 @@ from kcoord.coordinator.persistence.consumer_codec import (
     consumer_to_storage,
     render_consumer,
 )
-from kcoord.coordinator.persistence.share_state_codec import (
+from kcoord.coordinator.persistence.share_group_codec import (
+    SHARE_RECORD_CLASSES,
     SHARE_RECORD_TYPES,
+    render_share,
+    share_from_storage,
+    share_to_storage,
+)
+from kcoord.coordinator.persistence.share_state_codec import (
+    SHARE_RECORD_TYPES as SHARE_STATE_RECORD_TYPES,
+)
+from kcoord.coordinator.persistence.share_state_codec import (
     render_share_record,
     share_record_from_storage,
     share_record_to_storage,
@@ -210,6 +219,17 @@ _ENCODERS: dict[type, Callable[[Any], storage.Record]] = {
     ScramCredentialTombstone: lambda record: _credential_to_storage(record),
     GroupConfigRecord: group_configs.group_config_to_storage,
     **dict.fromkeys((ShareSnapshot, ShareUpdate, ShareTombstone), share_record_to_storage),
+    **dict.fromkeys(
+        (
+            ConsumerGroupEpoch,
+            ConsumerTargetEpoch,
+            ConsumerTargetMember,
+            ConsumerMemberSubscription,
+            ConsumerMemberAssignment,
+        ),
+        consumer_to_storage,
+    ),
+    **dict.fromkeys(SHARE_RECORD_CLASSES, share_to_storage),
 }
 
 
@@ -239,28 +259,10 @@ def to_storage(record: AnyRecord) -> storage.Record:
             return storage.Record(TOPIC_RECORD_TYPE, encode_topic_key(record.name), None)
         case ProducerIdBlock():
             return storage.Record(PRODUCER_IDS_RECORD_TYPE, encode_block_key(), encode_block_value(record))
-        case (
-            TransactionRecord()
-            | TxnOffsetCommitRecord()
-            | TxnOffsetTombstone()
-            | AclRecord()
-            | AclTombstone()
-            | ScramCredentialRecord()
-            | ScramCredentialTombstone()
-            | GroupConfigRecord()
-            | ShareSnapshot()
-            | ShareUpdate()
-            | ShareTombstone()
-        ):
-            return _ENCODERS[type(record)](record)  # record types with a codec module of their own
-        case (
-            ConsumerGroupEpoch()
-            | ConsumerTargetEpoch()
-            | ConsumerTargetMember()
-            | ConsumerMemberSubscription()
-            | ConsumerMemberAssignment()
-        ):
-            return consumer_to_storage(record)
+    # Record types with a codec module of their own: transactions, ACLs, credentials, group configs,
+    # the consumer protocol's and the share groups' records.
+    if (encoder := _ENCODERS.get(type(record))) is not None:
+        return encoder(record)
     raise TypeError(f"not a domain record: {record!r}")
 
 
@@ -326,12 +328,13 @@ def _group_from_storage(k: dict[str, Any], value: bytes | None) -> LogRecord:
 # Record types whose own codec module decodes them whole.
 _DECODERS: dict[int, Callable[[storage.Record], AnyRecord]] = {
     **dict.fromkeys(CONSUMER_RECORD_TYPES, consumer_from_storage),
+    **dict.fromkeys(SHARE_RECORD_TYPES, share_from_storage),
     TRANSACTION_TYPE: transaction_from_storage,
     TXN_OFFSET_RECORD_TYPE: txn_offset_from_storage,
     ACL_RECORD_TYPE: acl_record_from_storage,
     SCRAM_CREDENTIAL_RECORD_TYPE: lambda record: decode_credential(record.key, record.value),
     group_configs.GROUP_CONFIG_RECORD_TYPE: group_configs.group_config_from_storage,
-    **dict.fromkeys(SHARE_RECORD_TYPES, share_record_from_storage),
+    **dict.fromkeys(SHARE_STATE_RECORD_TYPES, share_record_from_storage),
 }
 
 
@@ -414,4 +417,5 @@ _RENDERERS: dict[type, Callable[[Any], str]] = {  # codec modules of their own; 
     AclRecord: render_acl, AclTombstone: render_acl, GroupConfigRecord: group_configs.render_group_config,
     ScramCredentialRecord: render_credential, ScramCredentialTombstone: render_credential,
     ShareSnapshot: render_share_record, ShareUpdate: render_share_record, ShareTombstone: render_share_record,
+    **dict.fromkeys(SHARE_RECORD_CLASSES, render_share),
 }  # fmt: skip

@@ -3,8 +3,9 @@
 Pure: storage records in, Kafka's record keys and values and its record batches out. The coordinator
 log already stores most group records in Kafka's own layout (`protocol.messages.records`,
 `consumer_group_records`): OffsetCommitKey v1 / OffsetCommitValue v3 (v1 with an expire timestamp),
-GroupMetadataKey v2 / GroupMetadataValue v3, and the consumer protocol's keys 3, 5-8 with their
-value v0 (Kafka 4.1+ writes no ConsumerGroupPartitionMetadata, key 4: the metadata hash replaced it).
+GroupMetadataKey v2 / GroupMetadataValue v3, and the consumer protocol's keys 3, 5-8 and the share
+groups' keys 10-15 (KIP-932) with their value v0 (Kafka 4.1+ writes no ConsumerGroupPartitionMetadata,
+key 4: the metadata hash replaced it).
 Those are passed through byte for byte, but for the offset's value: Kafka 4.3 writes OffsetCommitValue
 v4 (flexible, the topic's id as tagged field 0) unless the commit has an expire timestamp (then v1:
 `GroupCoordinatorRecordHelpers.offsetCommitValueVersion`), so a stored v3 is served as v4 with the id
@@ -69,6 +70,13 @@ _PASSED_THROUGH = frozenset(
         schemas.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_RECORD_TYPE,
         schemas.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_RECORD_TYPE,
         schemas.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE,
+        # share groups (KIP-932): Kafka's keys 10-15, stored as Kafka writes them
+        schemas.SHARE_GROUP_MEMBER_METADATA_RECORD_TYPE,
+        schemas.SHARE_GROUP_METADATA_RECORD_TYPE,
+        schemas.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_RECORD_TYPE,
+        schemas.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_RECORD_TYPE,
+        schemas.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE,
+        schemas.SHARE_GROUP_STATE_PARTITION_METADATA_RECORD_TYPE,
     }
 )
 _KEY_HEAD = struct.Struct(">hh")  # version, group id length (every group key's first field)

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.messages import consumer_group_records as cg
+from kcoord.protocol.messages import share_group_records as sg
 from kcoord.protocol.messages import share_state_records as ss
 from kcoord.protocol.schema import Field, Schema, array
 from kcoord.protocol.types import BYTES, INT8, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID, ZERO_UUID
@@ -216,6 +217,12 @@ CONSUMER_GROUP_MEMBER_METADATA_RECORD_TYPE = 0x40 + 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_RECORD_TYPE = 0x40 + 6
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_RECORD_TYPE = 0x40 + 7
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE = 0x40 + 8
+SHARE_GROUP_MEMBER_METADATA_RECORD_TYPE = 0x40 + 10
+SHARE_GROUP_METADATA_RECORD_TYPE = 0x40 + 11
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_RECORD_TYPE = 0x40 + 12
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_RECORD_TYPE = 0x40 + 13
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE = 0x40 + 14
+SHARE_GROUP_STATE_PARTITION_METADATA_RECORD_TYPE = 0x40 + 15
 
 
 class RecordType(NamedTuple):
@@ -266,6 +273,27 @@ RECORD_TYPES: dict[int, RecordType] = {
                    ss.SHARE_SNAPSHOT_VALUE, 0, 0),
         RecordType(ss.SHARE_UPDATE_RECORD_TYPE, "share_update", ss.SHARE_UPDATE_KEY,
                    ss.SHARE_UPDATE_VALUE, 1, 0),
+        # The share groups' records (KIP-932): 0x40 + Kafka's key type (share_group_records.py).
+        RecordType(SHARE_GROUP_MEMBER_METADATA_RECORD_TYPE, "share_group_member_metadata",
+                   sg.SHARE_GROUP_MEMBER_METADATA_KEY, sg.SHARE_GROUP_MEMBER_METADATA_VALUE, 10, 0),
+        RecordType(SHARE_GROUP_METADATA_RECORD_TYPE, "share_group_metadata",
+                   sg.SHARE_GROUP_METADATA_KEY, sg.SHARE_GROUP_METADATA_VALUE, 11, 0),
+        RecordType(SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_RECORD_TYPE,
+                   "share_group_target_assignment_metadata",
+                   sg.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+                   sg.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, 12, 0),
+        RecordType(SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_RECORD_TYPE,
+                   "share_group_target_assignment_member",
+                   sg.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+                   sg.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE, 13, 0),
+        RecordType(SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE,
+                   "share_group_current_member_assignment",
+                   sg.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+                   sg.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, 14, 0),
+        RecordType(SHARE_GROUP_STATE_PARTITION_METADATA_RECORD_TYPE,
+                   "share_group_state_partition_metadata",
+                   sg.SHARE_GROUP_STATE_PARTITION_METADATA_KEY,
+                   sg.SHARE_GROUP_STATE_PARTITION_METADATA_VALUE, 15, 0),
     )
 }  # fmt: skip
 

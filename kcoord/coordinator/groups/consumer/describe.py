@@ -9,7 +9,13 @@ from kcoord.coordinator.groups.consumer.model import Assignment, ConsumerGroup, 
 from kcoord.coordinator.groups.consumer.topics import TopicView
 from kcoord.coordinator.groups.errors import ErrorCode
 
-__all__ = ["ConsumerGroupDescription", "ConsumerMemberDescription", "NamedAssignment", "describe_group"]
+__all__ = [
+    "ConsumerGroupDescription",
+    "ConsumerMemberDescription",
+    "NamedAssignment",
+    "describe_group",
+    "named_assignment",
+]
 
 NamedAssignment = tuple[tuple[object, str, tuple[int, ...]], ...]
 """(topic id, topic name, partitions) per topic that still exists, sorted by name."""
@@ -45,7 +51,7 @@ class ConsumerGroupDescription:
     members: tuple[ConsumerMemberDescription, ...] = ()
 
 
-def _named(assignment: Assignment, topics: TopicView) -> NamedAssignment:
+def named_assignment(assignment: Assignment, topics: TopicView) -> NamedAssignment:
     rows = []
     for topic_id, partitions in assignment.items():
         name = topics.name_of(topic_id)
@@ -67,8 +73,8 @@ def describe_group(
             client_host=m.client_host,
             subscribed_topic_names=m.subscribed_topic_names,
             subscribed_topic_regex=m.subscribed_topic_regex,
-            assignment=_named(m.assigned, topics),
-            target_assignment=_named(group.target_of(m.member_id), topics),
+            assignment=named_assignment(m.assigned, topics),
+            target_assignment=named_assignment(group.target_of(m.member_id), topics),
             member_type=MEMBER_TYPE_CLASSIC if m.classic is not None else MEMBER_TYPE_CONSUMER,
         )
         for m in group.members.values()

@@ -146,6 +146,8 @@ class ConsumerGroupService:
         group = self.rt.consumer_groups.get(group_id)
         if group is not None:
             return group
+        if group_id in self.rt.share_groups:  # one id, one type (getOrMaybeCreateConsumerGroup)
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         classic = self.rt.groups.get(group_id)
         if classic is not None and request.member_epoch == 0:
             config = self.rt.config

@@ -1,0 +1,235 @@
+"""ShareGroupHeartbeat's logic, pure: what a heartbeat writes and answers, computed against the
+group as it is (Kafka 4.3's GroupMetadataManager.shareGroupHeartbeat and shareGroupLeave, with
+GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid).
+
+A share member takes its target assignment at once: partitions are shared, so there is nothing to
+revoke and no partition epoch to wait for (ShareGroupAssignmentBuilder). The member epoch is the
+target assignment's epoch it was last given.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from kcoord.coordinator.groups.consumer.heartbeat import Refused
+from kcoord.coordinator.groups.consumer.model import Assignment
+from kcoord.coordinator.groups.consumer.topics import TopicView, metadata_hash
+from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.share.assignor import assign
+from kcoord.coordinator.groups.share.model import LEAVE_GROUP_MEMBER_EPOCH, ShareGroup, ShareMember
+from kcoord.coordinator.groups.share.records import (
+    ShareGroupEpoch,
+    ShareMemberAssignment,
+    ShareMemberSubscription,
+    ShareRecord,
+    ShareTargetEpoch,
+    ShareTargetMember,
+)
+
+__all__ = [
+    "Refused",
+    "ShareHeartbeatAnswer",
+    "ShareHeartbeatPlan",
+    "ShareHeartbeatRequest",
+    "fence_records",
+    "plan_heartbeat",
+    "plan_leave",
+    "validate",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareHeartbeatRequest:
+    """A ShareGroupHeartbeat typed at the door; `subscribed_topic_names` None: unchanged."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None = None
+    subscribed_topic_names: tuple[str, ...] | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareHeartbeatAnswer:
+    error: ErrorCode
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None  # None: unchanged (not sent)
+
+
+@dataclass(slots=True)
+class ShareHeartbeatPlan:
+    records: list[ShareRecord]
+    answer: ShareHeartbeatAnswer
+    member: ShareMember | None  # the member after the heartbeat (None once it left)
+
+
+def _blank(value: str | None) -> bool:
+    """Java's `value.trim().isEmpty()` for a non-null value (throwIfEmptyString)."""
+    return value is not None and all(c <= " " for c in value)
+
+
+def validate(request: ShareHeartbeatRequest) -> None:
+    """GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid: INVALID_REQUEST."""
+    for value, what in (
+        (request.member_id, "MemberId"),
+        (request.group_id, "GroupId"),
+        (request.rack_id, "RackId"),
+    ):
+        if _blank(value):
+            raise Refused(ErrorCode.INVALID_REQUEST, f"{what} can't be empty.")
+    if request.member_epoch == 0:
+        if not request.subscribed_topic_names:
+            raise Refused(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+    elif request.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
+        raise Refused(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+
+
+def plan_heartbeat(
+    group: ShareGroup, request: ShareHeartbeatRequest, topics: TopicView, max_size: int, interval_ms: int
+) -> ShareHeartbeatPlan:
+    """GroupMetadataManager.shareGroupHeartbeat for a join (epoch 0) or a heartbeat of a member:
+    the group is the existing one or a new one for a join (the caller decides)."""
+    member_id = request.member_id
+    if len(group.members) >= max_size and member_id not in group.members:  # throwIfShareGroupIsFull
+        raise Refused(
+            ErrorCode.GROUP_MAX_SIZE_REACHED,
+            f"The share group has reached its maximum capacity of {max_size} members.",
+        )
+    member = _current_member(group, request)
+    updated = replace(
+        member,
+        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+        subscribed_topic_names=(
+            tuple(request.subscribed_topic_names)
+            if request.subscribed_topic_names is not None
+            else member.subscribed_topic_names
+        ),
+        client_id=request.client_id,
+        client_host=request.client_host,
+    )
+    records: list[ShareRecord] = []
+    bump = updated.subscription() != member.subscription() or member_id not in group.members
+    if bump:
+        records.append(ShareMemberSubscription(group.group_id, member_id, updated))
+    bump = bump and updated.subscribed_topic_names != member.subscribed_topic_names
+    group_epoch = group.group_epoch
+    names = _subscribed_names(group, replacing=updated)
+    new_hash = metadata_hash(names, topics)
+    if bump or new_hash != group.metadata_hash:
+        group_epoch += 1
+        records.append(ShareGroupEpoch(group.group_id, group_epoch, new_hash))
+    target, target_epoch = group.target_of(member_id), group.assignment_epoch
+    if group_epoch > group.assignment_epoch:
+        target, target_epoch = _update_target(group, group_epoch, updated, topics, records), group_epoch
+    reconciled = updated
+    if updated.member_epoch != target_epoch or dict(updated.assigned) != dict(target):
+        reconciled = replace(
+            updated, member_epoch=target_epoch, previous_member_epoch=updated.member_epoch, assigned=target
+        )
+        records.append(ShareMemberAssignment(group.group_id, member_id, reconciled))
+    send = request.member_epoch == 0 or dict(reconciled.assigned) != dict(member.assigned)
+    answer = ShareHeartbeatAnswer(
+        ErrorCode.NONE,
+        None,
+        member_id,
+        reconciled.member_epoch,
+        interval_ms,
+        reconciled.assigned if send else None,
+    )
+    return ShareHeartbeatPlan(records, answer, reconciled)
+
+
+def _current_member(group: ShareGroup, request: ShareHeartbeatRequest) -> ShareMember:
+    """getOrMaybeSubscribeShareGroupMember with throwIfShareGroupMemberEpochIsInvalid."""
+    member = group.members.get(request.member_id)
+    if member is None:
+        if request.member_epoch != 0:
+            raise Refused(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Member {request.member_id} is not a member of group {group.group_id}.",
+            )
+        return ShareMember(request.member_id)
+    received, known = request.member_epoch, member.member_epoch
+    if received > known:
+        raise Refused(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The share group member has a greater member epoch ({received}) than the one known by "
+            f"the group coordinator ({known}). The member must abandon all its partitions and rejoin.",
+        )
+    if received < known and received != member.previous_member_epoch:
+        raise Refused(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The share group member has a smaller member epoch ({received}) than the one known by "
+            f"the group coordinator ({known}), and it does not match the previous member epoch "
+            f"({member.previous_member_epoch}). The member must abandon all its partitions and rejoin.",
+        )
+    return member
+
+
+def _subscribed_names(
+    group: ShareGroup, replacing: ShareMember | None = None, removed: str | None = None
+) -> set[str]:
+    """The group's subscribed topic names with one member's subscription replaced or removed."""
+    names = {n for n, count in group.subscribed_topics.items() if count > 0}
+    if replacing is not None or removed is not None:
+        names = set()
+        for member in group.members.values():
+            if member.member_id not in (removed, getattr(replacing, "member_id", None)):
+                names.update(member.subscribed_topic_names)
+        if replacing is not None:
+            names.update(replacing.subscribed_topic_names)
+    return names
+
+
+def _update_target(
+    group: ShareGroup, epoch: int, updated: ShareMember, topics: TopicView, records: list[ShareRecord]
+) -> Assignment:
+    """Kafka's updateTargetAssignment: run the simple assignor, write each changed member's target,
+    then the target epoch; the updated member's target is returned."""
+    members = {**group.members, updated.member_id: updated}
+    subscriptions: dict[str, list[uuid.UUID]] = {}
+    counts: dict[uuid.UUID, int] = {}
+    for member_id, member in members.items():
+        ids = []
+        for name in member.subscribed_topic_names:
+            described = topics.describe(name)
+            if described is not None:
+                ids.append(described[0])
+                counts[described[0]] = described[1]
+        subscriptions[member_id] = ids
+    new_target = assign(subscriptions, counts, group.target)
+    for member_id in sorted(new_target):
+        if dict(new_target[member_id]) != dict(group.target_of(member_id)) or member_id not in group.target:
+            records.append(ShareTargetMember(group.group_id, member_id, new_target[member_id]))
+    records.append(ShareTargetEpoch(group.group_id, epoch))
+    return new_target.get(updated.member_id, {})
+
+
+def plan_leave(group: ShareGroup, request: ShareHeartbeatRequest, topics: TopicView) -> ShareHeartbeatPlan:
+    """Epoch -1: Kafka's shareGroupLeave (an unknown member is UNKNOWN_MEMBER_ID)."""
+    if request.member_id not in group.members:
+        raise Refused(
+            ErrorCode.UNKNOWN_MEMBER_ID,
+            f"Member {request.member_id} is not a member of group {group.group_id}.",
+        )
+    answer = ShareHeartbeatAnswer(ErrorCode.NONE, None, request.member_id, LEAVE_GROUP_MEMBER_EPOCH)
+    return ShareHeartbeatPlan(fence_records(group, request.member_id, topics), answer, None)
+
+
+def fence_records(group: ShareGroup, member_id: str, topics: TopicView) -> list[ShareRecord]:
+    """Kafka's shareGroupFenceMember: removeMember's tombstones (current assignment, target,
+    subscription), then the group epoch bumped, so the next heartbeat recomputes the target."""
+    names: Iterable[str] = _subscribed_names(group, removed=member_id)
+    return [
+        ShareMemberAssignment(group.group_id, member_id, None),
+        ShareTargetMember(group.group_id, member_id, None),
+        ShareMemberSubscription(group.group_id, member_id, None),
+        ShareGroupEpoch(group.group_id, group.group_epoch + 1, metadata_hash(names, topics)),
+    ]

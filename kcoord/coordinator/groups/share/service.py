@@ -1,0 +1,271 @@
+"""The share groups' coordinator (KIP-932): heartbeats, session timers, describe, the data side's
+questions, and the port through which it tells the data side that members left.
+
+As for consumer groups (consumer/service.py), a heartbeat's records are applied when written through
+the replay path (`Runtime.apply`), the answer waits until they are durable, and a failed write puts
+the group back as it was. The tenant shares the groups' name space, runtime and timers.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from kcoord.coordinator.groups.consumer.topics import TopicView
+from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
+from kcoord.coordinator.groups.group_configs import effective_int
+from kcoord.coordinator.groups.records import LogRecord
+from kcoord.coordinator.groups.runtime import Phase, Runtime, Undo, Write
+from kcoord.coordinator.groups.share.describe import ShareGroupDescription, describe_share_group
+from kcoord.coordinator.groups.share.heartbeat import (
+    Refused,
+    ShareHeartbeatAnswer,
+    ShareHeartbeatRequest,
+    fence_records,
+    plan_heartbeat,
+    plan_leave,
+    validate,
+)
+from kcoord.coordinator.groups.share.model import ShareGroup, ShareGroupState
+from kcoord.coordinator.groups.share.records import (
+    ShareGroupEpoch,
+    ShareRecord,
+    ShareStatePartitions,
+    ShareTargetEpoch,
+)
+
+__all__ = ["ShareGroupService", "ShareHeartbeatRespond", "ShareMemberListener", "share_session_key"]
+
+log = logging.getLogger("coordinator.groups.share")
+
+ShareHeartbeatRespond = Callable[[ShareHeartbeatAnswer], None]
+
+
+class ShareMemberListener(Protocol):
+    """The data side (the share-partition tenant), told once a change is durable."""
+
+    def member_left(self, group_id: str, member_id: str) -> None:
+        """The member left or was fenced: what it acquired is available again."""
+        ...
+
+    def group_deleted(self, group_id: str) -> None:
+        """The group was deleted: its share partitions' state goes too."""
+        ...
+
+
+def share_session_key(group_id: str, member_id: str) -> str:
+    """A share member's session (Kafka's groupSessionTimeoutKey for share groups)."""
+    return f"share-session:{group_id}:{member_id}"
+
+
+class ShareGroupService:
+    def __init__(self, rt: Runtime, topics: TopicView) -> None:
+        self.rt = rt
+        self.topics = topics
+        self.listener: ShareMemberListener | None = None
+        """Plugged in by the wiring (SharePartitions.release_member / delete)."""
+
+    # -- ShareGroupHeartbeat ----------------------------------------------------------------------
+    def heartbeat(self, request: ShareHeartbeatRequest, respond: ShareHeartbeatRespond) -> None:
+        """Answered at once (an error, or nothing to write) or once the records are durable."""
+        rt = self.rt
+        if rt.phases.phase(request.group_id) is Phase.SHUT_DOWN:
+            respond(ShareHeartbeatAnswer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return
+        try:
+            validate(request)  # GroupCoordinatorService: before the shard's loading check
+        except Refused as refused:
+            respond(ShareHeartbeatAnswer(refused.code, refused.message))
+            return
+        error = rt.phase_error(request.group_id)
+        if error is not None:
+            respond(ShareHeartbeatAnswer(error))
+            return
+        try:
+            group = self._group_for(request)
+            if request.member_epoch < 0:
+                plan = plan_leave(group, request, self.topics)
+            else:
+                plan = plan_heartbeat(
+                    group, request, self.topics, rt.config.share_max_size, self._interval(request.group_id)
+                )
+        except Refused as refused:
+            respond(ShareHeartbeatAnswer(refused.code, refused.message))
+            return
+        group_id, member_id = request.group_id, request.member_id
+        if plan.member is None:
+            rt.timers.cancel(share_session_key(group_id, member_id))
+        else:
+            self._schedule_session(group_id, member_id)
+        if not plan.records:
+            respond(plan.answer)
+            return
+        answer = plan.answer
+        left = plan.member is None
+
+        def done(exc: BaseException | None) -> None:
+            if exc is None and left:
+                self._tell_member_left(group_id, member_id)
+            respond(answer if exc is None else ShareHeartbeatAnswer(APPEND_FAILED, "The write failed."))
+
+        self._write(group_id, plan.records, done)
+
+    def _group_for(self, request: ShareHeartbeatRequest) -> ShareGroup:
+        """Kafka's getOrMaybeCreateShareGroup: created only by a join (epoch 0), never in place of
+        a classic or consumer group (one id, one type)."""
+        group_id = request.group_id
+        group = self.rt.share_groups.get(group_id)
+        if group is not None:
+            return group
+        if group_id in self.rt.consumer_groups or self.rt.groups.get(group_id) is not None:
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        if request.member_epoch != 0:
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+        return ShareGroup(group_id)
+
+    def _interval(self, group_id: str) -> int:
+        """The group's share.heartbeat.interval.ms, else group.share.heartbeat.interval.ms."""
+        own = self.rt.group_configs.get(group_id)
+        return effective_int(own, "share.heartbeat.interval.ms", self.rt.config.share_heartbeat_interval_ms)
+
+    # -- writes -----------------------------------------------------------------------------------
+    def _write(
+        self, group_id: str, records: Sequence[ShareRecord], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """Apply `records` now through the replay path, append them, answer through `done` once
+        durable; on failure the group is put back as it was (a copy: share groups are small)."""
+        groups = self.rt.share_groups
+        known = groups.get(group_id)
+        saved = known.copy() if known is not None else None
+
+        def restore() -> None:
+            if saved is None:
+                groups.pop(group_id, None)
+            elif group_id not in self.rt.groups and group_id not in self.rt.consumer_groups:
+                groups[group_id] = saved
+
+        for record in records:
+            self.rt.apply(record)
+        group = groups.get(group_id)
+        if group is not None:
+            group.checked_topics_version = self.topics.version
+        self.rt.run(Write(list(records), done, durable=(), undo=[restore]))
+
+    def fence(self, group_id: str, member_id: str, reason: str) -> None:
+        """Remove a member whose session expired (Kafka's shareGroupFenceMemberOperation)."""
+        if self.rt.phase_error(group_id) is not None:
+            return
+        group = self.rt.share_groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return
+        log.info("group_id=%s member_id=%s fenced: %s", group_id, member_id, reason)
+        self.rt.timers.cancel(share_session_key(group_id, member_id))
+
+        def done(exc: BaseException | None) -> None:
+            if exc is None:
+                self._tell_member_left(group_id, member_id)
+            else:
+                log.error("group_id=%s member_id=%s fencing not written: %s", group_id, member_id, exc)
+
+        self._write(group_id, fence_records(group, member_id, self.topics), done)
+
+    def _tell_member_left(self, group_id: str, member_id: str) -> None:
+        if self.listener is not None:
+            self.listener.member_left(group_id, member_id)
+
+    # -- deletion (DeleteGroups, through the admin handler) -----------------------------------------
+    def delete_error(self, group_id: str) -> ErrorCode | None:
+        """ShareGroup.validateDeleteGroup: only an empty group (NON_EMPTY_GROUP otherwise)."""
+        group = self.rt.share_groups[group_id]
+        return None if group.state is ShareGroupState.EMPTY else ErrorCode.NON_EMPTY_GROUP
+
+    def delete_now(self, group_id: str, undo: list[Undo]) -> list[LogRecord]:
+        """An empty share group's tombstones (ShareGroup.createGroupTombstoneRecords: the target's
+        epoch, the group epoch; then its state-partition metadata), applied now; `undo` puts the
+        group back if the write fails, unless another group took the id meanwhile."""
+        groups = self.rt.share_groups
+        group = groups[group_id]
+        records: list[LogRecord] = [
+            ShareTargetEpoch(group_id, None),
+            ShareGroupEpoch(group_id, None),
+            ShareStatePartitions(group_id, None),
+        ]
+
+        def restore() -> None:
+            if group_id not in groups and group_id not in self.rt.groups:
+                groups[group_id] = group
+
+        undo.append(restore)
+        for record in records:
+            self.rt.apply(record)
+        return records
+
+    def deleted(self, group_id: str) -> None:
+        """The deletion is durable: the data side forgets the group's share partitions."""
+        if self.listener is not None:
+            self.listener.group_deleted(group_id)
+
+    # -- the data side's questions ----------------------------------------------------------------
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        group = self.rt.share_groups.get(group_id)
+        return group is not None and member_id in group.members
+
+    def assignment(self, group_id: str, member_id: str) -> dict[uuid.UUID, frozenset[int]]:
+        """The member's current assignment ({} for an unknown member or group)."""
+        group = self.rt.share_groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        return dict(member.assigned) if member is not None else {}
+
+    def group(self, group_id: str) -> ShareGroup | None:
+        """The live share group (read it, never mutate it)."""
+        return self.rt.share_groups.get(group_id)
+
+    # -- timers and lifecycle ---------------------------------------------------------------------
+    def _schedule_session(self, group_id: str, member_id: str) -> None:
+        """The group's share.session.timeout.ms, else group.share.session.timeout.ms."""
+        own = self.rt.group_configs.get(group_id)
+        session_ms = effective_int(own, "share.session.timeout.ms", self.rt.config.share_session_timeout_ms)
+        self.rt.timers.schedule(
+            share_session_key(group_id, member_id),
+            session_ms,
+            lambda: self.fence(group_id, member_id, "the member session expired"),
+        )
+
+    def loaded(self, belongs: Callable[[str], bool] = lambda _: True) -> None:
+        """Recovery finished (for the groups `belongs` names): every member's session starts now."""
+        for group_id, group in self.rt.share_groups.items():
+            if belongs(group_id):
+                for member_id in group.members:
+                    self._schedule_session(group_id, member_id)
+
+    def unload(self, gone: Callable[[str], bool]) -> None:
+        """Cluster mode: the groups `gone` names moved to another node: timers stop, forgotten."""
+        for group_id in [g for g in self.rt.share_groups if gone(g)]:
+            for member_id in self.rt.share_groups.pop(group_id).members:
+                self.rt.timers.cancel(share_session_key(group_id, member_id))
+
+    def shutdown(self) -> None:
+        for group_id, group in self.rt.share_groups.items():
+            for member_id in group.members:
+                self.rt.timers.cancel(share_session_key(group_id, member_id))
+
+    # -- ShareGroupDescribe -----------------------------------------------------------------------
+    def describe(self, group_ids: Sequence[str]) -> list[ShareGroupDescription]:
+        """One description per id, in order (GroupMetadataManager.shareGroupDescribe)."""
+        out = []
+        for group_id in group_ids:
+            group = self.rt.share_groups.get(group_id)
+            error = self.rt.phase_error(group_id)
+            if error is not None:
+                out.append(ShareGroupDescription(group_id, error))
+            elif group is None:
+                other = group_id in self.rt.consumer_groups or self.rt.groups.get(group_id) is not None
+                message = (
+                    f"Group {group_id} is not a share group." if other else f"Group {group_id} not found."
+                )
+                out.append(ShareGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
+            else:
+                out.append(describe_share_group(group, self.topics))
+        return out
