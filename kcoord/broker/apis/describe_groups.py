@@ -64,7 +64,9 @@ def _entry(d: GroupDescription, version: int, ops: int) -> dict[str, Any]:
         # coordinator-level error (GroupCoordinatorService) sets only the id and the code.
         entry = _described(d.group_id, d.error, d.state if missing else "", "", "", [])
         if version >= 6:
-            entry["error_message"] = f"Group {d.group_id} not found." if missing else d.error.name
+            entry["error_message"] = d.message or (
+                f"Group {d.group_id} not found." if missing else d.error.name
+            )
         return entry
     members = []
     for m in d.members:

@@ -1,5 +1,5 @@
-"""ShareGroupDescribe (77), v1, flexible (KIP-932); authorized operations as ConsumerGroupDescribe
-gives them (KafkaApis.handleShareGroupDescribe).
+"""ShareGroupDescribe (77), v1, flexible (KIP-932); authorized operations as Kafka 4.3 gives them
+(KafkaApis.handleShareGroupDescribe).
 
 Typed at the door: the group logic returns a `ShareGroupDescription` per id; the response is built here.
 """
@@ -11,7 +11,6 @@ from typing import Any
 from kcoord.broker import authz
 from kcoord.broker.apis.consumer_group_describe import INT32_MIN
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.coordinator.groups import GROUP_AUTHORIZED_OPERATIONS
 from kcoord.coordinator.groups.consumer.describe import NamedAssignment
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.share.describe import ShareGroupDescription
@@ -65,18 +64,25 @@ def _group(d: ShareGroupDescription, ops: int) -> dict[str, Any]:
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     include_ops = bool(req["include_authorized_operations"])
-    ops = GROUP_AUTHORIZED_OPERATIONS if include_ops else INT32_MIN
     group_ids = [str(g) for g in req["group_ids"]]
-    if ctx.authorizer is None:
-        respond({"groups": [_group(d, ops) for d in ctx.manager.share.describe(group_ids)]})
-        return
-    # DESCRIBE on each group: the refused ones first, the id and the code alone.
-    allowed = [
-        g for g in group_ids if authz.allowed(ctx, meta, 77, AclOperation.DESCRIBE, ResourceType.GROUP, g)
-    ]
-    groups = [_error(g, ErrorCode.GROUP_AUTHORIZATION_FAILED, None) for g in group_ids if g not in allowed]
+    allowed = group_ids
+    groups: list[dict[str, Any]] = []
+    if ctx.authorizer is not None:
+        # KafkaApis.handleShareGroupDescribe: DESCRIBE on each group, the refused ones first (the id and
+        # the code alone).
+        allowed = [
+            g for g in group_ids if authz.allowed(ctx, meta, 77, AclOperation.DESCRIBE, ResourceType.GROUP, g)
+        ]
+        groups = [
+            _error(g, ErrorCode.GROUP_AUTHORIZATION_FAILED, None) for g in group_ids if g not in allowed
+        ]
     for d in ctx.manager.share.describe(allowed):
-        if include_ops:
-            ops = authz.authorized_operations(ctx, meta, ResourceType.GROUP, d.group_id)
+        # Every supported operation without an authorizer (3400: Kafka 4.3 adds the config operations
+        # to READ, DELETE, DESCRIBE), else what the ACLs allow (AuthHelper.authorizedOperations)
+        ops = (
+            authz.authorized_operations(ctx, meta, ResourceType.GROUP, d.group_id)
+            if include_ops
+            else INT32_MIN
+        )
         groups.append(_group(d, ops))
     respond({"groups": groups})

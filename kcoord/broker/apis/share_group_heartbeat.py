@@ -13,13 +13,22 @@ from kcoord.coordinator.groups.share.heartbeat import ShareHeartbeatAnswer, Shar
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["handle"]
+__all__ = ["MAX_MEMBER_ID_LENGTH", "handle"]
+
+MAX_MEMBER_ID_LENGTH = 36  # Uuid.randomUuid().toString(), what the clients send
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     names = req["subscribed_topic_names"]
     if ctx.authorizer is not None and (refused := _refused(ctx, meta, req["group_id"], names)) is not None:
         respond({"error_code": int(refused)})  # ShareGroupHeartbeatRequest.getErrorResponse
+        return
+    if not 0 < len(req["member_id"]) <= MAX_MEMBER_ID_LENGTH:
+        # Kafka 4.3 answers an empty member id, or one longer than a UUID's 36 characters, with
+        # INVALID_REQUEST and the code alone (seen on the oracle, tests/oracle/test_share_groups.py),
+        # before GroupCoordinatorService's own "MemberId can't be empty." that a blank one gets (the
+        # client generates its member id, KIP-1082).
+        respond({"error_code": int(ErrorCode.INVALID_REQUEST)})
         return
     request = ShareHeartbeatRequest(
         group_id=req["group_id"],

@@ -71,6 +71,8 @@ class GroupDescription:
     protocol_type: str
     protocol_data: str
     members: tuple[MemberDescription, ...]
+    message: str | None = None
+    """v6's error message when it is not the "Group X not found." of a missing group."""
 
 
 class AdminHandler:
@@ -93,9 +95,14 @@ class AdminHandler:
             if error is not None:
                 out.append(GroupDescription(group_id, error, "", "", "", ()))
             elif group is None:
+                # GroupMetadataManager.describeGroups looks up a classic group: a share group's id
+                # is "not a classic group" (Kafka 4.3.1, seen on the oracle)
+                other = (
+                    f"Group {group_id} is not a classic group." if group_id in self.rt.share_groups else None
+                )
                 out.append(
                     GroupDescription(
-                        group_id, ErrorCode.GROUP_ID_NOT_FOUND, GroupState.DEAD.value, "", "", ()
+                        group_id, ErrorCode.GROUP_ID_NOT_FOUND, GroupState.DEAD.value, "", "", (), other
                     )
                 )
             else:

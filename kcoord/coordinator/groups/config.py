@@ -35,3 +35,4 @@ class GroupConfig:
     share_heartbeat_interval_ms: int = 5000
     share_session_timeout_ms: int = 45_000
     share_max_size: int = 200  # group.share.max.size: GROUP_MAX_SIZE_REACHED beyond it
+    share_assignment_interval_ms: int = 1000  # group.share.assignment.interval.ms (Kafka 4.3)

@@ -74,14 +74,6 @@ from kcoord.coordinator.runtime import Clock, KeyedTimers, RecordLog, ShardPhase
 __all__ = ["GroupConfig", "GroupManager", "GroupSummary", "Respond"]
 
 log = logging.getLogger("coordinator.groups")
-_SHARE_RECORDS = (
-    share_records.ShareGroupEpoch,
-    share_records.ShareMemberSubscription,
-    share_records.ShareTargetEpoch,
-    share_records.ShareTargetMember,
-    share_records.ShareMemberAssignment,
-    share_records.ShareStatePartitions,
-)
 _UNKNOWN_MEMBER_ID = ErrorCode.UNKNOWN_MEMBER_ID
 
 
@@ -172,7 +164,7 @@ class GroupManager:
                 rt.offsets.txn.remove_written(record)
             case GroupConfigRecord():
                 apply_group_config(rt.group_configs, record)
-            case _ if isinstance(record, _SHARE_RECORDS):
+            case _ if isinstance(record, share_records.SHARE_RECORD_CLASSES):
                 share_records.apply(rt.share_groups, record)
             case _:
                 apply_consumer_record(rt.consumer_groups, record)

@@ -136,6 +136,8 @@ class OffsetHandler:
             consumer_group = self.rt.consumer_groups.get(request.group_id)  # off the classic path
             if consumer_group is not None:
                 return _validate_consumer_commit(consumer_group, request), ()
+            if request.group_id in self.rt.share_groups:  # ShareGroup.validateOffsetCommit refuses
+                return ErrorCode.GROUP_ID_NOT_FOUND, ()
             if request.generation_id >= 0:
                 return request.unknown_group_error, ()
             group = self.rt.get_or_create_group(request.group_id)

@@ -151,6 +151,10 @@ class TxnOffsetHandler:
         group = self.rt.groups.get(request.group_id)
         if consumer_group is not None:
             error = _validate_consumer(consumer_group, request)
+        elif request.group_id in self.rt.share_groups:
+            # ShareGroup.validateOffsetCommit throws GroupIdNotFoundException (probed on the 4.3.1 jar;
+            # OffsetCommit's answer checked on the oracle), never a simple group in its place
+            error = ErrorCode.GROUP_ID_NOT_FOUND
         elif group is None and request.generation_id >= 0:
             error = ErrorCode.ILLEGAL_GENERATION  # no GROUP_ID_NOT_FOUND here, whatever the version
         else:

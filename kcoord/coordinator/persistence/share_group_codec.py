@@ -12,6 +12,7 @@ from kcoord import storage
 from kcoord.coordinator.groups.consumer.model import Assignment, assignment_of
 from kcoord.coordinator.groups.share.model import ShareMember, TopicPartitionsInfo
 from kcoord.coordinator.groups.share.records import (
+    SHARE_RECORD_CLASSES,
     ShareGroupEpoch,
     ShareMemberAssignment,
     ShareMemberSubscription,
@@ -23,7 +24,13 @@ from kcoord.coordinator.groups.share.records import (
 from kcoord.protocol.messages import records as schemas
 from kcoord.protocol.messages.records import RECORD_TYPES, decode_exact, encode_versioned
 
-__all__ = ["SHARE_RECORD_TYPES", "render_share", "share_from_storage", "share_to_storage"]
+__all__ = [
+    "SHARE_RECORD_CLASSES",
+    "SHARE_RECORD_TYPES",
+    "render_share",
+    "share_from_storage",
+    "share_to_storage",
+]
 
 _SUBSCRIPTION = schemas.SHARE_GROUP_MEMBER_METADATA_RECORD_TYPE
 _EPOCH = schemas.SHARE_GROUP_METADATA_RECORD_TYPE
@@ -33,14 +40,6 @@ _CURRENT = schemas.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_RECORD_TYPE
 _STATE_PARTITIONS = schemas.SHARE_GROUP_STATE_PARTITION_METADATA_RECORD_TYPE
 SHARE_RECORD_TYPES = frozenset(
     {_SUBSCRIPTION, _EPOCH, _TARGET_EPOCH, _TARGET_MEMBER, _CURRENT, _STATE_PARTITIONS}
-)
-SHARE_RECORD_CLASSES = (
-    ShareGroupEpoch,
-    ShareMemberSubscription,
-    ShareTargetEpoch,
-    ShareTargetMember,
-    ShareMemberAssignment,
-    ShareStatePartitions,
 )
 
 
@@ -81,7 +80,11 @@ def share_to_storage(record: ShareRecord) -> storage.Record:
             )
             return _encode(_EPOCH, group, value)
         case ShareTargetEpoch():
-            value = None if record.epoch is None else {"assignment_epoch": record.epoch}
+            value = (
+                None
+                if record.epoch is None
+                else {"assignment_epoch": record.epoch, "assignment_timestamp": record.timestamp_ms}
+            )
             return _encode(_TARGET_EPOCH, group, value)
         case ShareStatePartitions():
             if record.initialized is None:
@@ -139,7 +142,9 @@ def share_from_storage(record: storage.Record) -> ShareRecord:
             group_id, *((None, 0) if value is None else (value["epoch"], value["metadata_hash"]))
         )
     if record.type == _TARGET_EPOCH:
-        return ShareTargetEpoch(group_id, None if value is None else value["assignment_epoch"])
+        if value is None:
+            return ShareTargetEpoch(group_id, None)
+        return ShareTargetEpoch(group_id, value["assignment_epoch"], value["assignment_timestamp"])
     if record.type == _STATE_PARTITIONS:
         return _state_partitions(group_id, value)
     member_id = key["member_id"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
 import pytest
 
 from kcoord.coordinator.groups import GroupConfig, GroupManager
+from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.share.heartbeat import ShareHeartbeatAnswer, ShareHeartbeatRequest
 from kcoord.coordinator.persistence import from_storage, to_storage
 from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
@@ -40,7 +42,9 @@ class Node:
         self.topics = FakeTopics()
         self.topics.set("t1", T1, 4)
         self.topics.set("t2", T2, 2)
-        self.config = GroupConfig(**config)
+        # Kafka recomputes a share group's target at most every share.assignment.interval.ms (1 s by
+        # default); the logic tests recompute at every change unless they ask for the interval.
+        self.config = GroupConfig(**{"share_assignment_interval_ms": 0, **config})
         self.mgr = GroupManager(self.config, self.clock, self.timers, self.log, topics=self.topics)
         self.listener = Listener()
         self.mgr.share.listener = self.listener
@@ -52,7 +56,7 @@ class Node:
     def restart(self) -> Node:
         """A new node replaying this one's durable records through the storage codec (the same
         topics), as recovery does."""
-        other = Node(**{f: getattr(self.config, f) for f in ("share_max_size", "share_session_timeout_ms")})
+        other = Node(**dataclasses.asdict(self.config))
         other.topics = self.topics
         other.mgr = GroupManager(other.config, other.clock, other.timers, other.log, topics=self.topics)
         other.mgr.share.listener = other.listener
@@ -69,6 +73,23 @@ class Node:
         self.mgr.share.heartbeat(request, answers.append)
         assert len(answers) == 1, answers
         return answers[0]
+
+    def epoch_of(self, member_id: str, group: str = "g") -> int:
+        share_group = self.mgr.share.group(group)
+        assert share_group is not None
+        return share_group.members[member_id].member_epoch
+
+    def join(self, member_id: str, *topics: str, group: str = "g") -> ShareHeartbeatAnswer:
+        """A member's first heartbeat, then one at the epoch it got: Kafka assigns a partition only
+        once its share state is initialized, which the first heartbeat of a new subscription starts."""
+        first = self.hb(member_id, 0, topics, group=group)
+        assert first.error is ErrorCode.NONE, first
+        return self.hb(member_id, first.member_epoch, group=group)
+
+    def sync(self, *member_ids: str, group: str = "g") -> None:
+        """Each member heartbeats at its own epoch (takes its target)."""
+        for member_id in member_ids:
+            assert self.hb(member_id, self.epoch_of(member_id, group), group=group).error is ErrorCode.NONE
 
 
 @pytest.fixture

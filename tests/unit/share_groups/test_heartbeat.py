@@ -1,13 +1,16 @@
 """ShareGroupHeartbeat's logic (GroupMetadataManager.shareGroupHeartbeat, shareGroupLeave,
-throwIfShareGroupHeartbeatRequestIsInvalid), with fake time and an in-memory log."""
+initializeShareGroupState, throwIfShareGroupHeartbeatRequestIsInvalid), with fake time and an
+in-memory log."""
 
 from __future__ import annotations
 
 import pytest
 
 from kcoord.coordinator.groups.errors import ErrorCode
+from kcoord.coordinator.groups.records import GroupConfigRecord
+from kcoord.coordinator.groups.share.heartbeat import ShareHeartbeatAnswer, ShareHeartbeatRequest
 from kcoord.coordinator.groups.share.model import ShareGroupState
-from kcoord.coordinator.groups.share.records import ShareGroupEpoch, ShareMemberSubscription
+from kcoord.coordinator.groups.share.records import ShareGroupEpoch, ShareStatePartitions
 from tests.unit.share_groups.conftest import T1, T2, Node
 
 
@@ -24,57 +27,58 @@ from tests.unit.share_groups.conftest import T1, T2, Node
     ],
 )
 def test_invalid_requests(
-    node: Node,
-    member_id: str,
-    group: str,
-    epoch: int,
-    topics: tuple[str, ...] | None,
-    rack: str | None,
+    node: Node, member_id: str, group: str, epoch: int, topics: tuple[str, ...] | None, rack: str | None,
     message: str,
-) -> None:
+) -> None:  # fmt: skip
     answer = node.hb(member_id, epoch, topics, group=group, rack_id=rack)
     assert (answer.error, answer.message) == (ErrorCode.INVALID_REQUEST, message)
     assert node.log.records == []
 
 
-def test_join_gets_every_partition_and_the_group_epoch(node: Node) -> None:
-    answer = node.hb("m1", 0, ("t1",))
-    assert answer.error is ErrorCode.NONE
-    assert (answer.member_id, answer.member_epoch, answer.heartbeat_interval_ms) == ("m1", 2, 5000)
-    assert answer.assignment == {T1: frozenset(range(4))}
+def test_a_join_gets_partitions_once_their_share_state_is_initialized(node: Node) -> None:
+    # Kafka 4.3 (seen on the oracle): the first heartbeat gets epoch 2 and no partition, and starts
+    # the initialization of the subscribed share partitions; once initialized the group epoch is
+    # bumped and the next heartbeat gets them.
+    first = node.hb("m1", 0, ("t1",))
+    assert (first.error, first.member_id, first.member_epoch, first.heartbeat_interval_ms) == (
+        ErrorCode.NONE, "m1", 2, 5000,
+    )  # fmt: skip
+    assert first.assignment == {}
     group = node.mgr.share.group("g")
     assert group is not None and group.state is ShareGroupState.STABLE
-    assert (group.group_epoch, group.assignment_epoch) == (2, 2)
-    # a steady heartbeat changes nothing and sends no assignment
-    steady = node.hb("m1", 2)
-    assert (steady.error, steady.member_epoch, steady.assignment) == (ErrorCode.NONE, 2, None)
+    assert (group.group_epoch, group.assignment_epoch) == (3, 2)
+    assert group.initialized_partitions() == {T1: frozenset(range(4))} and group.initializing == {}
+    second = node.hb("m1", 2)
+    assert (second.member_epoch, second.assignment) == (3, {T1: frozenset(range(4))})
+    steady = node.hb("m1", 3)
+    assert (steady.error, steady.member_epoch, steady.assignment) == (ErrorCode.NONE, 3, None)
     assert node.mgr.share.assignment("g", "m1") == {T1: frozenset(range(4))}
     assert node.mgr.share.is_member("g", "m1") and not node.mgr.share.is_member("g", "m2")
 
 
-def test_second_member_splits_the_partitions_and_the_first_learns_it(node: Node) -> None:
-    node.hb("m1", 0, ("t1",))
+def test_a_second_member_gets_initialized_partitions_at_once(node: Node) -> None:
+    node.join("m1", "t1")
     second = node.hb("m2", 0, ("t1",))
-    assert second.member_epoch == 3
-    first = node.hb("m1", 2)
-    assert first.member_epoch == 3 and first.assignment is not None
-    together = set(first.assignment[T1]) | set(second.assignment[T1])  # type: ignore[index]
-    assert together == set(range(4))
-    assert len(first.assignment[T1]) == len(second.assignment[T1]) == 2  # type: ignore[index]
+    assert second.member_epoch == 4 and second.assignment is not None
+    first = node.hb("m1", 3)
+    assert first.member_epoch == 4 and first.assignment is not None
+    assert set(first.assignment[T1]) | set(second.assignment[T1]) == set(range(4))
+    assert len(first.assignment[T1]) == len(second.assignment[T1]) == 2
 
 
 def test_more_members_than_partitions_share_them(node: Node) -> None:
     for i in range(3):
-        node.hb(f"m{i}", 0, ("t2",))
+        node.join(f"m{i}", "t2")
+    node.sync("m0", "m1", "m2")
     assignments = [node.mgr.share.assignment("g", f"m{i}") for i in range(3)]
     assert all(a and len(a[T2]) >= 1 for a in assignments)  # nobody idles: partitions are shared
     assert set().union(*(a[T2] for a in assignments)) == {0, 1}
 
 
 def test_heterogeneous_subscriptions(node: Node) -> None:
-    node.hb("m1", 0, ("t1",))
-    node.hb("m2", 0, ("t1", "t2"))
-    node.hb("m1", 3)
+    node.join("m1", "t1")
+    node.join("m2", "t1", "t2")
+    node.sync("m1", "m2")
     assert node.mgr.share.assignment("g", "m2")[T2] == frozenset({0, 1})
     assert T2 not in node.mgr.share.assignment("g", "m1")
     both = node.mgr.share.assignment("g", "m1")[T1] | node.mgr.share.assignment("g", "m2")[T1]
@@ -82,38 +86,43 @@ def test_heterogeneous_subscriptions(node: Node) -> None:
 
 
 def test_fenced_epochs_and_unknown_members(node: Node) -> None:
-    node.hb("m1", 0, ("t1",))
+    node.join("m1", "t1")
     node.hb("m2", 0, ("t1",))
-    node.hb("m1", 2)  # m1 is at 3, previous 2
-    greater = node.hb("m1", 4)
+    assert node.hb("m1", 3).member_epoch == 4  # m1 is at 4, previous 3
+    greater = node.hb("m1", 6)
     assert greater.error is ErrorCode.FENCED_MEMBER_EPOCH
-    assert greater.message is not None and "greater member epoch (4)" in greater.message
-    assert node.hb("m1", 2).error is ErrorCode.NONE  # the previous epoch is accepted (a lost answer)
+    assert greater.message is not None and "greater member epoch (6)" in greater.message
+    assert node.hb("m1", 3).error is ErrorCode.NONE  # the previous epoch is accepted (a lost answer)
     smaller = node.hb("m1", 1)
-    assert smaller.error is ErrorCode.FENCED_MEMBER_EPOCH and "smaller member epoch (1)" in str(
-        smaller.message
+    assert smaller.error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert smaller.message == (
+        "The share group member has a smaller member epoch (1) than the one known by the group "
+        "coordinator (4), and it does not match the previous member epoch (3). The member must abandon "
+        "all its partitions and rejoin."
     )
-    unknown = node.hb("nobody", 3)
+    unknown = node.hb("nobody", 4)
     assert (unknown.error, unknown.message) == (
         ErrorCode.UNKNOWN_MEMBER_ID,
         "Member nobody is not a member of group g.",
     )
     missing = node.hb("m", 1, group="other")
     assert (missing.error, missing.message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Share group other not found.")
+    leaving = node.hb("m", -1, group="other")
+    assert (leaving.error, leaving.message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group other not found.")
 
 
 def test_leave_bumps_the_epoch_and_tells_the_data_side(node: Node) -> None:
-    node.hb("m1", 0, ("t1",))
+    node.join("m1", "t1")
     node.hb("m2", 0, ("t1",))
     left = node.hb("m2", -1)
     assert (left.error, left.member_id, left.member_epoch) == (ErrorCode.NONE, "m2", -1)
     assert node.listener.left == [("g", "m2")]
     group = node.mgr.share.group("g")
-    assert group is not None and set(group.members) == {"m1"} and group.group_epoch == 4
-    # m1 never reconciled to epoch 3: it goes from 2 to 4 keeping every partition, so Kafka sends
-    # no assignment (hasAssignedPartitionsChanged is false)
-    back = node.hb("m1", 2)
-    assert (back.member_epoch, back.assignment) == (4, None)
+    assert group is not None and set(group.members) == {"m1"} and group.group_epoch == 5
+    # m1 never took epoch 4's half: it goes from 3 to 5 keeping every partition, so Kafka sends no
+    # assignment (hasAssignedPartitionsChanged is false)
+    back = node.hb("m1", 3)
+    assert (back.member_epoch, back.assignment) == (5, None)
     assert node.mgr.share.assignment("g", "m1") == {T1: frozenset(range(4))}
     assert node.hb("m2", -1).error is ErrorCode.UNKNOWN_MEMBER_ID
     assert node.hb("m1", -1).error is ErrorCode.NONE
@@ -121,30 +130,25 @@ def test_leave_bumps_the_epoch_and_tells_the_data_side(node: Node) -> None:
 
 
 def test_session_timeout_fences_the_member(node: Node) -> None:
-    node.hb("m1", 0, ("t1",))
+    node.join("m1", "t1")
     node.hb("m2", 0, ("t1",))
     node.timers.advance(44_000)
-    assert node.hb("m1", 2).member_epoch == 3  # m1 keeps its session alive, m2 does not
+    assert node.hb("m1", 3).member_epoch == 4  # m1 keeps its session alive, m2 does not
     node.timers.advance(2_000)
     assert node.listener.left == [("g", "m2")]
-    assert node.hb("m2", 3).error is ErrorCode.UNKNOWN_MEMBER_ID
-    assert node.hb("m1", 3).member_epoch == 4
+    assert node.hb("m2", 4).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert node.hb("m1", 4).member_epoch == 5
 
 
 def test_group_config_session_timeout_and_interval() -> None:
     node = Node().load()
-    node.mgr.apply(_config("g", {"share.session.timeout.ms": "50000", "share.heartbeat.interval.ms": "7000"}))
+    configs = {"share.session.timeout.ms": "50000", "share.heartbeat.interval.ms": "7000"}
+    node.mgr.apply(GroupConfigRecord("g", configs))
     assert node.hb("m1", 0, ("t1",)).heartbeat_interval_ms == 7000
     node.timers.advance(49_000)
     assert node.listener.left == []
     node.timers.advance(1_000)
     assert node.listener.left == [("g", "m1")]
-
-
-def _config(group_id: str, configs: dict[str, str]) -> object:
-    from kcoord.coordinator.groups.records import GroupConfigRecord
-
-    return GroupConfigRecord(group_id, configs)
 
 
 def test_max_size() -> None:
@@ -159,38 +163,65 @@ def test_max_size() -> None:
     assert node.hb("m2", 0, ("t1",)).error is ErrorCode.NONE  # a member rejoining is no new member
 
 
-def test_subscription_change_and_topic_growth_bump_the_epoch(node: Node) -> None:
-    node.hb("m1", 0, ("t1",))
-    changed = node.hb("m1", 2, ("t2",))
-    assert (changed.member_epoch, changed.assignment) == (3, {T2: frozenset({0, 1})})
+def test_subscription_change_and_topic_growth(node: Node) -> None:
+    node.join("m1", "t1")
+    changed = node.hb("m1", 3, ("t2",))  # t2 is not initialized yet: nothing assigned
+    assert (changed.member_epoch, changed.assignment) == (4, {})
+    assert node.hb("m1", 4).assignment == {T2: frozenset({0, 1})}  # initialized: epoch 5
     node.topics.set("t2", T2, 3)
-    grown = node.hb("m1", 3)
-    assert (grown.member_epoch, grown.assignment) == (4, {T2: frozenset({0, 1, 2})})
+    grown = node.hb("m1", 5)  # the metadata hash moved: epoch 6, partition 2 initializing
+    assert (grown.member_epoch, grown.assignment) == (6, None)
+    now = node.hb("m1", 6)
+    assert (now.member_epoch, now.assignment) == (7, {T2: frozenset({0, 1, 2})})
 
 
 def test_records_written_in_kafkas_order(node: Node) -> None:
     node.hb("m1", 0, ("t1",))
-    kinds = [type(r).__name__ for r in node.log.batches[0]]
-    assert kinds == [
+    joined, initialized = ([type(r).__name__ for r in batch] for batch in node.log.batches)
+    assert joined == [
         "ShareMemberSubscription",
         "ShareGroupEpoch",
         "ShareTargetMember",
         "ShareTargetEpoch",
         "ShareMemberAssignment",
+        "ShareStatePartitions",
     ]
-    assert isinstance(node.log.records[0], ShareMemberSubscription)
-    assert node.log.of_type(ShareGroupEpoch)[0].epoch == 2
+    assert initialized == ["ShareStatePartitions", "ShareGroupEpoch"]
+    initializing, done = node.log.of_type(ShareStatePartitions)
+    assert [i.topic_name for i in initializing.initializing] == ["t1"] and initializing.initialized == ()
+    assert [sorted(i.partitions) for i in done.initialized] == [[0, 1, 2, 3]] and done.initializing == ()
+    assert [r.epoch for r in node.log.of_type(ShareGroupEpoch)] == [2, 3]
 
 
 def test_a_failed_write_restores_the_group_and_answers_the_error(node: Node) -> None:
-    node.hb("m1", 0, ("t1",))
+    node.join("m1", "t1")
     node.log.fail_with = OSError("disk")
     failed = node.hb("m2", 0, ("t1",))
     assert failed.error is not ErrorCode.NONE
     group = node.mgr.share.group("g")
-    assert group is not None and set(group.members) == {"m1"} and group.group_epoch == 2
+    assert group is not None and set(group.members) == {"m1"} and group.group_epoch == 3
     node.log.fail_with = None
-    assert node.hb("m2", 0, ("t1",)).member_epoch == 3
+    assert node.hb("m2", 0, ("t1",)).member_epoch == 4
+
+
+def test_a_failed_initialization_is_retried_by_the_next_heartbeat_and_by_a_restart(node: Node) -> None:
+    node.log.hold = True
+    answers: list[ShareHeartbeatAnswer] = []
+    node.mgr.share.heartbeat(
+        ShareHeartbeatRequest("g", "m1", 0, subscribed_topic_names=("t1",)), answers.append
+    )
+    node.log.release_first()  # the join is durable; the initialization's write is held
+    assert answers[0].member_epoch == 2
+    node.log.release(OSError("disk"))  # and fails
+    group = node.mgr.share.group("g")
+    assert group is not None and group.initializing and not group.initialized
+    again = node.restart()
+    restarted = again.mgr.share.group("g")
+    assert restarted is not None and restarted.initialized_partitions() == {T1: frozenset(range(4))}
+    assert again.hb("m1", 2).assignment == {T1: frozenset(range(4))}
+    # the same node: its next heartbeat initializes what is left initializing
+    assert node.hb("m1", 2).assignment is None
+    assert node.hb("m1", 2).assignment == {T1: frozenset(range(4))}
 
 
 def test_loading_answers_load_in_progress() -> None:
@@ -198,3 +229,27 @@ def test_loading_answers_load_in_progress() -> None:
     assert node.hb("m1", 0, ("t1",)).error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     node.mgr.shutdown()
     assert node.hb("m1", 0, ("t1",)).error is ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def test_the_assignment_interval_as_kafka_4_3_answers() -> None:
+    """The sequence seen on Kafka 4.3.1 with its default share.assignment.interval.ms (1 s): a member
+    joining within the interval of the last assignment gets the current target at the current
+    assignment epoch, and nothing is recomputed until the interval passed."""
+    node = Node(share_assignment_interval_ms=1000).load()
+    assert (node.hb("m1", 0, ("t1",)).member_epoch, node.hb("m1", 0, ("t1",)).assignment) == (2, {})
+    node.clock.advance(5_000)
+    assigned = node.hb("m1", 2)
+    assert (assigned.member_epoch, assigned.assignment) == (3, {T1: frozenset(range(4))})
+    assert node.hb("m1", 3).assignment is None
+    joined = node.hb("m2", 0, ("t1",))
+    assert (joined.member_epoch, joined.assignment) == (3, {})
+    group = node.mgr.share.group("g")
+    assert group is not None and (group.group_epoch, group.assignment_epoch) == (4, 3)
+    assert (node.hb("m1", 3).member_epoch, node.hb("m1", 3).assignment) == (3, None)
+    assert node.hb("m2", -1).member_epoch == -1
+    assert (group.group_epoch, group.assignment_epoch) == (5, 3)
+    assert node.hb("m1", 4).error is ErrorCode.FENCED_MEMBER_EPOCH
+    rejoined = node.hb("m1", 0, ("t1",))
+    assert (rejoined.member_epoch, rejoined.assignment) == (3, {T1: frozenset(range(4))})
+    node.clock.advance(1_000)  # the interval passed: the next heartbeat recomputes at epoch 5
+    assert (node.hb("m1", 3).member_epoch, group.assignment_epoch) == (5, 5)

@@ -17,6 +17,7 @@ def test_share_records_show_with_kafkas_key_types() -> None:
     shown = offsets_records(stored, 50, live=True)
     assert all(isinstance(r, OffsetsRecord) for r in shown)
     types = [struct.unpack_from(">h", r.key)[0] for r in shown if isinstance(r, OffsetsRecord)]
-    assert types == [10, 11, 13, 12, 14, 14, 13, 10, 11]
+    # the join, the initialization, the leave
+    assert types == [10, 11, 13, 12, 14, 15, 15, 11, 14, 13, 10, 11]
     values = [r.value for r in shown if isinstance(r, OffsetsRecord)]
     assert all(v is None or v[:2] == b"\x00\x00" for v in values)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.join_request import JoinRequest
+from kcoord.coordinator.groups.offset_api import CommitRequest
 from kcoord.coordinator.groups.share.model import ShareGroupState
 from kcoord.coordinator.persistence import from_storage, render, to_storage
 from tests.unit.share_groups.conftest import T1, Node
@@ -79,21 +80,13 @@ def test_delete_only_an_empty_group_and_tell_the_data_side() -> None:
 def test_describe() -> None:
     node = Node().load()
     node.hb("m1", 0, ("t1",), client_id="c", client_host="/1.2.3.4", rack_id="r")
+    node.hb("m1", 2, client_id="c", client_host="/1.2.3.4")
     (described, missing) = node.mgr.share.describe(["g", "nope"])
-    assert (described.state, described.group_epoch, described.assignment_epoch, described.assignor_name) == (
-        "Stable",
-        2,
-        2,
-        "simple",
-    )
+    summary = (described.state, described.group_epoch, described.assignment_epoch, described.assignor_name)
+    assert summary == ("Stable", 3, 3, "simple")
     (m,) = described.members
-    assert (m.member_id, m.rack_id, m.client_id, m.client_host, m.member_epoch) == (
-        "m1",
-        "r",
-        "c",
-        "/1.2.3.4",
-        2,
-    )
+    assert (m.member_id, m.rack_id, m.client_id, m.client_host) == ("m1", "r", "c", "/1.2.3.4")
+    assert m.member_epoch == 3
     assert m.assignment == ((T1, "t1", (0, 1, 2, 3)),)
     assert (missing.error, missing.message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found.")
 
@@ -119,3 +112,21 @@ def test_one_id_one_type() -> None:
     (other,) = node.mgr.share.describe(["c"])
     assert (other.error, other.message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group c is not a share group.")
     assert node.mgr.share.group("g") is not None and node.mgr.share.group("g").state is ShareGroupState.STABLE  # type: ignore[union-attr]
+
+
+def test_the_classic_offset_and_describe_apis_never_make_a_classic_group_of_a_share_group() -> None:
+    """Kafka 4.3.1 (seen on the oracle): OffsetCommit to a share group's id is GROUP_ID_NOT_FOUND
+    (ShareGroup.validateOffsetCommit), DescribeGroups says it is not a classic group."""
+    node = Node().load()
+    node.hb("m1", 0, ("t1",))
+    answers: list[tuple[ErrorCode, object]] = []
+    request = CommitRequest(
+        "g", -1, "", None, -1, ErrorCode.GROUP_ID_NOT_FOUND, [("t1", [(0, 5, -1, "", -1)])]
+    )
+    node.mgr.offset_commit(request, lambda error, errors: answers.append((error, errors)))
+    assert answers == [(ErrorCode.GROUP_ID_NOT_FOUND, {})]
+    assert node.mgr.group("g") is None and node.mgr.committed_offsets("g") == {}
+    (described,) = node.mgr.describe_groups(["g"])
+    assert (described.error, described.state, described.message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND, "Dead", "Group g is not a classic group.",
+    )  # fmt: skip

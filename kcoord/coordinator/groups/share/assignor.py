@@ -12,7 +12,7 @@ assigned topic by topic among the members subscribed to each topic.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from kcoord.coordinator.groups.consumer.model import Assignment, assignment_of
 
@@ -24,19 +24,21 @@ TopicPartition = tuple[uuid.UUID, int]
 
 def assign(
     subscriptions: Mapping[str, Sequence[uuid.UUID]],
-    partitions: Mapping[uuid.UUID, int],
+    partitions: Mapping[uuid.UUID, Collection[int]],
     current: Mapping[str, Assignment],
 ) -> dict[str, Assignment]:
     """The target assignment of every member: `subscriptions` are each member's subscribed topic
-    ids (existing topics only), `partitions` each topic's partition count, `current` each member's
-    target now (for stickiness)."""
+    ids (existing topics only), `partitions` each topic's assignable partitions (Kafka's
+    SubscribedTopicDescriberImpl with the share group's initialized partitions: a partition whose
+    share state is not initialized yet is assigned to nobody), `current` each member's target now
+    (for stickiness)."""
     members = sorted(subscriptions)
     out: dict[str, list[TopicPartition]] = {m: [] for m in members}
     # Group members by identical subscription: one homogeneous pass per topic set, Kafka's
     # homogeneous builder for the common case where every member subscribes the same topics.
     by_topics: dict[frozenset[uuid.UUID], list[str]] = {}
     for member in members:
-        topics = frozenset(t for t in subscriptions[member] if partitions.get(t, 0) > 0)
+        topics = frozenset(t for t in subscriptions[member] if partitions.get(t))
         if topics:
             by_topics.setdefault(topics, []).append(member)
     if len(by_topics) == 1:
@@ -50,9 +52,9 @@ def assign(
 
 
 def _partitions_of(
-    topics: frozenset[uuid.UUID] | set[uuid.UUID], counts: Mapping[uuid.UUID, int]
+    topics: frozenset[uuid.UUID] | set[uuid.UUID], allowed: Mapping[uuid.UUID, Collection[int]]
 ) -> list[TopicPartition]:
-    return [(t, p) for t in sorted(topics, key=str) for p in range(counts[t])]
+    return [(t, p) for t in sorted(topics, key=str) for p in sorted(allowed[t])]
 
 
 def _quotas(members: Sequence[str], sharing: int, n_partitions: int) -> dict[str, int]:

@@ -18,12 +18,19 @@ from kcoord.coordinator.groups.consumer.model import Assignment
 from kcoord.coordinator.groups.consumer.topics import TopicView, metadata_hash
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.share.assignor import assign
-from kcoord.coordinator.groups.share.model import LEAVE_GROUP_MEMBER_EPOCH, ShareGroup, ShareMember
+from kcoord.coordinator.groups.share.model import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    ShareGroup,
+    ShareMember,
+    TopicPartitionsInfo,
+    merged,
+)
 from kcoord.coordinator.groups.share.records import (
     ShareGroupEpoch,
     ShareMemberAssignment,
     ShareMemberSubscription,
     ShareRecord,
+    ShareStatePartitions,
     ShareTargetEpoch,
     ShareTargetMember,
 )
@@ -33,6 +40,7 @@ __all__ = [
     "ShareHeartbeatAnswer",
     "ShareHeartbeatPlan",
     "ShareHeartbeatRequest",
+    "ShareHeartbeatSettings",
     "fence_records",
     "plan_heartbeat",
     "plan_leave",
@@ -91,59 +99,120 @@ def validate(request: ShareHeartbeatRequest) -> None:
         raise Refused(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
 
 
+@dataclass(frozen=True, slots=True)
+class ShareHeartbeatSettings:
+    """What a heartbeat is decided with besides the group: the broker's and the group's settings."""
+
+    max_size: int  # group.share.max.size
+    heartbeat_interval_ms: int  # share.heartbeat.interval.ms (the group's, else the broker's)
+    assignment_interval_ms: int  # share.assignment.interval.ms (the group's, else the broker's)
+    now_ms: int
+
+
 def plan_heartbeat(
-    group: ShareGroup, request: ShareHeartbeatRequest, topics: TopicView, max_size: int, interval_ms: int
+    group: ShareGroup, request: ShareHeartbeatRequest, topics: TopicView, settings: ShareHeartbeatSettings
 ) -> ShareHeartbeatPlan:
     """GroupMetadataManager.shareGroupHeartbeat for a join (epoch 0) or a heartbeat of a member:
     the group is the existing one or a new one for a join (the caller decides)."""
-    member_id = request.member_id
+    member_id, max_size = request.member_id, settings.max_size
     if len(group.members) >= max_size and member_id not in group.members:  # throwIfShareGroupIsFull
         raise Refused(
             ErrorCode.GROUP_MAX_SIZE_REACHED,
             f"The share group has reached its maximum capacity of {max_size} members.",
         )
     member = _current_member(group, request)
-    updated = replace(
-        member,
-        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
-        subscribed_topic_names=(
-            tuple(request.subscribed_topic_names)
-            if request.subscribed_topic_names is not None
-            else member.subscribed_topic_names
-        ),
-        client_id=request.client_id,
-        client_host=request.client_host,
-    )
+    updated = _with_request(member, request)
     records: list[ShareRecord] = []
-    bump = updated.subscription() != member.subscription() or member_id not in group.members
-    if bump:
+    if updated.subscription() != member.subscription() or member_id not in group.members:
         records.append(ShareMemberSubscription(group.group_id, member_id, updated))
-    bump = bump and updated.subscribed_topic_names != member.subscribed_topic_names
-    group_epoch = group.group_epoch
     names = _subscribed_names(group, replacing=updated)
-    new_hash = metadata_hash(names, topics)
-    if bump or new_hash != group.metadata_hash:
-        group_epoch += 1
-        records.append(ShareGroupEpoch(group.group_id, group_epoch, new_hash))
+    group_epoch = _maybe_bump(group, updated.subscribed_topic_names != member.subscribed_topic_names, names,
+                              topics, records)  # fmt: skip
+    # Kafka 4.3: the target is recomputed at most every share.assignment.interval.ms; meanwhile a
+    # member is given the current target at the current assignment epoch.
     target, target_epoch = group.target_of(member_id), group.assignment_epoch
-    if group_epoch > group.assignment_epoch:
-        target, target_epoch = _update_target(group, group_epoch, updated, topics, records), group_epoch
+    if (
+        group_epoch > group.assignment_epoch
+        and settings.now_ms - group.assignment_timestamp_ms >= settings.assignment_interval_ms
+    ):
+        target = _update_target(group, group_epoch, updated, topics, records, settings.now_ms)
+        target_epoch = group_epoch
     reconciled = updated
     if updated.member_epoch != target_epoch or dict(updated.assigned) != dict(target):
         reconciled = replace(
             updated, member_epoch=target_epoch, previous_member_epoch=updated.member_epoch, assigned=target
         )
         records.append(ShareMemberAssignment(group.group_id, member_id, reconciled))
+    # Kafka's maybeCreateInitializeShareGroupStateRequest: the subscribed partitions not yet initialized
+    # are written as initializing; the service initializes them once this is durable.
+    to_initialize = _uninitialized(group, names, topics)
+    if to_initialize:
+        initializing = tuple(merged(group.initializing, to_initialize).values())
+        records.append(
+            ShareStatePartitions(
+                group.group_id, tuple(group.initialized.values()), initializing, group.deleting
+            )
+        )
     send = request.member_epoch == 0 or dict(reconciled.assigned) != dict(member.assigned)
     answer = ShareHeartbeatAnswer(
         ErrorCode.NONE,
         None,
         member_id,
         reconciled.member_epoch,
-        interval_ms,
+        settings.heartbeat_interval_ms,
         reconciled.assigned if send else None,
     )
     return ShareHeartbeatPlan(records, answer, reconciled)
+
+
+def _uninitialized(
+    group: ShareGroup, names: Iterable[str], topics: TopicView
+) -> dict[uuid.UUID, TopicPartitionsInfo]:
+    """The subscribed partitions neither initialized nor being initialized (Kafka's
+    GroupMetadataManager.subscribedTopicsChangeMap less the initialized and initializing maps)."""
+    out = {}
+    for name in sorted(names):
+        described = topics.describe(name)
+        if described is None:
+            continue
+        topic_id, count = described
+        known: frozenset[int] = frozenset()
+        for state in (group.initialized, group.initializing):
+            if topic_id in state:
+                known |= state[topic_id].partitions
+        missing = frozenset(range(count)) - known
+        if missing:
+            out[topic_id] = TopicPartitionsInfo(topic_id, name, missing)
+    return out
+
+
+def _with_request(member: ShareMember, request: ShareHeartbeatRequest) -> ShareMember:
+    """Kafka's ShareGroupMember.Builder: maybeUpdateRackId, maybeUpdateSubscribedTopicNames, then the
+    request's client id and host."""
+    names = request.subscribed_topic_names
+    return replace(
+        member,
+        rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+        subscribed_topic_names=tuple(names) if names is not None else member.subscribed_topic_names,
+        client_id=request.client_id,
+        client_host=request.client_host,
+    )
+
+
+def _maybe_bump(
+    group: ShareGroup,
+    subscription_changed: bool,
+    names: Iterable[str],
+    topics: TopicView,
+    records: list[ShareRecord],
+) -> int:
+    """The group epoch after this heartbeat: bumped when the subscribed topics changed, when their
+    metadata hash moved, or when share partitions were initialized since the epoch was last set."""
+    new_hash = metadata_hash(names, topics)
+    if subscription_changed or new_hash != group.metadata_hash or group.initialized_since_epoch:
+        records.append(ShareGroupEpoch(group.group_id, group.group_epoch + 1, new_hash))
+        return group.group_epoch + 1
+    return group.group_epoch
 
 
 def _current_member(group: ShareGroup, request: ShareHeartbeatRequest) -> ShareMember:
@@ -157,6 +226,8 @@ def _current_member(group: ShareGroup, request: ShareHeartbeatRequest) -> ShareM
             )
         return ShareMember(request.member_id)
     received, known = request.member_epoch, member.member_epoch
+    if received == 0:  # a member may rejoin with epoch 0: it keeps its epoch (seen on Kafka 4.3.1)
+        return member
     if received > known:
         raise Refused(
             ErrorCode.FENCED_MEMBER_EPOCH,
@@ -189,26 +260,34 @@ def _subscribed_names(
 
 
 def _update_target(
-    group: ShareGroup, epoch: int, updated: ShareMember, topics: TopicView, records: list[ShareRecord]
+    group: ShareGroup,
+    epoch: int,
+    updated: ShareMember,
+    topics: TopicView,
+    records: list[ShareRecord],
+    now_ms: int,
 ) -> Assignment:
     """Kafka's updateTargetAssignment: run the simple assignor, write each changed member's target,
     then the target epoch; the updated member's target is returned."""
     members = {**group.members, updated.member_id: updated}
     subscriptions: dict[str, list[uuid.UUID]] = {}
-    counts: dict[uuid.UUID, int] = {}
+    allowed: dict[uuid.UUID, frozenset[int]] = {}
+    initialized = group.initialized_partitions()
     for member_id, member in members.items():
         ids = []
         for name in member.subscribed_topic_names:
             described = topics.describe(name)
             if described is not None:
                 ids.append(described[0])
-                counts[described[0]] = described[1]
+                allowed[described[0]] = frozenset(
+                    p for p in initialized.get(described[0], ()) if p < described[1]
+                )
         subscriptions[member_id] = ids
-    new_target = assign(subscriptions, counts, group.target)
+    new_target = assign(subscriptions, allowed, group.target)
     for member_id in sorted(new_target):
         if dict(new_target[member_id]) != dict(group.target_of(member_id)) or member_id not in group.target:
             records.append(ShareTargetMember(group.group_id, member_id, new_target[member_id]))
-    records.append(ShareTargetEpoch(group.group_id, epoch))
+    records.append(ShareTargetEpoch(group.group_id, epoch, now_ms))
     return new_target.get(updated.member_id, {})
 
 

@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kcoord.coordinator.groups.consumer.model import Assignment
 
-__all__ = ["SHARE_PROTOCOL_TYPE", "ShareGroup", "ShareGroupState", "ShareMember", "TopicPartitionsInfo"]
+__all__ = [
+    "SHARE_PROTOCOL_TYPE",
+    "ShareGroup",
+    "ShareGroupState",
+    "ShareMember",
+    "TopicPartitionsInfo",
+    "merged",
+    "without",
+]
 
 SHARE_PROTOCOL_TYPE = "share"  # ShareGroup.PROTOCOL_TYPE: ListGroups' protocol type of a share group
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -62,6 +70,33 @@ class TopicPartitionsInfo:
     partitions: frozenset[int]
 
 
+def merged(
+    base: Mapping[uuid.UUID, TopicPartitionsInfo], more: Mapping[uuid.UUID, TopicPartitionsInfo]
+) -> dict[uuid.UUID, TopicPartitionsInfo]:
+    """Kafka's mergeShareGroupInitMaps: the union of the partitions, topic by topic."""
+    out = dict(base)
+    for topic_id, info in more.items():
+        old = out.get(topic_id)
+        out[topic_id] = (
+            info
+            if old is None
+            else TopicPartitionsInfo(topic_id, info.topic_name, old.partitions | info.partitions)
+        )
+    return out
+
+
+def without(
+    base: Mapping[uuid.UUID, TopicPartitionsInfo], gone: Mapping[uuid.UUID, TopicPartitionsInfo]
+) -> dict[uuid.UUID, TopicPartitionsInfo]:
+    """`base` less the partitions of `gone` (topics left with none are dropped)."""
+    out = {}
+    for topic_id, info in base.items():
+        left = info.partitions - (gone[topic_id].partitions if topic_id in gone else frozenset())
+        if left:
+            out[topic_id] = TopicPartitionsInfo(topic_id, info.topic_name, left)
+    return out
+
+
 class ShareGroup:
     """Kafka's ShareGroup: epochs, members, their subscriptions and the target assignment."""
 
@@ -72,11 +107,20 @@ class ShareGroup:
         self.group_epoch = 1
         self.metadata_hash = 0
         self.assignment_epoch = 1
+        self.assignment_timestamp_ms = 0
+        """When the target was last computed (ShareGroupTargetAssignmentMetadataValue.AssignmentTimestamp):
+        Kafka 4.3 recomputes it at most every share.assignment.interval.ms."""
+        self.initialized_since_epoch = False
+        """Share partitions were initialized since the group epoch was last set: the next heartbeat
+        bumps it, so that they are assigned (derived on replay, not a record of its own)."""
         self.members: dict[str, ShareMember] = {}
         self.target: dict[str, Assignment] = {}  # member id -> target assignment
         self.subscribed_topics: dict[str, int] = {}  # topic name -> number of subscribed members
-        self.initialized: tuple[TopicPartitionsInfo, ...] = ()
-        """The share partitions whose state is initialized (ShareGroupStatePartitionMetadata)."""
+        # ShareGroupStatePartitionMetadata: the share partitions whose state is initialized (only those
+        # are assigned), being initialized, and topics being deleted, by topic id.
+        self.initialized: dict[uuid.UUID, TopicPartitionsInfo] = {}
+        self.initializing: dict[uuid.UUID, TopicPartitionsInfo] = {}
+        self.deleting: tuple[tuple[uuid.UUID, str], ...] = ()
         self.checked_topics_version = -1
         """The topic view's version when the metadata hash was last checked (not durable)."""
 
@@ -88,15 +132,22 @@ class ShareGroup:
     def target_of(self, member_id: str) -> Assignment:
         return self.target.get(member_id, {})
 
+    def initialized_partitions(self) -> dict[uuid.UUID, frozenset[int]]:
+        """The partitions the assignor may give out (Kafka: initialized share partitions only)."""
+        return {t: info.partitions for t, info in self.initialized.items()}
+
     def copy(self) -> ShareGroup:
         """A copy to restore should a write fail (members are immutable: shallow copies suffice)."""
         other = ShareGroup(self.group_id)
         other.group_epoch, other.metadata_hash = self.group_epoch, self.metadata_hash
         other.assignment_epoch = self.assignment_epoch
+        other.assignment_timestamp_ms = self.assignment_timestamp_ms
+        other.initialized_since_epoch = self.initialized_since_epoch
         other.members = dict(self.members)
         other.target = dict(self.target)
         other.subscribed_topics = dict(self.subscribed_topics)
-        other.initialized = self.initialized
+        other.initialized, other.initializing = dict(self.initialized), dict(self.initializing)
+        other.deleting = self.deleting
         other.checked_topics_version = self.checked_topics_version
         return other
 

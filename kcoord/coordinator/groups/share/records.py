@@ -13,12 +13,14 @@ tombstones (ShareGroup.createGroupTombstoneRecords).
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, replace
 
 from kcoord.coordinator.groups.consumer.model import Assignment
 from kcoord.coordinator.groups.share.model import ShareGroup, ShareMember, TopicPartitionsInfo
 
 __all__ = [
+    "SHARE_RECORD_CLASSES",
     "ShareGroupEpoch",
     "ShareMemberAssignment",
     "ShareMemberSubscription",
@@ -50,10 +52,12 @@ class ShareMemberSubscription:
 
 @dataclass(frozen=True, slots=True)
 class ShareTargetEpoch:
-    """Kafka key type 12, ShareGroupTargetAssignmentMetadata: the target assignment's epoch."""
+    """Kafka key type 12, ShareGroupTargetAssignmentMetadata: the target assignment's epoch and when
+    it was computed."""
 
     group_id: str
     epoch: int | None
+    timestamp_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,7 @@ class ShareStatePartitions:
     group_id: str
     initialized: tuple[TopicPartitionsInfo, ...] | None
     initializing: tuple[TopicPartitionsInfo, ...] = ()
-    deleting: tuple[tuple[object, str], ...] = ()
+    deleting: tuple[tuple[uuid.UUID, str], ...] = ()
 
 
 ShareRecord = (
@@ -92,6 +96,15 @@ ShareRecord = (
     | ShareTargetMember
     | ShareMemberAssignment
     | ShareStatePartitions
+)
+
+SHARE_RECORD_CLASSES = (
+    ShareGroupEpoch,
+    ShareMemberSubscription,
+    ShareTargetEpoch,
+    ShareTargetMember,
+    ShareMemberAssignment,
+    ShareStatePartitions,
 )
 
 
@@ -124,8 +137,10 @@ def _put(group: ShareGroup, record: ShareRecord) -> None:
         case ShareGroupEpoch(epoch=int(epoch)):
             group.group_epoch = epoch
             group.metadata_hash = record.metadata_hash
+            group.initialized_since_epoch = False
         case ShareTargetEpoch(epoch=int(epoch)):
             group.assignment_epoch = epoch
+            group.assignment_timestamp_ms = record.timestamp_ms
         case ShareTargetMember(partitions=partitions) if partitions is not None:
             group.target[record.member_id] = partitions
         case ShareMemberSubscription(member=ShareMember() as new):
@@ -150,4 +165,9 @@ def _put(group: ShareGroup, record: ShareRecord) -> None:
                 )
             )
         case ShareStatePartitions(initialized=initialized) if initialized is not None:
-            group.initialized = initialized
+            now_initialized = {info.topic_id: info for info in initialized}
+            if now_initialized != group.initialized:
+                group.initialized_since_epoch = True
+            group.initialized = now_initialized
+            group.initializing = {info.topic_id: info for info in record.initializing}
+            group.deleting = record.deleting

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from kcoord.coordinator.groups.consumer.topics import TopicView
@@ -22,13 +22,21 @@ from kcoord.coordinator.groups.share.describe import ShareGroupDescription, desc
 from kcoord.coordinator.groups.share.heartbeat import (
     Refused,
     ShareHeartbeatAnswer,
+    ShareHeartbeatPlan,
     ShareHeartbeatRequest,
+    ShareHeartbeatSettings,
     fence_records,
     plan_heartbeat,
     plan_leave,
     validate,
 )
-from kcoord.coordinator.groups.share.model import ShareGroup, ShareGroupState
+from kcoord.coordinator.groups.share.model import (
+    ShareGroup,
+    ShareGroupState,
+    TopicPartitionsInfo,
+    merged,
+    without,
+)
 from kcoord.coordinator.groups.share.records import (
     ShareGroupEpoch,
     ShareRecord,
@@ -66,51 +74,51 @@ class ShareGroupService:
         self.topics = topics
         self.listener: ShareMemberListener | None = None
         """Plugged in by the wiring (SharePartitions.release_member / delete)."""
+        self._initializing: set[str] = set()
+        """Groups whose share partitions' initialization is being written."""
 
     # -- ShareGroupHeartbeat ----------------------------------------------------------------------
     def heartbeat(self, request: ShareHeartbeatRequest, respond: ShareHeartbeatRespond) -> None:
         """Answered at once (an error, or nothing to write) or once the records are durable."""
-        rt = self.rt
-        if rt.phases.phase(request.group_id) is Phase.SHUT_DOWN:
-            respond(ShareHeartbeatAnswer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            return
         try:
-            validate(request)  # GroupCoordinatorService: before the shard's loading check
+            plan = self._plan(request)
         except Refused as refused:
-            respond(ShareHeartbeatAnswer(refused.code, refused.message))
-            return
-        error = rt.phase_error(request.group_id)
-        if error is not None:
-            respond(ShareHeartbeatAnswer(error))
-            return
-        try:
-            group = self._group_for(request)
-            if request.member_epoch < 0:
-                plan = plan_leave(group, request, self.topics)
-            else:
-                plan = plan_heartbeat(
-                    group, request, self.topics, rt.config.share_max_size, self._interval(request.group_id)
-                )
-        except Refused as refused:
-            respond(ShareHeartbeatAnswer(refused.code, refused.message))
+            respond(ShareHeartbeatAnswer(refused.code, refused.message or None))
             return
         group_id, member_id = request.group_id, request.member_id
         if plan.member is None:
-            rt.timers.cancel(share_session_key(group_id, member_id))
+            self.rt.timers.cancel(share_session_key(group_id, member_id))
         else:
             self._schedule_session(group_id, member_id)
         if not plan.records:
             respond(plan.answer)
+            self._maybe_initialize(group_id)
             return
-        answer = plan.answer
-        left = plan.member is None
+        answer, left = plan.answer, plan.member is None
 
         def done(exc: BaseException | None) -> None:
             if exc is None and left:
                 self._tell_member_left(group_id, member_id)
             respond(answer if exc is None else ShareHeartbeatAnswer(APPEND_FAILED, "The write failed."))
+            if exc is None:
+                self._maybe_initialize(group_id)
 
         self._write(group_id, plan.records, done)
+
+    def _plan(self, request: ShareHeartbeatRequest) -> ShareHeartbeatPlan:
+        """GroupCoordinatorService's checks (not active, the request's validity, then the shard's
+        loading), then GroupMetadataManager.shareGroupHeartbeat or shareGroupLeave; Refused if refused."""
+        rt = self.rt
+        if rt.phases.phase(request.group_id) is Phase.SHUT_DOWN:
+            raise Refused(ErrorCode.COORDINATOR_NOT_AVAILABLE, "")
+        validate(request)
+        error = rt.phase_error(request.group_id)
+        if error is not None:
+            raise Refused(error, "")
+        group = self._group_for(request)
+        if request.member_epoch < 0:
+            return plan_leave(group, request, self.topics)
+        return plan_heartbeat(group, request, self.topics, self._settings(request.group_id))
 
     def _group_for(self, request: ShareHeartbeatRequest) -> ShareGroup:
         """Kafka's getOrMaybeCreateShareGroup: created only by a join (epoch 0), never in place of
@@ -121,14 +129,26 @@ class ShareGroupService:
             return group
         if group_id in self.rt.consumer_groups or self.rt.groups.get(group_id) is not None:
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
-        if request.member_epoch != 0:
+        if request.member_epoch < 0:  # shareGroupLeave looks the group up with group(groupId)
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        if request.member_epoch != 0:  # getOrMaybeCreateShareGroup(groupId, false)
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
         return ShareGroup(group_id)
 
-    def _interval(self, group_id: str) -> int:
-        """The group's share.heartbeat.interval.ms, else group.share.heartbeat.interval.ms."""
-        own = self.rt.group_configs.get(group_id)
-        return effective_int(own, "share.heartbeat.interval.ms", self.rt.config.share_heartbeat_interval_ms)
+    def _settings(self, group_id: str) -> ShareHeartbeatSettings:
+        """The group's share.heartbeat.interval.ms and share.assignment.interval.ms, else the broker's
+        group.share.* settings (GroupMetadataManager.shareGroupHeartbeatIntervalMs and friends)."""
+        own, config = self.rt.group_configs.get(group_id), self.rt.config
+        return ShareHeartbeatSettings(
+            max_size=config.share_max_size,
+            heartbeat_interval_ms=effective_int(
+                own, "share.heartbeat.interval.ms", config.share_heartbeat_interval_ms
+            ),
+            assignment_interval_ms=effective_int(
+                own, "share.assignment.interval.ms", config.share_assignment_interval_ms
+            ),
+            now_ms=self.rt.now_ms(),
+        )
 
     # -- writes -----------------------------------------------------------------------------------
     def _write(
@@ -170,6 +190,38 @@ class ShareGroupService:
                 log.error("group_id=%s member_id=%s fencing not written: %s", group_id, member_id, exc)
 
         self._write(group_id, fence_records(group, member_id, self.topics), done)
+
+    def _maybe_initialize(self, group_id: str) -> None:
+        """Initialize what the group has initializing, unless an initialization is in flight (a failed
+        one is retried by the next heartbeat, as Kafka retries partitions left initializing)."""
+        group = self.rt.share_groups.get(group_id)
+        if group is not None and group.initializing and group_id not in self._initializing:
+            self._initialize(group_id, dict(group.initializing))
+
+    def _initialize(self, group_id: str, partitions: Mapping[uuid.UUID, TopicPartitionsInfo]) -> None:
+        """The share partitions' state is initialized (Kafka: the persister's InitializeShareGroupState
+        answered, then GroupMetadataManager.initializeShareGroupState): they move from initializing to
+        initialized and the group epoch is bumped, so that the next heartbeat assigns them. On one node
+        the share-partition tenant initializes a partition on its first use, so nothing is asked."""
+        group = self.rt.share_groups.get(group_id)
+        if group is None or self.rt.phase_error(group_id) is not None:
+            return
+        initialized = merged(group.initialized, partitions)
+        initializing = without(group.initializing, partitions)
+        records: list[ShareRecord] = [
+            ShareStatePartitions(
+                group_id, tuple(initialized.values()), tuple(initializing.values()), group.deleting
+            ),
+            ShareGroupEpoch(group_id, group.group_epoch + 1, group.metadata_hash),
+        ]
+
+        def done(exc: BaseException | None) -> None:
+            self._initializing.discard(group_id)
+            if exc is not None:  # the next heartbeat asks again: the partitions are still initializing
+                log.error("group_id=%s share partitions not initialized: %s", group_id, exc)
+
+        self._initializing.add(group_id)
+        self._write(group_id, records, done)
 
     def _tell_member_left(self, group_id: str, member_id: str) -> None:
         if self.listener is not None:
@@ -234,11 +286,13 @@ class ShareGroupService:
         )
 
     def loaded(self, belongs: Callable[[str], bool] = lambda _: True) -> None:
-        """Recovery finished (for the groups `belongs` names): every member's session starts now."""
-        for group_id, group in self.rt.share_groups.items():
+        """Recovery finished (for the groups `belongs` names): every member's session starts now, and
+        partitions left initializing by a stop are initialized now."""
+        for group_id, group in list(self.rt.share_groups.items()):
             if belongs(group_id):
                 for member_id in group.members:
                     self._schedule_session(group_id, member_id)
+                self._maybe_initialize(group_id)
 
     def unload(self, gone: Callable[[str], bool]) -> None:
         """Cluster mode: the groups `gone` names moved to another node: timers stop, forgotten."""
