@@ -1,7 +1,7 @@
 """confluent-kafka 2.16's ShareConsumer (librdkafka's KIP-932 share consumer) against a real kcoord, each
 consumer in a process of its own (tests/server/clients/confluent_share_consumer.py): several consumers
-of one partition never hold the same record at once; explicit RELEASE redelivers, REJECT never; a record
-whose holder vanishes is delivered again once its acquisition lock expires.
+of one partition never hold the same record at once; explicit RELEASE redelivers, REJECT never; a stalled
+holder's records are delivered again once their acquisition lock expires, a killed holder's at once.
 """
 
 from __future__ import annotations
@@ -133,20 +133,46 @@ def test_explicit_release_redelivers_and_reject_does_not(
     assert redelivered == [(2, 2)]
 
 
-def test_a_vanished_holders_records_come_back_after_the_lock_expires(
+def test_a_stalled_holders_records_come_back_once_the_lock_expires(
     server: KcoordServer, conn: socket.socket, stop: Path
 ) -> None:
+    """The holder keeps its connection (librdkafka heartbeats on) but acknowledges nothing: its records
+    are acquirable again only when their lock expires (SharePartition's acquisition lock timer), and
+    are delivered for the second time."""
     # the shortest lock a group may have: group.share.min.record.lock.duration.ms, 15 s
     set_group_configs(
-        conn, "expiry", share_auto_offset_reset="earliest", share_record_lock_duration_ms="15000"
+        conn, "stall", share_auto_offset_reset="earliest", share_record_lock_duration_ms="15000"
     )
     assert produce(conn, TOPIC, 0, batch(3))["error_code"] == ErrorCode.NONE
-    holder = Consumer(server, "expiry", "explicit", stop, {"hold": True})
+    holder = Consumer(server, "stall", "explicit", stop, {"hold": True})
+    try:
+        assert collect([holder], lambda got: len(got) == 3) == [(0, 0, 1), (0, 1, 1), (0, 2, 1)]
+        taker = Consumer(server, "stall", "implicit", stop, {})
+        started = time.monotonic()
+        redelivered = collect([taker], lambda got: len(got) >= 3, timeout=60)
+        assert sorted((offset, count) for _, offset, count in redelivered) == [(0, 2), (1, 2), (2, 2)]
+        assert time.monotonic() - started > 5  # not before the lock (taken ~15 s before) ran out
+        stop.touch()
+        taker.finish()
+    finally:
+        holder.proc.kill()
+        holder.proc.wait(30)
+
+
+def test_a_killed_holders_records_come_back_at_once(
+    server: KcoordServer, conn: socket.socket, stop: Path
+) -> None:
+    """Its connection closes: the share session it opened ends and its records are released at once
+    (ShareSessionCache's ClientConnectionDisconnectListener), the delivery count given back, long before
+    the 30 s lock would expire."""
+    set_group_configs(conn, "killed", share_auto_offset_reset="earliest")
+    assert produce(conn, TOPIC, 0, batch(3))["error_code"] == ErrorCode.NONE
+    holder = Consumer(server, "killed", "explicit", stop, {"hold": True})
     assert collect([holder], lambda got: len(got) == 3) == [(0, 0, 1), (0, 1, 1), (0, 2, 1)]
     holder.proc.kill()
     holder.proc.wait(30)
-    taker = Consumer(server, "expiry", "implicit", stop, {})
-    redelivered = collect([taker], lambda got: len(got) >= 3, timeout=60)
-    assert sorted((offset, count) for _, offset, count in redelivered) == [(0, 2), (1, 2), (2, 2)]
+    taker = Consumer(server, "killed", "implicit", stop, {})
+    redelivered = collect([taker], lambda got: len(got) >= 3, timeout=20)
+    assert sorted((offset, count) for _, offset, count in redelivered) == [(0, 1), (1, 1), (2, 1)]
     stop.touch()
     taker.finish()

@@ -3,13 +3,16 @@ and is_renew_ack (KIP-1222: acknowledgements that renew locks, nothing fetched).
 
 KafkaApis.handleShareFetchRequest: READ on the group, then the share session (epoch 0 opens, -1 closes,
 else the previous + 1; SharePartitionManager.newContext), READ on each topic; the piggy-backed
-acknowledgements and the fetch run side by side and one answer carries both (acknowledge_error_code per
-partition). The fetch reads every partition of the session (kcoord/broker/share/fetch.py). Closing the
-session releases what the member still holds (SharePartitionManager.releaseSession).
+acknowledgements, then the fetch (Kafka runs them side by side: docs/compat.md), and one answer carries
+both (acknowledge_error_code per partition). The fetch reads every partition of the session
+(kcoord/broker/share/fetch.py). Closing the session releases what the member still holds
+(SharePartitionManager.releaseSession).
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
@@ -69,7 +72,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 
 
 class _ShareFetch:
-    """One ShareFetch in flight: answers once both its acknowledgements and its fetch are done."""
+    """One ShareFetch in flight: its acknowledgements, then its fetch, then one answer for both."""
 
     __slots__ = (
         "_acks",
@@ -130,7 +133,7 @@ class _ShareFetch:
         wait_ms = min(max(int(self._req["max_wait_ms"]), 0), MAX_WAIT_MS) if self._fetching else 0
         self._fetch.start(wait_ms, self._maybe_answer)
 
-    def _resolve(self, key: tuple[Any, int], readable: Any) -> None:
+    def _resolve(self, key: tuple[uuid.UUID, int], readable: Callable[[str], bool]) -> None:
         """ShareSessionContext.getErroneousAndValidTopicIdPartitions, then KafkaApis' checks."""
         name = topic_name(self._ctx, key[0])
         log = None
