@@ -132,10 +132,16 @@ def test_the_table_of_record_types_keeps_the_bytes_already_on_disk() -> None:
         0x45,
         0x46,
         0x47,
-        0x48,
+        0x48,  # 0x40 + KIP-848 key types
+        0x4A,
+        0x4B,
+        0x4C,
+        0x4D,
+        0x4E,
+        0x4F,  # 0x40 + share groups' key types (KIP-932)
         0x50,  # 0x50 + the share coordinator's record types (issue 34)
         0x51,
-    ]  # 0x40 + KIP-848 key types
+    ]
     assert len({kind.name for kind in RECORD_TYPES.values()}) == len(RECORD_TYPES)
 
 

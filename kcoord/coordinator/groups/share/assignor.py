@@ -57,11 +57,21 @@ def _partitions_of(
     return [(t, p) for t in sorted(topics, key=str) for p in sorted(allowed[t])]
 
 
-def _quotas(members: Sequence[str], sharing: int, n_partitions: int) -> dict[str, int]:
+def _quotas(
+    members: Sequence[str], sharing: int, targets: Sequence[TopicPartition], current: Mapping[str, Assignment]
+) -> dict[str, int]:
     """SimpleHomogeneousAssignmentBuilder's desiredAssignmentCount: sharing * partitions slots
-    spread over the members, the counts differing by at most one."""
-    precise = sharing * n_partitions / len(members)
-    return {m: _ceil(precise * (i + 1)) - _ceil(precise * i) for i, m in enumerate(members)}
+    spread over the members, the counts differing by at most one. Kafka hands the larger counts out
+    in hash-map order; here they go to the members holding the most of these partitions now, so a
+    member never has to take a partition it did not have only because another one joined."""
+    precise = sharing * len(targets) / len(members)
+    counts = sorted(
+        (_ceil(precise * (i + 1)) - _ceil(precise * i) for i in range(len(members))), reverse=True
+    )
+    wanted = set(targets)
+    held = {m: sum(1 for tp in _sorted_partitions(current.get(m, {})) if tp in wanted) for m in members}
+    order = sorted(range(len(members)), key=lambda i: (-held[members[i]], i))
+    return {members[i]: count for i, count in zip(order, counts, strict=True)}
 
 
 def _ceil(value: float) -> int:
@@ -84,7 +94,7 @@ def _assign_homogeneous(
     if not members or not targets:
         return
     sharing = (len(members) + len(targets) - 1) // len(targets)
-    quota = _quotas(members, sharing, len(targets))
+    quota = _quotas(members, sharing, targets, current)
     holders: dict[TopicPartition, list[str]] = {tp: [] for tp in targets}
     taken = dict.fromkeys(members, 0)
     for member in members:  # stickiness: what the member had, while balanced
