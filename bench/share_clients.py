@@ -24,8 +24,10 @@ from typing import Any
 def produce(opts: dict[str, Any]) -> dict[str, Any]:
     from confluent_kafka import Producer
 
+    # Batches as a Kafka producer makes them by default (batch.size 16 KiB, linger.ms 5): a share
+    # partition acquires whole batches, so their size shapes what one ShareFetch hands out.
     producer = Producer({
-        "bootstrap.servers": opts["bootstrap"], "acks": "all", "linger.ms": 5, "batch.size": 1_000_000,
+        "bootstrap.servers": opts["bootstrap"], "acks": "all", "linger.ms": 5, "batch.size": 16_384,
         "queue.buffering.max.kbytes": 262_144, "compression.type": "none",
     })  # fmt: skip
     payload = os.urandom(opts["message_bytes"])
@@ -60,6 +62,14 @@ def _until_stopped(opts: dict[str, Any], take: Callable[[], Iterable[Any]]) -> N
             _report(len(messages), sum(1 for m in messages if (m.delivery_count() or 1) > 1))
 
 
+def _await_go(opts: dict[str, Any]) -> None:
+    """With a `go` file named: the group forms (librdkafka heartbeats from its own thread) while this
+    waits for it, so that the timed read starts with every member assigned."""
+    deadline = time.monotonic() + opts.get("bound_s", 300)
+    while "go" in opts and not os.path.exists(opts["go"]) and time.monotonic() < deadline:
+        time.sleep(0.01)  # a file written by another process: nothing to wait on but its existence
+
+
 def share(opts: dict[str, Any]) -> dict[str, Any]:
     from confluent_kafka import ShareConsumer
 
@@ -68,6 +78,7 @@ def share(opts: dict[str, Any]) -> dict[str, Any]:
         "share.acknowledgement.mode": "implicit", **opts.get("client_config", {}),
     })  # fmt: skip
     consumer.subscribe([opts["topic"]])
+    _await_go(opts)
     # implicit mode: each poll accepts what the previous poll returned (ShareAcknowledge piggy-backed
     # on the next ShareFetch), the default way a share consumer reads
     _until_stopped(opts, lambda: consumer.poll(0.1))
@@ -83,7 +94,7 @@ def member(opts: dict[str, Any]) -> dict[str, Any]:
         "auto.offset.reset": "earliest", "enable.auto.commit": False,
     })  # fmt: skip
     consumer.subscribe([opts["topic"]])
-    _until_stopped(opts, lambda: consumer.consume(num_messages=10_000, timeout=0.1))
+    _until_stopped(opts, lambda: consumer.consume(num_messages=500, timeout=0.1))
     consumer.close()
     return {"closed": True}
 

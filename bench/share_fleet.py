@@ -21,7 +21,7 @@ from typing import Any
 from tests.kcoord_process import REPO, KcoordServer
 from tests.server.wire import call, connect
 
-INCREMENTAL_ALTER_CONFIGS, GROUP_RESOURCE = 44, 32
+INCREMENTAL_ALTER_CONFIGS, SHARE_GROUP_DESCRIBE, GROUP_RESOURCE = 44, 77, 32
 MODULE = "bench.share_clients"
 
 
@@ -84,9 +84,17 @@ class Fleet:
     def __init__(self, server: KcoordServer, role: str, opts: dict[str, Any], count: int, tmp: Path) -> None:
         self.server = server
         self.stop = tmp / f"stop-{role}-{time.monotonic_ns()}"
+        self.go = tmp / f"go-{role}-{time.monotonic_ns()}"
+        self.clock: tuple[float, float] | None = None  # (monotonic, server CPU) when `go` was written
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self.errors: collections.deque[str] = collections.deque(maxlen=40)
-        argv = [sys.executable, "-m", MODULE, role, json.dumps({**opts, "stop": str(self.stop)})]
+        argv = [
+            sys.executable,
+            "-m",
+            MODULE,
+            role,
+            json.dumps({**opts, "stop": str(self.stop), "go": str(self.go)}),
+        ]
         self.procs = [
             subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(count)
@@ -104,9 +112,18 @@ class Fleet:
         assert proc.stderr is not None
         self.errors.extend(proc.stderr)
 
+    def release(self, timed: bool = True) -> None:
+        """Let the consumers poll (they wait for the `go` file after subscribing); `timed`: the read is
+        timed from now rather than from the first poll seen."""
+        if timed:
+            self.clock = (time.monotonic(), self.server.cpu_seconds())
+        self.go.touch()
+
     def until(self, done: Callable[[int, int], bool], timeout: float) -> Seen:
         """Adds up the fleet's polls until done(first deliveries, redeliveries) holds or `timeout`."""
         seen = Seen()
+        if self.clock is not None:  # timed from the release: every record counts
+            seen.first_at, seen.cpu_first = self.clock
         deadline = time.monotonic() + timeout
         while not done(seen.records, seen.redelivered) and time.monotonic() < deadline:
             try:
@@ -117,7 +134,7 @@ class Fleet:
                 continue
             if "n" not in line:
                 continue
-            if seen.first_at == 0.0:
+            if seen.first_at == 0.0:  # timed from the first poll seen: its records are not in the rate
                 seen.first_at, seen.cpu_first = time.monotonic(), self.server.cpu_seconds()
             else:
                 seen.after_first += line["n"]
@@ -125,6 +142,22 @@ class Fleet:
             seen.redelivered += line["re"]
         seen.done_at, seen.cpu_done = time.monotonic(), self.server.cpu_seconds()
         return seen
+
+    def await_members(self, group: str, count: int, timeout: float) -> bool:
+        """Whether `count` members of share group `group` hold an assignment of the current epoch within
+        `timeout` (ShareGroupDescribe v1, asked every 50 ms)."""
+        deadline = time.monotonic() + timeout
+        with admin_socket(self.server) as sock:
+            while time.monotonic() < deadline:
+                body = {"group_ids": [group], "include_authorized_operations": False}
+                (described,) = call(sock, SHARE_GROUP_DESCRIBE, 1, body)["groups"]
+                members = described["members"] if described["error_code"] == 0 else []
+                settled = [m for m in members if m["assignment"]["topic_partitions"]
+                           and m["member_epoch"] == described["assignment_epoch"]]  # fmt: skip
+                if len(members) == len(settled) == count:
+                    return True
+                time.sleep(0.05)
+        return False
 
     def __enter__(self) -> Fleet:
         return self
