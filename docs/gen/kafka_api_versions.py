@@ -124,8 +124,6 @@ WHY: dict[int, str] = {
     74: "Issue 33's configs work (ListConfigResources) lands separately",
     76: _SHARE,
     77: _SHARE,
-    78: _SHARE,
-    79: _SHARE,
     80: _VOTERS,
     81: _VOTERS,
     83: _SHARE_STATE,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import struct
 import time
@@ -39,6 +40,7 @@ __all__ = ["Connection"]
 
 log = logging.getLogger("kcoord.connection")
 
+_CONNECTION_IDS = itertools.count(1)  # RequestMeta.connection_id
 _HEAD = struct.Struct(">hhi")  # request_api_key, request_api_version, correlation_id
 # Read-ahead bound: past this many unanswered requests we stop reading the socket (memory stays bounded
 # against a client that pipelines without reading its responses).
@@ -115,6 +117,7 @@ class Connection(asyncio.Protocol):
         self._draining = False  # shutdown: answer what was received, read nothing more
         self._held: list[bytes] | None = None  # a test-control reset: bytes kept until release()
         self._debug = log.isEnabledFor(logging.DEBUG)  # read once: the check costs per request
+        self._id = next(_CONNECTION_IDS)
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -150,6 +153,8 @@ class Connection(asyncio.Protocol):
         self._slots.clear()
         self._order.clear()
         self._connections.discard(self)
+        if self._ctx.share is not None:  # its share sessions end with it (kcoord/broker/share/edge.py)
+            self._ctx.share.connection_closed(self._id)
 
     def data_received(self, data: bytes) -> None:
         if self._closed or self._draining:
@@ -249,7 +254,7 @@ class Connection(asyncio.Protocol):
         """The same client sends the same header fields on every request: one RequestMeta per
         (version, client id) for the connection's life, not one per request."""
         meta = RequestMeta(
-            api_version, client_id or "", self._client_host, self._principal, self._listener.name
+            api_version, client_id or "", self._client_host, self._principal, self._listener.name, self._id
         )
         if len(self._metas) < 64:
             self._metas[api_version, client_id] = meta

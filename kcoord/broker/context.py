@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kcoord.broker.markers import TxnMarkers
     from kcoord.broker.request_stats import RequestStats
     from kcoord.broker.security.authorizer import StandardAuthorizer
+    from kcoord.broker.share.edge import ShareEdge
     from kcoord.coordinator.metadata.acl_store import AclStore
 
 __all__ = ["Brokers", "DelayedResponses", "Handler", "Request", "RequestMeta", "Respond", "ServerContext"]
@@ -47,6 +48,9 @@ class RequestMeta:
     # Who sent it and on which listener (issue 25): set by the connection once it is authenticated.
     principal: KafkaPrincipal = ANONYMOUS
     listener_name: str = "PLAINTEXT"
+    # Which connection sent it (a number unique for the server's life): a share session belongs to the
+    # connection that opened it and ends when it closes (ShareSessionCache's connectionIdToSessionMap).
+    connection_id: int = 0
 
 
 class DelayedResponses:
@@ -160,6 +164,10 @@ class ServerContext:
     # Who answers Produce's and TxnOffsetCommit's transaction verification (KIP-890, verification.py):
     # this node's `transactions` (LOCAL), or in cluster mode the transactional id's owner.
     verification: TxnVerification = LOCAL
+    # Share groups' data side (issue 34, kcoord/broker/share): the share-partition tenant, the share
+    # sessions and the parked ShareFetches; None where the tenant is not built (cluster mode for now),
+    # and ShareFetch/ShareAcknowledge answer UNSUPPORTED_VERSION.
+    share: ShareEdge | None = None
 
     def endpoint(self, meta: RequestMeta) -> HostPort:
         """The advertised endpoint of the listener this request arrived on."""

@@ -126,6 +126,7 @@ class ClusterBackends:
         self.follower: Replayer | None = None
         self.partitions: ClusterPartitions | None = None
         self.placement: PartitionPlacement | None = None
+        self._topics: TopicRegistry | None = None  # for the replication factors Metadata lists
 
     def opened(self) -> OpenCluster:
         """The parts, once `open_state` has run through every step."""
@@ -178,6 +179,7 @@ class ClusterBackends:
             TopicData.now_ms,
             policy,
         )
+        self._topics = topics
         data = TopicData(topics, partitions, config.topic_defaults())
         # `__consumer_offsets`: one partition per group shard, served where the shard is owned
         data.offsets = OffsetsTopic(self._num_shards, served=False)
@@ -206,7 +208,13 @@ class ClusterBackends:
 
     def leadership(self) -> PartitionLeadership:
         assert self.placement is not None
-        return ClusterLeadership(self.pool, self.placement, self._shard_owner)
+        topics = self._topics
+
+        def replication_factor(topic: str) -> int:
+            record = None if topics is None else topics.get(topic)
+            return 1 if record is None else record.replication_factor
+
+        return ClusterLeadership(self.pool, self.placement, self._shard_owner, replication_factor)
 
     def _shard_owner(self, shard: int) -> int | None:
         """The node owning the shard as the membership last read it (this node for its own)."""

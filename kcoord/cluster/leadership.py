@@ -60,10 +60,15 @@ _ELIGIBLE_NOT_AVAILABLE = Outcome(
 
 class ClusterLeadership:
     def __init__(
-        self, pool: Any, placement: PartitionPlacement, shard_owner: Callable[[int], int | None] | None = None
+        self,
+        pool: Any,
+        placement: PartitionPlacement,
+        shard_owner: Callable[[int], int | None] | None = None,
+        replication_factor: Callable[[str], int] = lambda topic: 1,
     ) -> None:
         self._pool = pool
         self._placement = placement
+        self._replication_factor = replication_factor  # the topic registry's, as CreateTopics stored it
         # `__consumer_offsets` partition N is led by the owner of group shard N (the membership's view).
         self._shard_owner = shard_owner
         self._tasks: set[asyncio.Future[Any]] = set()
@@ -78,6 +83,16 @@ class ClusterLeadership:
         if topic == OFFSETS_TOPIC:
             return 0  # the offsets view keeps epoch 0: the shard's epoch is in its offsets (docs/compat.md)
         return self._placement.leader_epoch(topic, partition)
+
+    def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        if topic == OFFSETS_TOPIC:
+            leader = self.leader(topic, partition)
+            return () if leader == NO_LEADER else (leader,)  # the shard's owner alone (docs/compat.md)
+        return self._placement.replicas(topic, partition, self._replication_factor(topic))
+
+    def in_sync_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        live = self._placement.live
+        return tuple(node for node in self.replicas(topic, partition) if node in live)
 
     def elect(self, election_type: ElectionType, partitions: Sequence[TopicPartition], on_done: Done) -> None:
         self._spawn(self._elect(election_type, partitions, on_done), partitions, on_done)

@@ -35,7 +35,7 @@ from typing import Any
 
 from kcoord.cluster.partitions import ClusterPartitions, Key
 
-__all__ = ["LeaseRow", "PartitionPlacement", "decide", "preferred_leader", "rendezvous"]
+__all__ = ["LeaseRow", "PartitionPlacement", "decide", "preferred_leader", "rendezvous", "replica_set"]
 
 log = logging.getLogger("kcoord.cluster.placement")
 
@@ -78,6 +78,21 @@ def preferred_leader(key: Key, replicas: Sequence[int], live: Sequence[int]) -> 
         if replica in live:
             return replica
     return rendezvous(key, live)
+
+
+def replica_set(
+    key: Key, assigned: Sequence[int], live: Sequence[int], leader: int, factor: int
+) -> tuple[int, ...]:
+    """The replicas Metadata lists: the reassignment's list when there is one (Kafka's assignment),
+    else the leader and then the live nodes in rendezvous order (the ones that would take the partition
+    over next) up to the replication factor. Any live node can lead it, since its data is in PostgreSQL,
+    so a dead node is replaced at once rather than listed offline (docs/cluster.md, "Replicas")."""
+    if assigned:
+        return tuple(assigned)
+    chosen = [leader] if leader in live else []
+    ranked = sorted(live, key=lambda n: (_weight(key, n), n), reverse=True)
+    chosen += [n for n in ranked if n != leader][: max(factor - len(chosen), 0)]
+    return tuple(chosen)
 
 
 def decide(
@@ -143,6 +158,12 @@ class PartitionPlacement:
         if row.expired or row.leader == self.node_id:
             return NO_LEADER
         return row.leader
+
+    def replicas(self, topic: str, partition: int, factor: int) -> tuple[int, ...]:
+        """`replica_set` for the partition as this node last saw the live nodes and its lease row."""
+        key = (topic, partition)
+        row = self.rows.get(key)
+        return replica_set(key, row.replicas if row else (), self.live, self.leader(topic, partition), factor)
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         """The leader epoch Metadata reports beside `leader`: our own lease epoch when we lead it, else

@@ -62,6 +62,8 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     69: (0, 1),  # ConsumerGroupDescribe (KIP-848)
     74: (0, 1),  # ListConfigResources (v0 ListClientMetricsResources; v1 KIP-1142, Kafka 4.1)
     75: (0, 0),  # DescribeTopicPartitions (KIP-966)
+    78: (1, 2),  # ShareFetch (KIP-932; v2 KIP-1206 acquire mode, KIP-1222 renew)
+    79: (1, 2),  # ShareAcknowledge (KIP-932; v2 KIP-1222 renew)
     76: (1, 1),  # ShareGroupHeartbeat (KIP-932; v0 early access, removed in 4.1)
     77: (1, 1),  # ShareGroupDescribe (KIP-932)
 }

@@ -28,6 +28,7 @@ from kcoord.broker.context import DelayedResponses, ServerContext
 from kcoord.broker.listener import ListenerSetup, Security
 from kcoord.broker.middleware import Middleware, handler_table
 from kcoord.broker.security.listeners import Listener
+from kcoord.broker.share import ShareEdge
 from kcoord.broker.timers import AsyncioTimers, MovableClock, MovableTimers, SystemClock
 from kcoord.protocol.api_versions_table import SERVED_VERSIONS
 from kcoord.storage.faults import EXIT_STORAGE_FATAL, StorageFault
@@ -196,7 +197,12 @@ class App:
             endpoints=endpoints,
             credentials=state.credentials,
             leadership=state.leadership,
+            share=None if state.share_partitions is None else ShareEdge(state.share_partitions),
         )
+        if (
+            self.ctx.share is not None
+        ):  # members leaving and groups deleted reach the share sessions and state
+            state.manager.share.listener = self.ctx.share
         await self.context_built(self.ctx)
         for server, listener in zip(self.servers, listeners, strict=True):
             await server.start_serving()

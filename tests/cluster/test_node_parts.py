@@ -204,3 +204,19 @@ async def test_a_node_refuses_to_start_without_a_reachable_initialized_cluster(c
     unreachable = await asyncio.to_thread(_serve, "postgresql://postgres:secret@127.0.0.1:1/x")
     assert unreachable.returncode == 1 and "cannot connect" in unreachable.stderr
     assert "secret" not in unreachable.stderr and len(unreachable.stderr.strip().splitlines()) == 1
+
+
+def test_replica_set_is_the_leader_then_the_next_live_nodes_by_weight_or_the_assignment() -> None:
+    from kcoord.cluster.placement import rendezvous, replica_set
+
+    key = ("t", 0)
+    live = [1, 2, 3, 4]
+    leader = rendezvous(key, live)
+    assert leader is not None
+    three = replica_set(key, (), live, leader, 3)
+    assert len(three) == 3 and three[0] == leader and len(set(three)) == 3
+    # The next in rendezvous order: with the leader gone, it would be the one to take over.
+    assert three[1] == rendezvous(key, [n for n in live if n != leader])
+    assert replica_set(key, (), live, leader, 9) == three + tuple(n for n in live if n not in three)
+    assert replica_set(key, (), live, -1, 2) == tuple(three[:2])  # no leader: the first in line
+    assert replica_set(key, (4, 1), live, leader, 3) == (4, 1)  # AlterPartitionReassignments' list

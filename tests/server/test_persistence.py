@@ -139,6 +139,8 @@ def test_the_table_of_record_types_keeps_the_bytes_already_on_disk() -> None:
         0x4D,
         0x4E,
         0x4F,  # 0x40 + share groups' key types (KIP-932)
+        0x50,  # 0x50 + the share coordinator's record types (issue 34)
+        0x51,
     ]
     assert len({kind.name for kind in RECORD_TYPES.values()}) == len(RECORD_TYPES)
 

@@ -138,3 +138,16 @@ def test_topic_record_bytes_follow_the_documented_layout_and_bad_bytes_are_refus
             decode_topic_key(bad)
     with pytest.raises(ValueError):
         decode_topic_value("ab", b"\x00\x00" + topic_id.bytes)
+
+
+def test_topic_record_versions_carry_the_replication_factor_only_when_not_one() -> None:
+    """v0 without configs, v1 with them, v2 for a replication factor other than 1: a directory written
+    by this version stays readable by older readers unless it really holds a factor they cannot show."""
+    topic_id = __import__("uuid").uuid4()
+    plain = TopicRecord("t", topic_id, 3)
+    configured = TopicRecord("t", topic_id, 3, (("retention.ms", "1"),))
+    replicated = TopicRecord("t", topic_id, 3, (("retention.ms", "1"),), replication_factor=3)
+    for record, version in ((plain, 0), (configured, 1), (replicated, 2)):
+        value = encode_topic_value(record)
+        assert int.from_bytes(value[:2], "big") == version
+        assert decode_topic_value("t", value) == record

@@ -3,8 +3,8 @@ default partitions/replication; v5: flexible, num_partitions/replication_factor/
 v7: topic_id.
 
 Validation follows Kafka's controller (ReplicationControlManager.createTopics) in order: duplicate
-names, name, existence, assignments vs counts, replication factor, partitions, placement (one broker:
-only 1); the messages are Kafka 4.3's.
+names, name, existence, assignments vs counts, replication factor, partitions, placement (up to the live
+brokers: one on a single node); the messages are Kafka 4.3's.
 Then the configs (INVALID_CONFIG with Kafka's message for an unknown name or a bad value;
 kcoord/broker/topics/configs.py says which configs kcoord acts on). Answered once the topics are
 durable; a storage failure answers KAFKA_STORAGE_ERROR (retriable) and creates nothing. In a cluster a
@@ -23,6 +23,7 @@ from kcoord.broker.apis.topic_checks import (
     Failure,
     check_assignments,
     check_replication,
+    registered_brokers,
     replication_factor_invalid,
 )
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
@@ -56,13 +57,16 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         if creatable is not None and name not in creatable and counts[name] == 1:
             outcome[name] = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
             continue
-        outcome[name] = _check(ctx, topic, counts[name] > 1)
+        outcome[name] = _check(ctx, topic, counts[name] > 1, registered_brokers(ctx, meta))
         if isinstance(outcome[name], int):
             try:
                 configs[name] = validate_topic_configs({c["name"]: c["value"] for c in topic["configs"]})
             except InvalidConfig as exc:
                 outcome[name] = ErrorCode.INVALID_CONFIG, str(exc)
     to_create = [(n, c, configs[n]) for n, c in outcome.items() if isinstance(c, int)]
+    # -1 (v4+) takes default.replication.factor, 1 (describe_configs.py); a manual assignment's lists
+    # name this node alone (topic_checks.check_assignments).
+    replication = {str(t["name"]): max(1, int(t["replication_factor"])) for t in topics}
     if not to_create or req["validate_only"]:
         respond(_response(ctx, topics, outcome, version, configs, describable))
         return
@@ -72,7 +76,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
             _not_created(outcome, [name for name, _, _ in to_create], error)
         respond(_response(ctx, topics, outcome, version, configs, describable))
 
-    ctx.topics.create(to_create, durable)
+    ctx.topics.create(to_create, durable, replication)
 
 
 def _not_created(outcome: dict[str, Failure | int], names: list[str], error: BaseException) -> None:
@@ -101,7 +105,7 @@ def _authorized(ctx: ServerContext, meta: RequestMeta, names: set[str]) -> tuple
     }
 
 
-def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
+def _check(ctx: ServerContext, topic: Topic, duplicate: bool, registered: int) -> Failure | int:
     """The partition count to create, or (error, message)."""
     name = str(topic["name"])
     if duplicate:  # ControllerApis.createTopics, before the controller sees the request
@@ -124,7 +128,7 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Failure | int:
         num_partitions = ctx.config.num_partitions
     if num_partitions <= 0:
         return ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
-    failure = check_replication(replication)
+    failure = check_replication(replication, registered)
     return failure if failure is not None else num_partitions
 
 
@@ -159,7 +163,8 @@ def _response(
         if name in seen:  # one result per distinct name, as Kafka answers duplicates
             continue
         seen.add(name)
-        result = _result(ctx, name, outcome[name], version, configs.get(name, {}))
+        factor = max(1, int(topic["replication_factor"]))  # -1: default.replication.factor, 1
+        result = _result(ctx, name, outcome[name], version, configs.get(name, {}), factor)
         if describable is not None and name not in describable and result["error_code"] == ErrorCode.NONE:
             _hide_configs(result, version)
         results.append(result)
@@ -167,7 +172,7 @@ def _response(
 
 
 def _result(
-    ctx: ServerContext, name: str, outcome: Failure | int, version: int, configs: dict[str, str]
+    ctx: ServerContext, name: str, outcome: Failure | int, version: int, configs: dict[str, str], factor: int
 ) -> dict[str, Any]:
     if not isinstance(outcome, int):
         error, message = outcome
@@ -184,7 +189,7 @@ def _result(
             }
             for e in describe_topic(configs, broker=ctx.config.topic_defaults())
         ]
-        result.update(num_partitions=outcome, replication_factor=1, configs=entries)
+        result.update(num_partitions=outcome, replication_factor=factor, configs=entries)
     created = ctx.topics.get(name)
     if version >= 7 and created is not None:
         result["topic_id"] = created.topic_id

@@ -21,6 +21,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.leadership import partition_replicas
 from kcoord.coordinator.metadata import validate_topic_name
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
@@ -107,19 +108,17 @@ def _describe(
 
 def _partition(ctx: ServerContext, name: str, index: int, alive: set[int]) -> dict[str, Any]:
     """As Metadata answers it (metadata.py): a leader that is not a live broker is no leader."""
-    node = ctx.leadership.leader(name, index)
-    if node not in alive:
-        node = -1
+    listed = partition_replicas(ctx.leadership, name, index, alive)
     return {
-        "error_code": ErrorCode.NONE if node >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+        "error_code": ErrorCode.NONE if listed.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
         "partition_index": index,
-        "leader_id": node,
+        "leader_id": listed.leader,
         "leader_epoch": ctx.leadership.leader_epoch(name, index),  # as Metadata reports it
-        "replica_nodes": [node] if node >= 0 else [],
-        "isr_nodes": [node] if node >= 0 else [],
+        "replica_nodes": listed.replicas,
+        "isr_nodes": listed.in_sync,
         "eligible_leader_replicas": [],
         "last_known_elr": [],
-        "offline_replicas": [],
+        "offline_replicas": listed.offline,
     }
 
 

@@ -27,6 +27,7 @@ import uuid
 from typing import Any
 
 from kcoord.broker import authz
+from kcoord.broker.apis.leader_hints import FETCH_HINTED, with_leader_hints
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.offsets_topic import internal_topic
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
@@ -49,6 +50,8 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     if version >= 7 and int(req["session_epoch"]) not in (_SESSIONLESS, _NEW_SESSION):
         respond({"error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []})
         return
+    if version >= 16 and ctx.brokers is not None:  # KIP-951; only a cluster has other leaders
+        respond = with_leader_hints(ctx, meta, respond, "partitions", FETCH_HINTED)
     readable = None if ctx.authorizer is None else _readable(ctx, req, meta)
     fetch = _Fetch(ctx, req, version, respond, readable)
     wait_ms = min(max(int(req["max_wait_ms"]), 0), MAX_WAIT_MS)

@@ -16,6 +16,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.leadership import partition_replicas
 from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC, create_internal, internal_topic
 from kcoord.coordinator.metadata import TopicRecord, validate_topic_name
 from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
@@ -238,16 +239,16 @@ def _partition_entry(
     partition (MetadataCache: a leader that is not alive). A leader whose lease has not expired yet
     but who is no longer a live broker (killed) is no leader: clients must never be sent to a broker
     the same response does not list (kafka-python raises UnknownBrokerIdError)."""
-    node = ctx.leadership.leader(name, index)
-    if node not in listed:
-        node = -1
+    replicas = partition_replicas(ctx.leadership, name, index, listed)
     entry: dict[str, Any] = {
-        "error_code": ErrorCode.NONE if node >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+        "error_code": ErrorCode.NONE if replicas.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
         "partition_index": index,
-        "leader_id": node,
-        "replica_nodes": [node] if node >= 0 else [],
-        "isr_nodes": [node] if node >= 0 else [],
+        "leader_id": replicas.leader,
+        "replica_nodes": replicas.replicas,
+        "isr_nodes": replicas.in_sync,
     }
+    if version >= 5:
+        entry["offline_replicas"] = replicas.offline
     if version >= 7:
         entry["leader_epoch"] = ctx.leadership.leader_epoch(name, index)
     return entry

@@ -40,6 +40,7 @@ from typing import Any
 
 from kcoord import storage
 from kcoord.broker import authz
+from kcoord.broker.apis.leader_hints import PRODUCE_HINTED, with_leader_hints
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.offsets_topic import OFFSETS_TOPIC
 from kcoord.broker.verification import TxnAnswers, TxnCheck
@@ -62,6 +63,8 @@ def wants_response(req: Request) -> bool:
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
+    if version >= 10 and ctx.brokers is not None:  # KIP-951; only a cluster has other leaders
+        respond = with_leader_hints(ctx, meta, respond, "partition_responses", PRODUCE_HINTED)
     if version >= 13:
         _resolve_ids(ctx, req)
     transactional_id = req["transactional_id"] if version >= 3 else None
@@ -196,13 +199,16 @@ class _Write:
             _fail(entry, ctx.data.missing(name, entry["index"]), None, version)
             return
         if pending.acks == -1 and (min_isr := ctx.data.min_insync_replicas(name)) > 1:
-            # Partition.appendRecordsToLeader: acks=all needs min.insync.replicas in sync; we have one.
-            message = (
-                f"The size of the current ISR Set({ctx.node_id}) is insufficient to satisfy the min.isr "
-                f"requirement of {min_isr} for partition {name}-{entry['index']}"
-            )
-            _fail(entry, ErrorCode.NOT_ENOUGH_REPLICAS, message, version)
-            return
+            # Partition.appendRecordsToLeader: acks=all needs min.insync.replicas in sync (one on a
+            # single node; a cluster's live replicas, ClusterLeadership.in_sync_replicas).
+            in_sync = ctx.leadership.in_sync_replicas(name, entry["index"])
+            if len(in_sync) < min_isr:
+                message = (
+                    f"The size of the current ISR Set({', '.join(map(str, in_sync))}) is insufficient to "
+                    f"satisfy the min.isr requirement of {min_isr} for partition {name}-{entry['index']}"
+                )
+                _fail(entry, ErrorCode.NOT_ENOUGH_REPLICAS, message, version)
+                return
         checked = plog.validate(batch, ctx.data.now_ms())
         if isinstance(checked, AppendError):
             _fail(entry, checked.error_code, checked.message, version)

@@ -1,27 +1,41 @@
 """Checks shared by CreateTopics and CreatePartitions: replica assignments and replication factors.
 
-There is exactly one broker (this node), so the only valid replica list is `[node_id]` and the only
-valid replication factor is 1 (or -1 = the default, which is 1 here).
+A single node is the one broker, so the only valid replica list is `[node_id]` and the only valid
+replication factor 1 (or -1 = the default, which is 1 here). A cluster accepts a factor up to its live
+nodes: every node can take a partition over, since its data is in PostgreSQL (docs/cluster.md,
+"Replicas"); a manual assignment still names this node alone.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kcoord.broker.context import ServerContext
+from kcoord.broker.context import RequestMeta, ServerContext
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["Failure", "check_assignments", "check_replication", "replication_factor_invalid"]
+__all__ = [
+    "Failure",
+    "check_assignments",
+    "check_replication",
+    "registered_brokers",
+    "replication_factor_invalid",
+]
 
 Failure = tuple[ErrorCode, str]
 
 
-def check_replication(replication_factor: int) -> Failure | None:
+def registered_brokers(ctx: ServerContext, meta: RequestMeta) -> int:
+    """How many brokers a replication factor may span: this node alone, or every live cluster node
+    (Kafka's placer counts the registered, unfenced brokers: ClusterDescriber.usableBrokers)."""
+    return 1 if ctx.brokers is None else max(1, len(ctx.brokers.brokers(meta.listener_name)))
+
+
+def check_replication(replication_factor: int, registered: int = 1) -> Failure | None:
     """ReplicationControlManager.createTopic's own check, then StripedReplicaPlacer.place's refusal (its
     InvalidReplicationFactorException message after "Unable to replicate the partition N time(s): ";
     Kafka 4's words name cordoned log directories, KIP-1066). CreateTopics checks the partition count
     between the two: `replication_factor_invalid` is the first half alone."""
-    return replication_factor_invalid(replication_factor) or _unplaceable(replication_factor)
+    return replication_factor_invalid(replication_factor) or _unplaceable(replication_factor, registered)
 
 
 def replication_factor_invalid(replication_factor: int) -> Failure | None:
@@ -33,13 +47,13 @@ def replication_factor_invalid(replication_factor: int) -> Failure | None:
     return None
 
 
-def _unplaceable(replication_factor: int) -> Failure | None:
-    if replication_factor in (-1, 1):
+def _unplaceable(replication_factor: int, registered: int) -> Failure | None:
+    if replication_factor == -1 or replication_factor <= registered:
         return None
     return ErrorCode.INVALID_REPLICATION_FACTOR, (
         f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
-        f"{replication_factor} cannot be reached because only 1 broker(s) are registered or some brokers "
-        "have all their log directories cordoned."
+        f"{replication_factor} cannot be reached because only {registered} broker(s) are registered or some "
+        "brokers have all their log directories cordoned."
     )
 
 

@@ -28,8 +28,10 @@ __all__ = [
     "Outcome",
     "PartitionLeadership",
     "Reassignment",
+    "Replicas",
     "SingleNodeLeadership",
     "TopicPartition",
+    "partition_replicas",
     "validate_replicas",
 ]
 
@@ -90,6 +92,17 @@ class PartitionLeadership(Protocol):
         lease epoch in a cluster (kcoord/partition_log/epochs.py)."""
         ...
 
+    def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        """The partition's replicas as Metadata lists them, the leader first when there is one: this
+        node on a single node; in a cluster as many live nodes as the topic's replication factor (each
+        can take the partition over, its data being in PostgreSQL), or the reassignment's list."""
+        ...
+
+    def in_sync_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        """The replicas in sync (ISR): those that are live, since every write is durable in the one
+        store before it is acknowledged; what acks=all checks against min.insync.replicas."""
+        ...
+
     def elect(self, election_type: ElectionType, partitions: Sequence[TopicPartition], on_done: Done) -> None:
         """ReplicationControlManager.electLeader for each partition: ELECTION_NOT_NEEDED when the
         preferred replica leads (PREFERRED) or any leader exists (UNCLEAN), else elects or answers
@@ -105,6 +118,31 @@ class PartitionLeadership(Protocol):
     def reassignments(self) -> Mapping[TopicPartition, Reassignment]:
         """Every ongoing reassignment (ReplicationControlManager.listPartitionReassignments)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Replicas:
+    """A partition's leader, replicas, in-sync and offline replicas as Metadata and
+    DescribeTopicPartitions list them."""
+
+    leader: int
+    replicas: list[int]
+    in_sync: list[int]
+    offline: list[int]
+
+
+def partition_replicas(
+    leadership: PartitionLeadership, topic: str, partition: int, alive: Collection[int]
+) -> Replicas:
+    """MetadataCache's view of one partition: a leader that is not a live broker is no leader (-1, and
+    then no replicas are listed, as for an offline partition: clients must never be sent to a broker the
+    answer does not list); replicas not alive are offline and out of sync."""
+    leader = leadership.leader(topic, partition)
+    if leader not in alive:
+        return Replicas(-1, [], [], [])
+    replicas = list(leadership.replicas(topic, partition)) or [leader]
+    in_sync = [n for n in leadership.in_sync_replicas(topic, partition) if n in alive] or [leader]
+    return Replicas(leader, replicas, in_sync, [n for n in replicas if n not in alive])
 
 
 def validate_replicas(replicas: Sequence[int], registered: Collection[int]) -> Outcome | None:
@@ -150,6 +188,12 @@ class SingleNodeLeadership:
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         return 0  # one leader for ever: epoch 0
+
+    def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        return (self.node_id,)
+
+    def in_sync_replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        return (self.node_id,)
 
     def elect(self, election_type: ElectionType, partitions: Sequence[TopicPartition], on_done: Done) -> None:
         # PREFERRED: partition.hasPreferredLeader(); UNCLEAN: partition.hasLeader(): both always true.

@@ -18,6 +18,7 @@ from kcoord.protocol.messages.records import (
     TOPIC_CONFIGS_VERSION,
     TOPIC_KEY,
     TOPIC_RECORD_TYPE,
+    TOPIC_REPLICATION_VERSION,
     TOPIC_VALUE,
     TOPIC_VERSION,
     decode_exact,
@@ -43,6 +44,9 @@ class TopicRecord:
     topic_id: uuid.UUID
     num_partitions: int
     configs: tuple[tuple[str, str], ...] = ()  # the topic's own settings, sorted by name
+    # As CreateTopics asked (-1 resolved to the default, 1): a single node is its one replica whatever
+    # the factor; a cluster lists that many live nodes as replicas (kcoord/cluster/leadership.py).
+    replication_factor: int = 1
 
     def config_map(self) -> dict[str, str]:
         return dict(self.configs)
@@ -67,11 +71,16 @@ def decode_topic_key(key: bytes) -> str:
 
 
 def encode_topic_value(record: TopicRecord) -> bytes:
-    fields = {"topic_id": record.topic_id, "num_partitions": record.num_partitions}
-    if not record.configs:
+    fields: dict[str, object] = {"topic_id": record.topic_id, "num_partitions": record.num_partitions}
+    if record.replication_factor != 1:
+        fields["replication_factor"] = record.replication_factor
+        version = TOPIC_REPLICATION_VERSION
+    elif record.configs:
+        version = TOPIC_CONFIGS_VERSION
+    else:
         return encode_versioned(TOPIC_VALUE, TOPIC_VERSION, fields)
     configs = [{"name": name, "value": value} for name, value in record.configs]
-    return encode_versioned(TOPIC_VALUE, TOPIC_CONFIGS_VERSION, fields | {"configs": configs})
+    return encode_versioned(TOPIC_VALUE, version, fields | {"configs": configs})
 
 
 def decode_topic_value(name: str, value: bytes) -> TopicRecord:
@@ -80,4 +89,6 @@ def decode_topic_value(name: str, value: bytes) -> TopicRecord:
     except DecodeError as exc:
         raise ValueError(f"bad topic value for {name!r} ({len(value)} bytes): {exc}") from None
     configs = tuple((str(c["name"]), str(c["value"])) for c in fields.get("configs", ()))
-    return TopicRecord(name, fields["topic_id"], fields["num_partitions"], configs)
+    return TopicRecord(
+        name, fields["topic_id"], fields["num_partitions"], configs, int(fields["replication_factor"])
+    )

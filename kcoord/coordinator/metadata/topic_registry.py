@@ -136,12 +136,17 @@ class TopicRegistry:
 
     # -- writes ----------------------------------------------------------------------------------
     def create(
-        self, specs: Iterable[tuple[str, int, Mapping[str, str]]], on_done: OnDone
+        self,
+        specs: Iterable[tuple[str, int, Mapping[str, str]]],
+        on_done: OnDone,
+        replication: Mapping[str, int] | None = None,
     ) -> list[TopicRecord]:
-        """Write new topics (name, partitions, configs); callers validated names, counts, configs and
+        """Write new topics (name, partitions, configs), each with its replication factor from
+        `replication` (1 for a name not there); callers validated names, counts, factors, configs and
         absence."""
+        factors = replication or {}
         records = [
-            TopicRecord(name, uuid.uuid4(), count, tuple(sorted(configs.items())))
+            TopicRecord(name, uuid.uuid4(), count, tuple(sorted(configs.items())), factors.get(name, 1))
             for name, count, configs in specs
         ]
         self._create(records, frozenset(), on_done)

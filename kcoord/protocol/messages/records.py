@@ -25,6 +25,7 @@ from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.messages import consumer_group_records as cg
 from kcoord.protocol.messages import share_group_records as sg
+from kcoord.protocol.messages import share_state_records as ss
 from kcoord.protocol.schema import Field, Schema, array
 from kcoord.protocol.types import BYTES, INT8, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID, ZERO_UUID
 
@@ -91,21 +92,26 @@ GROUP_METADATA_VALUE = Schema(
 # kcoord's topic registry record (storage record type 4): the topic exists with num_partitions
 # partitions 0..n-1; a None value (tombstone) = the topic was deleted.
 # Value v1 adds the topic's own configs (set by CreateTopics / AlterConfigs; defaults are not stored).
-# Writers use v0 for a topic without configs, so such a directory stays readable by older readers.
+# Value v2 adds the replication factor CreateTopics asked for (cluster mode: the nodes Metadata lists as
+# its replicas, kcoord/cluster/leadership.py). Writers use the lowest version that carries the topic (v0
+# without configs, v2 only for a replication factor other than 1), so a directory stays readable by
+# older readers.
 TOPIC_RECORD_TYPE = 4
 TOPIC_KEY = Schema("TopicKey", versions=range(0, 1), fields=(Field("name", STRING),))
 TOPIC_CONFIG = Schema("TopicConfig", fields=(Field("name", STRING), Field("value", STRING)))
 TOPIC_VALUE = Schema(
     "TopicValue",
-    versions=range(0, 2),
+    versions=range(0, 3),
     fields=(
         Field("topic_id", UUID),
         Field("num_partitions", INT32),
         Field("configs", array(TOPIC_CONFIG), since=1, default=()),
+        Field("replication_factor", INT16, since=2, default=1),
     ),
 )
 TOPIC_VERSION = 0
 TOPIC_CONFIGS_VERSION = 1
+TOPIC_REPLICATION_VERSION = 2
 
 # kcoord's producer-id block record (storage record type 5): ids below block_end may have been
 # handed out (kcoord/coordinator/metadata/producer_ids.py). The key has no fields: there is one such record.
@@ -262,6 +268,11 @@ RECORD_TYPES: dict[int, RecordType] = {
                    "consumer_group_current_member_assignment",
                    cg.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
                    cg.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, 8, 0),
+        # The share coordinator's records (KIP-932): 0x50 + Kafka's record type (share_state_records.py).
+        RecordType(ss.SHARE_SNAPSHOT_RECORD_TYPE, "share_snapshot", ss.SHARE_SNAPSHOT_KEY,
+                   ss.SHARE_SNAPSHOT_VALUE, 0, 0),
+        RecordType(ss.SHARE_UPDATE_RECORD_TYPE, "share_update", ss.SHARE_UPDATE_KEY,
+                   ss.SHARE_UPDATE_VALUE, 1, 0),
         # The share groups' records (KIP-932): 0x40 + Kafka's key type (share_group_records.py).
         RecordType(SHARE_GROUP_MEMBER_METADATA_RECORD_TYPE, "share_group_member_metadata",
                    sg.SHARE_GROUP_MEMBER_METADATA_KEY, sg.SHARE_GROUP_MEMBER_METADATA_VALUE, 10, 0),
