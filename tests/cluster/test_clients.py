@@ -8,9 +8,7 @@ Each client is a subprocess (`commit_worker.py`) that prints every acknowledged 
 from __future__ import annotations
 
 import itertools
-import json
 import logging
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -19,8 +17,8 @@ from typing import Any
 
 from kcoord.cluster.ownership import preferred_owner
 from kcoord.coordinator.runtime.shards import shard_of
+from tests.cluster.events_worker import EventsWorker, start_worker
 from tests.cluster.nodes import Node, fetch_offset, init_cluster, nodes, owner_of, until
-from tests.kcoord_process import REPO
 from tests.server.wire import connect, create_topic
 
 log = logging.getLogger(__name__)
@@ -34,13 +32,11 @@ class Worker:
     lib: str
     protocol: str
     group: str
-    proc: subprocess.Popen[str]
+    proc: EventsWorker
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def finish(self, timeout: float) -> None:
-        out, _ = self.proc.communicate(timeout=timeout)
-        self.events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        assert self.proc.returncode == 0, f"{self.lib} exited {self.proc.returncode}: {out[-2000:]}"
+        self.events = self.proc.events(timeout)
 
     def acked(self) -> list[tuple[int, float]]:
         return [(e["acked"], e["t"]) for e in self.events if "acked" in e]
@@ -61,8 +57,7 @@ def _start(lib: str, protocol: str, bootstrap: str, group: str, seconds: float, 
         group,
         str(seconds),
     ]
-    stderr = (log_dir / f"{lib}-{protocol}-{group}.err").open("w")
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    proc = start_worker(argv[2], argv[3:], log_dir, f"{lib}-{protocol}-{group}")
     return Worker(lib, protocol, group, proc)
 
 

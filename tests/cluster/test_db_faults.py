@@ -14,11 +14,8 @@ Recovery times are printed (`pytest -s`) and logged.
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -32,6 +29,7 @@ from kcoord.cluster.ownership import preferred_owner
 from kcoord.cluster.pg import COMMAND_TIMEOUT_S
 from kcoord.cluster.placement import preferred_leader
 from kcoord.coordinator.runtime.shards import shard_of
+from tests.cluster.events_worker import start_worker
 from tests.cluster.nodes import (
     COORDINATOR_NOT_AVAILABLE,
     NOT_COORDINATOR,
@@ -57,7 +55,6 @@ from tests.cluster.test_partition_nodes import (
     consume_all,
     leaders,
 )
-from tests.kcoord_process import REPO
 from tests.postgres import PgServer, started_server
 from tests.server.wire import connect, create_topic, decode_response, read_frame, send
 
@@ -86,17 +83,6 @@ async def own_dsn(own_pg: PgServer) -> AsyncIterator[str]:
     finally:
         await admin.close()
     yield own_pg.dsn(name)
-
-
-def _worker(module: str, args: list[str], log_path: Path) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", module, *args]
-    return subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=log_path.open("w"), text=True)
-
-
-def _events(proc: subprocess.Popen[str], timeout: float) -> list[dict[str, Any]]:
-    out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, f"worker exited {proc.returncode}: {out[-2000:]}"
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
 def produce_body(partition: int, value: bytes) -> dict[str, Any]:
@@ -153,13 +139,14 @@ def test_postgresql_stopped_immediately_under_client_load_and_restarted(
         group = "pg-down"
         until(lambda: all(owner_of(n, group) for n in cluster) or None, 30, "the group has an owner")
         bootstrap = ",".join(n.bootstrap for n in cluster)
-        committer = _worker(
+        committer = start_worker(
             "tests.cluster.commit_worker",
             ["kafka-python", "classic", bootstrap, "t", group, "16"],
-            tmp_path / "committer.err",
+            tmp_path,
+            "committer",
         )
-        producer = _worker(
-            "tests.cluster.produce_worker", ["confluent", bootstrap, TOPIC, "16"], tmp_path / "producer.err"
+        producer = start_worker(
+            "tests.cluster.produce_worker", ["confluent", bootstrap, TOPIC, "16"], tmp_path, "producer"
         )
 
         def committing() -> bool | None:
@@ -174,8 +161,8 @@ def test_postgresql_stopped_immediately_under_client_load_and_restarted(
         finally:
             own_pg.start()
         started_at = time.time()
-        commits = _events(committer, 120)
-        records = _events(producer, 150)
+        commits = committer.events(120)
+        records = producer.events(150)
         assert all(n.alive() for n in cluster), "a node died"
         for name, events in (("commit", commits), ("produce", records)):
             resumed = _first_after(events, started_at)

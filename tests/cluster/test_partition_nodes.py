@@ -8,7 +8,6 @@ partition is logged)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from tests.cluster.conftest import PgServer
+from tests.cluster.events_worker import EventsWorker, start_worker
 from tests.cluster.nodes import Node, init_cluster, nodes, rpc, until
 from tests.kcoord_process import REPO
 from tests.server.wire import connect, create_topic, decode_response, read_frame, send
@@ -98,16 +98,13 @@ def _list_offsets(node: Node, partition: int) -> dict[str, Any]:
     return rpc(node.address, 2, 5, body)["topics"][0]["partitions"][0]  # type: ignore[no-any-return]
 
 
-def _start_producer(bootstrap: str, seconds: float, log_dir: Path) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "tests.cluster.produce_worker", "confluent", bootstrap, TOPIC, str(seconds)]
-    stderr = (log_dir / "producer.err").open("w")
-    return subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True)
+def _start_producer(bootstrap: str, seconds: float, log_dir: Path) -> EventsWorker:
+    args = ["confluent", bootstrap, TOPIC, str(seconds)]
+    return start_worker("tests.cluster.produce_worker", args, log_dir, f"producer-{time.monotonic_ns()}")
 
 
-def _events(proc: subprocess.Popen[str], timeout: float) -> list[dict[str, Any]]:
-    out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, f"producer exited {proc.returncode}: {out[-2000:]}"
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+def _events(worker: EventsWorker, timeout: float) -> list[dict[str, Any]]:
+    return worker.events(timeout)
 
 
 def consume_all(bootstrap: list[str], timeout: float = 60) -> dict[tuple[int, int], bytes]:

@@ -239,10 +239,10 @@ def test_api_versions_error_body_is_read_as_v0(requested_version: int) -> None:
 # APIs are checked against frames librdkafka sends instead (tests/protocol/test_golden_frames.py:
 # ConsumerGroupHeartbeat v1 joining, owning, steady and leaving, ConsumerGroupDescribe v0), and
 # librdkafka reads our heartbeat responses in tests/integration/test_consumer_protocol.py.
-# The share groups' APIs (KIP-932) are not in kafka-python either: ShareGroupHeartbeat and
-# ShareGroupDescribe are checked against bytes Kafka 4.3.1's own classes wrote
-# (tests/protocol/test_share_group_frames.py); librdkafka's ShareConsumer reads our ShareFetch and
-# ShareAcknowledge in tests/server/test_share_fetch_consumer.py.
+# The share groups' APIs (KIP-932) are not in kafka-python either; librdkafka's ShareConsumer reads ours in
+# tests/server/test_share_fetch_consumer.py; ShareGroupHeartbeat/Describe also against bytes Kafka 4.3.1's
+# classes wrote (tests/protocol/test_share_group_frames.py). 68, 69 ConsumerGroupHeartbeat/Describe; 76, 77
+# ShareGroupHeartbeat/Describe; 78, 79 ShareFetch/ShareAcknowledge.
 NOT_IN_KAFKA_PYTHON = frozenset({68, 69, 76, 77, 78, 79})
 
 
