@@ -12,8 +12,12 @@ alike); the report gives each figure's median over the rounds (every round is in
 1. read: for each topic, a consumer-group member (confluent `Consumer`, a fresh group, from the earliest
    offset) reads everything: the in-run ceiling the share consumers are measured against; then 1, 4 and
    16 share consumers (`ShareConsumer`, implicit acknowledgement, a fresh share group with
-   share.auto.offset.reset=earliest) read everything. records/s is the records over the time from the
-   first record seen to the last; server CPU per record (user + system, /proc) over the same stretch.
+   share.auto.offset.reset=earliest) read everything. The records are produced in batches of a Kafka
+   producer's default size (16 KiB): a share partition acquires whole batches. A share read is timed
+   from the moment ShareGroupDescribe shows every member assigned (the consumers wait for it after
+   subscribing), the member's from its first poll (that poll's records left out of the rate); server CPU
+   per record (user + system, /proc) over the same stretch. Records received again (delivery count > 1)
+   are counted and reported: a healthy run has none.
 2. acknowledgement latency: one `ShareConsumer` in explicit mode acknowledges --ack-samples records one at
    a time; each sample is acknowledge(ACCEPT) + commit_sync(), i.e. the ShareAcknowledge round trip,
    which kcoord answers once the acknowledgement is durable. p50 and p99.
