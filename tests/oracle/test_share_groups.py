@@ -216,3 +216,13 @@ def test_the_classic_apis_on_a_share_group_as_kafka(pair: Pair) -> None:
     found += pair.compare("FindCoordinator", 10, 6, {"key_type": 0, "coordinator_keys": [group]})
     found += _listed(pair, group, ["classic"])
     assert_same(found)
+
+
+def test_a_subscription_to_no_topic_as_kafka(pair: Pair) -> None:
+    group, member = unique("sg"), random_uuid()
+    _recompute_at_every_change(pair, group)
+    found = _join(pair, group, member, unique("absent"))
+    found += pair.compare("ShareGroupHeartbeat", SHARE_HEARTBEAT, V, _epoch(group, member))
+    describe = {"group_ids": [group], "include_authorized_operations": False}
+    found += pair.compare("ShareGroupDescribe", SHARE_DESCRIBE, V, describe)
+    assert_same(found)

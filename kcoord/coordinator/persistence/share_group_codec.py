@@ -153,16 +153,9 @@ def share_from_storage(record: storage.Record) -> ShareRecord:
             group_id, member_id, None if value is None else _assignment(value["topic_partitions"])
         )
     if record.type == _SUBSCRIPTION:
-        if value is None:
-            return ShareMemberSubscription(group_id, member_id, None)
-        member = ShareMember(
-            member_id,
-            rack_id=value["rack_id"],
-            client_id=value["client_id"],
-            client_host=value["client_host"],
-            subscribed_topic_names=tuple(value["subscribed_topic_names"]),
+        return ShareMemberSubscription(
+            group_id, member_id, None if value is None else _member_subscription(member_id, value)
         )
-        return ShareMemberSubscription(group_id, member_id, member)
     if value is None:
         return ShareMemberAssignment(group_id, member_id, None)
     member = ShareMember(
@@ -172,6 +165,16 @@ def share_from_storage(record: storage.Record) -> ShareRecord:
         assigned=_assignment(value["assigned_partitions"]),
     )
     return ShareMemberAssignment(group_id, member_id, member)
+
+
+def _member_subscription(member_id: str, value: dict[str, Any]) -> ShareMember:
+    return ShareMember(
+        member_id,
+        rack_id=value["rack_id"],
+        client_id=value["client_id"],
+        client_host=value["client_host"],
+        subscribed_topic_names=tuple(value["subscribed_topic_names"]),
+    )
 
 
 def _state_partitions(group_id: str, value: dict[str, Any] | None) -> ShareStatePartitions:

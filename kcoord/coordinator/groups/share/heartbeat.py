@@ -137,32 +137,39 @@ def plan_heartbeat(
     ):
         target = _update_target(group, group_epoch, updated, topics, records, settings.now_ms)
         target_epoch = group_epoch
-    reconciled = updated
-    if updated.member_epoch != target_epoch or dict(updated.assigned) != dict(target):
-        reconciled = replace(
-            updated, member_epoch=target_epoch, previous_member_epoch=updated.member_epoch, assigned=target
-        )
-        records.append(ShareMemberAssignment(group.group_id, member_id, reconciled))
-    # Kafka's maybeCreateInitializeShareGroupStateRequest: the subscribed partitions not yet initialized
-    # are written as initializing; the service initializes them once this is durable.
+    reconciled = _reconciled(group.group_id, updated, target_epoch, target, records)
+    _maybe_initializing(group, names, topics, records)
+    send = request.member_epoch == 0 or dict(reconciled.assigned) != dict(member.assigned)
+    answer = ShareHeartbeatAnswer(
+        ErrorCode.NONE, None, member_id, reconciled.member_epoch, settings.heartbeat_interval_ms,
+        reconciled.assigned if send else None,
+    )  # fmt: skip
+    return ShareHeartbeatPlan(records, answer, reconciled)
+
+
+def _reconciled(
+    group_id: str, member: ShareMember, epoch: int, target: Assignment, records: list[ShareRecord]
+) -> ShareMember:
+    """ShareGroupAssignmentBuilder: a share member takes its target at once (nothing to revoke)."""
+    if member.member_epoch == epoch and dict(member.assigned) == dict(target):
+        return member
+    reconciled = replace(
+        member, member_epoch=epoch, previous_member_epoch=member.member_epoch, assigned=target
+    )
+    records.append(ShareMemberAssignment(group_id, member.member_id, reconciled))
+    return reconciled
+
+
+def _maybe_initializing(
+    group: ShareGroup, names: Iterable[str], topics: TopicView, records: list[ShareRecord]
+) -> None:
+    """Kafka's maybeCreateInitializeShareGroupStateRequest: the subscribed partitions not yet
+    initialized are written as initializing; the service initializes them once this is durable."""
     to_initialize = _uninitialized(group, names, topics)
     if to_initialize:
         initializing = tuple(merged(group.initializing, to_initialize).values())
-        records.append(
-            ShareStatePartitions(
-                group.group_id, tuple(group.initialized.values()), initializing, group.deleting
-            )
-        )
-    send = request.member_epoch == 0 or dict(reconciled.assigned) != dict(member.assigned)
-    answer = ShareHeartbeatAnswer(
-        ErrorCode.NONE,
-        None,
-        member_id,
-        reconciled.member_epoch,
-        settings.heartbeat_interval_ms,
-        reconciled.assigned if send else None,
-    )
-    return ShareHeartbeatPlan(records, answer, reconciled)
+        initialized = tuple(group.initialized.values())
+        records.append(ShareStatePartitions(group.group_id, initialized, initializing, group.deleting))
 
 
 def _uninitialized(
