@@ -4,8 +4,9 @@ the in-flight records of every share partition by delivery state (acquired, ackn
 available), and each share group's lag (KIP-1226: the high watermark less the start offset less the
 in-flight records whose delivery is complete, as DescribeShareGroupOffsets v1 answers it).
 
-The counters of transitions over time (records acquired / acknowledged / released / rejected / archived,
-lock expiries) need the share-partition tenant to report its transitions; they are not here yet.
+And `kcoord_share_records_total{transition}`: the records each transition moved since the start
+(acquired, acknowledged, released, rejected, gap, renewed, lock_expired, archived), counted by the tenant
+(kcoord/coordinator/share_partitions/counts.py).
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from kcoord.broker.topics.data import TopicData
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.share_partitions import RecordState, SharePartitions, SharePartitionView
+from kcoord.coordinator.share_partitions.counts import TRANSITIONS
 
 __all__ = ["ShareCollector", "ShareSource", "view_lag"]
 
@@ -68,6 +70,13 @@ class ShareCollector(Collector):
             "kcoord_share_members", "Members of all share groups", value=sum(len(g.members) for g in groups)
         )
         yield from self._partitions([g.group_id for g in groups])
+        moved = CounterMetricFamily(
+            "kcoord_share_records", "Records moved by each share-partition transition", labels=["transition"]
+        )
+        moves = None if src.shares is None else src.shares.counts.counts
+        for transition in TRANSITIONS:
+            moved.add_metric([transition], 0 if moves is None else moves[transition])
+        yield moved
 
     def _partitions(self, group_ids: list[str]) -> Iterator[Any]:
         records = GaugeMetricFamily(

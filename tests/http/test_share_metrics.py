@@ -54,6 +54,9 @@ def test_share_series_follow_the_records(server: KcoordServer, http: Http) -> No
     assert sample(metrics, "kcoord_share_groups", state="Empty") == 1
     assert sample(metrics, "kcoord_share_inflight_records", state="acquired") == 0
     assert sample(metrics, "kcoord_share_inflight_records", state="available") == 2
+    moved = {t: sample(metrics, "kcoord_share_records_total", transition=t)
+             for t in ("acquired", "acknowledged", "released", "rejected", "lock_expired")}  # fmt: skip
+    assert moved == {"acquired": 3, "acknowledged": 1, "released": 2, "rejected": 0, "lock_expired": 0}
 
 
 def test_the_inspector_shows_share_groups(server: KcoordServer, http: Http) -> None:

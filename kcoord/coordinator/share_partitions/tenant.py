@@ -19,6 +19,7 @@ from kcoord.coordinator.runtime import Clock, CoordinatorRuntime, KeyedTimers, R
 from kcoord.coordinator.share_partitions import acquire as acquisition
 from kcoord.coordinator.share_partitions import loading
 from kcoord.coordinator.share_partitions import transitions as moves
+from kcoord.coordinator.share_partitions.counts import TransitionCounts
 from kcoord.coordinator.share_partitions.durable import DurableState, advance, build_record
 from kcoord.coordinator.share_partitions.model import (
     AcquiredRange,
@@ -86,6 +87,7 @@ class SharePartitions:
         self._durable: dict[ShareKey, DurableState] = {}
         self._live: dict[ShareKey, _Live] = {}
         self._listeners: list[ChangeListener] = []
+        self.counts = TransitionCounts()  # records moved per transition, for the metrics
 
     # -- replay ----------------------------------------------------------------------------------------
     def apply(self, record: ShareRecord) -> None:
@@ -150,6 +152,7 @@ class SharePartitions:
             settings.partition_max_record_locks, self._clock.now_ms() + settings.record_lock_duration_ms,
         )  # fmt: skip
         acquired = acquisition.acquire(live.window, request)
+        self.counts.acquired(acquired)
         if skip is not None and acquired:
             acquired, archived = acquisition.archive_skipped(live.window, acquired, skip)
             if archived:  # written at once, so a restart does not deliver them (docs/compat.md)
@@ -184,10 +187,12 @@ class SharePartitions:
         self._arm(live)
         if error is not None:
             answer(error)
-        elif not changed:
-            answer(ErrorCode.NONE)
         else:
-            self._write(live, [t.batch for t in changed], self._settled(live, changed, answer))
+            self.counts.acknowledged(batches)
+            if not changed:
+                answer(ErrorCode.NONE)
+            else:
+                self._write(live, [t.batch for t in changed], self._settled(live, changed, answer))
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """The member left the group: every record it holds is released (AVAILABLE again, or ARCHIVED at
@@ -195,6 +200,7 @@ class SharePartitions:
         for live in [p for key, p in self._live.items() if key[0] == group_id]:
             changed = moves.release_member(live.window, member_id, live.settings.delivery_count_limit)
             if changed:
+                self.counts.released_by_member(t.batch for t in changed)
                 self._write(live, [t.batch for t in changed], self._settled(live, changed))
 
     def expire_locks_now(self, group_id: str | None = None) -> int:
@@ -360,6 +366,7 @@ class SharePartitions:
         released = moves.expire_locks(live.window, now_ms, live.settings.delivery_count_limit)
         if not released:
             return 0
+        self.counts.expired(released)
 
         def done(error: BaseException | None) -> None:
             if error is not None:

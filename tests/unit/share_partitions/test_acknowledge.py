@@ -141,6 +141,8 @@ def test_lock_expiry_at_the_delivery_count_limit_archives() -> None:
         share.fetch("m1", max_records=5)
         share.timers.advance(LOCK_MS)
     assert share.start == 5
+    moved = share.tenant.counts.counts  # the metrics' counts: two expiries of five, the last archived
+    assert (moved["acquired"], moved["lock_expired"], moved["archived"]) == (10, 10, 5)
 
 
 def test_renew_restarts_the_lock(share: Share) -> None:
