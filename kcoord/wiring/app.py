@@ -28,7 +28,6 @@ from kcoord.broker.context import DelayedResponses, ServerContext
 from kcoord.broker.listener import ListenerSetup, Security
 from kcoord.broker.middleware import Middleware, handler_table
 from kcoord.broker.security.listeners import Listener
-from kcoord.broker.share import ShareEdge
 from kcoord.broker.timers import AsyncioTimers, MovableClock, MovableTimers, SystemClock
 from kcoord.protocol.api_versions_table import SERVED_VERSIONS
 from kcoord.storage.faults import EXIT_STORAGE_FATAL, StorageFault
@@ -36,6 +35,7 @@ from kcoord.wiring.app_state import (
     State,
     close_state,
     open_state,
+    share_edge,
     stop_state,
     sweep_trash,
 )
@@ -208,14 +208,8 @@ class App:
             endpoints=endpoints,
             credentials=state.credentials,
             leadership=state.leadership,
-            share=None
-            if state.share_partitions is None
-            else ShareEdge(state.share_partitions, self.config.group_share_max_share_sessions),
+            share=share_edge(state, self.config),  # members leaving and groups deleted reach it
         )
-        if (
-            self.ctx.share is not None
-        ):  # members leaving and groups deleted reach the share sessions and state
-            state.manager.share.listener = self.ctx.share
         await self.context_built(self.ctx)
         for server, listener in zip(self.servers, listeners, strict=True):
             await server.start_serving()

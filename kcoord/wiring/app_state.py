@@ -24,6 +24,7 @@ from typing import Any
 
 from kcoord.broker.markers import CoordinatorMarkers, TxnMarkers
 from kcoord.broker.security.authorizer import StandardAuthorizer
+from kcoord.broker.share import ShareEdge
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership
 from kcoord.coordinator.groups.manager import GroupManager
@@ -43,6 +44,7 @@ __all__ = [
     "close_state",
     "empty_data_dir",
     "open_state",
+    "share_edge",
     "stop_state",
     "sweep_trash",
 ]
@@ -67,6 +69,17 @@ class State:
     summary: str
     share_partitions: SharePartitions | None = None
     """The share partitions' state (KIP-932), replayed from the coordinator log; None in cluster mode."""
+
+
+def share_edge(state: State, config: Config) -> ShareEdge | None:
+    """The share sessions and parked ShareFetches over `state`'s share partitions, plugged in as the
+    group side's listener (members leaving, groups deleted); None without share partitions. Built at
+    startup and again for the state a test-control reset installs."""
+    if state.share_partitions is None:
+        return None
+    edge = ShareEdge(state.share_partitions, config.group_share_max_share_sessions)
+    state.manager.share.listener = edge
+    return edge
 
 
 async def open_state(config: Config, backends: StateBackends, services: Services) -> State:

@@ -23,6 +23,7 @@ from kcoord.wiring.app_state import (
     abandon_state,
     close_state,
     empty_data_dir,
+    share_edge,
     stop_state,
     sweep_trash,
 )
@@ -113,6 +114,7 @@ def install_state(app: ResettableServer, state: State) -> None:
     ctx.producer_ids, ctx.transactions, ctx.markers = state.producer_ids, state.transactions, state.markers
     ctx.acls, ctx.credentials, ctx.leadership = state.acls, state.credentials, state.leadership
     ctx.authorizer = None if state.acls is None else state.acls.authorizer
+    ctx.share = share_edge(state, app.config)  # the old sessions went with the old share partitions
     ctx.delayed = DelayedResponses(asyncio.get_running_loop())
     app.security.add_scram(state.credentials.lookup)
     app.wire_metrics()
