@@ -134,10 +134,12 @@ def collectors() -> Iterator[tuple[Any, bool]]:
     mode only). prometheus_client's own process_* collector is left out."""
     from kcoord.cluster.cluster_metrics import ClusterCollector, ClusterSources
     from kcoord.wiring.metrics import KcoordCollector, MetricsSource
+    from kcoord.wiring.share_metrics import ShareCollector, ShareSource
     from kcoord.wiring.txn_metrics import TransactionCollector
 
     yield KcoordCollector(MetricsSource(), 100), False
     yield TransactionCollector(cast(Any, _NoTransactions()), list, lambda: 0, 100), False
+    yield ShareCollector(ShareSource(), lambda: 100), False
     yield ClusterCollector(ClusterSources(dict, lambda: 0, dict, dict, lambda: True)), True
 
 

@@ -58,11 +58,12 @@ __all__ = [
 # ListOffsets, OffsetFetch, FindCoordinator, DescribeGroups, ListGroups, DescribeAcls, DescribeConfigs,
 # DescribeLogDirs, ListPartitionReassignments, DescribeUserScramCredentials, DescribeCluster,
 # DescribeProducers, DescribeTransactions, ListTransactions, ConsumerGroupDescribe, OffsetForLeaderEpoch,
-# DescribeQuorum, ListConfigResources, DescribeTopicPartitions, ShareGroupDescribe. Metadata is read-only
+# DescribeQuorum, ListConfigResources, DescribeTopicPartitions, ShareGroupDescribe,
+# DescribeShareGroupOffsets. Metadata is read-only
 # unless it may auto-create topics (`metadata_reads_only`). Any API not named here counts as a write: a
 # new API is ordered like Kafka until someone shows it changes nothing.
 READ_ONLY: Final = frozenset(
-    {1, 2, 9, 10, 15, 16, 23, 29, 32, 35, 46, 50, 55, 60, 61, 65, 66, 69, 74, 75, 77}
+    {1, 2, 9, 10, 15, 16, 23, 29, 32, 35, 46, 50, 55, 60, 61, 65, 66, 69, 74, 75, 77, 90}
 )
 METADATA = 3
 # Writes that may overlap earlier unanswered writes of the same API on their connection (the rule above):

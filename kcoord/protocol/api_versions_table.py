@@ -66,4 +66,7 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     79: (1, 2),  # ShareAcknowledge (KIP-932; v2 KIP-1222 renew)
     76: (1, 1),  # ShareGroupHeartbeat (KIP-932; v0 early access, removed in 4.1)
     77: (1, 1),  # ShareGroupDescribe (KIP-932)
+    90: (0, 1),  # DescribeShareGroupOffsets (KIP-932; v1 lag, KIP-1226)
+    91: (0, 0),  # AlterShareGroupOffsets (KIP-932)
+    92: (0, 0),  # DeleteShareGroupOffsets (KIP-932)
 }

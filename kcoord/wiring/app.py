@@ -47,6 +47,7 @@ from kcoord.wiring.group_views import group_lags
 from kcoord.wiring.http import HttpEndpoint, Observed
 from kcoord.wiring.local_backends import LocalBackends
 from kcoord.wiring.metrics import MetricsSource
+from kcoord.wiring.share_metrics import ShareCollector, ShareSource
 
 __all__ = ["App", "raise_open_files_limit", "run"]
 
@@ -72,6 +73,9 @@ class App:
         self.bound: HostPort | None = None
         # The HTTP endpoint and what it counts: only with --http-listen (no cost on requests otherwise).
         self.metrics = MetricsSource() if config.http_listen is not None else None
+        self.share_metrics = ShareSource()  # the share groups' series (kcoord/wiring/share_metrics.py)
+        if self.metrics is not None:
+            self.metrics.extra.append(ShareCollector(self.share_metrics, lambda: config.metrics_max_groups))
         self.http: HttpEndpoint | None = None
 
     async def startup(self) -> None:
@@ -162,6 +166,13 @@ class App:
             sum(p.size for p in data.logs.partitions()),
         )
         metrics.compactions = lambda: int(log_.compactions) if log_ is not None else 0
+        shares = self.share_metrics
+        shares.manager, shares.shares, shares.topics, shares.data = (
+            manager,
+            state.share_partitions,
+            state.topics,
+            data,
+        )
 
     async def _bind(self, loop: asyncio.AbstractEventLoop, state: State) -> None:
         # The context needs the advertised addresses, which depend on the bound ports (port 0 = any):
@@ -197,7 +208,9 @@ class App:
             endpoints=endpoints,
             credentials=state.credentials,
             leadership=state.leadership,
-            share=None if state.share_partitions is None else ShareEdge(state.share_partitions),
+            share=None
+            if state.share_partitions is None
+            else ShareEdge(state.share_partitions, self.config.group_share_max_share_sessions),
         )
         if (
             self.ctx.share is not None

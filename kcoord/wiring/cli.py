@@ -29,7 +29,7 @@ from kcoord.wiring.config import (
 __all__ = ["main"]
 
 STORAGE_COMMANDS = ("dump", "verify", "compact", "repair")
-CLIENT_COMMANDS = ("groups", "transactions", "acls", "users")
+CLIENT_COMMANDS = ("groups", "share-groups", "transactions", "acls", "users")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,6 +74,12 @@ def _parser() -> argparse.ArgumentParser:
         "groups",
         add_help=False,
         help="list, describe, reset or delete consumer groups of any Kafka broker: --bootstrap-server ...",
+    )
+    sub.add_parser(
+        "share-groups",
+        add_help=False,
+        help="list, describe, reset or delete share groups (like kafka-share-groups.sh): "
+        "--bootstrap-server ...",
     )
     sub.add_parser(
         "transactions",
@@ -151,7 +157,7 @@ def _client_command(name: str, argv: list[str]) -> int:
     """Imported only when run: `kcoord serve` never loads the tools."""
     import importlib
 
-    module = importlib.import_module(f"kcoord.client_cli.{name}")
+    module = importlib.import_module(f"kcoord.client_cli.{name.replace('-', '_')}")
     return int(module.main(argv))
 
 

@@ -31,6 +31,7 @@ from kcoord.broker.topics.configs import (
 )
 from kcoord.coordinator.groups.config import GroupConfig
 from kcoord.coordinator.transactions.config import TransactionConfig
+from kcoord.wiring.share_flags import SHARE_OPTIONS, check_share_bounds, share_group_bounds
 
 __all__ = ["Config", "HostPort", "add_serve_arguments", "config_from_args", "parse_host_port"]
 
@@ -122,6 +123,24 @@ class Config:
     group_consumer_max_size: int | None = None  # Kafka: Integer.MAX_VALUE = unbounded
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
     group_consumer_migration_policy: str = "bidirectional"  # bidirectional|upgrade|downgrade|disabled
+    # Share groups (KIP-932): Kafka 4.3's group.share.* settings and defaults (wiring/share_flags.py).
+    group_share_delivery_count_limit: int = 5
+    group_share_min_delivery_count_limit: int = 2
+    group_share_max_delivery_count_limit: int = 10
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_min_record_lock_duration_ms: int = 15_000
+    group_share_max_record_lock_duration_ms: int = 60_000
+    group_share_partition_max_record_locks: int = 2000
+    group_share_min_partition_max_record_locks: int = 100
+    group_share_max_partition_max_record_locks: int = 4000
+    group_share_max_share_sessions: int = 2000  # share sessions per broker (ShareSessionCache)
+    group_share_max_size: int = 200
+    group_share_session_timeout_ms: int = 45_000
+    group_share_min_session_timeout_ms: int = 45_000
+    group_share_max_session_timeout_ms: int = 60_000
+    group_share_heartbeat_interval_ms: int = 5000
+    group_share_min_heartbeat_interval_ms: int = 5000
+    group_share_max_heartbeat_interval_ms: int = 15_000
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
     # The transaction coordinator: Kafka's transaction.* / transactional.id.* settings and defaults.
@@ -189,9 +208,17 @@ class Config:
             consumer_max_size=self.group_consumer_max_size,
             consumer_assignors=self.group_consumer_assignors,
             consumer_migration_policy=self.group_consumer_migration_policy,
+            share_heartbeat_interval_ms=self.group_share_heartbeat_interval_ms,
+            share_session_timeout_ms=self.group_share_session_timeout_ms,
+            share_max_size=self.group_share_max_size,
             offsets_retention_ms=self.offsets_retention_minutes * 60_000,
             offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
         )
+
+    def share_group_bounds(self) -> tuple[dict[str, str], dict[str, int]]:
+        """The group.share.* settings as GroupConfigBounds' (defaults, limits) of the share.* group
+        configs (ShareGroupConfig.extractShareGroupConfigMap)."""
+        return share_group_bounds(self)
 
     def resolved_listeners(self) -> tuple[Listener, ...]:
         """The sockets to bind: `--listeners` joined with the map and the advertised entries, or the
@@ -434,6 +461,7 @@ _OPTIONS: tuple[tuple[str, object, str], ...] = (
         "online migration between the protocols: bidirectional|upgrade|downgrade|disabled; "
         "default bidirectional",
     ),
+    *SHARE_OPTIONS,  # --group-share-*: kcoord/wiring/share_flags.py
     ("--offsets-retention-minutes", _positive_int, "default 10080 (7 days)"),
     ("--offsets-retention-check-interval-ms", _positive_int, "default 600000"),
     ("--transaction-max-timeout-ms", _positive_int, "transaction.max.timeout.ms, default 900000"),
@@ -546,6 +574,7 @@ def config_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = N
             values[name] = value
     config = dataclasses.replace(Config(), **values)  # type: ignore[arg-type]
     check_consumer_bounds(config)
+    check_share_bounds(config)
     check_security(config, values)
     if config.enable_test_controls and config.http_listen is None:
         raise SystemExit("kcoord: --enable-test-controls needs --http-listen (the controls are HTTP calls)")

@@ -33,6 +33,7 @@ from kcoord.wiring.controls.routes import LEGACY_ERROR_APIS, json_body, test_rou
 from kcoord.wiring.controls.surface import TestControls
 from kcoord.wiring.group_views import all_groups, find_group, group_detail, group_summary
 from kcoord.wiring.metrics import KcoordCollector, MetricsSource
+from kcoord.wiring.share_views import share_group_detail, share_group_summaries
 from kcoord.wiring.txn_metrics import TransactionCollector
 from kcoord.wiring.txn_views import (
     all_transactions,
@@ -130,6 +131,8 @@ class HttpEndpoint:
             web.get("/readyz", self._readyz),
             web.get("/v1/groups", self._groups),
             web.get("/v1/groups/{group_id}", self._group),
+            web.get("/v1/share-groups", self._share_groups),
+            web.get("/v1/share-groups/{group_id}", self._share_group),
             web.get("/v1/transactions", self._transactions),
             web.get("/v1/transactions/{transactional_id}", self._transaction),
             web.post("/v1/test/groups/{group_id}/rebalance", self._rebalance),
@@ -197,6 +200,15 @@ class HttpEndpoint:
         if group is None:
             return _error(404, f"no group {request.match_info['group_id']}")
         return web.json_response(group_detail(ctx.manager, ctx.data, group, TopicData.now_ms()))
+
+    async def _share_groups(self, request: web.Request) -> web.Response:
+        return web.json_response({"groups": share_group_summaries(self._obs.ctx)})
+
+    async def _share_group(self, request: web.Request) -> web.Response:
+        detail = share_group_detail(self._obs.ctx, request.match_info["group_id"])
+        if detail is None:
+            return _error(404, f"no share group {request.match_info['group_id']}")
+        return web.json_response(detail)
 
     async def _transactions(self, request: web.Request) -> web.Response:
         states = parse_states(request.query.getall("state", []))

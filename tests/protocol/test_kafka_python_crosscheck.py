@@ -239,11 +239,11 @@ def test_api_versions_error_body_is_read_as_v0(requested_version: int) -> None:
 # APIs are checked against frames librdkafka sends instead (tests/protocol/test_golden_frames.py:
 # ConsumerGroupHeartbeat v1 joining, owning, steady and leaving, ConsumerGroupDescribe v0), and
 # librdkafka reads our heartbeat responses in tests/integration/test_consumer_protocol.py.
-# The share groups' APIs (KIP-932) are not in kafka-python either; librdkafka's ShareConsumer reads ours in
-# tests/server/test_share_fetch_consumer.py; ShareGroupHeartbeat/Describe also against bytes Kafka 4.3.1's
-# classes wrote (tests/protocol/test_share_group_frames.py). 68, 69 ConsumerGroupHeartbeat/Describe; 76, 77
-# ShareGroupHeartbeat/Describe; 78, 79 ShareFetch/ShareAcknowledge.
-NOT_IN_KAFKA_PYTHON = frozenset({68, 69, 76, 77, 78, 79})
+# ConsumerGroupHeartbeat, ConsumerGroupDescribe, ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
+# ShareAcknowledge; 90-92: the share-group offset APIs, cross-checked against Kafka's jar in
+# test_share_group_offsets_java; 76 and 77 against bytes Kafka 4.3.1's classes wrote in
+# test_share_group_frames.py
+NOT_IN_KAFKA_PYTHON = frozenset({68, 69, 76, 77, 78, 79, 90, 91, 92})
 
 
 def test_every_api_is_cross_checked_at_some_version() -> None:

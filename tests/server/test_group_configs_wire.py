@@ -70,10 +70,18 @@ def test_an_unknown_group_describes_the_brokers_defaults(sock: socket.socket) ->
         {"name": "group." + SESSION, "value": "45000", "source": STATIC_BROKER_CONFIG},
         {"name": "group." + SESSION, "value": "45000", "source": DEFAULT_CONFIG},
     ]
-    share = described["share.session.timeout.ms"]  # no flag: Kafka's default of the broker setting
+    share = described["share.session.timeout.ms"]  # a --group-share-* flag, as the consumer keys
     assert (share["config_source"], share["synonyms"]) == (
+        BROKER_SETTING,
+        [
+            {"name": "group.share.session.timeout.ms", "value": "45000", "source": STATIC_BROKER_CONFIG},
+            {"name": "group.share.session.timeout.ms", "value": "45000", "source": DEFAULT_CONFIG},
+        ],
+    )
+    streams = described["streams.session.timeout.ms"]  # no flag: Kafka's default of the broker setting
+    assert (streams["config_source"], streams["synonyms"]) == (
         DEFAULT_CONFIG,
-        [{"name": "group.share.session.timeout.ms", "value": "45000", "source": DEFAULT_CONFIG}],
+        [{"name": "group.streams.session.timeout.ms", "value": "45000", "source": DEFAULT_CONFIG}],
     )
     isolation = described["share.isolation.level"]  # no broker setting: GroupConfig's default, own name
     assert isolation["synonyms"] == [

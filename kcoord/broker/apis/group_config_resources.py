@@ -40,14 +40,17 @@ Failure = tuple[ErrorCode, str | None]
 
 
 def bounds(ctx: ServerContext) -> GroupConfigBounds:
-    """The broker's group.consumer.* settings (kcoord's flags); share.* and streams.* are Kafka's."""
+    """The broker's group.consumer.* and group.share.* settings (kcoord's flags); streams.* are Kafka's."""
     config = ctx.config
+    share_defaults, share_limits = config.share_group_bounds()
     return GroupConfigBounds(
         defaults={
             "group.consumer.session.timeout.ms": str(config.group_consumer_session_timeout_ms),
             "group.consumer.heartbeat.interval.ms": str(config.group_consumer_heartbeat_interval_ms),
+            **share_defaults,
         },
         limits={
+            **share_limits,
             "group.consumer.min.session.timeout.ms": config.group_consumer_min_session_timeout_ms,
             "group.consumer.max.session.timeout.ms": config.group_consumer_max_session_timeout_ms,
             "group.consumer.min.heartbeat.interval.ms": config.group_consumer_min_heartbeat_interval_ms,

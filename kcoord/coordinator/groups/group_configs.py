@@ -161,7 +161,7 @@ KAFKA_LIMITS: dict[str, int] = {
     "group.share.min.delivery.count.limit": 2,
     "group.share.max.delivery.count.limit": 10,
     "group.share.min.partition.max.record.locks": 100,
-    "group.share.max.partition.max.record.locks": 10_000,
+    "group.share.max.partition.max.record.locks": 4000,  # its default (ShareGroupConfig); 10,000 is its bound
     "group.streams.min.session.timeout.ms": 45_000,
     "group.streams.max.session.timeout.ms": 60_000,
     "group.streams.min.heartbeat.interval.ms": 5000,

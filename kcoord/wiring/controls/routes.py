@@ -37,6 +37,8 @@ def test_routes(controls: Controls) -> list[web.RouteDef]:
         web.get("/v1/test/topics/{topic}/records", route(lambda c, r: c.records(r.match_info["topic"]))),
         web.get("/v1/test/groups/{group}/committed", route(lambda c, r: c.committed(r.match_info["group"]))),
         web.get("/v1/test/groups/{group}", route(lambda c, r: c.group(r.match_info["group"]))),
+        web.get("/v1/test/share-groups/{group}/partitions/{topic}/{partition}", route(_share_partition)),
+        web.post("/v1/test/share-groups/expire-locks", route(_expire_share_locks)),
         web.post("/v1/test/faults", route(_add_fault, 201)),
         web.get("/v1/test/faults", route(lambda c, r: c.faults())),
         web.delete("/v1/test/faults", route(lambda c, r: c.clear_faults())),
@@ -56,6 +58,20 @@ async def _create_topic(controls: TestControls, request: web.Request) -> Any:
     if config is not None and not isinstance(config, dict):
         raise ControlError(400, "config must be an object of topic configs")
     return await controls.create_topic(body.get("name"), body.get("partitions", 1), config)  # type: ignore[arg-type]
+
+
+async def _share_partition(controls: TestControls, request: web.Request) -> Any:
+    partition = request.match_info["partition"]
+    if not partition.isdigit():
+        raise ControlError(400, f"partition must be a non-negative integer, got {partition!r}")
+    return await controls.share_partition(
+        request.match_info["group"], request.match_info["topic"], int(partition)
+    )
+
+
+async def _expire_share_locks(controls: TestControls, request: web.Request) -> Any:
+    body = await json_body(request) if request.can_read_body else {}
+    return await controls.expire_share_locks(body.get("group"))
 
 
 _FAULT_ARGS = {

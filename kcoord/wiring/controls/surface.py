@@ -25,6 +25,7 @@ from kcoord.wiring.app_state import State
 from kcoord.wiring.controls.faults import Fault, FaultTable, Kind
 from kcoord.wiring.controls.inspect import committed_view, group_view, records_view
 from kcoord.wiring.controls.names import ControlError, api_key, error_code
+from kcoord.wiring.controls.share_views import share_partition_view
 from kcoord.wiring.controls.wiring import ControlsLayer, RequestLog
 
 __all__ = ["ControlledServer", "TestControls"]
@@ -182,6 +183,27 @@ class TestControls:
 
     async def group(self, group_id: str) -> dict[str, Any]:
         return group_view(self._ctx.manager, group_id)
+
+    # -- share groups (issue 34) ----------------------------------------------------------------------
+    async def share_partition(self, group: str, topic: str, partition: int) -> dict[str, Any]:
+        """A share partition's start offset and in-flight records with their states."""
+        _count(partition, "partition", minimum=0)
+        state = self._app.state
+        shares = None if state is None else state.share_partitions
+        return share_partition_view(shares, self._ctx.topics, group, topic, partition)
+
+    async def expire_share_locks(self, group: str | None = None) -> dict[str, Any]:
+        """Every acquisition lock (of `group`, or of every share group) expires now, as if its timer
+        had fired (SharePartition.releaseAcquisitionLockOnTimeout); returns once the releases are
+        durable, with how many records were released."""
+        _optional(group, str, "group")
+        state = self._app.state
+        if state is None or state.share_partitions is None:
+            raise ControlError(404, "this server has no share partitions (cluster mode)")
+        async with self._exclusive:
+            released = state.share_partitions.expire_locks_now(group)
+            await self._settle_writes()
+        return {"released": released}
 
     # -- faults ---------------------------------------------------------------------------------------
     async def fail(
