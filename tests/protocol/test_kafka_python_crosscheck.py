@@ -241,7 +241,8 @@ def test_api_versions_error_body_is_read_as_v0(requested_version: int) -> None:
 # librdkafka reads our heartbeat responses in tests/integration/test_consumer_protocol.py.
 # ConsumerGroupHeartbeat, ConsumerGroupDescribe, ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch,
 # ShareAcknowledge; 90-92: the share-group offset APIs, cross-checked against Kafka's jar in
-# test_share_group_offsets_java
+# test_share_group_offsets_java; 76 and 77 against bytes Kafka 4.3.1's classes wrote in
+# test_share_group_frames.py
 NOT_IN_KAFKA_PYTHON = frozenset({68, 69, 76, 77, 78, 79, 90, 91, 92})
 
 
