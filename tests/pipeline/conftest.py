@@ -1,4 +1,5 @@
-"""One local Spark session and the recorded data directories every pipeline test reads.
+"""One local Spark session per xdist worker and the recorded data directories every pipeline test reads
+(built once per run and shared by the workers: tests/pipeline/built_once.py).
 
 The data directory is written by a real `kcoord serve` driven by real kafka-python consumers:
 rebalances as members join, a member killed (SIGKILL), commits, the server killed with SIGKILL and
