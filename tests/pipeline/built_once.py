@@ -52,9 +52,12 @@ def once(
     factory: pytest.TempPathFactory, name: str, build: Callable[[Path], dict[str, Any]]
 ) -> dict[str, Any]:
     """`build(directory)`'s facts, the directory built by the first worker of the run that asks."""
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    # Only an xdist worker's basetemp (<run>/popen-gwK) has a parent that is this run's alone; a pytest
+    # started without xdist from inside a worker inherits the variable but not such a basetemp.
+    if worker is None or factory.getbasetemp().name != f"popen-{worker}":
         return build(factory.mktemp(name))
-    run_root = factory.getbasetemp().parent  # <pytest-N>/popen-gwK's parent: this run's, every worker's
+    run_root = factory.getbasetemp().parent
     home, facts = run_root / f"shared-{name}", run_root / f"shared-{name}.pickle"
     with _run_lock(run_root / f"shared-{name}.lock"):
         if facts.exists():
