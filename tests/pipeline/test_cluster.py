@@ -36,7 +36,9 @@ def _spark_class(cls: str, *args: str, log: Path, env: dict[str, str]) -> subpro
     )
 
 
-@pytest.fixture(scope="session")
+# Module scope: the three JVMs (and their heartbeats) stop once this module's one test is done, not at
+# the end of the worker's session.
+@pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory, spark_env: dict[str, str]) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("standalone")
     procs = [_spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0",
