@@ -18,6 +18,7 @@ import shutil
 import socket
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -87,7 +88,10 @@ def progress_wanted(fd: int = 2) -> bool:
     return os.isatty(fd)
 
 
-def start(master: str, app_name: str, log_path: str | None = None) -> Any:
+def start(
+    master: str, app_name: str, log_path: str | None = None, settings: Mapping[str, str] | None = None
+) -> Any:
+    """`settings`: Spark properties over ours (the test suite's: one core, fewer shuffle partitions)."""
     find_java()
     check_master(master)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -109,6 +113,7 @@ def start(master: str, app_name: str, log_path: str | None = None) -> Any:
         .set("spark.ui.showConsoleProgress", "true" if progress_wanted() else "false")
         .set("spark.sql.shuffle.partitions", "4")
     )
+    conf.setAll(list((settings or {}).items()))
     gateway = None
     if log_path is not None:
         stderr = JvmStderr(log_path)

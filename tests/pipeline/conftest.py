@@ -1,4 +1,5 @@
-"""One local Spark session and the recorded data directories every pipeline test reads.
+"""One local Spark session per xdist worker and the recorded data directories every pipeline test reads
+(built once per run and shared by the workers: tests/pipeline/built_once.py).
 
 The data directory is written by a real `kcoord serve` driven by real kafka-python consumers:
 rebalances as members join, a member killed (SIGKILL), commits, the server killed with SIGKILL and
@@ -10,6 +11,7 @@ either is hand-built.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -28,21 +30,44 @@ from tests.integration.conftest import (
     wait_until,
 )
 from tests.kcoord_process import KcoordServer
+from tests.pipeline import built_once
 
 pytest.importorskip("pyspark", reason="the pipeline extra is not installed")
 
 PARTITIONS = 4
 
 
+# The JVMs of the suite's Spark: C1 only and the serial collector. Their jobs read a few thousand rows,
+# so C2's compilations and the parallel collector's threads are CPU spent for nothing while six xdist
+# workers share two cores: a session's start plus a few jobs took 23 s of CPU instead of 38.
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# One task thread (a second only adds a second Python worker process on the same two cores) and one
+# shuffle partition (the jobs' aggregates are a few hundred rows).
+TEST_SPARK = {"spark.sql.shuffle.partitions": "1", "spark.driver.extraJavaOptions": JVM_OPTIONS}
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
+    """One local Spark session per xdist worker, shared by every pipeline module."""
     from kcoord.pipeline import session
 
-    spark = session.start("local[2]", "kcoord-tests")
+    spark = session.start("local[1]", "kcoord-tests", settings=TEST_SPARK)
     try:
         yield spark
     finally:
         spark.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment for `kcoord pipeline` subprocesses and standalone daemons: the same JVM options
+    through a spark-defaults.conf (the driver and a cluster's executors) and SPARK_DAEMON_JAVA_OPTS (a
+    standalone master and its workers)."""
+    conf = tmp_path_factory.mktemp("spark-conf")
+    (conf / "spark-defaults.conf").write_text(
+        f"spark.driver.extraJavaOptions {JVM_OPTIONS}\nspark.executor.extraJavaOptions {JVM_OPTIONS}\n"
+    )
+    return {**os.environ, "SPARK_CONF_DIR": str(conf), "SPARK_DAEMON_JAVA_OPTS": JVM_OPTIONS}
 
 
 def offsets_of(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
@@ -88,8 +113,12 @@ def _drive(server: KcoordServer, tmp: Path, topic: str, group: str, history: Pat
 
 @pytest.fixture(scope="session")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """dir: the data dir; history: a live copy taken before the last restart; groups; offsets per group."""
-    tmp = tmp_path_factory.mktemp("recorded")
+    """dir: the data dir; history: a live copy taken before the last restart; groups; offsets per group.
+    Built once per run (tests/pipeline/built_once.py)."""
+    return built_once.once(tmp_path_factory, "recorded", _record)
+
+
+def _record(tmp: Path) -> dict[str, Any]:
     data = tmp / "data"
     server = KcoordServer(data, "--group-min-session-timeout-ms", "1000", log_path=tmp / "server.log")
     groups = [unique("pipe-a"), unique("pipe-b")]
@@ -129,8 +158,11 @@ def _ends(acked: list[tuple[int, int, str, str]]) -> dict[int, int]:
 def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """dir; topic; acked (partition, offset, key, value) of every record; ends (log end per partition)
     before and after the second round; groups reader/slow; offsets per group as a restarted server
-    fetches them."""
-    tmp = tmp_path_factory.mktemp("produced")
+    fetches them. Built once per run (tests/pipeline/built_once.py)."""
+    return built_once.once(tmp_path_factory, "produced", _produce_all)
+
+
+def _produce_all(tmp: Path) -> dict[str, Any]:
     server = KcoordServer(tmp / "data", "--group-min-session-timeout-ms", "1000", log_path=tmp / "server.log")
     producers, workers = Producers(server, tmp), Workers(server, tmp)
     topic, reader, slow = unique("topic-data"), unique("lag-reader"), unique("lag-slow")
@@ -214,8 +246,12 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     offline (the originals go to the history area), started and stopped cleanly again.
 
     dir: that data directory; before: a copy taken at the first clean stop, before any compaction
-    (every record the clients caused); ends: log end per partition; steady/simple: the groups."""
-    tmp = tmp_path_factory.mktemp("kept")
+    (every record the clients caused); ends: log end per partition; steady/simple: the groups.
+    Built once per run (tests/pipeline/built_once.py)."""
+    return built_once.once(tmp_path_factory, "kept", _keep)
+
+
+def _keep(tmp: Path) -> dict[str, Any]:
     data = tmp / "data"
     server = KcoordServer(data, "--group-min-session-timeout-ms", "1000", log_path=tmp / "server.log")
     producers, workers = Producers(server, tmp), Workers(server, tmp)

@@ -3,7 +3,6 @@ spark-class on 127.0.0.1) gives the same rows as locally."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -19,12 +18,12 @@ from kcoord.pipeline import offsets
 from tests.kcoord_process import REPO
 
 
-def _spark_class(cls: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
+def _spark_class(cls: str, *args: str, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     import pyspark
 
     home = Path(pyspark.__file__).parent
     env = {
-        **os.environ,
+        **env,
         "SPARK_HOME": str(home),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYSPARK_PYTHON": sys.executable,
@@ -37,11 +36,13 @@ def _spark_class(cls: str, *args: str, log: Path) -> subprocess.Popen[bytes]:
     )
 
 
-@pytest.fixture(scope="session")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+# Module scope: the three JVMs (and their heartbeats) stop once this module's one test is done, not at
+# the end of the worker's session.
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory, spark_env: dict[str, str]) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("standalone")
     procs = [_spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0",
-                          "--webui-port", "0", log=tmp / "master.log")]  # fmt: skip
+                          "--webui-port", "0", log=tmp / "master.log", env=spark_env)]  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         url = None
@@ -53,7 +54,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             procs.append(_spark_class("org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
                                       "--cores", "1", "--memory", "1g", "--webui-port", "0",
                                       "--work-dir", str(tmp / f"work{n}"),
-                                      log=tmp / f"worker{n}.log"))  # fmt: skip
+                                      log=tmp / f"worker{n}.log", env=spark_env))  # fmt: skip
         while (tmp / "master.log").read_text(errors="replace").count("Registering worker") < 2:
             assert time.monotonic() < deadline + 60, "the two workers did not register"
             time.sleep(0.2)
@@ -74,13 +75,13 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 # suite's 300 s. Bounded all the same.
 @pytest.mark.timeout(600)
 def test_offsets_on_a_standalone_cluster_equal_local(
-    spark: Any, recorded: dict[str, Any], standalone: str, tmp_path: Path
+    spark: Any, recorded: dict[str, Any], standalone: str, spark_env: dict[str, str], tmp_path: Path
 ) -> None:
     local = sorted(tuple(r) for r in offsets.latest_offsets(spark, str(recorded["dir"])).collect())
     done = subprocess.run(
         [sys.executable, "-m", "kcoord", "pipeline", "offsets", "--data-dir", str(recorded["dir"]),
          "--out", str(tmp_path), "--master", standalone],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=spark_env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     table = pq.read_table(tmp_path / "offsets").to_pylist()

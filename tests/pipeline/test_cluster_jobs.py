@@ -114,12 +114,12 @@ def test_jobs_over_a_cluster_agree_with_the_data_directory(
 
 
 def test_the_command_line_runs_a_job_over_a_cluster(
-    spark: Any, pg_produced: dict[str, Any], tmp_path: Path
+    spark: Any, pg_produced: dict[str, Any], spark_env: dict[str, str], tmp_path: Path
 ) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "kcoord", "pipeline", "offsets", "--cluster", pg_produced["dsn"],
          "--out", str(tmp_path), "--master", "local[1]"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO, capture_output=True, text=True, timeout=300, env=spark_env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert CLUSTER_NOTE in done.stdout

@@ -70,10 +70,10 @@ def test_lag_over_time_is_the_log_end_at_each_commit(
     assert {r["partition"]: r["lag_then"] for r in slow} == {p: end - 3 for p, end in first_ends.items()}
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kcoord", "pipeline", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=180,
+        [sys.executable, "-m", "kcoord", "pipeline", *args, "--master", "local[1]"],
+        cwd=REPO, capture_output=True, text=True, timeout=180, env=env,
     )  # fmt: skip
 
 
@@ -91,7 +91,7 @@ def _assert_one_line(done: subprocess.CompletedProcess[str], path: Path) -> None
 
 
 def test_cli_a_corrupt_sealed_coordinator_segment_is_one_line(
-    produced: dict[str, Any], tmp_path: Path
+    produced: dict[str, Any], spark_env: dict[str, str], tmp_path: Path
 ) -> None:
     data = tmp_path / "data"
     shutil.copytree(produced["dir"], data)
@@ -99,10 +99,14 @@ def test_cli_a_corrupt_sealed_coordinator_segment_is_one_line(
     base = base_of(sorted(data.glob("*.log"))[-1]) + 1_000_000
     (data / segment_name(base)).write_bytes(encode_segment_header(base))
     _flip_middle_byte(segment)
-    _assert_one_line(_cli("offsets", "--data-dir", str(data), "--out", str(tmp_path / "out")), segment)
+    _assert_one_line(
+        _cli(spark_env, "offsets", "--data-dir", str(data), "--out", str(tmp_path / "out")), segment
+    )
 
 
-def test_cli_a_corrupt_sealed_partition_segment_is_one_line(produced: dict[str, Any], tmp_path: Path) -> None:
+def test_cli_a_corrupt_sealed_partition_segment_is_one_line(
+    produced: dict[str, Any], spark_env: dict[str, str], tmp_path: Path
+) -> None:
     data = tmp_path / "data"
     shutil.copytree(produced["dir"], data)
     partition = data / "topics" / f"{produced['topic']}-0"
@@ -110,4 +114,4 @@ def test_cli_a_corrupt_sealed_partition_segment_is_one_line(produced: dict[str, 
     next_base = produced["ends"][0]
     (partition / f"{next_base:020d}.log").write_bytes(b"")  # sealed: a newer (empty) segment follows it
     _flip_middle_byte(segment)
-    _assert_one_line(_cli("lag", "--data-dir", str(data), "--out", str(tmp_path / "out")), segment)
+    _assert_one_line(_cli(spark_env, "lag", "--data-dir", str(data), "--out", str(tmp_path / "out")), segment)
