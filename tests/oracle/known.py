@@ -52,11 +52,11 @@ KNOWN: tuple[Known, ...] = (
         r"api_keys\.api_key=0\.min_version",
         "Data plane (Produce, Fetch, ListOffsets, DeleteRecords, InitProducerId) | Message formats",
     ),
-    # Delegation tokens (38-41), client quotas (48-49), share groups and their state (76-79, 83-87,
-    # 90-92), streams groups (88-89), the controllers' own admin APIs (64, 80, 81).
+    # Delegation tokens (38-41), client quotas (48-49), the share coordinator's inter-broker APIs (83-87),
+    # streams groups (88-89), the controllers' own admin APIs (64, 80, 81).
     *_absent(38, 39, 40, 41, compat=_TOKENS),
     *_absent(48, 49, compat=_QUOTAS),
-    *_absent(76, 77, 78, 79, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, compat=_SHARE_STREAMS),
+    *_absent(83, 84, 85, 86, 87, 88, 89, compat=_SHARE_STREAMS),
     *_absent(64, 80, 81, compat=_BROKER_ONLY),
     # kcoord is configured on its command line: its settings are STATIC_BROKER_CONFIG where Kafka's
     # (not set in the oracle's server.properties) are DEFAULT_CONFIG, and every one is read-only.
@@ -74,15 +74,17 @@ KNOWN: tuple[Known, ...] = (
     # is the broker setting's, ConfigHelper.createGroupConfigEntry).
     Known(
         "DescribeConfigs",
-        r"results\[0\]\.configs\.name=consumer\.(session\.timeout|heartbeat\.interval)\.ms\.config_source",
+        r"results\[0\]\.configs\.name=(consumer\.(session\.timeout|heartbeat\.interval)\.ms|share\.[a-z.]+)"
+        r"\.config_source",
         _BROKER_CONFIGS,
         when=r"^5$",
     ),
     Known(
         "DescribeConfigs",
-        r"results\[0\]\.configs\.name=consumer\.(session\.timeout|heartbeat\.interval)\.ms\.synonyms",
+        r"results\[0\]\.configs\.name=(consumer\.(session\.timeout|heartbeat\.interval)\.ms|share\.[a-z.]+)"
+        r"\.synonyms",
         _BROKER_CONFIGS,
-        when=r"^\{'name=group\.consumer\.[a-z.]+': \{[^{}]*'source': 5\}\}$",
+        when=r"^\{'name=group\.(consumer|share)\.[a-z.]+': \{[^{}]*'source': 5\}\}$",
     ),
     # kcoord writes its own documentation (Kafka's sentences are not copied): every config's, topic,
     # broker and group alike.
