@@ -32,6 +32,7 @@ from kcoord import storage
 from kcoord.broker.topics.offsets_topic import OffsetsTopic
 from kcoord.cluster.leases import ShardLeases
 from kcoord.cluster.membership import ClusterView
+from kcoord.cluster.node_writer import NodeWriter
 from kcoord.cluster.shard_log import LSN_EPOCH_SHIFT, ShardRecordLog, load_shard
 from kcoord.coordinator.runtime.phases import Phase, ShardPhases
 
@@ -75,8 +76,10 @@ class Ownership:
         phases: ShardPhases,
         host: ShardHost,
         notify: Callable[[], Awaitable[None]],
+        writer: NodeWriter | None = None,
     ) -> None:
         self._pool = pool
+        self._writer = NodeWriter(pool) if writer is None else writer  # the node's, shared with partitions
         self.leases = leases
         self.phases = phases
         self.num_shards = phases.num_shards
@@ -202,7 +205,7 @@ class Ownership:
             raise
         offsets = self.offsets
         listener = None if offsets is None else offsets.on_durable
-        self._logs[shard] = ShardRecordLog(self._pool, shard, epoch, listener)
+        self._logs[shard] = ShardRecordLog(self._pool, shard, epoch, listener, self._writer)
         try:
             self._host.load(shard, records)
             if offsets is not None:  # positions from this epoch's on are above every earlier one
