@@ -15,7 +15,9 @@ commit (one WAL flush each) the cost of a durable commit, not the rows (docs/clu
 
 Kafka's coordinator runtime likewise batches a partition's writes (`CoordinatorRuntime`'s
 `CoordinatorBatch`, appended by `CoordinatorPartitionWriter.append`), one batch per partition;
-here one transaction carries every partition's batch, as PostgreSQL commits once per transaction.
+here one transaction carries every partition's batch, as PostgreSQL commits once per transaction
+(Kafka: `CoordinatorRuntime.CoordinatorContext.flushCurrentBatch`; a failed batch fails every write in
+it, `failCurrentBatch`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any, Protocol
 
 from kcoord import storage
 from kcoord.cluster.partition_rows import Row, encode_batches
+from kcoord.cluster.pg import COMMAND_TIMEOUT_S
 from kcoord.partition_log.producers import ProducerEntry
 from kcoord.protocol.record_batch import read_header
 
@@ -208,18 +211,23 @@ class NodeWriter:
                 self._conn = await self._pool.acquire()
             row = await self._conn.fetchrow(FLUSH_SQL, *call.args())
         except Exception as exc:  # the whole call failed: no log's share of it is acknowledged
-            await self._give_back()  # perhaps broken: the next call takes another connection
+            await self._give_back(broken=True)
             return dict.fromkeys(call.writers, exc)
         self.calls += 1
         self.writes += len(call.writers)
         return dict(call.refusals(row))
 
-    async def _give_back(self) -> None:
+    async def _give_back(self, *, broken: bool = False) -> None:
+        """Return the held connection to the pool. After a failed call its state is unknown (a
+        statement timed out against a silent database, its cancel perhaps still waiting): it is
+        closed at once, never reset, which would wait for that database (the answers wait for this)."""
         conn, self._conn = self._conn, None
         if conn is None:
             return
+        if broken:
+            conn.terminate()
         try:
-            await self._pool.release(conn)
+            await self._pool.release(conn, timeout=COMMAND_TIMEOUT_S)
         except Exception as exc:  # the pool terminates a connection it cannot reset; nothing to do
             log.warning("node writer: giving its connection back failed: %r", exc)
 
