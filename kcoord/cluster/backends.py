@@ -24,7 +24,7 @@ from typing import Any
 from kcoord.broker.markers import TxnMarkers
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership
-from kcoord.broker.topics.offsets_topic import OffsetsTopic, topic_ids_of
+from kcoord.broker.topics.offsets_topic import topic_ids_of
 from kcoord.cluster.leadership import ClusterLeadership
 from kcoord.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.cluster.markers import RoutedTxnMarkers
@@ -32,6 +32,7 @@ from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.metadata import ClusterProducerIds, MetadataLog
 from kcoord.cluster.node_client import NodeClient
 from kcoord.cluster.node_writer import NodeWriter
+from kcoord.cluster.offsets_feed import OffsetsFeed
 from kcoord.cluster.ownership import Ownership, ShardHost
 from kcoord.cluster.partitions import ClusterPartitions
 from kcoord.cluster.pg import create_pool
@@ -187,10 +188,12 @@ class ClusterBackends:
         )
         data = TopicData(topics, partitions, config.topic_defaults())
         # `__consumer_offsets`: one partition per group shard, served where the shard is owned
-        data.offsets = OffsetsTopic(self._num_shards, served=False)
+        # built when first read, as a single node's: until then commits pay nothing for it (issue 35)
+        feed = OffsetsFeed(self._num_shards)
+        data.offsets = feed.view
         data.offsets.topic_ids = topic_ids_of(topics)
         assert self.ownership is not None
-        self.ownership.offsets = data.offsets
+        self.ownership.offsets = feed
         self.placement = PartitionPlacement(
             pool,
             config.node_id,
