@@ -6,6 +6,7 @@ PostgreSQL and fence each other through it (docs/cluster.md; ../shared/docs/clus
 * `shard_log`: a shard's records in PostgreSQL (`ShardRecordLog`, the `RecordLog` port; `load_shard`);
 * `node_writer`: every shard's and partition's writes of a node in one fenced `kcoord_flush` call per
   flush (`NodeWriter`, migration 4 in `migration_flush`);
+* `offsets_feed`: `__consumer_offsets` for the owned shards, built when first read (`OffsetsFeed`);
 * `cli`: `kcoord cluster init`.
 
 Only this package imports asyncpg (the optional extra `kcoord[cluster]`), and nothing that runs
