@@ -182,7 +182,7 @@ class NodeWriter:
         await asyncio.shield(self._flushed)
 
     async def _run(self) -> None:
-        call = FlushCall()
+        call, dirty = FlushCall(), list[Writes]()
         try:
             while self._dirty:
                 dirty, self._dirty = list(self._dirty), {}
@@ -193,10 +193,12 @@ class NodeWriter:
                     outcomes = await self._send(call)
                     for writes in call.writers:
                         writes.settle(outcomes.get(writes))
-                call = FlushCall()
+                call, dirty = FlushCall(), []
                 self._wake_waiters()
         except BaseException as exc:  # cancelled, or a bug: every write is still answered, once
-            for writes in [*call.writers, *self._dirty]:
+            if self._conn is not None:  # perhaps cancelled mid-call: its session is never reused
+                self._conn.terminate()
+            for writes in dict.fromkeys([*call.writers, *dirty, *self._dirty]):
                 writes.settle(exc)
             self._dirty = {}
             raise
