@@ -40,29 +40,40 @@ BEGIN
     IF current_setting('synchronous_commit') = 'off' THEN
         PERFORM set_config('synchronous_commit', 'on', true);
     END IF;
-    SELECT coalesce(array_agg(held.shard), '{}') INTO v_shards FROM (
-        SELECT l.shard FROM kcoord_shard_lease AS l
-          JOIN unnest(s_shard, s_epoch) AS s(shard, epoch) ON l.shard = s.shard AND l.epoch = s.epoch
-         ORDER BY l.shard FOR NO KEY UPDATE OF l) AS held;
-    fenced_shards := ARRAY(SELECT s.shard FROM unnest(s_shard) AS s(shard) WHERE s.shard <> ALL (v_shards));
-    UPDATE kcoord_shard_lease AS l SET last_lsn = GREATEST(l.last_lsn, s.last)
-      FROM unnest(s_shard, s_last) AS s(shard, last)
-     WHERE l.shard = s.shard AND s.shard = ANY (v_shards);
-    -- The newest entry of each key wins within the call (a later tombstone deletes).
-    WITH batch AS (
-        SELECT DISTINCT ON (b.shard, b.type, b.key) b.shard, b.type, b.key, b.value, b.lsn
-          FROM unnest(r_shard, r_type, r_key, r_value, r_lsn) WITH ORDINALITY
-               AS b(shard, type, key, value, lsn, ord)
-         WHERE b.shard = ANY (v_shards)
-         ORDER BY b.shard, b.type, b.key, b.ord DESC
-    ), deleted AS (
-        DELETE FROM kcoord_record AS r USING batch
-         WHERE batch.value IS NULL AND r.shard = batch.shard AND r.type = batch.type AND r.key = batch.key
-    )
-    INSERT INTO kcoord_record AS r (shard, type, key, value, lsn)
-    SELECT batch.shard, batch.type, batch.key, batch.value, batch.lsn FROM batch WHERE batch.value IS NOT NULL
-    ON CONFLICT (shard, type, key) DO UPDATE SET value = excluded.value, lsn = excluded.lsn;
+    fenced_shards := '{}';
+    fenced_partitions := '{}';
+    moved_partitions := '{}';
+    -- A call without shards (or partitions) skips their statements: each costs an execution.
+    IF cardinality(s_shard) > 0 THEN
+        SELECT coalesce(array_agg(held.shard), '{}') INTO v_shards FROM (
+            SELECT l.shard FROM kcoord_shard_lease AS l
+              JOIN unnest(s_shard, s_epoch) AS s(shard, epoch) ON l.shard = s.shard AND l.epoch = s.epoch
+             ORDER BY l.shard FOR NO KEY UPDATE OF l) AS held;
+        fenced_shards := ARRAY(
+            SELECT s.shard FROM unnest(s_shard) AS s(shard) WHERE s.shard <> ALL (v_shards));
+        UPDATE kcoord_shard_lease AS l SET last_lsn = GREATEST(l.last_lsn, s.last)
+          FROM unnest(s_shard, s_last) AS s(shard, last)
+         WHERE l.shard = s.shard AND s.shard = ANY (v_shards);
+        -- The newest entry of each key wins within the call (a later tombstone deletes).
+        WITH batch AS (
+            SELECT DISTINCT ON (b.shard, b.type, b.key) b.shard, b.type, b.key, b.value, b.lsn
+              FROM unnest(r_shard, r_type, r_key, r_value, r_lsn) WITH ORDINALITY
+                   AS b(shard, type, key, value, lsn, ord)
+             WHERE b.shard = ANY (v_shards)
+             ORDER BY b.shard, b.type, b.key, b.ord DESC
+        ), deleted AS (
+            DELETE FROM kcoord_record AS r USING batch
+             WHERE batch.value IS NULL AND r.shard = batch.shard AND r.type = batch.type AND r.key = batch.key
+        )
+        INSERT INTO kcoord_record AS r (shard, type, key, value, lsn)
+        SELECT batch.shard, batch.type, batch.key, batch.value, batch.lsn
+          FROM batch WHERE batch.value IS NOT NULL
+        ON CONFLICT (shard, type, key) DO UPDATE SET value = excluded.value, lsn = excluded.lsn;
+    END IF;
 
+    IF cardinality(p_topic) = 0 THEN
+        RETURN;
+    END IF;
     -- Partitions: held at the epoch AND ending where the batches start (no offset handed out twice).
     SELECT coalesce(array_agg(held.ord), '{}') INTO v_parts FROM (
         SELECT p.ord::integer AS ord FROM kcoord_partition_lease AS l
