@@ -4,6 +4,9 @@ PostgreSQL and fence each other through it (docs/cluster.md; ../shared/docs/clus
 * `schema`: the versioned migrations, including the fenced `kcoord_append` function;
 * `leases`: shard ownership (`ShardLeases`) and the owner's self-fence (`LeaseClock`);
 * `shard_log`: a shard's records in PostgreSQL (`ShardRecordLog`, the `RecordLog` port; `load_shard`);
+* `node_writer`: every shard's and partition's writes of a node in one fenced `kcoord_flush` call per
+  flush (`NodeWriter`, migration 4 in `migration_flush`);
+* `offsets_feed`: `__consumer_offsets` for the owned shards, built when first read (`OffsetsFeed`);
 * `cli`: `kcoord cluster init`.
 
 Only this package imports asyncpg (the optional extra `kcoord[cluster]`), and nothing that runs

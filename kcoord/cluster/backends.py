@@ -24,13 +24,15 @@ from typing import Any
 from kcoord.broker.markers import TxnMarkers
 from kcoord.broker.topics.data import TopicData
 from kcoord.broker.topics.leadership import PartitionLeadership
-from kcoord.broker.topics.offsets_topic import OffsetsTopic, topic_ids_of
+from kcoord.broker.topics.offsets_topic import topic_ids_of
 from kcoord.cluster.leadership import ClusterLeadership
 from kcoord.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.cluster.markers import RoutedTxnMarkers
 from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.metadata import ClusterProducerIds, MetadataLog
 from kcoord.cluster.node_client import NodeClient
+from kcoord.cluster.node_writer import NodeWriter
+from kcoord.cluster.offsets_feed import OffsetsFeed
 from kcoord.cluster.ownership import Ownership, ShardHost
 from kcoord.cluster.partitions import ClusterPartitions
 from kcoord.cluster.pg import create_pool
@@ -119,6 +121,7 @@ class ClusterBackends:
         self._phases = ShardPhases(num_shards, Phase.NOT_OWNED)  # a shard is served once it is loaded
         # Set as the state opens (None before: a startup that failed early shuts down without them).
         self.pool: Any = None
+        self.writer: NodeWriter | None = None
         self.metadata: MetadataLog | None = None
         self.leases: ShardLeases | None = None
         self.ownership: Ownership | None = None
@@ -142,7 +145,11 @@ class ClusterBackends:
         self.pool = pool = await create_pool(config.cluster, node_id=config.node_id, max_size=20)
         self.metadata = MetadataLog(pool, self._node.settle)
         self.leases = ShardLeases(pool, config.node_id, config.lease_ttl_ms)
-        self.ownership = Ownership(pool, self.leases, self._phases, self._shards, self._node.notify)
+        # One writer for the node's shards and partitions: one fenced call per flush (issue 35)
+        self.writer = NodeWriter(pool)
+        self.ownership = Ownership(
+            pool, self.leases, self._phases, self._shards, self._node.notify, self.writer
+        )
         return RoutingRecordLog(
             self._num_shards, self.ownership.log, self.metadata, self.ownership.log_failed
         )
@@ -178,14 +185,17 @@ class ClusterBackends:
             lambda topic: data.partition_config(topic),
             TopicData.now_ms,
             policy,
+            self.writer,
         )
         self._topics = topics
         data = TopicData(topics, partitions, config.topic_defaults())
         # `__consumer_offsets`: one partition per group shard, served where the shard is owned
-        data.offsets = OffsetsTopic(self._num_shards, served=False)
+        # built when first read, as a single node's: until then commits pay nothing for it (issue 35)
+        feed = OffsetsFeed(self._num_shards)
+        data.offsets = feed.view
         data.offsets.topic_ids = topic_ids_of(topics)
         assert self.ownership is not None
-        self.ownership.offsets = data.offsets
+        self.ownership.offsets = feed
         self.placement = PartitionPlacement(
             pool,
             config.node_id,

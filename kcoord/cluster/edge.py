@@ -28,8 +28,8 @@ from kcoord.broker.faults import error_body
 from kcoord.broker.middleware import Layer
 from kcoord.cluster import per_group
 from kcoord.cluster.membership import ClusterView
+from kcoord.cluster.routing import shard_for
 from kcoord.coordinator.runtime import Phase
-from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["GROUP_APIS", "TXN_APIS", "ClusterRouting", "request_keys"]
@@ -90,7 +90,7 @@ def _routed(api_key: int, plain: Handler, state_of: StateOf, num_shards: int) ->
         for key in request_keys(api_key, req):
             if not key:
                 continue  # "" is the handler's own INVALID_GROUP_ID
-            error = _refusal(state_of(shard_of(key, num_shards)))
+            error = _refusal(state_of(shard_for(key, num_shards)))
             if error is None:
                 continue
             if api_key == _HEARTBEAT and error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
@@ -128,7 +128,7 @@ def _find_coordinator(view: Callable[[], ClusterView], num_shards: int) -> Handl
         entry = find_coordinator.lookup(ctx, meta, key, key_type)
         if entry["error_code"] != ErrorCode.NONE:
             return entry
-        owner = view().owner(shard_of(key, num_shards))
+        owner = view().owner(shard_for(key, num_shards))
         if owner is None:
             return {**entry, "node_id": -1, "host": "", "port": -1,
                     "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,

@@ -36,11 +36,17 @@ UPDATE kcoord_shard_lease
 RETURNING epoch, (SELECT owner FROM before) AS previous
 """
 
+# The held rows are locked in key order first, as `kcoord_flush` locks them (migration 4): the node's
+# own flush and renewal each lock many of the same rows, and the same order means neither waits for
+# the other in a cycle (a deadlock PostgreSQL would break by failing one of them).
 _RENEW = """
 UPDATE kcoord_shard_lease AS lease
    SET expires_at = now() + $4::integer * interval '1 millisecond'
-  FROM unnest($2::integer[], $3::bigint[]) AS held(shard, epoch)
- WHERE lease.shard = held.shard AND lease.epoch = held.epoch AND lease.owner = $1
+  FROM (SELECT l.shard FROM kcoord_shard_lease AS l
+          JOIN unnest($2::integer[], $3::bigint[]) AS held(shard, epoch)
+            ON l.shard = held.shard AND l.epoch = held.epoch AND l.owner = $1
+         ORDER BY l.shard FOR NO KEY UPDATE OF l) AS locked
+ WHERE lease.shard = locked.shard
 RETURNING lease.shard
 """
 
@@ -239,9 +245,12 @@ RETURNING epoch, (SELECT leader FROM before) AS previous
 _PARTITION_RENEW = """
 UPDATE kcoord_partition_lease AS lease
    SET expires_at = now() + $5::integer * interval '1 millisecond'
-  FROM unnest($2::text[], $3::integer[], $4::bigint[]) AS held(topic, partition, epoch)
- WHERE lease.topic = held.topic AND lease.partition = held.partition AND lease.epoch = held.epoch
-   AND lease.leader = $1
+  FROM (SELECT l.topic, l.partition FROM kcoord_partition_lease AS l
+          JOIN unnest($2::text[], $3::integer[], $4::bigint[]) AS held(topic, partition, epoch)
+            ON l.topic = held.topic AND l.partition = held.partition AND l.epoch = held.epoch
+           AND l.leader = $1
+         ORDER BY l.topic, l.partition FOR NO KEY UPDATE OF l) AS locked
+ WHERE lease.topic = locked.topic AND lease.partition = locked.partition
 RETURNING lease.topic, lease.partition
 """
 

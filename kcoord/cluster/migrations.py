@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kcoord.cluster.migration_flush import FLUSH
+
 __all__ = [
     "FENCED_SQLSTATE",
     "IDENTITY_TAKEN_SQLSTATE",
@@ -326,4 +328,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         3, "partition leases, batches, producers, aborted transactions", _PARTITIONS + _PARTITION_APPEND
     ),
+    Migration(4, "kcoord_flush: a node's writes in one fenced call; batches stored uncompressed", FLUSH),
 )

@@ -29,9 +29,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 from kcoord import storage
-from kcoord.broker.topics.offsets_topic import OffsetsTopic
 from kcoord.cluster.leases import ShardLeases
 from kcoord.cluster.membership import ClusterView
+from kcoord.cluster.node_writer import NodeWriter
+from kcoord.cluster.offsets_feed import OffsetsFeed
 from kcoord.cluster.shard_log import LSN_EPOCH_SHIFT, ShardRecordLog, load_shard
 from kcoord.coordinator.runtime.phases import Phase, ShardPhases
 
@@ -75,8 +76,10 @@ class Ownership:
         phases: ShardPhases,
         host: ShardHost,
         notify: Callable[[], Awaitable[None]],
+        writer: NodeWriter | None = None,
     ) -> None:
         self._pool = pool
+        self._writer = NodeWriter(pool) if writer is None else writer  # the node's, shared with partitions
         self.leases = leases
         self.phases = phases
         self.num_shards = phases.num_shards
@@ -89,7 +92,7 @@ class Ownership:
         """Shards this node took over from an expired lease (not a released one)."""
         # `__consumer_offsets`: each owned shard is its partition of the same number (set with the
         # topic data, before any shard loads).
-        self.offsets: OffsetsTopic | None = None
+        self.offsets: OffsetsFeed | None = None
 
     @property
     def node_id(self) -> int:
@@ -201,8 +204,8 @@ class Ownership:
             await self._give_back(shard)
             raise
         offsets = self.offsets
-        listener = None if offsets is None else offsets.on_durable
-        self._logs[shard] = ShardRecordLog(self._pool, shard, epoch, listener)
+        listener = None if offsets is None else offsets.listener(shard)
+        self._logs[shard] = ShardRecordLog(self._pool, shard, epoch, listener, self._writer)
         try:
             self._host.load(shard, records)
             if offsets is not None:  # positions from this epoch's on are above every earlier one

@@ -7,9 +7,10 @@ The pure parts are partition_log's own: the batch checks and producer checks (`c
 (`ProducerStates`), the aborted-transaction search (`collect_aborted`). What differs is durability:
 
 * a batch is written whole, with its producer's entry after it and (an ABORT marker) its aborted
-  transaction entry, by `kcoord_partition_append` (migration 3) in one transaction that first checks
-  the lease epoch and that the batch starts at the stored log end offset; one call in flight per
-  partition, appends made meanwhile go into the next (group commit);
+  transaction entry, by the node's `NodeWriter` (node_writer.py: `kcoord_flush`, migration 4, one
+  call for all the node's shards and partitions) in one transaction that checks the lease epoch and
+  that the batches start at the stored log end offset; one call in flight per node, appends made
+  meanwhile go into the next (group commit);
 * the high watermark moves, and acks=1/all are answered, only once that call committed (PostgreSQL is
   the in-sync replica set: Kafka answers acks=all when the high watermark passes the batch);
 * fail-stop: after a refused or unknown call every later append is refused; the node reloads the
@@ -32,8 +33,9 @@ from typing import Any
 
 import asyncpg
 
-from kcoord.cluster.migrations import FENCED_SQLSTATE
-from kcoord.cluster.partition_rows import APPEND_SQL, TRIM_SQL, StoredBatch, append_args
+from kcoord.cluster.migrations import FENCED_SQLSTATE, OFFSET_MISMATCH_SQLSTATE
+from kcoord.cluster.node_writer import FlushCall, NodeWriter, Outcome, Refusal
+from kcoord.cluster.partition_rows import TRIM_SQL, StoredBatch
 from kcoord.partition_log import PartitionConfig, ProducerStateRow
 from kcoord.partition_log.epochs import EpochHistory
 from kcoord.partition_log.log import PRODUCER_ID_EXPIRATION_MS
@@ -90,8 +92,10 @@ class PgPartitionLog:
         epoch: int,
         config: PartitionConfig,
         on_failed: Callable[[PgPartitionLog], None] | None = None,
+        writer: NodeWriter | None = None,
     ) -> None:
         self._pool = pool
+        self._writer = NodeWriter(pool) if writer is None else writer
         self.topic = topic
         self.partition = partition
         self.epoch = epoch
@@ -108,10 +112,11 @@ class PgPartitionLog:
         self._aborted: list[AbortedTxn] = []  # in marker order, so by last offset
         self._listeners: list[Callable[[], None]] = []
         self._queue: list[_Pending] = []
-        self._writer: asyncio.Task[None] | None = None
+        self._in_flight: list[_Pending] | None = None
+        self._abandoned: BaseException | None = None
         self.failure: BaseException | None = None
         self.calls = 0
-        """`kcoord_partition_append` calls committed (group commit: fewer than appends under load)."""
+        """Flushes that committed this partition's batches (group commit: fewer than appends under load)."""
 
     def restore(
         self,
@@ -190,46 +195,43 @@ class PgPartitionLog:
         self._queue.append(
             _Pending(batch, header.producer_id, entry, completed, aborted, append_time, future)
         )
-        if self._writer is None:
-            self._writer = loop.create_task(
-                self._write(), name=f"kcoord-partition-{self.topic}-{self.partition}"
-            )
+        self._writer.wake(self)
         return future
 
-    async def _write(self) -> None:
-        """One call in flight; whatever was appended meanwhile is the next call's."""
-        batch: list[_Pending] = []
-        try:
-            while self._queue:
-                batch, self._queue = self._queue, []
-                error = await self._commit(batch)
-                if error is not None:
-                    self._fail(batch, error)
-                    return
-                for pending in batch:
-                    self._written(pending)
-                batch = []
-                self.notify()
-        except BaseException as exc:  # cancelled, or a bug: every append is still answered, once
-            self._fail(batch, PartitionWriteFailed(f"the writer stopped: {exc!r}"))
-            raise
-        finally:
-            self._writer = None
+    # -- the node writer's side (`node_writer.Writes`) ----------------------------------------------------
+    def take(self, call: FlushCall) -> None:
+        """Every batch queued since the last call goes into `call` (in offset order)."""
+        if self._in_flight is not None or not self._queue:
+            return
+        self._in_flight, self._queue = self._queue, []
+        rows = [(p.batch, p.producer_id, p.entry, p.aborted) for p in self._in_flight]
+        call.add_partition(self, self.topic, self.partition, self.epoch, rows)
 
-    async def _commit(self, batch: list[_Pending]) -> BaseException | None:
-        rows = [(p.batch, p.producer_id, p.entry, p.aborted) for p in batch]
-        args = append_args(self.topic, self.partition, self.epoch, rows)
-        try:
-            await self._pool.fetchval(APPEND_SQL, *args)
-        except asyncpg.PostgresError as exc:
-            if exc.sqlstate == FENCED_SQLSTATE:
-                return PartitionFenced(f"{self.topic}-{self.partition}: epoch {self.epoch} fenced: {exc}")
-            message = f"{self.topic}-{self.partition}: PostgreSQL refused the batch: {exc}"
-            return PartitionWriteFailed(message, exc.sqlstate)
-        except _UNKNOWN_OUTCOME as exc:
-            return PartitionWriteFailed(f"{self.topic}-{self.partition}: outcome unknown: {exc!r}")
+    def settle(self, outcome: Outcome) -> None:
+        batch, self._in_flight = self._in_flight or [], None
+        if outcome is None and self._abandoned is not None:  # crashed meanwhile: never acknowledged
+            outcome = self._abandoned
+        if outcome is not None:
+            self._fail(batch, self._error(outcome))
+            return
         self.calls += 1
-        return None
+        for pending in batch:
+            self._written(pending)
+        self.notify()
+
+    def _error(self, outcome: Refusal | BaseException) -> BaseException:
+        name = f"{self.topic}-{self.partition}"
+        if isinstance(outcome, (PartitionFenced, PartitionWriteFailed)):
+            return outcome
+        if outcome is Refusal.FENCED:
+            return PartitionFenced(f"{name}: epoch {self.epoch} fenced: another node leads the partition")
+        if outcome is Refusal.MOVED:
+            return PartitionWriteFailed(f"{name}: the stored log end moved", OFFSET_MISMATCH_SQLSTATE)
+        if isinstance(outcome, asyncpg.PostgresError):
+            return PartitionWriteFailed(f"{name}: PostgreSQL refused the batch: {outcome}", outcome.sqlstate)
+        if isinstance(outcome, _UNKNOWN_OUTCOME):
+            return PartitionWriteFailed(f"{name}: outcome unknown: {outcome!r}")
+        return PartitionWriteFailed(f"{name}: the writer stopped: {outcome!r}")
 
     def _written(self, pending: _Pending) -> None:
         batch = pending.batch
@@ -258,25 +260,25 @@ class PgPartitionLog:
 
     @property
     def pending(self) -> bool:
-        return bool(self._queue) or self._writer is not None
+        return bool(self._queue) or self._in_flight is not None
 
     async def flush(self) -> None:
-        while (writer := self._writer) is not None:
-            await asyncio.shield(writer)
+        while self.pending:
+            await self._writer.next_flush()
 
     def abandon(self) -> None:
-        """A crash: the writer stops, nothing queued is written or answered."""
+        """A crash: nothing queued is written or answered; a call in flight for it (shared with the
+        node's other logs) ends, and its batches are failed, never acknowledged."""
         self.failure = self.failure or PartitionFenced(f"{self.topic}-{self.partition}: abandoned")
+        self._abandoned = self.failure
         self._queue.clear()
-        if self._writer is not None:
-            self._writer.cancel()
+        self._writer.forget(self)
 
     async def close(self) -> None:
         """Refuse later appends; let those already made settle (the partition is handed over)."""
         if self.failure is None:
             self.failure = PartitionFenced(f"{self.topic}-{self.partition}: no longer led here")
-        while (writer := self._writer) is not None:
-            await asyncio.shield(writer)
+        await self.flush()
 
     # -- reading ---------------------------------------------------------------------------------------
     def add_listener(self, callback: Callable[[], None]) -> None:

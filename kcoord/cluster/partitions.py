@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kcoord.cluster.leases import PartitionLeases
+from kcoord.cluster.node_writer import NodeWriter
 from kcoord.cluster.partition_load import load_partition
 from kcoord.cluster.partition_rows import PartitionMoved
 from kcoord.cluster.partition_store import PartitionFenced, PgPartitionLog
@@ -37,7 +38,10 @@ Key = tuple[str, int]
 
 # A deleted topic: its rows go, and its lease rows stay with a higher epoch (and no leader), so a
 # leader still appending is fenced and a topic created again under the name starts at offset 0.
+# The lease rows are locked first, in key order as `kcoord_flush` locks them: a flush of another
+# node's partition of the topic holds its lease row while it upserts producer rows this deletes.
 _DELETE_TOPIC = (
+    "SELECT 1 FROM kcoord_partition_lease WHERE topic = $1 ORDER BY partition FOR NO KEY UPDATE",
     "DELETE FROM kcoord_partition_batch WHERE topic = $1",
     "DELETE FROM kcoord_partition_producer WHERE topic = $1",
     "DELETE FROM kcoord_partition_aborted WHERE topic = $1",
@@ -58,8 +62,10 @@ class ClusterPartitions:
         config_of: Callable[[str], PartitionConfig],
         now_ms: Callable[[], int],
         policy: FaultPolicy | None = None,
+        writer: NodeWriter | None = None,
     ) -> None:
         self._pool = pool
+        self._writer = NodeWriter(pool) if writer is None else writer  # the node's, shared with shards
         self.leases = leases
         self.root = root
         self.policy = policy or FaultPolicy()
@@ -160,7 +166,7 @@ class ClusterPartitions:
     async def _load(self, key: Key, epoch: int) -> PgPartitionLog | None:
         try:
             loaded = await load_partition(
-                self._pool, *key, epoch, self._config_of(key[0]), on_failed=self._failed
+                self._pool, *key, epoch, self._config_of(key[0]), on_failed=self._failed, writer=self._writer
             )
         except PartitionMoved:
             self.leases.forget(key)

@@ -12,6 +12,7 @@ serve is refused (NOT_COORDINATOR to the client: `groups/errors.py` maps every a
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +21,12 @@ from kcoord.coordinator.persistence.codec import AnyRecord
 from kcoord.coordinator.runtime.ports import OnDone, RecordLog
 from kcoord.coordinator.runtime.shards import shard_of
 
-__all__ = ["NotServed", "RoutingRecordLog"]
+# Every commit asks for its group's shard twice on a node (the edge's refusal check, then the
+# routing of its records); the Java string hash in Python was 6% of a node's CPU under a commit
+# load (py-spy, issue 35). Group ids repeat, so a bounded memo answers almost all of them.
+shard_for = functools.lru_cache(maxsize=1 << 16)(shard_of)
+
+__all__ = ["NotServed", "RoutingRecordLog", "shard_for"]
 
 
 class NotServed(ShardLogFailed):
@@ -49,7 +55,7 @@ class RoutingRecordLog:
         parts: dict[int | None, list[AnyRecord]] = {}
         for record in records:
             key = shard_key(record)
-            parts.setdefault(None if key is None else shard_of(key, self._num_shards), []).append(record)
+            parts.setdefault(None if key is None else shard_for(key, self._num_shards), []).append(record)
         if len(parts) <= 1:
             for target, part in parts.items():
                 self._send(target, part, on_done)

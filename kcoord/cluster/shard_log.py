@@ -8,10 +8,11 @@ reads as it reads a recovered local log. The table holds the newest value of eac
 log after compaction; a tombstone deletes the row, and `lsn` keeps the order of the newest writes.
 
 Writes (Kafka: `CoordinatorPartitionWriter.append` then the high watermark acknowledging it):
-* group commit: one `kcoord_append` call in flight per shard; appends that arrive meanwhile go
-  into the next call, each append still atomic (one call is one transaction);
-* fenced: the call carries this owner's lease epoch, and PostgreSQL refuses it with SQLSTATE
-  `FENCED_SQLSTATE` once another node took the shard over: `on_done(LeaseLost(...))`;
+* group commit: the node's `NodeWriter` (node_writer.py) has one `kcoord_flush` call in flight for
+  all its shards and partitions; appends that arrive meanwhile go into the next call, each append
+  still atomic (one call is one transaction);
+* fenced: the call carries this owner's lease epoch, and PostgreSQL writes nothing of the shard
+  once another node took it over (the other logs of the call commit): `on_done(LeaseLost(...))`;
 * fail-stop: after any failed call the log refuses every later append. A refused or rolled-back
   batch was undone in memory by the runtime, and appends queued behind it may depend on it; a
   broken connection leaves the outcome unknown. Either way memory may no longer match the table,
@@ -30,7 +31,7 @@ from typing import Any
 import asyncpg
 
 from kcoord import storage
-from kcoord.cluster.migrations import FENCED_SQLSTATE
+from kcoord.cluster.node_writer import FlushCall, NodeWriter, Outcome, Refusal
 from kcoord.cluster.pg import LOAD_TIMEOUT_S
 from kcoord.coordinator.groups.consumer.records import (
     ConsumerGroupEpoch,
@@ -66,7 +67,6 @@ LSN_EPOCH_SHIFT = 40
 _MAX_EPOCH = (1 << (63 - LSN_EPOCH_SHIFT)) - 1
 _MAX_COUNTER = (1 << LSN_EPOCH_SHIFT) - 1
 
-_APPEND = "SELECT kcoord_append($1, $2, $3::smallint[], $4::bytea[], $5::bytea[], $6::bigint[])"
 _LOAD = "SELECT type, key, value, lsn FROM kcoord_record WHERE shard = $1 ORDER BY lsn"
 
 # What a call that did not reach a verdict raises: the connection broke or the pool could not
@@ -130,7 +130,8 @@ _Pending = tuple[list[storage.Record], OnDone]
 
 
 class ShardRecordLog:
-    """The `RecordLog` of one shard owned at lease `epoch`, over an asyncpg `pool`.
+    """The `RecordLog` of one shard owned at lease `epoch`, over an asyncpg `pool`; its writes go
+    through `writer`, the node's `NodeWriter` (one of its own when None: a log alone on its pool).
 
     Callbacks run on the event loop, in append order, never inside `append` itself (they are
     scheduled with `call_soon`), so a refused append is reported in order too.
@@ -142,22 +143,24 @@ class ShardRecordLog:
         shard: int,
         epoch: int,
         on_durable: Callable[[Sequence[storage.Record], Sequence[int]], None] | None = None,
+        writer: NodeWriter | None = None,
     ) -> None:
         if not 0 < epoch <= _MAX_EPOCH:
             raise ValueError(f"epoch {epoch} outside 1..{_MAX_EPOCH}")
         # Told each committed append as (records, their lsns) before its on_done: the
         # `__consumer_offsets` view's partition of this shard (kcoord/broker/topics/offsets_topic.py).
         self._on_durable = on_durable
-        self._pool = pool
+        self._writer = NodeWriter(pool) if writer is None else writer
         self.shard = shard
         self.epoch = epoch
         self._counter = 0
         self._pending: list[_Pending] = []
-        self._task: asyncio.Task[None] | None = None
+        self._in_flight: list[_Pending] | None = None
+        self._first = 0  # the lsn of the in-flight batch's first record
         self.failure: ShardLogError | None = None
         """Set once: every append after it is refused with it."""
         self.batches = 0
-        """`kcoord_append` calls committed (group commit: fewer than appends under load)."""
+        """Flushes that committed this shard's appends (group commit: fewer than appends under load)."""
         self.records = 0
 
     @property
@@ -171,13 +174,12 @@ class ShardRecordLog:
             loop.call_soon(on_done, self.failure)
             return
         self._pending.append(([to_storage(r) for r in records], on_done))
-        if self._task is None:
-            self._task = loop.create_task(self._write_batches(), name=f"kcoord-shard-{self.shard}-writer")
+        self._writer.wake(self)
 
     async def flush(self) -> None:
         """Until every append made so far has settled and its `on_done` ran."""
-        while (task := self._task) is not None:
-            await asyncio.shield(task)
+        while self._pending or self._in_flight is not None:
+            await self._writer.next_flush()
         await asyncio.sleep(0)  # the callbacks the last batch scheduled
 
     async def close(self) -> None:
@@ -186,57 +188,47 @@ class ShardRecordLog:
             self.failure = ShardLogFailed(self.shard, "the shard's log is closed")
         await self.flush()
 
-    # -- the writer ------------------------------------------------------------------------------------
-    async def _write_batches(self) -> None:
-        """One call in flight; whatever was appended meanwhile is the next batch."""
-        batch: list[_Pending] = []
-        try:
-            while self._pending:
-                batch, self._pending = self._pending, []
-                first = self.epoch << LSN_EPOCH_SHIFT | (self._counter + 1)
-                error = await self._commit(batch)
-                if error is not None:
-                    self._fail(batch, error)
-                    return
-                self._tell(batch, first)
-                self._settle(batch, None)
-                batch = []
-        except BaseException as exc:  # cancelled, or a bug: every append is still answered, once
-            self._fail(batch, ShardLogFailed(self.shard, f"the writer stopped: {exc!r}", exc))
-            raise
-        finally:
-            self._task = None
+    # -- the node writer's side (`node_writer.Writes`) ----------------------------------------------------
+    def take(self, call: FlushCall) -> None:
+        """Everything appended since the last call goes into `call`, numbered from the next lsn."""
+        if self._in_flight is not None or not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        records = [record for appended, _ in batch for record in appended]
+        if self._counter + len(records) > _MAX_COUNTER:
+            error = ShardLogFailed(self.shard, f"2**40 records in epoch {self.epoch}: reload the shard")
+            self._fail(batch, error)
+            return
+        self._first = self.epoch << LSN_EPOCH_SHIFT | (self._counter + 1)
+        self._counter += len(records)
+        self._in_flight = batch
+        if records:
+            call.add_shard(self, self.shard, self.epoch, records, self._first)
+        else:  # appends of no records: durable at once, in order
+            self.settle(None)
 
-    async def _commit(self, batch: list[_Pending]) -> ShardLogError | None:
-        types: list[int] = []
-        keys: list[bytes] = []
-        values: list[bytes | None] = []
-        for records, _ in batch:
-            for record in records:
-                types.append(record.type)
-                keys.append(record.key)
-                values.append(record.value)
-        if not types:
-            return None
-        if self._counter + len(types) > _MAX_COUNTER:
-            return ShardLogFailed(self.shard, f"2**40 records in epoch {self.epoch}: reload the shard")
-        first = self.epoch << LSN_EPOCH_SHIFT | (self._counter + 1)
-        self._counter += len(types)
-        lsns = list(range(first, first + len(types)))
-        try:
-            await self._pool.fetchval(_APPEND, self.shard, self.epoch, types, keys, values, lsns)
-        except asyncpg.PostgresError as exc:
-            if exc.sqlstate == FENCED_SQLSTATE:
-                return LeaseLost(self.shard, self.epoch)
-            return ShardLogFailed(self.shard, f"PostgreSQL refused the batch: {exc}", exc)
-        except _UNKNOWN_OUTCOME as exc:
-            return ShardLogFailed(self.shard, f"the batch's outcome is unknown: {exc!r}", exc)
-        self.batches += 1
-        self.records += len(types)
-        return None
+    def settle(self, outcome: Outcome) -> None:
+        batch, self._in_flight = self._in_flight or [], None
+        if outcome is None:
+            self.batches += 1
+            self.records += sum(len(records) for records, _ in batch)
+            self._tell(batch, self._first)
+            self._settle(batch, None)
+        else:
+            self._fail(batch, self._error(outcome))
+
+    def _error(self, outcome: Refusal | BaseException) -> ShardLogError:
+        if outcome is Refusal.FENCED:
+            return LeaseLost(self.shard, self.epoch)
+        if isinstance(outcome, asyncpg.PostgresError):
+            return ShardLogFailed(self.shard, f"PostgreSQL refused the batch: {outcome}", outcome)
+        if isinstance(outcome, _UNKNOWN_OUTCOME):
+            return ShardLogFailed(self.shard, f"the batch's outcome is unknown: {outcome!r}", outcome)
+        cause = outcome if isinstance(outcome, BaseException) else None
+        return ShardLogFailed(self.shard, f"the writer stopped: {outcome!r}", cause)
 
     def _tell(self, batch: list[_Pending], first: int) -> None:
-        """The lsns `_commit` gave the batch's records, in order from `first`: scheduled like the
+        """The lsns the call gave the batch's records, in order from `first`: scheduled like the
         answers (and before them), so a failing listener is the loop's to report, never the batch's."""
         if (listener := self._on_durable) is None:
             return

@@ -195,7 +195,7 @@ async def start_takeover_behind(pool: Any, shard: int) -> asyncio.Task[int | Non
     waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1"
 
     async def append_is_held() -> bool:
-        return bool(await pool.fetchval(waiting, "%kcoord_append%") == 1)
+        return bool(await pool.fetchval(waiting, "%kcoord_flush%") == 1)
 
     await wait_until(append_is_held, "the old owner's call never reached the held key")
     take = asyncio.create_task(ShardLeases(pool, 2, ttl_ms=60_000).acquire(shard))

@@ -187,7 +187,7 @@ async def test_an_append_is_answered_only_after_its_call_committed(pool: Any) ->
     future = log.append(checked, NOW)
     waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1"
     for _ in range(1000):
-        if await pool.fetchval(waiting, "%kcoord_partition_append%") == 1:
+        if await pool.fetchval(waiting, "%kcoord_flush%") == 1:
             break
     else:
         raise AssertionError("the call never reached the lease row")

@@ -140,7 +140,7 @@ async def test_group_commit_puts_appends_made_during_a_call_into_the_next_one(po
         log.append([commit(group, 0, 0)], outcomes(0))
         waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1"
         for _ in range(1000):  # until the first call is in PostgreSQL, waiting for the lease row
-            if await pool.fetchval(waiting, "%kcoord_append%") == 1:
+            if await pool.fetchval(waiting, "%kcoord_flush%") == 1:
                 break
         else:
             raise AssertionError("the first call never reached the lease row")
