@@ -1,0 +1,101 @@
+"""What a share scenario does on either broker: a topic, a share group with short locks, consumers of
+either client, and the Admin's view through Kafka's own Java Admin."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tests.server.wire import connect, create_topic
+from tests.share.drivers import ClientProcess, produce, run_java, start_consumer
+
+__all__ = ["LOCK_MS", "Broker", "by_offset"]
+
+# share.record.lock.duration.ms of the scenarios' groups: the minimum GroupConfig allows (1000) would
+# redeliver records a loaded 2-core machine has not acknowledged in time; 2 s keeps the folder short.
+LOCK_MS = 2000
+
+
+class Broker:
+    """One broker under test; subclasses (conftest.py) know how to restart theirs."""
+
+    def __init__(self, name: str, bootstrap: str) -> None:
+        self.name = name
+        self.bootstrap = bootstrap
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self.bootstrap.rsplit(":", 1)
+        return (host, int(port))
+
+    def require_share(self) -> None:
+        """Kafka 4.3.1 serves share groups from its format on (share.version=1 finalized)."""
+
+    def restart(self, kill: bool) -> None:
+        raise NotImplementedError
+
+    def topic(self, prefix: str, partitions: int = 1) -> str:
+        name = f"share-{prefix}-{uuid.uuid4().hex[:8]}"
+        with connect(self.address) as sock:
+            result = create_topic(sock, name, partitions)
+        assert result["error_code"] == 0, result
+        return name
+
+    def group(self, prefix: str, **configs: object) -> str:
+        """A new share group id with its group configs set (earliest, LOCK_MS locks, then `configs`)."""
+        name = f"share-{prefix}-{uuid.uuid4().hex[:8]}"
+        settings = {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": LOCK_MS}
+        settings.update({k.replace("_", "."): v for k, v in configs.items()})
+        run_java("configure", self.bootstrap, name, *(f"{k}={v}" for k, v in settings.items()))
+        return name
+
+    def produce(self, topic: str, values: list[str], abort: list[str] | None = None) -> None:
+        produce(self.bootstrap, topic, values, abort)
+
+    def consumer(
+        self, client: str, group: str, topic: str, policy: str, log_dir: Path, name: str
+    ) -> ClientProcess:
+        return start_consumer(client, self.bootstrap, group, topic, policy, log_dir, name)
+
+    def start_offsets(self, group: str) -> dict[int, Any]:
+        """listShareGroupOffsets: partition -> start offset (SPSO)."""
+        answer = run_java("offsets", self.bootstrap, group)
+        return {row["partition"]: row["start_offset"] for row in answer["partitions"]}
+
+    def wait_start_offset(self, group: str, partition: int, wanted: int, timeout: float = 30) -> None:
+        """Until the group's SPSO of `partition` is `wanted` (bounded; asked again while it is not)."""
+        deadline = time.monotonic() + timeout
+        seen: dict[int, Any] = {}
+        while time.monotonic() < deadline:
+            seen = self.start_offsets(group)
+            if seen.get(partition) == wanted:
+                return
+        raise AssertionError(f"{self.name}: start offset of {group}/{partition} stayed {seen}, not {wanted}")
+
+    def describe(self, group: str) -> dict[str, Any]:
+        return run_java("describe", self.bootstrap, group)
+
+    def wait_assigned(self, group: str, members: int, partitions: list[str], timeout: float = 30) -> None:
+        """Until describeShareGroups shows `members` members, each assigned `partitions`: the target
+        assignment follows a join after `share.assignment.interval.ms` (4.3), asked again meanwhile."""
+        deadline = time.monotonic() + timeout
+        seen: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            seen = self.describe(group)
+            assigned = [sorted(m["partitions"]) for m in seen["members"]]
+            if seen["state"] == "Stable" and assigned == [sorted(partitions)] * members:
+                return
+        raise AssertionError(f"{self.name}: {group} never had {members} members on {partitions}: {seen}")
+
+    def alter(self, group: str, topic: str, offsets: dict[int, int]) -> None:
+        run_java("alter", self.bootstrap, group, topic, *(f"{p}={o}" for p, o in offsets.items()))
+
+
+def by_offset(records: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """Deliveries of partition 0 grouped by offset, in the order seen."""
+    grouped: dict[int, list[dict[str, Any]]] = {}
+    for record in sorted(records, key=lambda r: r["at"]):
+        grouped.setdefault(record["offset"], []).append(record)
+    return grouped
