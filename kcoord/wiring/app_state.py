@@ -6,7 +6,8 @@ PostgreSQL in cluster mode: kcoord/cluster/backends.py). The test controls' `res
 (kcoord/wiring/controls/) closes it, empties the data directory and opens a fresh one behind the same
 listeners and client connections, and `App.abandon()` drops it as a crash would. The order inside
 `open_state` is startup's: the coordinator log is replayed into the group manager, topics, producer
-ids, transactions, ACLs and SCRAM credentials before the partition stores open and the timers are armed.
+ids, transactions, ACLs, SCRAM credentials and share partitions before the partition stores open and
+the timers are armed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.metadata.acl_store import AclStore
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
 from kcoord.coordinator.metadata.scram_credentials import ScramCredentials
+from kcoord.coordinator.share_partitions import SharePartitions
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.storage.faults import FaultPolicy
 from kcoord.wiring.backends import CoordinatorLog, Coordinators, Services, StateBackends
@@ -63,6 +65,8 @@ class State:
     credentials: ScramCredentials
     leadership: PartitionLeadership
     summary: str
+    share_partitions: SharePartitions | None = None
+    """The share partitions' state (KIP-932), replayed from the coordinator log; None in cluster mode."""
 
 
 async def open_state(config: Config, backends: StateBackends, services: Services) -> State:
@@ -80,6 +84,8 @@ async def open_state(config: Config, backends: StateBackends, services: Services
     policy = FaultPolicy(on_fatal=services.on_fatal)
     recovered = await backends.recover(coordinators, policy)
     manager.on_loaded()
+    if coordinators.share_partitions is not None:
+        coordinators.share_partitions.on_loaded()
     data = await backends.topic_data(coordinators.topics, services.clock, policy)
     data.start_retention(loop)
     markers = TxnMarkers(data, manager)  # WriteTxnMarkers received: written here
@@ -97,6 +103,7 @@ async def open_state(config: Config, backends: StateBackends, services: Services
         coordinators.credentials,
         backends.leadership(),
         recovered.summary,
+        coordinators.share_partitions,
     )
 
 
@@ -119,7 +126,10 @@ def _coordinators(
     )
     acls = _acl_store(config, record_log)  # the authorizer (issue 25): only with --authorizer standard
     credentials = ScramCredentials(record_log)
-    return Coordinators(manager, topics, producer_ids, transactions, acls, credentials)
+    # The share partitions (issue 34): a third tenant of the log, on a single node only (phases None);
+    # in cluster mode a share partition's state follows its partition's leader, not a group shard.
+    shares = SharePartitions(record_log, clock, timers) if phases is None else None
+    return Coordinators(manager, topics, producer_ids, transactions, acls, credentials, shares)
 
 
 def stop_state(state: State) -> None:
@@ -127,6 +137,8 @@ def stop_state(state: State) -> None:
     (NOT_COORDINATOR); later requests get COORDINATOR_NOT_AVAILABLE."""
     state.manager.shutdown()
     state.transactions.shutdown()
+    if state.share_partitions is not None:
+        state.share_partitions.shutdown()
 
 
 async def close_state(state: State, *, fsync: bool = True) -> None:

@@ -4,7 +4,8 @@ One `open_state(config, backends, services)` builds a single node and a cluster 
 backends say where each kind of durable state is kept:
 
 * the coordinator log every coordinator tenant appends to (groups and offsets, transactions, topics,
-  producer-id blocks, ACLs, SCRAM credentials) and its recovery into the coordinators;
+  producer-id blocks, ACLs, SCRAM credentials, share-partition state) and its recovery into the
+  coordinators;
 * the producer-id blocks;
 * the partition stores behind `TopicData`, and who leads each partition;
 * where the transaction coordinator's markers are written.
@@ -32,6 +33,7 @@ from kcoord.coordinator.metadata.scram_credentials import ScramCredentials
 from kcoord.coordinator.persistence import Replayer
 from kcoord.coordinator.persistence.codec import AnyRecord
 from kcoord.coordinator.runtime import Clock, RecordLog, ShardPhases
+from kcoord.coordinator.share_partitions import SharePartitions
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.storage.faults import FaultPolicy, StorageFault
 from kcoord.wiring.metrics import MetricsSource
@@ -63,6 +65,8 @@ class Coordinators:
     transactions: TransactionCoordinator
     acls: AclStore[StandardAuthorizer] | None
     credentials: ScramCredentials
+    share_partitions: SharePartitions | None = None
+    """The share partitions (KIP-932): a single node's; cluster mode does not build them yet."""
 
     def replayer(self) -> Replayer:
         """A replayer feeding each record to its owner (recovery; cluster mode's shards and metadata)."""
@@ -73,6 +77,7 @@ class Coordinators:
             self.transactions,
             acls=self.acls,
             credentials=self.credentials,
+            share_partitions=self.share_partitions,
         )
 
 

@@ -12,6 +12,7 @@ The storage record types, their key and value schemas and the versions written a
 * 10 Acl: an ACL binding, keyed by the binding (`kcoord/coordinator/metadata/acl_store.py`).
 * 9 ScramCredential: a user's SCRAM credential (`kcoord/coordinator/metadata/scram_credentials.py`).
 * 11 GroupConfig: a group's own configs (`group_config_codec.py`).
+* 0x50 ShareSnapshot, 0x51 ShareUpdate: the share partitions' state (`share_state_codec.py`).
 Every key and value starts with its INT16 version; a None value is a tombstone.
 """
 
@@ -77,6 +78,12 @@ from kcoord.coordinator.persistence.consumer_codec import (
     consumer_to_storage,
     render_consumer,
 )
+from kcoord.coordinator.persistence.share_state_codec import (
+    SHARE_RECORD_TYPES,
+    render_share_record,
+    share_record_from_storage,
+    share_record_to_storage,
+)
 from kcoord.coordinator.persistence.txn_codec import (
     TRANSACTION_TYPE,
     render_transaction,
@@ -89,6 +96,7 @@ from kcoord.coordinator.persistence.txn_offset_codec import (
     txn_offset_from_storage,
     txn_offset_to_storage,
 )
+from kcoord.coordinator.share_partitions import ShareSnapshot, ShareTombstone, ShareUpdate
 from kcoord.coordinator.transactions.records import TransactionRecord
 from kcoord.protocol.messages import records as schemas
 from kcoord.protocol.messages.records import (
@@ -112,6 +120,9 @@ AnyRecord = (
     | AclTombstone
     | ScramCredentialRecord
     | ScramCredentialTombstone
+    | ShareSnapshot
+    | ShareUpdate
+    | ShareTombstone
 )
 
 
@@ -198,6 +209,7 @@ _ENCODERS: dict[type, Callable[[Any], storage.Record]] = {
     ScramCredentialRecord: lambda record: _credential_to_storage(record),
     ScramCredentialTombstone: lambda record: _credential_to_storage(record),
     GroupConfigRecord: group_configs.group_config_to_storage,
+    **dict.fromkeys((ShareSnapshot, ShareUpdate, ShareTombstone), share_record_to_storage),
 }
 
 
@@ -236,6 +248,9 @@ def to_storage(record: AnyRecord) -> storage.Record:
             | ScramCredentialRecord()
             | ScramCredentialTombstone()
             | GroupConfigRecord()
+            | ShareSnapshot()
+            | ShareUpdate()
+            | ShareTombstone()
         ):
             return _ENCODERS[type(record)](record)  # record types with a codec module of their own
         case (
@@ -316,6 +331,7 @@ _DECODERS: dict[int, Callable[[storage.Record], AnyRecord]] = {
     ACL_RECORD_TYPE: acl_record_from_storage,
     SCRAM_CREDENTIAL_RECORD_TYPE: lambda record: decode_credential(record.key, record.value),
     group_configs.GROUP_CONFIG_RECORD_TYPE: group_configs.group_config_from_storage,
+    **dict.fromkeys(SHARE_RECORD_TYPES, share_record_from_storage),
 }
 
 
@@ -397,4 +413,5 @@ def _render_domain(domain: AnyRecord) -> str:
 _RENDERERS: dict[type, Callable[[Any], str]] = {  # codec modules of their own; the rest: consumer records
     AclRecord: render_acl, AclTombstone: render_acl, GroupConfigRecord: group_configs.render_group_config,
     ScramCredentialRecord: render_credential, ScramCredentialTombstone: render_credential,
+    ShareSnapshot: render_share_record, ShareUpdate: render_share_record, ShareTombstone: render_share_record,
 }  # fmt: skip

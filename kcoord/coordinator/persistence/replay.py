@@ -1,6 +1,6 @@
-"""Replay: recovered storage records fed to their owners (groups and offsets, transactions, and the
-metadata tenant's topics, producer ids, ACLs and SCRAM credentials), through the `apply` each owner
-sets as its runtime's (`CoordinatorRuntime.apply`)."""
+"""Replay: recovered storage records fed to their owners (groups and offsets, transactions, the
+metadata tenant's topics, producer ids, ACLs and SCRAM credentials, the share partitions), through the
+`apply` each owner sets as its runtime's (`CoordinatorRuntime.apply`)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from kcoord.coordinator.metadata.scram_credentials import (
     ScramCredentialTombstone,
 )
 from kcoord.coordinator.persistence.codec import from_storage
+from kcoord.coordinator.share_partitions import SharePartitions, ShareSnapshot, ShareTombstone, ShareUpdate
 from kcoord.coordinator.transactions import TransactionCoordinator, TransactionRecord
 
 __all__ = ["Replayer"]
@@ -41,7 +42,9 @@ class Replayer:
         transactions: TransactionCoordinator | None = None,
         acls: AclStore[AclIndex] | None = None,
         credentials: ScramCredentials | None = None,
+        share_partitions: SharePartitions | None = None,
     ) -> None:
+        self._share_partitions = share_partitions
         self._acls = acls  # None without an authorizer: ACL records are kept in the log, not loaded
         self._credentials = credentials
         self._manager = manager
@@ -68,10 +71,8 @@ class Replayer:
                 self._producer_ids.apply(domain)
             case AclRecord() | AclTombstone() | ScramCredentialRecord() | ScramCredentialTombstone():
                 self._apply_security(domain)
-            case TransactionRecord():
-                self._counts["transaction"] += 1
-                if self._transactions is not None:
-                    self._transactions.apply(domain)
+            case TransactionRecord() | ShareSnapshot() | ShareUpdate() | ShareTombstone():
+                self._apply_optional(domain)
             case _:
                 self._counts[
                     "offset"
@@ -79,6 +80,19 @@ class Replayer:
                     else "group"
                 ] += 1
                 self._manager.apply(domain)
+
+    def _apply_optional(
+        self, domain: TransactionRecord | ShareSnapshot | ShareUpdate | ShareTombstone
+    ) -> None:
+        """Transactions and share-partition state: counted always, loaded when their owner is given."""
+        if isinstance(domain, TransactionRecord):
+            self._counts["transaction"] += 1
+            if self._transactions is not None:
+                self._transactions.apply(domain)
+            return
+        self._counts["share_state"] += 1
+        if self._share_partitions is not None:
+            self._share_partitions.apply(domain)
 
     def _apply_security(
         self, domain: AclRecord | AclTombstone | ScramCredentialRecord | ScramCredentialTombstone
@@ -101,5 +115,6 @@ class Replayer:
         return (
             f"records={sum(counts.values())} offsets={counts['offset']} groups={counts['group']} "
             f"topic_records={counts['topic']} transactions={counts['transaction']} acls={counts['acl']} "
+            f"share_state={counts['share_state']} "
             f"skipped={counts['skipped']}"
         )

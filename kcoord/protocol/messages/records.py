@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.errors import DecodeError
 from kcoord.protocol.messages import consumer_group_records as cg
+from kcoord.protocol.messages import share_state_records as ss
 from kcoord.protocol.schema import Field, Schema, array
 from kcoord.protocol.types import BYTES, INT8, INT16, INT32, INT64, NULLABLE_STRING, STRING, UUID, ZERO_UUID
 
@@ -255,6 +256,11 @@ RECORD_TYPES: dict[int, RecordType] = {
                    "consumer_group_current_member_assignment",
                    cg.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
                    cg.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, 8, 0),
+        # The share coordinator's records (KIP-932): 0x50 + Kafka's record type (share_state_records.py).
+        RecordType(ss.SHARE_SNAPSHOT_RECORD_TYPE, "share_snapshot", ss.SHARE_SNAPSHOT_KEY,
+                   ss.SHARE_SNAPSHOT_VALUE, 0, 0),
+        RecordType(ss.SHARE_UPDATE_RECORD_TYPE, "share_update", ss.SHARE_UPDATE_KEY,
+                   ss.SHARE_UPDATE_VALUE, 1, 0),
     )
 }  # fmt: skip
 

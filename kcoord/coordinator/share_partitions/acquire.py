@@ -1,0 +1,250 @@
+"""Acquisition: which fetched records a member gets, and their acquisition locks (SharePartition.acquire,
+lastOffsetAndMaxRecordsToAcquire, acquireNewBatchRecords, createBatches, acquireSubsetBatchRecords,
+maybeArchiveStaleBatches, filterAbortedTransactionalAcquiredRecords). Nothing here is persisted: Kafka
+writes acquired records only when they are acknowledged, released or their lock expires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kcoord.coordinator.share_partitions.model import AcquiredRange, RecordState, StateBatch
+from kcoord.coordinator.share_partitions.window import (
+    DeliveryCountOps,
+    InFlightBatch,
+    InFlightState,
+    ShareWindow,
+)
+
+__all__ = ["AcquireRequest", "acquire", "archive_skipped"]
+
+_AVAILABLE, _ACQUIRED = RecordState.AVAILABLE, RecordState.ACQUIRED
+
+
+@dataclass(frozen=True, slots=True)
+class AcquireRequest:
+    """One acquisition for one member: the log batches read from the next fetch offset, the limits."""
+
+    member_id: str
+    batches: Sequence[tuple[int, int]]
+    max_records: int
+    batch_size: int
+    strict: bool
+    """ShareFetch v2 record_limit mode: never more than max_records, batches split per offset."""
+    max_delivery_count: int
+    max_record_locks: int
+    lock_deadline_ms: int
+
+
+def _limits(window: ShareWindow, fetch_offset: int, req: AcquireRequest) -> tuple[int, int]:
+    """SharePartition.lastOffsetAndMaxRecordsToAcquire: (last offset, max records) that keep the window
+    within `max_record_locks`, or that re-acquire only inside it when it is full."""
+    last = req.batches[-1][1]
+    max_records = min(req.max_records, req.max_record_locks - window.in_flight_count())
+    if max_records <= 0 and fetch_offset <= window.end_offset:
+        max_records = min(req.max_records, window.end_offset - fetch_offset + 1)
+        last = min(last, window.end_offset)
+    return last, max_records
+
+
+def acquire(window: ShareWindow, req: AcquireRequest) -> list[AcquiredRange]:
+    """Acquire for `req.member_id` the AVAILABLE records among `req.batches`; ranges ascending."""
+    if req.max_records <= 0 or not req.batches:
+        return []
+    fetch_offset = window.next_fetch_offset()
+    last, max_records = _limits(window, fetch_offset, req)
+    if max_records <= 0:
+        return []
+    first_fetched = req.batches[0][0]
+    _archive_stale(window, fetch_offset, first_fetched)
+    base = first_fetched
+    floor = window.floor(base)
+    if floor is None:
+        base = max(base, window.start_offset)
+    elif floor.last_offset >= base:
+        base = floor.first_offset
+    cached = window.between(base, last)
+    if not cached:
+        return _acquire_new(window, req, first_fetched, last, max_records)[0]
+    result: list[AcquiredRange] = []
+    count = 0
+    for batch in cached:
+        if count >= max_records:
+            break
+        count += _acquire_cached(batch, req, first_fetched, last, max_records - count, result)
+    if count < max_records and cached[-1].last_offset < last:
+        more, _ = _acquire_new(window, req, cached[-1].last_offset + 1, last, max_records - count)
+        result.extend(more)
+    return result
+
+
+def _acquire_cached(
+    batch: InFlightBatch, req: AcquireRequest, first: int, last: int, remaining: int, out: list[AcquiredRange]
+) -> int:
+    """Re-acquire a batch already in the window: whole when it is a full match, else per offset."""
+    size = batch.last_offset - batch.first_offset + 1
+    full = batch.first_offset >= first and batch.last_offset <= last
+    if not full or batch.offsets is not None or (req.strict and size > remaining):
+        whole = batch.batch
+        if whole is not None and (whole.state is not _AVAILABLE or whole.rollback is not None):
+            return 0
+        batch.split()
+        return _acquire_offsets(batch, req, first, last, remaining, out)
+    whole = batch.batch
+    assert whole is not None
+    if whole.state is not _AVAILABLE or whole.rollback is not None:
+        return 0
+    if not whole.try_update(_ACQUIRED, DeliveryCountOps.INCREASE, req.max_delivery_count, req.member_id):
+        return 0
+    whole.lock_deadline_ms = req.lock_deadline_ms
+    out.append(AcquiredRange(batch.first_offset, batch.last_offset, whole.delivery_count))
+    return size
+
+
+def _acquire_offsets(
+    batch: InFlightBatch, req: AcquireRequest, first: int, last: int, remaining: int, out: list[AcquiredRange]
+) -> int:
+    """SharePartition.acquireSubsetBatchRecords: one range per offset, as Kafka answers; a record on its
+    last delivery attempt is delivered alone (so a poison record does not take others down with it)."""
+    assert batch.offsets is not None
+    limit = req.max_delivery_count
+    acquired = 0
+    for offset, state in batch.offsets.items():
+        if offset < first or state.state is not _AVAILABLE or state.rollback is not None:
+            continue
+        if offset > last:
+            break
+        if limit > 2 and state.delivery_count == limit - 1 and acquired > 0:
+            break
+        if not state.try_update(_ACQUIRED, DeliveryCountOps.INCREASE, limit, req.member_id):
+            continue
+        state.lock_deadline_ms = req.lock_deadline_ms
+        out.append(AcquiredRange(offset, offset, state.delivery_count))
+        acquired += 1
+        if (state.delivery_count == limit and limit > 2) or (req.strict and acquired == remaining):
+            break
+    return acquired
+
+
+def _last_of_batch_containing(batches: Sequence[tuple[int, int]], offset: int) -> int:
+    """SharePartition.lastOffsetFromBatchWithRequestOffset: acquisition ends on a log batch's end."""
+    found: tuple[int, int] | None = None
+    for batch in batches:
+        if offset < batch[0]:
+            break
+        found = batch
+    return found[1] if found is not None and offset <= found[1] else offset
+
+
+def _acquire_new(
+    window: ShareWindow, req: AcquireRequest, first: int, last: int, max_records: int
+) -> tuple[list[AcquiredRange], int]:
+    """SharePartition.acquireNewBatchRecords + createBatches: records never in the window before."""
+    if not window.keys and window.end_offset > first:
+        first = window.end_offset
+    if max_records < last - first + 1:
+        last = _last_of_batch_containing(req.batches, first + max_records - 1)
+    if last < first:
+        return [], 0
+    if req.strict and last - first + 1 > max_records:
+        ranges = [_put_strict(window, req, first, last, max_records)]
+        count = max_records
+    else:
+        ranges = _split_by_batch_size(req, first, last)
+        for r in ranges:
+            state = InFlightState(_ACQUIRED, 1, req.member_id, req.lock_deadline_ms)
+            window.put(InFlightBatch(r.first_offset, r.last_offset, state))
+        count = last - first + 1
+    if window.keys[0] == first:
+        window.start_offset = first
+    window.end_offset = max(window.end_offset, last)
+    return ranges, count
+
+
+def _split_by_batch_size(req: AcquireRequest, first: int, last: int) -> list[AcquiredRange]:
+    """createBatches: cut at log batch boundaries once `batch_size` records are gathered."""
+    ranges: list[AcquiredRange] = []
+    current = first
+    if not req.strict and last - first + 1 > req.batch_size:
+        for base, _ in req.batches:
+            if base > last:
+                break
+            if base - current >= req.batch_size:
+                ranges.append(AcquiredRange(current, base - 1, 1))
+                current = base
+    ranges.append(AcquiredRange(current, last, 1))
+    return ranges
+
+
+def _put_strict(
+    window: ShareWindow, req: AcquireRequest, first: int, last: int, max_records: int
+) -> AcquiredRange:
+    """record_limit mode: the whole fetched range enters the window, only `max_records` of it acquired
+    (InFlightBatch.maybeInitializeOffsetStateUpdate(lastOffset, delayMs))."""
+    batch = InFlightBatch(first, last, InFlightState(_AVAILABLE, 0))
+    offsets = batch.split()
+    for offset in range(first, first + max_records):
+        offsets[offset] = InFlightState(_ACQUIRED, 1, req.member_id, req.lock_deadline_ms)
+    window.put(batch)
+    window.find_next_fetch_offset = True
+    return AcquiredRange(first, first + max_records - 1, 1)
+
+
+def _archive_stale(window: ShareWindow, fetch_offset: int, first_fetched: int) -> None:
+    """SharePartition.maybeArchiveStaleBatches: AVAILABLE records between the fetch offset and the first
+    fetched batch are gone from the log (compaction): ARCHIVED, so the start offset can pass them."""
+    if not window.keys or fetch_offset >= first_fetched:
+        return
+    archived = False
+    for batch, lo, hi, state in list(window.states_from(fetch_offset, first_fetched - 1)):
+        if state.state is not _AVAILABLE:
+            continue
+        if batch.offsets is None and (lo < fetch_offset or hi >= first_fetched):
+            batch.split()
+            archived = _archive_offsets(batch, fetch_offset, first_fetched - 1) or archived
+            continue
+        state.archive()
+        archived = True
+    if archived:
+        window.find_next_fetch_offset = True
+
+
+def _archive_offsets(batch: InFlightBatch, low: int, high: int) -> bool:
+    assert batch.offsets is not None
+    done = False
+    for offset, state in batch.offsets.items():
+        if low <= offset <= high and state.state is _AVAILABLE:
+            state.archive()
+            done = True
+    return done
+
+
+def archive_skipped(
+    window: ShareWindow, acquired: list[AcquiredRange], skip: Callable[[int], bool]
+) -> tuple[list[AcquiredRange], list[StateBatch]]:
+    """read_committed: acquired records of aborted transactions (and control markers) are ARCHIVED at
+    once and left out of the answer (filterAbortedTransactionalAcquiredRecords). Returns the ranges
+    left and the archived records' state batches."""
+    kept: list[AcquiredRange] = []
+    archived: list[StateBatch] = []
+    for r in acquired:
+        run_start: int | None = None
+        for offset in range(r.first_offset, r.last_offset + 2):
+            keep = offset <= r.last_offset and not skip(offset)
+            if keep and run_start is None:
+                run_start = offset
+            elif not keep and run_start is not None:
+                kept.append(AcquiredRange(run_start, offset - 1, r.delivery_count))
+                run_start = None
+            if offset <= r.last_offset and not keep:
+                archived.append(_archive_one(window, offset))
+    return kept, archived
+
+
+def _archive_one(window: ShareWindow, offset: int) -> StateBatch:
+    batch = window.floor(offset)
+    assert batch is not None and batch.last_offset >= offset
+    state = batch.split()[offset]
+    state.archive()
+    return StateBatch(offset, offset, RecordState.ARCHIVED, state.delivery_count)

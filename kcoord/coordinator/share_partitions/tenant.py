@@ -1,0 +1,397 @@
+"""`SharePartitions`: the share-partition tenant, one per node, every (group, topic id, partition).
+
+Kafka splits this between the broker's SharePartition (the in-flight window, acquisition, locks,
+acknowledgement; `core/src/main/java/kafka/server/share/SharePartition.java`) and the share
+coordinator (durable state; `share-coordinator/.../ShareCoordinatorShard.java`). On one node they are
+one tenant of the coordinator log: acquisition stays in memory (as Kafka: acquire persists nothing),
+acknowledge, release, lock expiry, reset and delete write ShareSnapshot/ShareUpdate records through
+the tenant's `CoordinatorRuntime`, and replay of those records rebuilds the durable state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from uuid import UUID
+
+from kcoord.coordinator.runtime import Clock, CoordinatorRuntime, KeyedTimers, RecordLog, ShardPhases, Write
+from kcoord.coordinator.share_partitions import acquire as acquisition
+from kcoord.coordinator.share_partitions import loading
+from kcoord.coordinator.share_partitions import transitions as moves
+from kcoord.coordinator.share_partitions.durable import DurableState, advance, build_record
+from kcoord.coordinator.share_partitions.model import (
+    AcquiredRange,
+    LogBounds,
+    PartitionAnswer,
+    ShareKey,
+    SharePartitionView,
+    ShareSettings,
+    StateBatch,
+)
+from kcoord.coordinator.share_partitions.records import ShareRecord, ShareTombstone
+from kcoord.coordinator.share_partitions.window import ShareWindow
+from kcoord.protocol.errors import ErrorCode
+
+__all__ = ["SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT", "SharePartitions"]
+
+log = logging.getLogger("kcoord.share_partitions")
+
+SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT = 500
+"""share.coordinator.snapshot.update.records.per.snapshot (ShareCoordinatorConfig)."""
+
+ChangeListener = Callable[[str, UUID, int], None]
+
+
+def lock_timer_key(key: ShareKey) -> str:
+    """The one acquisition-lock timer of a share partition, due at its earliest lock deadline."""
+    return f"share-lock:{key[0]}:{key[1]}:{key[2]}"
+
+
+def _shard_key(key: ShareKey) -> str:
+    return f"{key[0]}:{key[1]}:{key[2]}"  # Kafka's SharePartitionKey.asCoordinatorKey
+
+
+@dataclass(slots=True)
+class _Live:
+    """One share partition in memory: its window, the state epoch, the durable state as of the records
+    issued (what the next record lays over), the settings last seen, the lock timer's deadline."""
+
+    key: ShareKey
+    window: ShareWindow
+    state_epoch: int
+    issued: DurableState | None
+    settings: ShareSettings
+    timer_deadline_ms: int | None = None
+
+
+class SharePartitions:
+    """The share partitions of a node. Pure: time is the `Clock`, lock timers the `KeyedTimers`,
+    every durable change a `Write` through `runtime` (whose `apply` is the replay path)."""
+
+    def __init__(
+        self,
+        log: RecordLog[ShareRecord],
+        clock: Clock,
+        timers: KeyedTimers,
+        *,
+        phases: ShardPhases | None = None,
+        snapshot_every: int = SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT,
+    ) -> None:
+        self.runtime: CoordinatorRuntime[ShareRecord] = CoordinatorRuntime(log, phases)
+        self.runtime.apply = self.apply
+        self._clock = clock
+        self._timers = timers
+        self._snapshot_every = snapshot_every
+        self._durable: dict[ShareKey, DurableState] = {}
+        self._live: dict[ShareKey, _Live] = {}
+        self._listeners: list[ChangeListener] = []
+
+    # -- replay ----------------------------------------------------------------------------------------
+    def apply(self, record: ShareRecord) -> None:
+        """Replay one record into the durable state (recovery and every live write once durable)."""
+        state = advance(self._durable.get(record.key), record)
+        if state is None:
+            self._durable.pop(record.key, None)
+        else:
+            self._durable[record.key] = state
+
+    def durable(self, group_id: str, topic_id: UUID, partition: int) -> DurableState | None:
+        """The share partition's state as its durable records say (tests, the inspector)."""
+        return self._durable.get((group_id, topic_id, partition))
+
+    # -- the data path ---------------------------------------------------------------------------------
+    def next_fetch_offset(
+        self, group_id: str, topic_id: UUID, partition: int, settings: ShareSettings, log_bounds: LogBounds
+    ) -> int | None:
+        """Where the next fetch of this share partition reads from: the first AVAILABLE offset in the
+        window, else the end of the window (SharePartition.nextFetchOffset). Initialises the share
+        partition on first use (its start offset from `settings.auto_offset_reset` against
+        `log_bounds`). None while the state loads or when the in-flight window is full
+        (`partition_max_record_locks`): nothing may be acquired now."""
+        key = (group_id, topic_id, partition)
+        if self.runtime.phase_error(_shard_key(key)) is not None:
+            return None
+        live = self._load(key, settings, log_bounds)
+        live.settings = settings
+        loading.follow_log_start(live.window, log_bounds.log_start)
+        if not live.window.can_acquire(settings.partition_max_record_locks):
+            return None
+        return live.window.next_fetch_offset()
+
+    def acquire(
+        self,
+        group_id: str,
+        member_id: str,
+        topic_id: UUID,
+        partition: int,
+        settings: ShareSettings,
+        batches: Sequence[tuple[int, int]],
+        max_records: int,
+        batch_size: int,
+        strict: bool,
+        skip: Callable[[int], bool] | None = None,
+    ) -> list[AcquiredRange]:
+        """Acquire for `member_id` the AVAILABLE records of `batches` ((base offset, last offset) as
+        read from the log from `next_fetch_offset`, ascending) up to `max_records`
+        (SharePartition.acquire): each acquired record's delivery count goes up by one and its
+        acquisition lock starts (`record_lock_duration_ms`). Whole batches are acquired unless
+        `strict` (ShareFetch v2's record_limit mode) or a batch is already split per offset.
+        `skip(offset)` (read_committed) is true for offsets of aborted transactions and control
+        markers: they are ARCHIVED, never acquired. Persists nothing but those archived records.
+        Returns the acquired ranges, ascending; [] when nothing is (or `next_fetch_offset` was not
+        asked first)."""
+        live = self._live.get((group_id, topic_id, partition))
+        if live is None:
+            return []
+        live.settings = settings
+        request = acquisition.AcquireRequest(
+            member_id, batches, max_records, batch_size, strict, settings.delivery_count_limit,
+            settings.partition_max_record_locks, self._clock.now_ms() + settings.record_lock_duration_ms,
+        )  # fmt: skip
+        acquired = acquisition.acquire(live.window, request)
+        if skip is not None and acquired:
+            acquired, archived = acquisition.archive_skipped(live.window, acquired, skip)
+            if archived:  # written at once, so a restart does not deliver them (docs/compat.md)
+                self._write(live, archived, self._settled(live, None))
+        self._arm(live)
+        return acquired
+
+    def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        topic_id: UUID,
+        partition: int,
+        batches: Sequence[tuple[int, int, Sequence[int]]],
+        settings: ShareSettings,
+        answer: Callable[[ErrorCode], None],
+    ) -> None:
+        """Acknowledge (first offset, last offset, acknowledge types) batches: one type for the whole
+        batch or one per offset; 0 gap, 1 accept, 2 release, 3 reject, 4 renew
+        (SharePartition.acknowledge). `answer(NONE)` once the new state is durable;
+        INVALID_RECORD_STATE (nothing changed) when a record is not ACQUIRED by `member_id`,
+        INVALID_REQUEST for a malformed batch."""
+        live = self._live.get((group_id, topic_id, partition))
+        if live is None:
+            answer(ErrorCode.INVALID_RECORD_STATE)  # nothing was ever acquired here
+            return
+        live.settings = settings
+        renew_ms = self._clock.now_ms() + settings.record_lock_duration_ms
+        error, changed = moves.acknowledge(
+            live.window, member_id, batches, settings.delivery_count_limit, renew_ms
+        )
+        self._arm(live)
+        if error is not None:
+            answer(error)
+        elif not changed:
+            answer(ErrorCode.NONE)
+        else:
+            self._write(live, [t.batch for t in changed], self._settled(live, changed, answer))
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """The member left the group: every record it holds is released (AVAILABLE again, or ARCHIVED at
+        the delivery count limit), durably (SharePartition.releaseAcquiredRecords)."""
+        for live in [p for key, p in self._live.items() if key[0] == group_id]:
+            changed = moves.release_member(live.window, member_id, live.settings.delivery_count_limit)
+            if changed:
+                self._write(live, [t.batch for t in changed], self._settled(live, changed))
+
+    def expire_locks_now(self, group_id: str | None = None) -> int:
+        """Test control: expire every acquisition lock (of `group_id`, or of every group) now, as if its
+        timer had fired. Returns how many records were released."""
+        lives = [p for key, p in self._live.items() if group_id is None or key[0] == group_id]
+        return sum(self._expire(live, None) for live in lives)
+
+    def on_change(self, listener: ChangeListener) -> None:
+        """Call `listener(group_id, topic_id, partition)` whenever records of a share partition become
+        AVAILABLE again (release, lock expiry, reset) or its start offset moves: parked ShareFetches
+        may now acquire records."""
+        self._listeners.append(listener)
+
+    def on_loaded(self) -> None:
+        """Recovery finished: serve (share partitions come into memory on their first fetch)."""
+        self.runtime.phases.loaded()
+
+    def shutdown(self) -> None:
+        """Stop the lock timers (shutdown, a test-control reset): nothing of this tenant runs after it;
+        fetches are refused from now on."""
+        self.runtime.phases.shut_down()
+        for key, live in self._live.items():
+            live.timer_deadline_ms = None
+            self._timers.cancel(lock_timer_key(key))
+
+    # -- describe and operate --------------------------------------------------------------------------
+    def describe(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionView | None:
+        """The share partition as it is now, or None when it has no state."""
+        key = (group_id, topic_id, partition)
+        if (live := self._live.get(key)) is not None:
+            return loading.live_view(key, live.window, live.state_epoch)
+        durable = self._durable.get(key)
+        return None if durable is None else loading.durable_view(key, durable)
+
+    def start_offset(self, group_id: str, topic_id: UUID, partition: int) -> int | None:
+        """The share partition's start offset (SPSO), None when it has no state
+        (DescribeShareGroupOffsets answers -1 for that)."""
+        view = self.describe(group_id, topic_id, partition)
+        return None if view is None else view.start_offset
+
+    def partitions(self, group_id: str) -> list[tuple[UUID, int]]:
+        """The (topic id, partition) of every share partition of the group with state, sorted."""
+        keys = {k for k in (*self._live, *self._durable) if k[0] == group_id}
+        return sorted((k[1], k[2]) for k in keys)
+
+    def reset(self, group_id: str, offsets: Mapping[tuple[UUID, int], int], answer: PartitionAnswer) -> None:
+        """AlterShareGroupOffsets: each (topic id, partition) starts again at its offset with a new state
+        epoch and no in-flight records (the caller checked the group is empty; Kafka's
+        InitializeShareGroupState). Answers once durable."""
+        records: list[ShareRecord] = []
+        for (topic_id, partition), offset in offsets.items():
+            key = (group_id, topic_id, partition)
+            issued = self._forget_live(key)
+            epoch = 0 if issued is None else issued.state_epoch + 1
+            now_ms = self._clock.now_ms()
+            record = build_record(
+                issued, key, state_epoch=epoch, start_offset=offset, new_batches=(), now_ms=now_ms,
+                snapshot_every=self._snapshot_every,
+            )  # fmt: skip
+            records.append(record)
+        self._write_all(list(offsets), records, answer)
+
+    def delete(
+        self, group_id: str, partitions: Iterable[tuple[UUID, int]] | None, answer: PartitionAnswer
+    ) -> None:
+        """Forget the state of the given share partitions of the group, or of all of them when
+        `partitions` is None (DeleteShareGroupOffsets / DeleteGroups), with tombstones. Answers once
+        durable; a partition without state answers NONE."""
+        wanted = self.partitions(group_id) if partitions is None else list(partitions)
+        records: list[ShareRecord] = []
+        for topic_id, partition in wanted:
+            key = (group_id, topic_id, partition)
+            if self._forget_live(key) is not None or key in self._durable:
+                records += [ShareTombstone(*key), ShareTombstone(*key, update=True)]
+        self._write_all(wanted, records, answer)
+
+    # -- internals -------------------------------------------------------------------------------------
+    def _load(self, key: ShareKey, settings: ShareSettings, bounds: LogBounds) -> _Live:
+        """The share partition in memory, initialised from its durable state or from the auto offset
+        reset strategy (SharePartition.maybeInitialize)."""
+        if (live := self._live.get(key)) is not None:
+            return live
+        durable = self._durable.get(key)
+        if durable is None:
+            start = loading.auto_reset_offset(settings.auto_offset_reset, bounds, self._clock.now_ms())
+            live = _Live(key, ShareWindow(start, start), 0, None, settings)
+        else:
+            live = _Live(key, loading.window_from(durable), durable.state_epoch, durable, settings)
+        self._live[key] = live
+        return live
+
+    def _forget_live(self, key: ShareKey) -> DurableState | None:
+        """Drop the share partition from memory (reset, delete); its state as issued so far."""
+        live = self._live.pop(key, None)
+        if live is None:
+            return self._durable.get(key)
+        self._timers.cancel(lock_timer_key(key))
+        return live.issued
+
+    def _write(
+        self, live: _Live, batches: list[StateBatch], done: Callable[[BaseException | None], None]
+    ) -> None:
+        """One write of changed state batches with the current start offset (writeShareGroupState)."""
+        record = build_record(
+            live.issued, live.key, state_epoch=live.state_epoch, start_offset=live.window.start_offset,
+            new_batches=batches, now_ms=self._clock.now_ms(), snapshot_every=self._snapshot_every,
+            delivery_complete_count=loading.delivery_complete_count(live.window),
+        )  # fmt: skip
+        live.issued = advance(live.issued, record)
+        self.runtime.run(Write([record], done))
+
+    def _settled(
+        self,
+        live: _Live,
+        changed: Sequence[moves.Transition] | None,
+        answer: Callable[[ErrorCode], None] | None = None,
+    ) -> Callable[[BaseException | None], None]:
+        """What runs once a write settles: the transitions complete (or roll back), the start offset
+        moves, waiting fetches hear of it, then the answer (rollbackOrProcessStateUpdates)."""
+
+        def done(error: BaseException | None) -> None:
+            if error is not None:
+                log.error(
+                    "share state write failed group_id=%s topic_id=%s partition=%d: %s", *live.key, error
+                )
+                live.issued = self._durable.get(live.key)
+            available = moves.complete(changed or (), error is None, self._clock.now_ms())
+            if available:
+                live.window.find_next_fetch_offset = True
+            moved = error is None and live.window.advance_start()
+            self._arm(live)
+            if available or moved:
+                self._changed(live.key)
+            if answer is not None:
+                answer(ErrorCode.NONE if error is None else ErrorCode.UNKNOWN_SERVER_ERROR)
+
+        return done
+
+    def _write_all(
+        self, partitions: list[tuple[UUID, int]], records: list[ShareRecord], answer: PartitionAnswer
+    ) -> None:
+        """One write for reset / delete; every partition answers with its outcome once it settles."""
+        group_id = records[0].group_id if records else ""
+
+        def done(error: BaseException | None) -> None:
+            code = ErrorCode.NONE if error is None else ErrorCode.UNKNOWN_SERVER_ERROR
+            for record in records:
+                self._live.pop(record.key, None)  # loaded meanwhile from the state before: load again
+            for topic_id, partition in partitions:
+                if group_id:
+                    self._changed((group_id, topic_id, partition))
+            answer(dict.fromkeys(partitions, code))
+
+        if not records:
+            answer(dict.fromkeys(partitions, ErrorCode.NONE))
+            return
+        self.runtime.run(Write(records, done))
+
+    def _expire(self, live: _Live, now_ms: int | None) -> int:
+        """Release the acquisition locks due by `now_ms` (None: all) and write what changed; even if the
+        write fails the change stands and the start offset moves (releaseAcquisitionLockOnTimeout)."""
+        released = moves.expire_locks(live.window, now_ms, live.settings.delivery_count_limit)
+        if not released:
+            return 0
+
+        def done(error: BaseException | None) -> None:
+            if error is not None:
+                log.error("share lock expiry write failed group_id=%s topic_id=%s partition=%d", *live.key)
+                live.issued = self._durable.get(live.key)
+            live.window.advance_start()
+            self._changed(live.key)
+
+        self._write(live, released, done)
+        self._arm(live)
+        self._changed(live.key)
+        return sum(b.last_offset - b.first_offset + 1 for b in released)
+
+    def _arm(self, live: _Live) -> None:
+        """Keep the share partition's lock timer at its earliest lock deadline."""
+        deadline = moves.next_lock_deadline(live.window)
+        if deadline == live.timer_deadline_ms:
+            return
+        live.timer_deadline_ms = deadline
+        key = lock_timer_key(live.key)
+        if deadline is None:
+            self._timers.cancel(key)
+            return
+        self._timers.schedule(key, max(0, deadline - self._clock.now_ms()), lambda: self._on_lock_timer(live))
+
+    def _on_lock_timer(self, live: _Live) -> None:
+        if self._live.get(live.key) is not live:
+            return
+        live.timer_deadline_ms = None
+        self._expire(live, self._clock.now_ms())
+        self._arm(live)
+
+    def _changed(self, key: ShareKey) -> None:
+        for listener in self._listeners:
+            listener(*key)
