@@ -126,7 +126,8 @@ def test_records_a_member_holds_go_to_another(broker: Broker, how: str, tmp_path
             holder.kill()
         other.wait(lambda _: len(other.records()) >= 5)
         other.stop()
-        assert [(r["offset"], r["delivery"]) for r in other.records()] == [(o, 2) for o in range(5)]
+        seen = [(r["by"], r["offset"], r["delivery"], round(r["at"] - taken, 2)) for r in other.records()]
+        assert [(r["offset"], r["delivery"]) for r in other.records()] == [(o, 2) for o in range(5)], seen
         waited = min(r["at"] for r in other.records()) - taken
         if how == "stalled":
             assert waited >= LOCK_MS / 1000 * 0.9, f"redelivered after {waited:.2f} s, locks are {LOCK_MS} ms"
