@@ -109,28 +109,42 @@ def test_the_delivery_count_limit_archives_a_record(broker: Broker, tmp_path: Pa
         member.kill()
 
 
+# The killed member's locks are long so that "released when its connection dropped" (Kafka) and
+# "released when the lock expired" cannot be confused on a loaded machine.
+KILLED_LOCK_MS = 8000
+
+
 @pytest.mark.parametrize("how", ["killed", "stalled"])
 def test_records_a_member_holds_go_to_another(broker: Broker, how: str, tmp_path: Path) -> None:
-    """A member acquires records and never acknowledges them; the other member gets them, delivery
-    count 2. Stalled (alive, polling no more): once their acquisition locks expired, LOCK_MS after they
-    were taken (SharePartition's acquisition lock timer). Killed (SIGKILL): Kafka 4.3.1 releases them
-    as soon as the member's connection drops (measured: ~1.2 s with 2 s locks), so no lower bound."""
-    topic, group = broker.topic(how), broker.group(how)
+    """A member acquires records and never acknowledges them; the other member gets every one of them
+    again (delivery count 2, or more where the holder's client prefetched them again unseen).
+    Stalled (alive, polling no more): only once their acquisition locks expired (SharePartition's
+    acquisition lock timer). Killed (SIGKILL): Kafka 4.3.1 releases them as soon as the member's
+    connection drops, long before the lock would expire (ShareSessionCache's
+    ClientConnectionDisconnectListener.onDisconnect -> the member's share session released,
+    SharePartitionManager.releaseSession -> SharePartition.releaseAcquiredRecords, count kept).
+    Times are the processes' wall clocks when each client's poll returned (both after acquisition,
+    so a stalled holder's report may be late by scheduling: half the lock is the bound)."""
+    lock_ms = KILLED_LOCK_MS if how == "killed" else LOCK_MS
+    topic, group = broker.topic(how), broker.group(how, share_record_lock_duration_ms=lock_ms)
     holder = broker.consumer("java", group, topic, "hold", tmp_path, "java-holder")
     broker.produce(topic, [f"v{i}" for i in range(5)])
     holder.wait(lambda _: len(holder.records()) >= 5)
-    taken = max(r["at"] for r in holder.records())
+    taken_ms = max(r["ms"] for r in holder.records())
     other = broker.consumer("confluent", group, topic, "accept", tmp_path, "confluent-other")
     try:
         if how == "killed":
             holder.kill()
-        other.wait(lambda _: len(other.records()) >= 5)
+        other.wait(lambda _: len(other.records()) >= 5, timeout=30 + lock_ms / 1000)
         other.stop()
-        seen = [(r["by"], r["offset"], r["delivery"], round(r["at"] - taken, 2)) for r in other.records()]
-        assert [(r["offset"], r["delivery"]) for r in other.records()] == [(o, 2) for o in range(5)], seen
-        waited = min(r["at"] for r in other.records()) - taken
+        seen = [(r["offset"], r["delivery"], r["ms"] - taken_ms) for r in other.records()]
+        assert [r["offset"] for r in other.records()] == list(range(5)), seen
+        assert all(r["delivery"] >= 2 for r in other.records()), seen
+        waited_ms = min(r["ms"] for r in other.records()) - taken_ms
         if how == "stalled":
-            assert waited >= LOCK_MS / 1000 * 0.9, f"redelivered after {waited:.2f} s, locks are {LOCK_MS} ms"
+            assert waited_ms >= lock_ms / 2, f"redelivered {waited_ms} ms after, locks are {lock_ms} ms"
+        else:
+            assert waited_ms < lock_ms / 2, f"redelivered {waited_ms} ms after the kill, not at once"
     finally:
         holder.kill()
         other.kill()

@@ -102,7 +102,8 @@ public class ShareDriver {
                 for (ConsumerRecord<String, String> r : records) {
                     int delivery = r.deliveryCount().map(Short::intValue).orElse(-1);
                     AcknowledgeType type = choose(policy, delivery);
-                    emit("{\"event\": \"record\", \"partition\": " + r.partition() + ", \"offset\": " + r.offset()
+                    emit("{\"event\": \"record\", \"ms\": " + System.currentTimeMillis()
+                        + ", \"partition\": " + r.partition() + ", \"offset\": " + r.offset()
                         + ", \"delivery\": " + delivery + ", \"value\": " + quote(r.value())
                         + ", \"ack\": " + quote(type == null ? policy : type.toString()) + "}");
                     if (type != null) consumer.acknowledge(r, type);

@@ -67,8 +67,8 @@ def consume(bootstrap: str, group: str, topic: str, policy: str) -> None:
             raw = message.value()
             value = raw.decode() if isinstance(raw, bytes) else None
             ack_name = policy if ack is None else ack.name
-            emit(event="record", partition=message.partition(), offset=message.offset(), delivery=delivery,
-                 value=value, ack=ack_name)  # fmt: skip
+            emit(event="record", ms=int(time.time() * 1000), partition=message.partition(),
+                 offset=message.offset(), delivery=delivery, value=value, ack=ack_name)  # fmt: skip
             if ack is not None:
                 consumer.acknowledge(message, ack)
         held = bool(polled) and policy == "hold"
