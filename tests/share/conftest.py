@@ -47,7 +47,7 @@ def _kcoord_flags() -> list[str]:
 
 class KafkaBroker(Broker):
     def __init__(self, kafka: ShareKafka) -> None:
-        super().__init__("kafka", kafka.bootstrap)
+        super().__init__("kafka", kafka.bootstrap, kafka.workdir)
         self.kafka = kafka
 
     def restart(self, kill: bool) -> None:
@@ -56,7 +56,7 @@ class KafkaBroker(Broker):
 
 class KcoordBroker(Broker):
     def __init__(self, server: KcoordServer) -> None:
-        super().__init__("kcoord", server.bootstrap)
+        super().__init__("kcoord", server.bootstrap, server.data_dir.parent)
         self.server = server
 
     def restart(self, kill: bool) -> None:
@@ -87,9 +87,11 @@ def share_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         if REQUIRED:
             pytest.fail(f"KCOORD_ORACLE_TESTS=required but Kafka is unavailable: {exc}")
         pytest.skip(f"Apache Kafka unavailable: {exc}")
+    broker = KafkaBroker(kafka)
     try:
-        yield KafkaBroker(kafka)
+        yield broker
     finally:
+        broker.close()
         kafka.stop()
 
 
@@ -98,9 +100,11 @@ def share_kcoord(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     data = Path(tmp_path_factory.mktemp("share-kcoord")) / "data"
     server = KcoordServer(data, "--fsync", "never", *_kcoord_flags())
     server.start()
+    broker = KcoordBroker(server)
     try:
-        yield KcoordBroker(server)
+        yield broker
     finally:
+        broker.close()
         server.kill()
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from tests.kcoord_process import REPO
 from tests.oracle.kafka import OracleUnavailable, cache_dir, fetch_jars
 
-__all__ = ["ClientProcess", "java_classpath", "produce", "run_java", "start_consumer"]
+__all__ = ["AdminSession", "ClientProcess", "java_classpath", "produce", "start_consumer"]
 
 CLIENTS = Path(__file__).parent / "clients"
 SOURCE = CLIENTS / "ShareDriver.java"
@@ -67,11 +67,29 @@ def _java_argv(*args: str) -> list[str]:
     return ["java", *JVM_FLAGS, "-cp", java_classpath(), "ShareDriver", *args]
 
 
-def run_java(*args: str, timeout: float = 120) -> dict[str, Any]:
-    """One Admin call of the Java driver: its last JSON line (the command fails the test otherwise)."""
-    ran = subprocess.run(_java_argv(*args), capture_output=True, text=True, timeout=timeout, check=False)
-    assert ran.returncode == 0, f"ShareDriver {args[0]} failed:\n{ran.stderr[-3000:]}"
-    return json.loads(ran.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+class AdminSession:
+    """One Java Admin process for a broker's whole session (`ShareDriver admin`): a command per line,
+    one JSON answer each; the Admin reconnects by itself across a broker restart."""
+
+    def __init__(self, bootstrap: str, log_path: Path) -> None:
+        self._lock = threading.Lock()
+        self._process = ClientProcess("java-admin", _java_argv("admin", bootstrap), log_path)
+        self._process.wait(lambda events: bool(events), timeout=60)
+
+    def call(self, *words: str, timeout: float = 60) -> dict[str, Any]:
+        with self._lock:
+            seen = len(self._process.events)
+            stdin = self._process.proc.stdin
+            assert stdin is not None
+            stdin.write(" ".join(words) + "\n")
+            stdin.flush()
+            self._process.wait(lambda events: len(events) > seen, timeout=timeout)
+            answer = self._process.events[seen]
+        assert answer["event"] != "error", f"Admin {words[0]} failed: {answer['message']}"
+        return answer
+
+    def close(self) -> None:
+        self._process.stop()
 
 
 def produce(bootstrap: str, topic: str, values: list[str], abort: list[str] | None = None) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.server.wire import connect, create_topic
-from tests.share.drivers import ClientProcess, produce, run_java, start_consumer
+from tests.share.drivers import AdminSession, ClientProcess, produce, start_consumer
 
 __all__ = ["LOCK_MS", "Broker", "by_offset"]
 
@@ -21,9 +21,21 @@ LOCK_MS = 2000
 class Broker:
     """One broker under test; subclasses (conftest.py) know how to restart theirs."""
 
-    def __init__(self, name: str, bootstrap: str) -> None:
+    def __init__(self, name: str, bootstrap: str, log_dir: Path) -> None:
         self.name = name
         self.bootstrap = bootstrap
+        self.log_dir = log_dir
+        self._admin: AdminSession | None = None
+
+    def admin(self, *words: str) -> dict[str, Any]:
+        """One call of the broker's Java Admin (started at the first call, kept for the session)."""
+        if self._admin is None:
+            self._admin = AdminSession(self.bootstrap, self.log_dir / f"{self.name}-admin.log")
+        return self._admin.call(*words)
+
+    def close(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
 
     @property
     def address(self) -> tuple[str, int]:
@@ -48,7 +60,7 @@ class Broker:
         name = f"share-{prefix}-{uuid.uuid4().hex[:8]}"
         settings = {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": LOCK_MS}
         settings.update({k.replace("_", "."): v for k, v in configs.items()})
-        run_java("configure", self.bootstrap, name, *(f"{k}={v}" for k, v in settings.items()))
+        self.admin("configure", name, *(f"{k}={v}" for k, v in settings.items()))
         return name
 
     def produce(self, topic: str, values: list[str], abort: list[str] | None = None) -> None:
@@ -61,7 +73,7 @@ class Broker:
 
     def start_offsets(self, group: str) -> dict[int, Any]:
         """listShareGroupOffsets: partition -> start offset (SPSO)."""
-        answer = run_java("offsets", self.bootstrap, group)
+        answer = self.admin("offsets", group)
         return {row["partition"]: row["start_offset"] for row in answer["partitions"]}
 
     def wait_start_offset(self, group: str, partition: int, wanted: int, timeout: float = 30) -> None:
@@ -75,7 +87,7 @@ class Broker:
         raise AssertionError(f"{self.name}: start offset of {group}/{partition} stayed {seen}, not {wanted}")
 
     def describe(self, group: str) -> dict[str, Any]:
-        return run_java("describe", self.bootstrap, group)
+        return self.admin("describe", group)
 
     def wait_assigned(self, group: str, members: int, partitions: list[str], timeout: float = 30) -> None:
         """Until describeShareGroups shows `members` members, each assigned `partitions`: the target
@@ -90,7 +102,7 @@ class Broker:
         raise AssertionError(f"{self.name}: {group} never had {members} members on {partitions}: {seen}")
 
     def alter(self, group: str, topic: str, offsets: dict[int, int]) -> None:
-        run_java("alter", self.bootstrap, group, topic, *(f"{p}={o}" for p, o in offsets.items()))
+        self.admin("alter", group, topic, *(f"{p}={o}" for p, o in offsets.items()))
 
 
 def by_offset(records: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:

@@ -6,6 +6,7 @@
 //                                           release-once (RELEASE at delivery 1, then ACCEPT) |
 //                                           hold (poll once, acknowledge nothing, stay a member)
 //       runs until a line "stop" or the end of stdin; then closes (acknowledgements committed).
+//   admin BOOTSTRAP                         the commands below, one per stdin line (without BOOTSTRAP)
 //   configure BOOTSTRAP GROUP KEY=VALUE...  incrementalAlterConfigs on the GROUP resource
 //   describe BOOTSTRAP GROUP                describeShareGroups
 //   offsets BOOTSTRAP GROUP                 listShareGroupOffsets
@@ -48,13 +49,43 @@ public class ShareDriver {
     }
 
     public static void main(String[] args) throws Exception {
-        switch (args[0]) {
-            case "consume" -> consume(args[1], args[2], args[3], args[4]);
-            case "configure" -> configure(args[1], args[2], List.of(args).subList(3, args.length));
-            case "describe" -> describe(args[1], args[2]);
-            case "offsets" -> offsets(args[1], args[2]);
-            case "alter" -> alter(args[1], args[2], args[3], List.of(args).subList(4, args.length));
-            default -> throw new IllegalArgumentException(args[0]);
+        if (args[0].equals("consume")) {
+            consume(args[1], args[2], args[3], args[4]);
+        } else if (args[0].equals("admin")) {
+            serveAdmin(args[1]);
+        } else {
+            try (Admin admin = admin(args[1])) {
+                adminCall(admin, args[0], List.of(args).subList(2, args.length));
+            }
+        }
+    }
+
+    static void adminCall(Admin admin, String command, List<String> a) throws Exception {
+        switch (command) {
+            case "configure" -> configure(admin, a.get(0), a.subList(1, a.size()));
+            case "describe" -> describe(admin, a.get(0));
+            case "offsets" -> offsets(admin, a.get(0));
+            case "alter" -> alter(admin, a.get(0), a.get(1), a.subList(2, a.size()));
+            default -> throw new IllegalArgumentException(command);
+        }
+    }
+
+    // One Admin for many calls (a JVM start per call costs a second or more): a command per stdin line,
+    // its JSON answer, or {"event": "error"} with the cause, on stdout; ends with stdin.
+    static void serveAdmin(String bootstrap) throws Exception {
+        try (Admin admin = admin(bootstrap);
+             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+            emit("{\"event\": \"ready\"}");
+            String line;
+            while ((line = in.readLine()) != null) {
+                List<String> words = List.of(line.trim().split(" "));
+                try {
+                    adminCall(admin, words.get(0), words.subList(1, words.size()));
+                } catch (Exception e) {
+                    Throwable cause = e.getCause() == null ? e : e.getCause();
+                    emit("{\"event\": \"error\", \"message\": " + quote(cause.toString()) + "}");
+                }
+            }
         }
     }
 
@@ -129,56 +160,48 @@ public class ShareDriver {
         return Admin.create(p);
     }
 
-    static void configure(String bootstrap, String group, List<String> pairs) throws Exception {
+    static void configure(Admin admin, String group, List<String> pairs) throws Exception {
         List<AlterConfigOp> ops = new ArrayList<>();
         for (String pair : pairs) {
             String[] kv = pair.split("=", 2);
             ops.add(new AlterConfigOp(new ConfigEntry(kv[0], kv[1]), AlterConfigOp.OpType.SET));
         }
-        try (Admin admin = admin(bootstrap)) {
-            ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
-            admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get();
-        }
+        ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+        admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get();
         emit("{\"event\": \"configured\"}");
     }
 
-    static void describe(String bootstrap, String group) throws Exception {
-        try (Admin admin = admin(bootstrap)) {
-            ShareGroupDescription d = admin.describeShareGroups(List.of(group)).all().get().get(group);
-            List<String> members = new ArrayList<>();
-            for (ShareMemberDescription m : d.members()) {
-                List<String> parts = new ArrayList<>();
-                for (TopicPartition tp : m.assignment().topicPartitions()) parts.add(quote(tp.toString()));
-                members.add("{\"client_id\": " + quote(m.clientId()) + ", \"epoch\": " + m.memberEpoch()
-                    + ", \"partitions\": " + parts + "}");
-            }
-            emit("{\"event\": \"described\", \"state\": " + quote(d.groupState().toString())
-                + ", \"members\": " + members + "}");
+    static void describe(Admin admin, String group) throws Exception {
+        ShareGroupDescription d = admin.describeShareGroups(List.of(group)).all().get().get(group);
+        List<String> members = new ArrayList<>();
+        for (ShareMemberDescription m : d.members()) {
+            List<String> parts = new ArrayList<>();
+            for (TopicPartition tp : m.assignment().topicPartitions()) parts.add(quote(tp.toString()));
+            members.add("{\"client_id\": " + quote(m.clientId()) + ", \"epoch\": " + m.memberEpoch()
+                + ", \"partitions\": " + parts + "}");
         }
+        emit("{\"event\": \"described\", \"state\": " + quote(d.groupState().toString())
+            + ", \"members\": " + members + "}");
     }
 
-    static void offsets(String bootstrap, String group) throws Exception {
-        try (Admin admin = admin(bootstrap)) {
-            Map<TopicPartition, SharePartitionOffsetInfo> found = admin
-                .listShareGroupOffsets(Map.of(group, new ListShareGroupOffsetsSpec()))
-                .partitionsToOffsetInfo(group).get();
-            List<String> rows = new ArrayList<>();
-            found.forEach((tp, info) -> rows.add("{\"topic\": " + quote(tp.topic()) + ", \"partition\": "
-                + tp.partition() + ", \"start_offset\": " + (info == null ? "null" : info.startOffset())
-                + ", \"lag\": " + (info == null ? "null" : info.lag().map(String::valueOf).orElse("null")) + "}"));
-            emit("{\"event\": \"offsets\", \"partitions\": " + rows + "}");
-        }
+    static void offsets(Admin admin, String group) throws Exception {
+        Map<TopicPartition, SharePartitionOffsetInfo> found = admin
+            .listShareGroupOffsets(Map.of(group, new ListShareGroupOffsetsSpec()))
+            .partitionsToOffsetInfo(group).get();
+        List<String> rows = new ArrayList<>();
+        found.forEach((tp, info) -> rows.add("{\"topic\": " + quote(tp.topic()) + ", \"partition\": "
+            + tp.partition() + ", \"start_offset\": " + (info == null ? "null" : info.startOffset())
+            + ", \"lag\": " + (info == null ? "null" : info.lag().map(String::valueOf).orElse("null")) + "}"));
+        emit("{\"event\": \"offsets\", \"partitions\": " + rows + "}");
     }
 
-    static void alter(String bootstrap, String group, String topic, Collection<String> pairs) throws Exception {
+    static void alter(Admin admin, String group, String topic, Collection<String> pairs) throws Exception {
         Map<TopicPartition, Long> offsets = new HashMap<>();
         for (String pair : pairs) {
             String[] po = pair.split("=", 2);
             offsets.put(new TopicPartition(topic, Integer.parseInt(po[0])), Long.parseLong(po[1]));
         }
-        try (Admin admin = admin(bootstrap)) {
-            admin.alterShareGroupOffsets(group, offsets).all().get();
-        }
+        admin.alterShareGroupOffsets(group, offsets).all().get();
         emit("{\"event\": \"altered\"}");
     }
 }
