@@ -42,8 +42,9 @@ class Broker:
         host, port = self.bootstrap.rsplit(":", 1)
         return (host, int(port))
 
-    def require_share(self) -> None:
+    def missing_share_apis(self) -> list[int]:
         """Kafka 4.3.1 serves share groups from its format on (share.version=1 finalized)."""
+        return []
 
     def restart(self, kill: bool) -> None:
         raise NotImplementedError
