@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.share.scenario import LOCK_MS, Broker, by_offset
+from tests.share.scenario import Broker, by_offset
 
 pytestmark = pytest.mark.xdist_group("share_brokers")
 
@@ -109,9 +109,10 @@ def test_the_delivery_count_limit_archives_a_record(broker: Broker, tmp_path: Pa
         member.kill()
 
 
-# The killed member's locks are long so that "released when its connection dropped" (Kafka) and
+# A stalled member's records come back when their locks expire: short locks keep the scenario short.
+# A killed member's locks are long so that "released when its connection dropped" (Kafka) and
 # "released when the lock expired" cannot be confused on a loaded machine.
-KILLED_LOCK_MS = 8000
+STALLED_LOCK_MS, KILLED_LOCK_MS = 2000, 8000
 
 
 @pytest.mark.parametrize("how", ["killed", "stalled"])
@@ -125,7 +126,7 @@ def test_records_a_member_holds_go_to_another(broker: Broker, how: str, tmp_path
     SharePartitionManager.releaseSession -> SharePartition.releaseAcquiredRecords, count kept).
     Times are the processes' wall clocks when each client's poll returned (both after acquisition,
     so a stalled holder's report may be late by scheduling: half the lock is the bound)."""
-    lock_ms = KILLED_LOCK_MS if how == "killed" else LOCK_MS
+    lock_ms = KILLED_LOCK_MS if how == "killed" else STALLED_LOCK_MS
     topic, group = broker.topic(how), broker.group(how, share_record_lock_duration_ms=lock_ms)
     holder = broker.consumer("java", group, topic, "hold", tmp_path, "java-holder")
     broker.produce(topic, [f"v{i}" for i in range(5)])
