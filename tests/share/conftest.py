@@ -37,11 +37,6 @@ KCOORD_KNOWN = {
         "4.3.1 does at once (ShareSessionCache.ClientConnectionDisconnectListener.onDisconnect -> "
         "SharePartitionManager.releaseSession); kcoord waits for the lock to expire"
     ),
-    "test_alter_share_group_offsets_rewinds_an_empty_group[kcoord]": (
-        "h/share-ops: DescribeShareGroupOffsets fails (AttributeError, connection closed, the Admin "
-        "retries until its timeout) for a group with initialized partitions: share_offsets_common."
-        "share_partitions_of iterates group.initialized, a dict by topic id (h/share-group), not its values"
-    ),
 }
 # As tests/oracle/conftest.py: Kafka's absence skips, unless required (the default under CI).
 _MODE = os.environ.get("KCOORD_ORACLE_TESTS", "required" if os.environ.get("CI") == "true" else "")
