@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -61,8 +61,8 @@ class KafkaBroker(Broker):
         super().__init__("kafka", kafka.bootstrap, kafka.workdir)
         self.kafka = kafka
 
-    def restart(self, kill: bool) -> None:
-        self.kafka.restart(kill)
+    def restart(self, kill: bool, while_down: Callable[[], None] = lambda: None) -> None:
+        self.kafka.restart(kill, while_down)
 
 
 class KcoordBroker(Broker):
@@ -70,12 +70,10 @@ class KcoordBroker(Broker):
         super().__init__("kcoord", server.bootstrap, server.data_dir.parent)
         self.server = server
 
-    def restart(self, kill: bool) -> None:
-        if kill:
-            self.server.kill()
-            self.server.start()
-        else:
-            self.server.restart()
+    def restart(self, kill: bool, while_down: Callable[[], None] = lambda: None) -> None:
+        self.server.kill() if kill else self.server.stop()
+        while_down()
+        self.server.start()
 
     def missing_share_apis(self) -> list[int]:
         """The share-group APIs kcoord's ApiVersions does not advertise (asked before a scenario, so

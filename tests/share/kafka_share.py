@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.oracle import kafka as oracle
@@ -85,8 +86,9 @@ class ShareKafka:
             except subprocess.TimeoutExpired:
                 self.kill()
 
-    def restart(self, kill: bool) -> None:
+    def restart(self, kill: bool, while_down: Callable[[], None] = lambda: None) -> None:
         self.kill() if kill else self.stop()
+        while_down()
         self.start()
 
     def log_tail(self, lines: int = 40) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,8 @@ class Broker:
         """Kafka 4.3.1 serves share groups from its format on (share.version=1 finalized)."""
         return []
 
-    def restart(self, kill: bool) -> None:
+    def restart(self, kill: bool, while_down: Callable[[], None] = lambda: None) -> None:
+        """Stop (SIGKILL when `kill`, else SIGTERM), call `while_down`, start again on the same port."""
         raise NotImplementedError
 
     def topic(self, prefix: str, partitions: int = 1) -> str:
