@@ -196,22 +196,46 @@ class WithoutLeavingOrRestarting(SharePartitionModel):
     restarts = False
 
 
-RUNS = settings(max_examples=80, stateful_step_count=30, deadline=None, database=None)
+# Derandomized: the same sequences every run, so a sequence that finds a known difference is a strict
+# xfail below rather than a failure some runs draw and others do not.
+RUNS = settings(max_examples=80, stateful_step_count=30, deadline=None, database=None, derandomize=True)
 # A known failure is not shrunk: the failing sequence as found is enough and shrinking costs minutes.
 UNSHRUNK = settings(RUNS, phases=(Phase.explicit, Phase.generate))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="h/share-state: (1) release_member (transitions.release_member) lowers the delivery count "
-    "(DeliveryCountOps.DECREASE) where Kafka 4.3.1's SharePartition.releaseAcquiredRecordsFor"
-    "CompleteBatch/ForPerOffsetBatch keep it (NO_OP; a killed Java member's records came back with "
-    "count 2); (2) after a restart, a fetched batch that begins below the start offset is acquired "
-    "whole as new records (count 1) and the start offset moves back (acquire.py)",
-)
 def test_the_share_partition_follows_kafkas_record_states() -> None:
     run_state_machine_as_test(SharePartitionModel, settings=UNSHRUNK)
 
 
 def test_the_share_partition_follows_kafkas_record_states_without_leaving_or_restarting() -> None:
     run_state_machine_as_test(WithoutLeavingOrRestarting, settings=RUNS)
+
+
+class _Draws:
+    """The values `data.draw` hands out, in order (a fixed sequence for a rule that draws)."""
+
+    def __init__(self, *values: object) -> None:
+        self._values = list(values)
+
+    def draw(self, _strategy: object) -> object:
+        return self._values.pop(0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="h/share-state, acquire.py: after a restart, a log batch that begins below the start offset "
+    "(offsets 0-2, with 0 accepted and 1 archived at the delivery count limit) is acquired whole as new "
+    "records (count 1) and the start offset moves back; Kafka 4.3.1 acquires offset 2 alone with count 3",
+)
+def test_after_a_restart_a_batch_below_the_start_offset_is_not_acquired_again() -> None:
+    model = SharePartitionModel()
+    member = MEMBERS[0]
+    steps: list[tuple[str, tuple[object, ...]]] = [
+        ("fetch", (member, 3, False)), ("locks_expire", ()), ("fetch", (member, 3, False)),
+        ("acknowledge_own", (_Draws(member, 0), ACCEPT)), ("locks_expire", ()), ("restart", ()),
+        ("fetch", (member, 1, True)), ("locks_expire", ()), ("fetch", (member, 3, False)),
+    ]  # fmt: skip
+    for name, args in steps:
+        getattr(model, name)(*args)
+        model.states_match()
+        model.replay_equals_live_durable_state()

@@ -62,5 +62,7 @@ class TransitionCounts:
                 self.counts["archived"] += size
 
     def released_by_member(self, batches: Iterable[StateBatch]) -> None:
-        """A leaving member's records (Kafka's release never archives them: DeliveryCountOps.DECREASE)."""
-        self.counts["released"] += sum(b.last_offset - b.first_offset + 1 for b in batches)
+        """A leaving member's records: released, or archived at the delivery count limit."""
+        for batch in batches:
+            size = batch.last_offset - batch.first_offset + 1
+            self.counts["archived" if batch.delivery_state is RecordState.ARCHIVED else "released"] += size

@@ -187,8 +187,11 @@ def _ack_state(
 
 
 def release_member(window: ShareWindow, member_id: str, max_delivery: int) -> list[Transition]:
-    """SharePartition.releaseAcquiredRecords: the member's ACQUIRED records become AVAILABLE again (its
-    delivery count goes back down: they were not delivered), or ARCHIVED below the start offset."""
+    """SharePartition.releaseAcquiredRecords: the member's ACQUIRED records become AVAILABLE again with
+    their delivery count kept (ARCHIVED at the delivery count limit), or ARCHIVED below the start offset.
+    Kafka 4.3.1 keeps the count (`releaseAcquiredRecordsForCompleteBatch` / `ForPerOffsetBatch`:
+    DeliveryCountOps.NO_OP): a killed Java member's records come back to the next member with count 2
+    (tests/share, run against Kafka 4.3.1 itself); trunk's DECREASE is for records fetched but never sent."""
     out: list[Transition] = []
     start = window.start_offset
     for key in list(window.keys):
@@ -204,7 +207,7 @@ def release_member(window: ShareWindow, member_id: str, max_delivery: int) -> li
             if state.state is not _ACQUIRED or state.member_id != member_id:
                 continue
             target = RecordState.ARCHIVED if last < start else RecordState.AVAILABLE
-            if state.start_transition(target, DeliveryCountOps.DECREASE, max_delivery, None):
+            if state.start_transition(target, DeliveryCountOps.NO_OP, max_delivery, None):
                 _record(state, first, last, out)
     return out
 
