@@ -261,13 +261,12 @@ def test_closing_the_session_releases_what_the_member_holds(conn: socket.socket,
     assert acquired(share_fetch(conn, tid=tid, epoch=0, member="a")) == [(0, 3, 1)]
     final = share_fetch(conn, tid=tid, epoch=-1, member="a", ack=acks(0, 0, ACCEPT))
     assert partition(final)["acknowledge_error_code"] == ErrorCode.NONE and acquired(final) == []
-    # released as Kafka releases a closed session's records: the delivery count goes back down
-    # (SharePartition.releaseAcquiredRecords, DeliveryCountOps.DECREASE)
-    # (the release follows the answer, as in Kafka: a waiting fetch is woken by it)
+    # released as Kafka releases a closed session's records, their delivery count kept (Kafka 4.3.1,
+    # tests/share) (the release follows the answer, as in Kafka: a waiting fetch is woken by it)
     assert offsets(acquired(share_fetch(conn, tid=tid, epoch=0, member="b", wait_ms=10_000))) == {
-        1: 1,
-        2: 1,
-        3: 1,
+        1: 2,
+        2: 2,
+        3: 2,
     }
 
 
@@ -343,7 +342,7 @@ def test_a_member_leaving_the_group_releases_its_records(conn: socket.socket, ti
     assert call(conn, SHARE_GROUP_HEARTBEAT, 1, leave)["error_code"] == ErrorCode.NONE
     other = connect(conn.getpeername())
     back = acquired(share_fetch(other, tid=tid, epoch=0, member="stayer", wait_ms=10_000))
-    assert offsets(back) == {0: 1, 1: 1}  # released on leaving: the delivery count goes back down
+    assert offsets(back) == {0: 2, 1: 2}  # released on leaving, the delivery count kept (Kafka 4.3.1)
     assert share_fetch(conn, tid=tid, epoch=1, member="leaver")["error_code"] == ErrorCode.NONE
 
 
@@ -363,7 +362,7 @@ def test_a_closed_connection_ends_its_sessions_and_releases_at_once(
     first.close()
     waiter = connect(server.address)
     back = acquired(share_fetch(waiter, tid=tid, epoch=0, member="taker", wait_ms=10_000))
-    assert offsets(back) == {0: 1, 1: 1, 2: 1}
+    assert offsets(back) == {0: 2, 1: 2, 2: 2}  # the delivery count kept, as Kafka 4.3.1 (tests/share)
     gone = share_fetch(waiter, tid=tid, epoch=1, member="gone")
     assert gone["error_code"] == ErrorCode.SHARE_SESSION_NOT_FOUND
     assert share_fetch(moved, tid=tid, epoch=1, member="moved")["error_code"] == ErrorCode.NONE

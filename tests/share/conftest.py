@@ -31,13 +31,9 @@ KCOORD_MISSING = (
 # What every scenario needs; the Admin calls on 90/91 fail in the scenarios that make them.
 SHARE_KEYS = (76, 77, 78, 79)
 # kcoord runs that fail on the merge of the five share branches (h/share-int), and why.
-KCOORD_KNOWN = {
-    "test_records_a_member_holds_go_to_another[kcoord-killed]": (
-        "h/share-fetch: a share member's connection closing does not release its acquired records; Kafka "
-        "4.3.1 does at once (ShareSessionCache.ClientConnectionDisconnectListener.onDisconnect -> "
-        "SharePartitionManager.releaseSession); kcoord waits for the lock to expire"
-    ),
-}
+# None left: a killed member's records were released with their delivery count lowered (fixed: kept, as
+# Kafka 4.3.1 does); a known failure goes here as "test id": "reason" and runs as a strict xfail.
+KCOORD_KNOWN: dict[str, str] = {}
 # As tests/oracle/conftest.py: Kafka's absence skips, unless required (the default under CI).
 _MODE = os.environ.get("KCOORD_ORACLE_TESTS", "required" if os.environ.get("CI") == "true" else "")
 REQUIRED = _MODE == "required"
