@@ -200,7 +200,7 @@ class App:
             markers=state.markers,
             advertised=endpoints[first],
             delayed=DelayedResponses(loop),
-            served=served_versions(dict(SERVED_VERSIONS)),
+            served=served_versions(dict(SERVED_VERSIONS), share_groups=state.share_partitions is not None),
             handlers=handler_table(self.middlewares()),
             stats=None if self.metrics is None else self.metrics.requests,
             authorizer=None if state.acls is None else state.acls.authorizer,

@@ -128,6 +128,18 @@ HANDLERS: dict[int, Handler] = {
 }
 
 
-def served_versions(table: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+# The share groups' APIs (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and
+# the share-group offset APIs. A node without share partitions (cluster mode, for now) does not advertise
+# them, as a Kafka broker without the share.version feature does not: a share consumer is told at once.
+SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 90, 91, 92})
+
+
+def served_versions(
+    table: dict[int, tuple[int, int]], share_groups: bool = True
+) -> dict[int, tuple[int, int]]:
     """What ApiVersions advertises: protocol's SERVED_VERSIONS restricted to APIs we can answer."""
-    return {key: rng for key, rng in table.items() if key in HANDLERS or key == api_versions.API_KEY}
+    return {
+        key: rng
+        for key, rng in table.items()
+        if (key in HANDLERS or key == api_versions.API_KEY) and (share_groups or key not in SHARE_GROUP_APIS)
+    }
