@@ -87,6 +87,9 @@ class Fleet:
         self.go = tmp / f"go-{role}-{time.monotonic_ns()}"
         self.clock: tuple[float, float] | None = None  # (monotonic, server CPU) when `go` was written
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        # when each poll's line reached this process: a line that came before some instant was polled
+        # before it (a wake-up of the reader after the instant cannot move a poll earlier)
+        self.arrivals: list[float] = []
         self.errors: collections.deque[str] = collections.deque(maxlen=40)
         argv = [
             sys.executable,
@@ -106,6 +109,7 @@ class Fleet:
     def _read(self, proc: subprocess.Popen[str]) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
+            self.arrivals.append(time.monotonic())
             self.lines.put(json.loads(line))
 
     def _drain(self, proc: subprocess.Popen[str]) -> None:
