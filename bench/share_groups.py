@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.share_fleet import Fleet, admin_socket, run_client, set_group_configs
-from bench.share_storm import storm
+from bench.share_storm import MAX_LOCKS, storm
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import create_topic
 
@@ -134,7 +134,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"commit": git_commit(), "args": {k: str(v) for k, v in vars(args).items()}}
     with tempfile.TemporaryDirectory(prefix="kcoord-share-bench-", dir=args.dir) as tmp:
         args.tmp = tmp
-        server = KcoordServer(Path(tmp) / "data", "--fsync", args.fsync, "--log-level", "INFO")
+        # the storm holds up to MAX_LOCKS records of one partition at once: the broker's bound must allow
+        # the group config it sets (the default bound, 4,000, is below the default --storm-records window)
+        server = KcoordServer(Path(tmp) / "data", "--fsync", args.fsync, "--log-level", "INFO",
+                              "--group-share-max-partition-max-record-locks", str(MAX_LOCKS))  # fmt: skip
         server.start(60)
         try:
             topics = {p: prepare_topic(server, f"read-{p}", p, args.records, args.message_bytes)
