@@ -4,8 +4,9 @@ Kafka's group coordinator writes its state to `__consumer_offsets`; tools (Burro
 console consumer's `OffsetsMessageFormatter`, `kcat -L -t __consumer_offsets`) read it as a topic.
 kcoord's coordinator state lives in its own log, so the topic here is derived from it: built from
 the log when first read (its newest record per key, with its position) and then fed every write of
-the coordinator log once durable (`StorageRecordLog.on_durable`; in cluster mode each shard's
-partition is loaded with the shard and fed by its `ShardRecordLog`). The records are Kafka's
+the coordinator log once durable (`StorageRecordLog.on_durable`). In cluster mode the same holds per
+node: the shards it owns keep their newest record per key until the view is first read, and feed it at
+every write from then on (kcoord/cluster/offsets_feed.py says why). The records are Kafka's
 (`coordinator/persistence/offsets_topic_records.py`); each group's go to the partition
 `Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions`.
 
