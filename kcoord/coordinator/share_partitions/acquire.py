@@ -50,8 +50,8 @@ def _limits(window: ShareWindow, fetch_offset: int, req: AcquireRequest) -> tupl
 
 def acquire(window: ShareWindow, req: AcquireRequest) -> list[AcquiredRange]:
     """Acquire for `req.member_id` the AVAILABLE records among `req.batches`; ranges ascending."""
-    if req.max_records <= 0 or not req.batches:
-        return []
+    if req.max_records <= 0 or not req.batches or req.batches[-1][1] < window.start_offset:
+        return []  # Kafka 4.3.1's acquire: nothing fetched at or past the start offset
     fetch_offset = window.next_fetch_offset()
     last, max_records = _limits(window, fetch_offset, req)
     if max_records <= 0:
@@ -64,9 +64,13 @@ def acquire(window: ShareWindow, req: AcquireRequest) -> list[AcquiredRange]:
         base = max(base, window.start_offset)
     elif floor.last_offset >= base:
         base = floor.first_offset
-    cached = window.between(base, last)
+    # Kafka 4.3.1 looks for cached batches from the first fetched batch even when the start offset is
+    # past it (subMap(min(firstBatch.baseOffset(), baseOffset), ...)): after a restart a batch split
+    # around the start offset is keyed below it. New records start at the adjusted base, never below
+    # the start offset (acquireNewBatchRecords(..., baseOffset, ...)).
+    cached = window.between(min(first_fetched, base), last)
     if not cached:
-        return _acquire_new(window, req, first_fetched, last, max_records)[0]
+        return _acquire_new(window, req, base, last, max_records)[0]
     return _acquire_over(window, req, cached, last, max_records)
 
 
