@@ -17,7 +17,7 @@ from kcoord.coordinator.share_partitions.window import (
     ShareWindow,
 )
 
-__all__ = ["AcquireRequest", "acquire", "archive_skipped"]
+__all__ = ["AcquireRequest", "acquire", "archive_skipped", "read_horizon"]
 
 _AVAILABLE, _ACQUIRED = RecordState.AVAILABLE, RecordState.ACQUIRED
 
@@ -46,6 +46,17 @@ def _limits(window: ShareWindow, fetch_offset: int, req: AcquireRequest) -> tupl
         max_records = min(req.max_records, window.end_offset - fetch_offset + 1)
         last = min(last, window.end_offset)
     return last, max_records
+
+
+def read_horizon(window: ShareWindow, first_fetched: int, max_records: int) -> int:
+    """The last offset `acquire` can reach for a read whose first batch starts at `first_fetched`: its
+    cached batches end at the window's end, and new records start at most at the later of the first
+    fetched offset and the window's end + 1, `max_records` of them rounded up to a log batch's end
+    (acquireNewBatchRecords: lastOffsetFromBatchWithRequestOffset). A read up to the first batch
+    reaching it hands `acquire` all it can take: Kafka's log read is a zero-copy slice of up to `max_bytes`,
+    ours copies, so reading on to `max_bytes` (librdkafka asks for 50 MiB) costs per record of the
+    whole log left, not of the records acquired."""
+    return max(first_fetched, window.end_offset + 1) + max_records - 1
 
 
 def acquire(window: ShareWindow, req: AcquireRequest) -> list[AcquiredRange]:
