@@ -304,7 +304,13 @@ class PgPartitionLog:
             return self.high_watermark
         return max(first_unstable, self.log_start_offset)
 
-    def read(self, offset: int, max_bytes: int, isolation_level: int = READ_UNCOMMITTED) -> ReadResult | None:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        isolation_level: int = READ_UNCOMMITTED,
+        max_offset: int | None = None,
+    ) -> ReadResult | None:
         """As PartitionLog.read: whole batches from the one holding `offset`, at least one (KIP-74)."""
         high_watermark, log_start = self.high_watermark, self.log_start_offset
         if offset < log_start or offset > high_watermark:
@@ -318,7 +324,10 @@ class PgPartitionLog:
         chunks: list[bytes] = []
         total, end = 0, offset
         for batch in self._batches[index:]:
-            if batch.base_offset >= limit or (total and total + len(batch.data) > max_bytes):
+            if batch.base_offset >= limit or (
+                total
+                and (total + len(batch.data) > max_bytes or (max_offset is not None and end > max_offset))
+            ):
                 break
             chunks.append(batch.data)
             total, end = total + len(batch.data), batch.last_offset + 1

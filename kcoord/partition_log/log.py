@@ -266,10 +266,17 @@ class PartitionLog:
             return self.high_watermark
         return max(first_unstable, self.log_start_offset)
 
-    def read(self, offset: int, max_bytes: int, isolation_level: int = READ_UNCOMMITTED) -> ReadResult | None:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        isolation_level: int = READ_UNCOMMITTED,
+        max_offset: int | None = None,
+    ) -> ReadResult | None:
         """Whole batches from the one holding `offset`, up to `max_bytes` but at least one (KIP-74), below
         the high watermark, or under READ_COMMITTED below the last stable offset with the aborted
-        transactions they overlap (`UnifiedLog.read` with FetchIsolation.TXN_COMMITTED)."""
+        transactions they overlap (`UnifiedLog.read` with FetchIsolation.TXN_COMMITTED); with
+        `max_offset`, none after the first batch reaching it."""
         high_watermark, log_start = self.high_watermark, self.log_start_offset
         if offset < log_start or offset > high_watermark:
             return None
@@ -286,7 +293,9 @@ class PartitionLog:
             return empty
         total, end = 0, offset
         for batch in segment.batches_from(first.position):
-            if batch.base_offset >= limit or (total and total + batch.size > max_bytes):
+            if batch.base_offset >= limit or (
+                total and (total + batch.size > max_bytes or (max_offset is not None and end > max_offset))
+            ):
                 break
             total, end = total + batch.size, batch.last_offset + 1
         aborted = None

@@ -66,7 +66,13 @@ class PartitionStore(Protocol):
     @property
     def last_stable_offset(self) -> int: ...
 
-    def read(self, offset: int, max_bytes: int, isolation_level: int = ...) -> ReadResult | None: ...
+    def read(
+        self, offset: int, max_bytes: int, isolation_level: int = ..., max_offset: int | None = None
+    ) -> ReadResult | None:
+        """Whole batches from the one holding `offset`, up to `max_bytes` but at least one (KIP-74);
+        with `max_offset`, none after the first batch reaching it (a share fetch reads no further than
+        it can acquire: kcoord/broker/share/fetch.py)."""
+        ...
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None: ...
 

@@ -230,3 +230,33 @@ def test_a_failed_write_that_cannot_be_cut_back_is_fatal(tmp_path: Path) -> None
         await logs.close()
 
     asyncio.run(scenario())
+
+
+def test_a_read_with_max_offset_stops_after_the_first_batch_reaching_it(tmp_path: Path) -> None:
+    """A share fetch reads no further than acquisition can reach (kcoord/broker/share/fetch.py): batches
+    0-3, 4-7, 8-11, 12-15; reads from 5 end with the batch holding `max_offset`, at least one batch."""
+
+    async def run() -> list[int]:
+        logs = await open_logs(tmp_path)
+        for _ in range(4):
+            await append(logs, batch(4))
+        plog = logs.ensure("t", 0, PartitionConfig())
+        ends = []
+        for max_offset in (None, 3, 5, 8, 11, 12, 100):
+            result = plog.read(5, 1 << 20, max_offset=max_offset)
+            assert result is not None
+            last = [b.last_offset_delta + b.base_offset for b in _batches(result.records)]
+            ends.append(last[-1])
+        await logs.close()
+        return ends
+
+    assert asyncio.run(run()) == [15, 7, 7, 11, 11, 15, 15]
+
+
+def _batches(records: bytes) -> list[DefaultRecordBatch]:
+    out, pos = [], 0
+    while pos < len(records):
+        size = int.from_bytes(records[pos + 8 : pos + 12], "big") + 12
+        out.append(DefaultRecordBatch(records[pos : pos + size]))
+        pos += size
+    return out

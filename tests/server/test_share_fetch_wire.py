@@ -366,3 +366,25 @@ def test_a_closed_connection_ends_its_sessions_and_releases_at_once(
     gone = share_fetch(waiter, tid=tid, epoch=1, member="gone")
     assert gone["error_code"] == ErrorCode.SHARE_SESSION_NOT_FOUND
     assert share_fetch(moved, tid=tid, epoch=1, member="moved")["error_code"] == ErrorCode.NONE
+
+
+def test_a_fetch_of_a_long_log_sends_the_acquired_batches_and_counts_min_bytes_over_the_log(
+    conn: socket.socket, tid: uuid.UUID
+) -> None:
+    """The log is read only as far as acquisition can reach (a copy of up to max_bytes per fetch cost
+    per record of the log: kcoord/broker/share/fetch.py), with the same answer: the batches holding
+    the acquired records (ShareFetchUtils.maybeSliceFetchRecords), and min_bytes met by what the log
+    holds up to max_bytes (DelayedShareFetch's minBytes check), not by what one fetch acquires."""
+    sizes = [len(batch(10)) for _ in range(20)]
+    for _ in range(20):
+        produce(conn, TOPIC, 0, batch(10))
+    share_fetch(conn, tid=tid, epoch=0, member="m", max_records=0)  # opens the session, acquires nothing
+    body = fetch_body(tid, 1, "m", wait_ms=20_000, max_records=15)
+    body["min_bytes"] = sum(sizes[:6])  # more than the two batches acquired, less than the log holds
+    started = time.monotonic()
+    answer = call(conn, SHARE_FETCH, 1, body)
+    assert time.monotonic() - started < 10  # answered at once, not at max_wait_ms
+    assert acquired(answer) == [(0, 19, 1)]  # 15 records end inside the second batch
+    assert len(partition(answer)["records"]) == sum(sizes[:2])
+    later = share_fetch(conn, tid=tid, epoch=2, member="m", max_records=500)
+    assert acquired(later) == [(20, 199, 1)] and len(partition(later)["records"]) == sum(sizes[2:])

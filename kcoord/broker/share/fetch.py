@@ -23,6 +23,7 @@ from kcoord.broker.share.edge import ShareEdge
 from kcoord.broker.share.settings import READ_COMMITTED
 from kcoord.coordinator.share_partitions import AcquiredRange, LogBounds, ShareSettings
 from kcoord.partition_log.port import PartitionStore
+from kcoord.partition_log.results import ReadResult
 from kcoord.protocol.errors import ErrorCode
 from kcoord.storage.faults import StorageFault
 
@@ -125,28 +126,61 @@ class ShareFetchPart:
             size = self._read(target)
             failed = failed or size is None
             total += size or 0
-        return failed or total >= max(self._limits.min_bytes, 1)
+        wanted = max(self._limits.min_bytes, 1)
+        if not failed and total < wanted and self._limits.min_bytes > 1:
+            # The reads stop where acquisition does; the bytes there are counted up to `max_bytes`.
+            total = sum(self._available(target) for target in self._targets)
+        return failed or total >= wanted
 
     def _read(self, target: _Target) -> int | None:
-        """Reads the partition from its share partition's next fetch offset; bytes read, None on error."""
+        """Reads the partition from its share partition's next fetch offset, no further than the records
+        acquisition may take (SharePartitions.read_horizon); bytes read, None on error."""
         target.read = None
         log, (topic_id, partition) = target.log, target.key
         bounds = LogBounds(log.log_start_offset, log.high_watermark, log.last_stable_offset, _by_time(log))
-        offset = self._edge.partitions.next_fetch_offset(
-            self._group_id, topic_id, partition, self._settings, bounds
-        )
+        partitions = self._edge.partitions
+        offset = partitions.next_fetch_offset(self._group_id, topic_id, partition, self._settings, bounds)
         if offset is None:  # loading, or the in-flight window is full: nothing to acquire now
             return 0
+        horizon = partitions.read_horizon(
+            self._group_id, topic_id, partition, offset, self._limits.max_records
+        )
+        result = self._log_read(target, offset, horizon)
+        if result is None:
+            return None
+        if not result.records:  # out of range: the tenant moves on with the log start
+            return 0
+        batches = parse_batches(result.records)
+        first = batches.ranges[0][0] if batches.ranges else offset
+        wider = partitions.read_horizon(self._group_id, topic_id, partition, first, self._limits.max_records)
+        if wider > horizon:  # the log has nothing at the fetch offset (compacted, deleted): read on
+            result = self._log_read(target, offset, wider)
+            if result is None:
+                return None
+            batches = parse_batches(result.records)
+        target.read = (batches, result.aborted_transactions)
+        return len(result.records)
+
+    def _log_read(self, target: _Target, offset: int, max_offset: int | None) -> ReadResult | None:
+        """The log read; an empty result when out of range, None (the partition's error set) on a
+        storage fault (ReplicaManager.readFromLog: KAFKA_STORAGE_ERROR)."""
         try:
-            result = log.read(offset, self._limits.max_bytes, self._settings.isolation_level)
-        except StorageFault as fault:  # ReplicaManager.readFromLog: KAFKA_STORAGE_ERROR
+            result = target.log.read(
+                offset, self._limits.max_bytes, self._settings.isolation_level, max_offset=max_offset
+            )
+        except StorageFault as fault:
             self._ctx.data.read_failed(fault)
             target.entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
             return None
-        if result is None or not result.records:  # out of range: the tenant moves on with the log start
+        return _EMPTY if result is None else result
+
+    def _available(self, target: _Target) -> int:
+        """The bytes a read unbounded by acquisition finds (up to `max_bytes`): `min_bytes` counts them."""
+        if target.read is None:
             return 0
-        target.read = (parse_batches(result.records), result.aborted_transactions)
-        return len(result.records)
+        first = target.read[0].ranges[0][0] if target.read[0].ranges else 0
+        result = self._log_read(target, first, None)
+        return 0 if result is None else len(result.records)
 
     def _park(self, wait_ms: int) -> None:
         self._listening = True
@@ -209,6 +243,9 @@ class ShareFetchPart:
             for target in self._targets:
                 target.log.remove_listener(self._woken)
                 self._edge.waiters.remove((self._group_id, *target.key), self._woken)
+
+
+_EMPTY = ReadResult(b"", 0, 0, 0)
 
 
 def _by_time(log: PartitionStore) -> Callable[[int], int | None]:

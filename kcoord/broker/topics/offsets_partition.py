@@ -110,9 +110,12 @@ class OffsetsPartition:
         first = self.first_unstable_offset
         return self.high_watermark if first is None else first
 
-    def read(self, offset: int, max_bytes: int, isolation_level: int = 0) -> ReadResult | None:
+    def read(
+        self, offset: int, max_bytes: int, isolation_level: int = 0, max_offset: int | None = None
+    ) -> ReadResult | None:
         """Whole batches from `offset` up to the high watermark (the last stable offset read
-        committed), at least one batch whatever `max_bytes` (KIP-74); None: out of range."""
+        committed), at least one batch whatever `max_bytes` (KIP-74), none after the first batch
+        reaching `max_offset`; None: out of range."""
         if offset < self.log_start_offset or offset > self.high_watermark:
             return None
         end = self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark
@@ -120,7 +123,9 @@ class OffsetsPartition:
         stop = bisect.bisect_left(self._offsets, end)
         chunks: list[bytes] = []
         size, index = 0, start
-        while index < stop and (not chunks or size < max_bytes):
+        while index < stop and (
+            not chunks or (size < max_bytes and (max_offset is None or self._offsets[index - 1] < max_offset))
+        ):
             run = self._run(index, stop)
             chunks.append(encode_batch(self._entries[index : index + run]))
             size += len(chunks[-1])

@@ -17,7 +17,7 @@ from kcoord.coordinator.share_partitions.window import (
     ShareWindow,
 )
 
-__all__ = ["AcquireRequest", "acquire", "archive_skipped"]
+__all__ = ["AcquireRequest", "acquire", "archive_skipped", "read_horizon"]
 
 _AVAILABLE, _ACQUIRED = RecordState.AVAILABLE, RecordState.ACQUIRED
 
@@ -48,10 +48,21 @@ def _limits(window: ShareWindow, fetch_offset: int, req: AcquireRequest) -> tupl
     return last, max_records
 
 
+def read_horizon(window: ShareWindow, first_fetched: int, max_records: int) -> int:
+    """The last offset `acquire` can reach for a read whose first batch starts at `first_fetched`: its
+    cached batches end at the window's end, and new records start at most at the later of the first
+    fetched offset and the window's end + 1, `max_records` of them rounded up to a log batch's end
+    (acquireNewBatchRecords: lastOffsetFromBatchWithRequestOffset). A read up to the first batch
+    reaching it hands `acquire` all it can take: Kafka's log read is a zero-copy slice of up to `max_bytes`,
+    ours copies, so reading on to `max_bytes` (librdkafka asks for 50 MiB) costs per record of the
+    whole log left, not of the records acquired."""
+    return max(first_fetched, window.end_offset + 1) + max_records - 1
+
+
 def acquire(window: ShareWindow, req: AcquireRequest) -> list[AcquiredRange]:
     """Acquire for `req.member_id` the AVAILABLE records among `req.batches`; ranges ascending."""
-    if req.max_records <= 0 or not req.batches:
-        return []
+    if req.max_records <= 0 or not req.batches or req.batches[-1][1] < window.start_offset:
+        return []  # Kafka 4.3.1's acquire: nothing fetched at or past the start offset
     fetch_offset = window.next_fetch_offset()
     last, max_records = _limits(window, fetch_offset, req)
     if max_records <= 0:
@@ -64,9 +75,13 @@ def acquire(window: ShareWindow, req: AcquireRequest) -> list[AcquiredRange]:
         base = max(base, window.start_offset)
     elif floor.last_offset >= base:
         base = floor.first_offset
-    cached = window.between(base, last)
+    # Kafka 4.3.1 looks for cached batches from the first fetched batch even when the start offset is
+    # past it (subMap(min(firstBatch.baseOffset(), baseOffset), ...)): after a restart a batch split
+    # around the start offset is keyed below it. New records start at the adjusted base, never below
+    # the start offset (acquireNewBatchRecords(..., baseOffset, ...)).
+    cached = window.between(min(first_fetched, base), last)
     if not cached:
-        return _acquire_new(window, req, first_fetched, last, max_records)[0]
+        return _acquire_new(window, req, base, last, max_records)[0]
     return _acquire_over(window, req, cached, last, max_records)
 
 

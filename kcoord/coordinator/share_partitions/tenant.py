@@ -121,6 +121,17 @@ class SharePartitions:
             return None
         return live.window.next_fetch_offset()
 
+    def read_horizon(
+        self, group_id: str, topic_id: UUID, partition: int, first_offset: int, max_records: int
+    ) -> int:
+        """The last offset `acquire` of up to `max_records` records can reach when the log read from
+        `next_fetch_offset` starts with a batch at `first_offset`: a read need not go past the first
+        batch reaching it (acquire.read_horizon)."""
+        live = self._live.get((group_id, topic_id, partition))
+        if live is None:
+            return first_offset + max_records - 1
+        return acquisition.read_horizon(live.window, first_offset, max_records)
+
     def acquire(
         self,
         group_id: str,
