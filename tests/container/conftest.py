@@ -1,5 +1,5 @@
 """Fixtures of the container tests: the tools, the locally built base image and the kcoord image
-(built once per session), the containers a test creates (removed at its end) and a podman API socket
+(built once per run), the containers a test creates (removed at its end) and a podman API socket
 for Docker Compose; and for the KcoordContainer tests (kcoord.testing.containers), testcontainers pointed at
 that socket and an image with a stock Kafka client. The images are built once per run, by the first
 xdist worker that needs them (tests/built_once.py)."""
