@@ -7,12 +7,11 @@ workers the waits overlap (4733 passed in 9:54 on the shared machine, 2026-11-28
 Every test may run on any worker: what a session fixture builds is built once per worker and made safe
 to duplicate. Servers take reserved ports (tests/ports.py), data lives under the worker's own basetemp,
 a PostgreSQL server per worker (tests/conftest.py), a local Spark session per worker (tests/pipeline/
-conftest.py) and the pipeline's recorded directories once per run, the first worker to need one building
-it for all (tests/pipeline/built_once.py), apt and pip installs and the container base image
-one process at a time on the machine (tests/locks.py); the kcoord image is built from the same tree by
-each worker that needs it, so whichever build its tag names is the same image. Keeping the pipeline
-tests on one or two workers to share one Spark session was slower: they are the longest work of the
-suite, and one worker would take longer than all the rest.
+conftest.py), the pipeline's recorded directories and the container tests' kcoord and client images
+once per run, the first worker to need one building it for all (tests/built_once.py), apt and pip
+installs and the container base image one process at a time on the machine (tests/locks.py). Keeping
+the pipeline tests on one or two workers to share one Spark session was slower: they are the longest
+work of the suite, and one worker would take longer than all the rest.
 
 `--dist loadgroup` would keep explicit `xdist_group` marks on one worker, but xdist 3.8 marks a grouped
 test by renaming `item._nodeid`, which pytest 9 no longer reads: with that pair every test is a unit of

@@ -8,6 +8,7 @@ partition is logged)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import subprocess
@@ -107,6 +108,14 @@ def _events(worker: EventsWorker, timeout: float) -> list[dict[str, Any]]:
     return worker.events(timeout)
 
 
+def _acked_partitions(worker: EventsWorker) -> set[int] | None:
+    """The partitions the running producer has had a record acknowledged on, once that is all of them."""
+    lines = worker.out.read_text(errors="replace").split("\n")[:-1]  # the last line may be half written
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    acked = {int(event["p"]) for event in events if "acked" in event}
+    return acked if acked == set(range(PARTITIONS)) else None
+
+
 def consume_all(bootstrap: list[str], timeout: float = 60) -> dict[tuple[int, int], bytes]:
     """(partition, offset) -> value of every record of the topic, read with kafka-python."""
     consumer = KafkaConsumer(
@@ -182,7 +191,8 @@ def test_kill_9_of_a_leader_under_produce_load_loses_no_acknowledged_record(
         moved = {p for p, node_id in led.items() if node_id == victim.node_id}
         bootstrap = ",".join(f"{n.address[0]}:{n.address[1]}" for n in cluster)
         producer = _start_producer(bootstrap, 10, tmp_path)
-        time.sleep(3)  # under load: records acknowledged on every partition before the kill
+        # under load: records acknowledged on every partition before the kill
+        until(lambda: _acked_partitions(producer), 60, "the producer's first acknowledgements", step=0.1)
         killed_at = time.time()
         victim.kill()
         survivors = [n for n in cluster if n.alive()]

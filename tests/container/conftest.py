@@ -1,8 +1,8 @@
 """Fixtures of the container tests: the tools, the locally built base image and the kcoord image
-(built once per session), the containers a test creates (removed at its end) and a podman API socket
+(built once per run), the containers a test creates (removed at its end) and a podman API socket
 for Docker Compose; and for the KcoordContainer tests (kcoord.testing.containers), testcontainers pointed at
-that socket and an image with a stock Kafka client. One definition of each session fixture, so the
-image is built once per session for every container test."""
+that socket and an image with a stock Kafka client. The images are built once per run, by the first
+xdist worker that needs them (tests/built_once.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import built_once
 from tests.container.engine import ensure_base_image, ensure_tools, inspect, podman
 from tests.container.helpers import FIGURES, Containers
 from tests.kcoord_process import REPO
@@ -40,25 +41,24 @@ def base_image(container_tools: None) -> str:
     return ensure_base_image()
 
 
-@pytest.fixture(scope="session")
-def kcoord_image(base_image: str) -> str:
-    """The top-level Dockerfile built with the local base (docker format, so HEALTHCHECK is kept)."""
-    name = "localhost/kcoord-test:latest"
+def _build(name: str, context: Path, base_image: str) -> float:
+    """`podman build` of `context` tagged `name` on the local base (docker format, so HEALTHCHECK is
+    kept); the seconds it took."""
     started = time.monotonic()
-    podman(
-        "build",
-        "--format",
-        "docker",
-        "--network",
-        "host",
-        "--build-arg",
-        f"BASE={base_image}",
-        "--tag",
-        name,
-        str(REPO),
-        timeout=900,
+    podman("build", "--format", "docker", "--network", "host", "--build-arg", f"BASE={base_image}",
+           "--tag", name, str(context), timeout=900)  # fmt: skip
+    return time.monotonic() - started
+
+
+@pytest.fixture(scope="session")
+def kcoord_image(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The top-level Dockerfile built once per run (tests/built_once.py): the xdist workers that need it
+    wait for the first one's build instead of each building the same tree again."""
+    name = "localhost/kcoord-test:latest"
+    built = built_once.once(
+        tmp_path_factory, "kcoord-image", lambda _: {"seconds": _build(name, REPO, base_image)}
     )
-    FIGURES["image build seconds (warm layer cache if rebuilt)"] = time.monotonic() - started
+    FIGURES["image build seconds (once per run)"] = built["seconds"]
     size = int(inspect("image", name)["Size"])  # type: ignore[call-overload]
     base_size = int(inspect("image", base_image)["Size"])  # type: ignore[call-overload]
     FIGURES["image MB"] = size / 1e6
@@ -140,21 +140,12 @@ def docker_host(testcontainers_ready: None, podman_socket: str, monkeypatch: pyt
 
 
 @pytest.fixture(scope="session")
-def client_image(base_image: str) -> str:
-    """examples/compose's client image (stock kafka-python, nothing from kcoord) on the local base."""
-    started = time.monotonic()
-    podman(
-        "build",
-        "--format",
-        "docker",
-        "--network",
-        "host",
-        "--build-arg",
-        f"BASE={base_image}",
-        "--tag",
-        CLIENT_IMAGE,
-        str(REPO / "examples" / "compose"),
-        timeout=900,
+def client_image(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """examples/compose's client image (stock kafka-python, nothing from kcoord) on the local base, built
+    once per run as kcoord_image is."""
+    context = REPO / "examples" / "compose"
+    built = built_once.once(
+        tmp_path_factory, "client-image", lambda _: {"seconds": _build(CLIENT_IMAGE, context, base_image)}
     )
-    FIGURES["client image build seconds"] = time.monotonic() - started
+    FIGURES["client image build seconds (once per run)"] = built["seconds"]
     return CLIENT_IMAGE

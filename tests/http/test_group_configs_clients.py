@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from tests.http.conftest import Http, sample
-from tests.integration.conftest import Partition, Workers, unique, wait_for_split
+from tests.integration.conftest import Partition, Workers, unique, wait_for_split, wait_until
 from tests.kcoord_process import KcoordServer
 
 INTERVAL, SESSION = "consumer.heartbeat.interval.ms", "consumer.session.timeout.ms"
@@ -76,7 +76,10 @@ def test_admin_client_describes_and_alters_and_the_member_heartbeats_at_the_new_
     entry = _describe(admin, group)[INTERVAL]
     # GROUP_CONFIG (8): this confluent-kafka has no name for it and hands the number through
     assert (entry.value, entry.is_default, getattr(entry.source, "value", entry.source)) == ("4000", False, 8)
-    time.sleep(1.0)  # the member's heartbeat in flight still had the old interval
+    # a heartbeat the server answers from now on carries the new interval; the one in flight before the
+    # alter was answered with the old one: the window opens once one of the new answers went out
+    after_alter = _heartbeats(http)
+    wait_until(lambda: _heartbeats(http) > after_alter, 10, "a heartbeat answered with the new interval")
     assert _rate(http, 8.0) <= 0.5  # every 4 s
     assert member.alive()
     assert sample(http.metrics(), "kcoord_group_members", group=group) == 1

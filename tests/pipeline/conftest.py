@@ -1,5 +1,5 @@
 """One local Spark session per xdist worker and the recorded data directories every pipeline test reads
-(built once per run and shared by the workers: tests/pipeline/built_once.py).
+(built once per run and shared by the workers: tests/built_once.py).
 
 The data directory is written by a real `kcoord serve` driven by real kafka-python consumers:
 rebalances as members join, a member killed (SIGKILL), commits, the server killed with SIGKILL and
@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests import built_once
 from tests.integration.conftest import (
     Producers,
     Workers,
@@ -30,7 +31,6 @@ from tests.integration.conftest import (
     wait_until,
 )
 from tests.kcoord_process import KcoordServer
-from tests.pipeline import built_once
 
 pytest.importorskip("pyspark", reason="the pipeline extra is not installed")
 
@@ -39,8 +39,12 @@ PARTITIONS = 4
 
 # The JVMs of the suite's Spark: C1 only and the serial collector. Their jobs read a few thousand rows,
 # so C2's compilations and the parallel collector's threads are CPU spent for nothing while six xdist
-# workers share two cores: a session's start plus a few jobs took 23 s of CPU instead of 38.
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# workers share two cores: a session's start plus a few jobs took 23 s of CPU instead of 38. Nor is
+# the bytecode of Spark's own jars verified as it loads (a diagnostic switch, so it needs the unlock
+# before it): a session's start and first job took 9.1 s of CPU instead of 10.2.
+JVM_OPTIONS = (
+    "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
+)
 # One task thread (a second only adds a second Python worker process on the same two cores) and one
 # shuffle partition (the jobs' aggregates are a few hundred rows).
 TEST_SPARK = {"spark.sql.shuffle.partitions": "1", "spark.driver.extraJavaOptions": JVM_OPTIONS}
@@ -114,7 +118,7 @@ def _drive(server: KcoordServer, tmp: Path, topic: str, group: str, history: Pat
 @pytest.fixture(scope="session")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """dir: the data dir; history: a live copy taken before the last restart; groups; offsets per group.
-    Built once per run (tests/pipeline/built_once.py)."""
+    Built once per run (tests/built_once.py)."""
     return built_once.once(tmp_path_factory, "recorded", _record)
 
 
@@ -158,7 +162,7 @@ def _ends(acked: list[tuple[int, int, str, str]]) -> dict[int, int]:
 def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """dir; topic; acked (partition, offset, key, value) of every record; ends (log end per partition)
     before and after the second round; groups reader/slow; offsets per group as a restarted server
-    fetches them. Built once per run (tests/pipeline/built_once.py)."""
+    fetches them. Built once per run (tests/built_once.py)."""
     return built_once.once(tmp_path_factory, "produced", _produce_all)
 
 
@@ -247,7 +251,7 @@ def kept(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     dir: that data directory; before: a copy taken at the first clean stop, before any compaction
     (every record the clients caused); ends: log end per partition; steady/simple: the groups.
-    Built once per run (tests/pipeline/built_once.py)."""
+    Built once per run (tests/built_once.py)."""
     return built_once.once(tmp_path_factory, "kept", _keep)
 
 

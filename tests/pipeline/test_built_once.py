@@ -1,4 +1,4 @@
-"""tests/pipeline/built_once.py under real pytest-xdist workers (a pytest run in a subprocess, two
+"""tests/built_once.py under real pytest-xdist workers (a pytest run in a subprocess, two
 workers): the first worker builds and every worker reads what it built; a build that failed is built
 again, from a clean directory, by the next worker that asks."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline import built_once
+from tests import built_once
 
 WORKER = os.environ["PYTEST_XDIST_WORKER"]
 LOGS = Path(os.environ["BUILT_ONCE_LOGS"])

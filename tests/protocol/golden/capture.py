@@ -41,6 +41,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_listening(port: int, server: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Until the server accepts connections on `port` (bounded; fails at once if it exited)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if server.poll() is not None or time.monotonic() >= deadline:
+                raise RuntimeError(f"kcoord serve is not listening on {port}") from None
+            time.sleep(0.05)
+
+
 class RecordingProxy:
     def __init__(self, listen_port: int, target_port: int) -> None:
         self.listen_port, self.target_port = listen_port, target_port
@@ -300,7 +313,7 @@ def capture(client: str, scenario: str) -> None:
         ],
     )
     try:
-        time.sleep(2)
+        wait_listening(server_port, server)
         bootstrap = f"127.0.0.1:{proxy_port}"
         SCENARIOS[client, scenario](bootstrap)
     finally:

@@ -1,12 +1,14 @@
-"""The pipeline's recorded data directories built once per test run, not once per pytest-xdist worker.
+"""What a session fixture builds once per test run, not once per pytest-xdist worker.
 
-Each of conftest's `recorded`, `produced` and `kept` drives a real server with stock clients for a
-minute or more of a loaded machine's time, and the tests only read them (those that damage one work on
-a copy: reader.plan and the jobs open the files read-only). Under xdist the first worker that needs one
-builds it in the run's shared temporary directory (the parent of every worker's basetemp) while holding
-a file lock; the others wait for the lock and take what it left: the directory and a pickle of the
-facts the tests compare against (acknowledged records, offsets a restarted server fetched). A build that
-fails leaves no facts: the next worker to take the lock builds again, and each reports its own failure.
+The pipeline's recorded data directories (tests/pipeline/conftest.py: `recorded`, `produced`, `kept`)
+each drive a real server with stock clients for a minute or more of a loaded machine's time, and the
+kcoord image (tests/container/conftest.py) is a `podman build` of the whole package; the tests only
+read them (those that damage a directory work on a copy: reader.plan and the jobs open the files
+read-only). Under xdist the first worker that needs one builds it in the run's shared temporary
+directory (the parent of every worker's basetemp) while holding a file lock; the others wait for the
+lock and take what it left: the directory and a pickle of the facts the tests compare against
+(acknowledged records, offsets a restarted server fetched, the image's name). A build that fails
+leaves no facts: the next worker to take the lock builds again, and each reports its own failure.
 Without xdist the fixture builds in its own temporary directory, as before.
 """
 
