@@ -55,7 +55,7 @@ from tests.kcoord_process import REPO, KcoordServer
 from tests.postgres import PgServer, start_postgres
 
 CACHE = Path.home() / ".cache" / "kcoord" / "client-suites"
-KAFKA_VERSION = "4.0.0"  # what the suites' version gates compare against (kcoord answers Kafka 4's APIs)
+KAFKA_VERSION = "4.3.0"  # what the suites' version gates compare against: the version kcoord answers as
 LEASE_TTL_MS = 5000
 
 # The container's own fixtures, replaced: the broker is the node the runner started.
@@ -138,7 +138,7 @@ class Suite:
     name: str
     root: Path  # the directory pytest runs in
     argv: list[str]  # pytest arguments (paths, deselection)
-    partitions: int  # the server's num.partitions, as the suite's own broker is configured
+    flags: list[str]  # the server's, as the suite's own broker is configured (num.partitions, authorizer)
     env: dict[str, str] = field(default_factory=dict)
     deselect: str | None = None  # a -k word: tests needing what only the suite's own broker has
 
@@ -206,7 +206,7 @@ def aiokafka_suite(src: Path | None) -> Suite:
     argv = ["tests", "--ignore", "tests/test_sasl.py", "--ignore", "tests/test_helpers.py",
             "--ignore", "tests/coordinator/test_assignors.py",
             "--docker-image", f"kcoord:{KAFKA_VERSION}", "--no-pull"]  # fmt: skip
-    return Suite("aiokafka", root, argv, partitions=2, deselect="ssl")
+    return Suite("aiokafka", root, argv, ["--num-partitions", "2"], deselect="ssl")
 
 
 def kafka_python_suite(src: Path | None) -> Suite:
@@ -226,8 +226,10 @@ def kafka_python_suite(src: Path | None) -> Suite:
         (root / "test" / "service.py").write_text(KAFKA_PYTHON_SERVICE)
     argv = ["test/integration", "--ignore", "test/integration/test_sasl_integration.py",
             "--ignore", "test/integration/test_ssl_integration.py"]  # fmt: skip
-    return Suite("kafka-python", root, argv, partitions=4, env={"KAFKA_VERSION": KAFKA_VERSION,
-                                                                   "KAFKA_ROOT": str(root)})
+    # its broker (test/integration/fixtures.py, _acl_config): StandardAuthorizer, allow.everyone.if.no.acl.found
+    flags = ["--num-partitions", "4", "--authorizer", "standard", "--allow-everyone-if-no-acl-found", "true"]
+    env = {"KAFKA_VERSION": KAFKA_VERSION, "KAFKA_ROOT": str(root)}
+    return Suite("kafka-python", root, argv, flags, env=env)
 
 
 # -- servers -------------------------------------------------------------------------------------------
@@ -235,8 +237,7 @@ def kafka_python_suite(src: Path | None) -> Suite:
 
 @contextlib.contextmanager
 def one_node(root: Path, suite: Suite) -> Iterator[str]:
-    server = KcoordServer(root / "single", "--num-partitions", str(suite.partitions),
-                          log_path=root / "single.log")  # fmt: skip
+    server = KcoordServer(root / "single", *suite.flags, log_path=root / "single.log")
     server.start()
     try:
         yield server.bootstrap
@@ -251,7 +252,8 @@ def three_nodes(root: Path, suite: Suite, pg: PgServer) -> Iterator[str]:
     assert created.returncode == 0, created.stderr
     dsn = pg.dsn(database)
     init_cluster(dsn)
-    with nodes(root, dsn, [1, 2, 3], LEASE_TTL_MS, "--num-partitions", str(suite.partitions)) as started:
+    # broker ids from 0, as a Kafka cluster numbers them and the suites' fixtures assume (broker 0)
+    with nodes(root, dsn, [0, 1, 2], LEASE_TTL_MS, *suite.flags) as started:
         yield started[0].bootstrap
 
 
