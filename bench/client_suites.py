@@ -59,7 +59,7 @@ KAFKA_VERSION = "4.3.0"  # what the suites' version gates compare against: the v
 LEASE_TTL_MS = 5000
 
 # The container's own fixtures, replaced: the broker is the node the runner started.
-AIOKAFKA_CONFTEST = '''
+AIOKAFKA_CONFTEST = """
 
 # --- appended by kcoord's bench/client_suites.py: the broker is a kcoord node, not a container ---
 _KCOORD_HOST, _KCOORD_PORT = os.environ["KCOORD_BOOTSTRAP"].rsplit(":", 1)
@@ -100,10 +100,10 @@ def setup_test_class(request, loop, kafka_server):
     request.cls.kafka_config = None
     request.cls.hosts = kafka_server.hosts
     request.cls.kafka_version = request.config.getoption("--docker-image").split(":")[-1]
-'''
+"""
 
-KAFKA_PYTHON_SERVICE = '''"""Written by kcoord's bench/client_suites.py (the sdist lacks test/service.py): only the
-external broker the fixtures use under KAFKA_URI."""
+KAFKA_PYTHON_SERVICE = '''"""Written by kcoord's bench/client_suites.py (the sdist lacks test/service.py):
+only the external broker the fixtures use under KAFKA_URI."""
 
 
 class ExternalService:
@@ -151,7 +151,7 @@ class Suite:
 
 def _download(url: str, to: Path) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=60) as answer, to.open("wb") as out:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=60) as answer, to.open("wb") as out:
             shutil.copyfileobj(answer, out)
         return True
     except OSError as exc:
@@ -226,7 +226,8 @@ def kafka_python_suite(src: Path | None) -> Suite:
         (root / "test" / "service.py").write_text(KAFKA_PYTHON_SERVICE)
     argv = ["test/integration", "--ignore", "test/integration/test_sasl_integration.py",
             "--ignore", "test/integration/test_ssl_integration.py"]  # fmt: skip
-    # its broker (test/integration/fixtures.py, _acl_config): StandardAuthorizer, allow.everyone.if.no.acl.found
+    # its broker (test/integration/fixtures.py, _acl_config): StandardAuthorizer,
+    # allow.everyone.if.no.acl.found
     flags = ["--num-partitions", "4", "--authorizer", "standard", "--allow-everyone-if-no-acl-found", "true"]
     env = {"KAFKA_VERSION": KAFKA_VERSION, "KAFKA_ROOT": str(root)}
     return Suite("kafka-python", root, argv, flags, env=env)

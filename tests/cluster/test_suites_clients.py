@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from kcoord.cluster.ownership import preferred_owner
+from kcoord.coordinator.runtime.shards import DEFAULT_NUM_SHARDS, java_string_hash, shard_of
 from kcoord.coordinator.transactions import offsets_partition_for
 from kcoord.coordinator.transactions.partitioning import OFFSETS_TOPIC
-from kcoord.coordinator.runtime.shards import DEFAULT_NUM_SHARDS, java_string_hash, shard_of
 from tests.cluster.nodes import Node, fetch_offset, init_cluster, nodes, owner_of, rpc, until
 from tests.kcoord_process import REPO
 
