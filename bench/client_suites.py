@@ -38,6 +38,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -202,10 +203,12 @@ def aiokafka_suite(src: Path | None) -> Suite:
     text = conftest.read_text()
     if "appended by kcoord" not in text:
         conftest.write_text(text + AIOKAFKA_CONFTEST)
-    # test_assignors.py: unit tests needing pytest-mock, which the runner does not install
+    # test_assignors.py: unit tests needing pytest-mock, which the runner does not install;
+    # asyncio_mode: its pyproject.toml's (not in the tarball's tests/)
     argv = ["tests", "--ignore", "tests/test_sasl.py", "--ignore", "tests/test_helpers.py",
             "--ignore", "tests/coordinator/test_assignors.py",
-            "--docker-image", f"kcoord:{KAFKA_VERSION}", "--no-pull"]  # fmt: skip
+            "--docker-image", f"kcoord:{KAFKA_VERSION}", "--no-pull",
+            "-o", "asyncio_mode=auto"]  # fmt: skip
     return Suite("aiokafka", root, argv, ["--num-partitions", "2"], deselect="ssl")
 
 
@@ -275,7 +278,9 @@ def outcomes(junit: Path) -> dict[str, str]:
 
 
 def run_suite(suite: Suite, bootstrap: str, junit: Path, args: argparse.Namespace) -> dict[str, str]:
+    # -p no:kcoord: our own pytest plugin (installed with kcoord) stays out of the clients' suites
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "-p", "no:kcoord",
             f"--junitxml={junit}", f"--timeout={args.timeout}", "-o", "addopts=", *suite.argv]  # fmt: skip
     words = [f"({args.k})" if args.k else "", f"not {suite.deselect}" if suite.deselect else ""]
     if expression := " and ".join(w for w in words if w):
@@ -312,6 +317,11 @@ def report(results: dict[str, dict[int, dict[str, str]]]) -> None:
             print(f"  three nodes {three[name]}: {name}")
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGTERM as Ctrl-C: the finally blocks stop the nodes and PostgreSQL."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suites", default="aiokafka,kafka-python")
@@ -323,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", help="pytest -k expression added to every run")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupted)
     makers = {"aiokafka": lambda: aiokafka_suite(args.aiokafka_src),
               "kafka-python": lambda: kafka_python_suite(args.kafka_python_src)}  # fmt: skip
     suites = [makers[name]() for name in args.suites.split(",")]
