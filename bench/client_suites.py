@@ -51,13 +51,14 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from tests.cluster.nodes import init_cluster, nodes
+from tests.cluster.nodes import Node, init_cluster
 from tests.kcoord_process import REPO, KcoordServer
 from tests.postgres import PgServer, start_postgres
 
 CACHE = Path.home() / ".cache" / "kcoord" / "client-suites"
 KAFKA_VERSION = "4.3.0"  # what the suites' version gates compare against: the version kcoord answers as
 LEASE_TTL_MS = 5000
+START_TIMEOUT_S = 120.0  # a node's start on a loaded machine (tests/cluster's 30 s was too short here)
 
 # The container's own fixtures, replaced: the broker is the node the runner started.
 AIOKAFKA_CONFTEST = """
@@ -242,7 +243,7 @@ def kafka_python_suite(src: Path | None) -> Suite:
 @contextlib.contextmanager
 def one_node(root: Path, suite: Suite) -> Iterator[str]:
     server = KcoordServer(root / "single", *suite.flags, log_path=root / "single.log")
-    server.start()
+    server.start(timeout=START_TIMEOUT_S)
     try:
         yield server.bootstrap
     finally:
@@ -257,8 +258,14 @@ def three_nodes(root: Path, suite: Suite, pg: PgServer) -> Iterator[str]:
     dsn = pg.dsn(database)
     init_cluster(dsn)
     # broker ids from 0, as a Kafka cluster numbers them and the suites' fixtures assume (broker 0)
-    with nodes(root, dsn, [0, 1, 2], LEASE_TTL_MS, *suite.flags) as started:
+    started = [Node(root, node_id, dsn, LEASE_TTL_MS, *suite.flags) for node_id in (0, 1, 2)]
+    try:
+        for node in started:
+            node.start(timeout=START_TIMEOUT_S)
         yield started[0].bootstrap
+    finally:
+        for node in started:
+            node.kill()
 
 
 # -- running and reporting -----------------------------------------------------------------------------
