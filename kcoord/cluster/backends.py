@@ -178,6 +178,9 @@ class ClusterBackends:
     async def topic_data(self, topics: TopicRegistry, clock: Clock, policy: FaultPolicy) -> TopicData:
         """The partitions this node leads; placement (a loop the node starts) takes and hands them over."""
         config, pool = self._config, self.pool
+        # The log directory DescribeLogDirs reports (its volume's space): a broker creates its log.dirs
+        # at start (LogManager.createAndValidateLogDirs); partitions are in PostgreSQL, so it stays empty.
+        config.data_dir.mkdir(parents=True, exist_ok=True)
         self.partitions = partitions = ClusterPartitions(
             pool,
             PartitionLeases(pool, config.node_id, config.lease_ttl_ms),

@@ -20,8 +20,11 @@ def java_string_hash(text: str) -> int:
 
 
 def _abs(n: int) -> int:
-    """Utils.abs: Integer.MIN_VALUE maps to 0 (n & 0x7fffffff), unlike Math.abs."""
-    return n & 0x7FFFFFFF
+    """Utils.abs (clients/.../common/utils/Utils.java): `(n == Integer.MIN_VALUE) ? 0 : Math.abs(n)`.
+    Not `n & 0x7fffffff` (that is `Utils.toPositive`, the producer's partitioner): for a negative hash
+    the two differ, and AddOffsetsToTxn then named another `__consumer_offsets` partition than the
+    group's shard (`runtime.shards.shard_of`), so a cluster sent the group's markers to another node."""
+    return 0 if n == -(1 << 31) else abs(n)
 
 
 def partition_for(key: str, partitions: int) -> int:
