@@ -169,11 +169,10 @@ def test_the_default_interval_batches_and_the_max_bounds_the_group_config(server
     assert _heartbeat(sock, "share-flags-batch", "m1", 0)["member_epoch"] == 2
     kept = _heartbeat(sock, "share-flags-batch", "m1", 2)  # within 1 s of the first target
     assert (kept["error_code"], kept["member_epoch"], kept["assignment"]) == (0, 2, None), kept
-    above = alter(sock, "share-flags-batch", [{"name": "share.assignment.interval.ms", "config_operation": SET,
-                                               "value": "30001"}])  # fmt: skip
+    interval = "share.assignment.interval.ms"
+    above = alter(sock, "share-flags-batch", [{"name": interval, "config_operation": SET, "value": "30001"}])
     assert above["error_code"] == ErrorCode.INVALID_CONFIG, above
-    within = alter(sock, "share-flags-batch", [{"name": "share.assignment.interval.ms", "config_operation": SET,
-                                                "value": "20000"}])  # fmt: skip
+    within = alter(sock, "share-flags-batch", [{"name": interval, "config_operation": SET, "value": "20000"}])
     assert within["error_code"] == ErrorCode.NONE, within
 
 
