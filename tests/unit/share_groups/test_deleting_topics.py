@@ -121,3 +121,16 @@ def test_a_failed_delete_groups_write_puts_the_state_partitions_back(node: Node)
     node.mgr.delete_groups(["g"], answers.append)
     assert answers[0][0][1] is not ErrorCode.NONE
     assert _state(node) == before
+
+
+def test_a_topic_initializing_again_leaves_deleting(node: Node) -> None:
+    """addInitializingTopicsRecords: an offsets deletion left unfinished (deleting, say after a stop),
+    then a member subscribes to the topic: it is initializing again and no longer deleting."""
+    _initialized(node)
+    node.hb("m1", -1)
+    node.mgr.share.start_offsets_deletion("g", {T1})
+    assert _state(node)[2] == ((T1, "t1"),)
+    node.hb("m2", 0, ("t1",))
+    state = _state(node)
+    assert T1 in state[0] and state[2] == ()  # type: ignore[operator]
+    assert _state(node.restart()) == state

@@ -174,9 +174,11 @@ def _maybe_initializing(
     initialized are written as initializing; the service initializes them once this is durable."""
     to_initialize = _uninitialized(group, names, topics)
     if to_initialize:
-        initializing = tuple(merged(group.initializing, to_initialize).values())
+        combined = merged(group.initializing, to_initialize)
         initialized = tuple(group.initialized.values())
-        records.append(ShareStatePartitions(group.group_id, initialized, initializing, group.deleting))
+        # addInitializingTopicsRecords: a topic initializing again leaves deleting (Kafka warns of it)
+        deleting = tuple((t, name) for t, name in group.deleting if t not in combined)
+        records.append(ShareStatePartitions(group.group_id, initialized, tuple(combined.values()), deleting))
 
 
 def _uninitialized(
