@@ -141,6 +141,9 @@ class Config:
     group_share_heartbeat_interval_ms: int = 5000
     group_share_min_heartbeat_interval_ms: int = 5000
     group_share_max_heartbeat_interval_ms: int = 15_000
+    group_share_assignment_interval_ms: int = 1000  # GroupCoordinatorConfig (Kafka 4.3)
+    group_share_min_assignment_interval_ms: int = 0
+    group_share_max_assignment_interval_ms: int = 15_000
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
     # The transaction coordinator: Kafka's transaction.* / transactional.id.* settings and defaults.
@@ -211,6 +214,7 @@ class Config:
             share_heartbeat_interval_ms=self.group_share_heartbeat_interval_ms,
             share_session_timeout_ms=self.group_share_session_timeout_ms,
             share_max_size=self.group_share_max_size,
+            share_assignment_interval_ms=self.group_share_assignment_interval_ms,
             offsets_retention_ms=self.offsets_retention_minutes * 60_000,
             offsets_retention_check_interval_ms=self.offsets_retention_check_interval_ms,
         )

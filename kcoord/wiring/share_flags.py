@@ -7,7 +7,8 @@ makes the broker setting the default of the group's own.
 Each flag's range is its ConfigDef validator in the Kafka 4.3.1 jar (`between(2, 10)` for
 group.share.delivery.count.limit, `atLeast(1)` for the timings); the cross-checks are
 ShareGroupConfig.validate (value within its min and max, max.share.sessions >= max.size) and
-GroupCoordinatorConfig's (heartbeat interval below the session timeout).
+GroupCoordinatorConfig's (heartbeat interval below the session timeout, the assignment interval within
+its min and max).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ _SETTINGS: dict[str, tuple[int, int, int | None]] = {
     "heartbeat.interval.ms": (5000, 1, None),
     "min.heartbeat.interval.ms": (5000, 1, None),
     "max.heartbeat.interval.ms": (15_000, 1, None),
+    # GroupCoordinatorConfig (Kafka 4.3): how often a share group's target assignment may be recomputed
+    "assignment.interval.ms": (1000, 0, None),
+    "min.assignment.interval.ms": (0, 0, None),
+    "max.assignment.interval.ms": (15_000, 0, None),
 }
 SHARE_DEFAULTS: dict[str, int] = {
     "group_share_" + name.replace(".", "_"): default for name, (default, _, _) in _SETTINGS.items()
@@ -47,6 +52,7 @@ _BOUNDED = (
     "partition.max.record.locks",
     "session.timeout.ms",
     "heartbeat.interval.ms",
+    "assignment.interval.ms",
 )
 
 

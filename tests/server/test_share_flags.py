@@ -20,7 +20,7 @@ from kcoord.wiring.share_flags import SHARE_DEFAULTS, SHARE_OPTIONS
 from tests.kcoord_process import KcoordServer
 from tests.oracle.kafka import cache_dir
 from tests.server.test_group_configs_wire import SET, alter, configs
-from tests.server.wire import call, connect
+from tests.server.wire import call, connect, create_topic
 
 _DUMP = """
 import org.apache.kafka.common.config.ConfigDef;
@@ -137,3 +137,48 @@ def test_the_group_side_takes_the_heartbeat_interval_and_the_max_size(server: Kc
     assert (first["error_code"], first["heartbeat_interval_ms"]) == (0, 3000), first
     second = _join(sock, "share-flags-size")
     assert second["error_code"] == ErrorCode.GROUP_MAX_SIZE_REACHED, second
+
+
+def _heartbeat(sock: socket.socket, group: str, member: str, epoch: int) -> dict[str, object]:
+    body = {"group_id": group, "member_id": member, "member_epoch": epoch, "rack_id": None,
+            "subscribed_topic_names": ["share-flags-topic"] if epoch == 0 else None}  # fmt: skip
+    return call(sock, 76, 1, body)
+
+
+@pytest.mark.server_args("--group-share-assignment-interval-ms", "0")
+def test_an_assignment_interval_of_zero_assigns_initialized_partitions_at_once(server: KcoordServer) -> None:
+    """group.share.assignment.interval.ms = 0 (GroupMetadataManager.canComputeNextTargetAssignment):
+    the heartbeat after the share partitions' initialization recomputes the target at once; with
+    Kafka's default (1 s, the next test) that heartbeat keeps the target of the first one."""
+    sock = connect(server.address)
+    assert create_topic(sock, "share-flags-topic", 2)["error_code"] == 0
+    first = _heartbeat(sock, "share-flags-interval", "m1", 0)
+    assert (first["error_code"], first["member_epoch"]) == (0, 2), first
+    second = _heartbeat(sock, "share-flags-interval", "m1", 2)
+    assignment = second["assignment"]
+    assert isinstance(assignment, dict) and second["member_epoch"] == 3, second
+    assert [t["partitions"] for t in assignment["topic_partitions"]] == [[0, 1]], second
+    described = configs(sock, "share-flags-interval")["share.assignment.interval.ms"]
+    assert (described["value"], described["config_source"]) == ("0", 4), described  # STATIC_BROKER_CONFIG
+
+
+@pytest.mark.server_args("--group-share-max-assignment-interval-ms", "30000")
+def test_the_default_interval_batches_and_the_max_bounds_the_group_config(server: KcoordServer) -> None:
+    sock = connect(server.address)
+    assert create_topic(sock, "share-flags-topic", 2)["error_code"] == 0
+    assert _heartbeat(sock, "share-flags-batch", "m1", 0)["member_epoch"] == 2
+    kept = _heartbeat(sock, "share-flags-batch", "m1", 2)  # within 1 s of the first target
+    assert (kept["error_code"], kept["member_epoch"], kept["assignment"]) == (0, 2, None), kept
+    interval = "share.assignment.interval.ms"
+    above = alter(sock, "share-flags-batch", [{"name": interval, "config_operation": SET, "value": "30001"}])
+    assert above["error_code"] == ErrorCode.INVALID_CONFIG, above
+    within = alter(sock, "share-flags-batch", [{"name": interval, "config_operation": SET, "value": "20000"}])
+    assert within["error_code"] == ErrorCode.NONE, within
+
+
+def test_the_assignment_interval_must_be_within_its_min_and_max() -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse_serve_argv(["--group-share-assignment-interval-ms", "20000"], env={})
+    assert "must be within [0, 15000]" in str(exited.value)
+    config = parse_serve_argv(["--group-share-assignment-interval-ms", "250"], env={})
+    assert config.group_config().share_assignment_interval_ms == 250

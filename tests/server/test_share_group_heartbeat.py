@@ -169,3 +169,39 @@ def test_a_restart_resumes_the_group(server: KcoordServer) -> None:
         assert _describe(sock, "sg") == before
         steady = _hb(sock, "sg", "m2", 4)
         assert (steady["error_code"], steady["member_epoch"], steady["assignment"]) == (0, 4, None)
+
+
+def test_a_deleted_topic_leaves_the_group_and_a_restart_keeps_it_out(server: KcoordServer) -> None:
+    """DeleteTopics of a subscribed topic, end to end on a real server: the next heartbeat's target has
+    only what is left, a restart replays the group's records (the state-partition cleanup among them,
+    whose contents tests/unit/share_groups/test_deleting_topics.py checks) to the same description, and
+    the topic created again is initialized and assigned anew."""
+    with connect(server.address) as sock:
+        for name in ("t", "u"):
+            assert create_topic(sock, name, 1)["error_code"] == 0
+        u_id = _topic_id(sock, "u")
+        _recompute_at_every_change(sock, "sg")
+        epoch = _hb(sock, "sg", "m1", 0, ["t", "u"])["member_epoch"]
+        epoch = _hb(sock, "sg", "m1", epoch)["member_epoch"]
+        deleted = call(
+            sock, 20, 6, {"topics": [{"name": "t", "topic_id": uuid.UUID(int=0)}], "timeout_ms": 5000}
+        )
+        assert deleted["responses"][0]["error_code"] == 0, deleted
+        after = _hb(sock, "sg", "m1", epoch)
+        assert after["member_epoch"] > epoch
+        assert after["assignment"] == {"topic_partitions": [{"topic_id": u_id, "partitions": [0]}]}, after
+        before = _describe(sock, "sg")
+    server.restart()
+    with connect(server.address) as sock:
+        assert _describe(sock, "sg") == before
+        assert _hb(sock, "sg", "m1", after["member_epoch"])["error_code"] == 0
+        assert create_topic(sock, "t", 1)["error_code"] == 0
+        t_id = _topic_id(sock, "t")
+        epoch = after["member_epoch"]
+        for _ in range(3):  # the new topic's initialization bumps the epoch, the next heartbeat assigns it
+            answer = _hb(sock, "sg", "m1", epoch)
+            epoch = answer["member_epoch"]
+            if answer["assignment"] and len(answer["assignment"]["topic_partitions"]) == 2:
+                break
+        assigned = {t["topic_id"] for t in answer["assignment"]["topic_partitions"]}
+        assert assigned == {t_id, u_id}, answer

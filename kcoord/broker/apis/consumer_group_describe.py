@@ -10,7 +10,6 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.coordinator.groups import GROUP_AUTHORIZED_OPERATIONS
 from kcoord.coordinator.groups.consumer.describe import ConsumerGroupDescription, NamedAssignment
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
@@ -67,19 +66,19 @@ def _group(d: ConsumerGroupDescription, ops: int, version: int) -> dict[str, Any
 
 
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
-    ops = GROUP_AUTHORIZED_OPERATIONS if req["include_authorized_operations"] else INT32_MIN
     group_ids = [str(g) for g in req["group_ids"]]
-    if ctx.authorizer is None:
-        described = ctx.manager.consumer.describe(group_ids)
-        respond({"groups": [_group(d, ops, meta.api_version) for d in described]})
-        return
-    # KafkaApis.handleConsumerGroupDescribe: DESCRIBE on each group (refused ones first, the id and the
-    # code alone), authorized operations from the ACLs.
-    allowed = [
-        g for g in group_ids if authz.allowed(ctx, meta, 69, AclOperation.DESCRIBE, ResourceType.GROUP, g)
-    ]
-    groups = [_refused(g) for g in group_ids if g not in allowed]
+    allowed, groups = group_ids, []
+    if ctx.authorizer is not None:
+        # KafkaApis.handleConsumerGroupDescribe: DESCRIBE on each group (refused ones first, the id and
+        # the code alone).
+        allowed = [
+            g for g in group_ids if authz.allowed(ctx, meta, 69, AclOperation.DESCRIBE, ResourceType.GROUP, g)
+        ]
+        groups = [_refused(g) for g in group_ids if g not in allowed]
     for d in ctx.manager.consumer.describe(allowed):
+        # AuthHelper.authorizedOperations: what the ACLs allow, or without an authorizer every operation
+        # a group supports (3400 in Kafka 4.3: READ, DELETE, DESCRIBE and the two config operations)
+        ops = INT32_MIN
         if req["include_authorized_operations"]:
             ops = authz.authorized_operations(ctx, meta, ResourceType.GROUP, d.group_id)
         groups.append(_group(d, ops, meta.api_version))

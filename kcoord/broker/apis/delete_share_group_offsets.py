@@ -68,9 +68,13 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         def of(topic_id: uuid.UUID) -> ErrorCode:
             return next((e for (t, _), e in errors.items() if t == topic_id and e), ErrorCode.NONE)
 
+        ctx.manager.share.complete_offsets_deletion(group_id, {t for t in ids if of(t) is ErrorCode.NONE})
+
         deleted = [_entry(name, topic_id, of(topic_id)) for name, topic_id in known]
         respond({"error_code": 0, "error_message": None, "responses": deleted + late})
 
     partitions = tenant(ctx)
     assert partitions is not None
+    # The group side's DeletingTopics first (sharePartitionsEligibleForOffsetDeletion), then the state.
+    ctx.manager.share.start_offsets_deletion(group_id, ids)
     partitions.delete(group_id, wanted, done)

@@ -12,7 +12,7 @@ from typing import Any
 
 from kcoord.broker import authz
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
-from kcoord.coordinator.groups import GROUP_AUTHORIZED_OPERATIONS, GroupDescription
+from kcoord.coordinator.groups import GroupDescription
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 
@@ -24,11 +24,13 @@ INT32_MIN = -(2**31)
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     version = meta.api_version
     include_ops = bool(req.get("include_authorized_operations"))
-    ops = GROUP_AUTHORIZED_OPERATIONS if include_ops else INT32_MIN
     group_ids = [str(g) for g in req.get("groups") or ()]
     if ctx.authorizer is not None:
         respond({"groups": _describe_authorized(ctx, meta, group_ids, include_ops)})
         return
+    # AuthHelper.authorizedOperations without an authorizer: every operation a group supports (3400 in
+    # Kafka 4.3: READ, DELETE, DESCRIBE and the two config operations), the same for every group
+    ops = authz.authorized_operations(ctx, meta, ResourceType.GROUP, "") if include_ops else INT32_MIN
     described = ctx.manager.describe_groups(group_ids)
     respond({"groups": [_entry(d, version, ops) for d in described]})
 

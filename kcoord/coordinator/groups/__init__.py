@@ -6,7 +6,6 @@ Time comes from an injected `Clock`, timers from `KeyedTimers`, durability from 
 """
 
 from kcoord.coordinator.groups.admin import (
-    GROUP_AUTHORIZED_OPERATIONS,
     GROUP_TYPE_CLASSIC,
     GroupDescription,
     GroupListing,
@@ -25,7 +24,6 @@ from kcoord.coordinator.groups.records import (
 from kcoord.coordinator.groups.state import GroupState, IllegalStateTransition
 
 __all__ = [
-    "GROUP_AUTHORIZED_OPERATIONS",
     "GROUP_TYPE_CLASSIC",
     "GroupConfig",
     "GroupDescription",

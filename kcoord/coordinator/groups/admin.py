@@ -19,7 +19,6 @@ from kcoord.coordinator.groups.share.service import ShareGroupService
 from kcoord.coordinator.groups.state import GroupState
 
 __all__ = [
-    "GROUP_AUTHORIZED_OPERATIONS",
     "GROUP_TYPE_CLASSIC",
     "GROUP_TYPE_CONSUMER",
     "GROUP_TYPE_SHARE",
@@ -36,8 +35,6 @@ DeleteGroupsRespond = Callable[[list[tuple[str, ErrorCode]]], None]
 GROUP_TYPE_CLASSIC = "classic"
 GROUP_TYPE_CONSUMER = "consumer"  # the consumer protocol's groups (KIP-848)
 GROUP_TYPE_SHARE = "share"  # share groups (KIP-932): Kafka's Group.GroupType.SHARE
-# AclOperation bits a group supports (READ=3, DELETE=6, DESCRIBE=8); we have no ACLs.
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 @dataclass(frozen=True, slots=True)

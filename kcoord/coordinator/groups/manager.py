@@ -230,8 +230,11 @@ class GroupManager:
         self.share.shutdown()
 
     def delete_topics(self, topic_names: Iterable[str]) -> None:
-        """DeleteTopics: write tombstones for every committed offset of these topics (all groups)."""
+        """DeleteTopics: write tombstones for every committed offset of these topics (all groups), and
+        the share groups forget them (maybeCleanupShareGroupState)."""
+        topic_names = list(topic_names)
         self._retention.delete_topics(topic_names)
+        self.share.topics_deleted(topic_names)
 
     def expire_offsets(self) -> None:
         """Run one offset-retention pass now (it also runs every offsets_retention_check_interval_ms)."""

@@ -8,7 +8,11 @@ import pytest
 
 from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.records import GroupConfigRecord
-from kcoord.coordinator.groups.share.heartbeat import ShareHeartbeatAnswer, ShareHeartbeatRequest
+from kcoord.coordinator.groups.share.heartbeat import (
+    ShareHeartbeatAnswer,
+    ShareHeartbeatRequest,
+    can_compute_next_target,
+)
 from kcoord.coordinator.groups.share.model import ShareGroupState
 from kcoord.coordinator.groups.share.records import ShareGroupEpoch, ShareStatePartitions
 from tests.unit.share_groups.conftest import T1, T2, Node
@@ -253,3 +257,32 @@ def test_the_assignment_interval_as_kafka_4_3_answers() -> None:
     assert (rejoined.member_epoch, rejoined.assignment) == (3, {T1: frozenset(range(4))})
     node.clock.advance(1_000)  # the interval passed: the next heartbeat recomputes at epoch 5
     assert (node.hb("m1", 3).member_epoch, group.assignment_epoch) == (5, 5)
+
+
+@pytest.mark.parametrize(
+    ("timestamp_ms", "interval_ms", "now_ms", "allowed"),
+    [
+        (0, 1000, 10, True),  # never computed: at once, whatever the clock says
+        (5000, 0, 5000, True),  # no interval
+        (5000, 1000, 5999, False),
+        (5000, 1000, 6000, True),
+    ],
+)
+def test_can_compute_next_target_as_kafka_4_3(timestamp_ms: int, interval_ms: int, now_ms: int,
+                                              allowed: bool) -> None:  # fmt: skip
+    """GroupMetadataManager.canComputeNextTargetAssignment, probed on the 4.3.1 jar's bytecode."""
+    assert can_compute_next_target(timestamp_ms, interval_ms, now_ms) is allowed
+
+
+def test_the_groups_assignment_interval_overrides_the_brokers() -> None:
+    """share.assignment.interval.ms of the group over group.share.assignment.interval.ms
+    (GroupMetadataManager.shareGroupAssignmentIntervalMs): a broker batching for 10 s, a group that
+    asks for 0 is recomputed at every heartbeat, a group without its own waits the 10 s."""
+    node = Node(share_assignment_interval_ms=10_000).load()
+    node.mgr.apply(GroupConfigRecord("fast", {"share.assignment.interval.ms": "0"}))
+    for group in ("fast", "slow"):
+        assert node.hb("m1", 0, ("t1",), group=group).member_epoch == 2
+    assert node.hb("m1", 2, group="fast").assignment == {T1: frozenset(range(4))}
+    assert node.hb("m1", 2, group="slow").assignment is None
+    node.clock.advance(10_000)
+    assert node.hb("m1", 2, group="slow").assignment == {T1: frozenset(range(4))}

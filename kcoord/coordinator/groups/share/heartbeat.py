@@ -41,6 +41,7 @@ __all__ = [
     "ShareHeartbeatPlan",
     "ShareHeartbeatRequest",
     "ShareHeartbeatSettings",
+    "can_compute_next_target",
     "fence_records",
     "plan_heartbeat",
     "plan_leave",
@@ -131,9 +132,8 @@ def plan_heartbeat(
     # Kafka 4.3: the target is recomputed at most every share.assignment.interval.ms; meanwhile a
     # member is given the current target at the current assignment epoch.
     target, target_epoch = group.target_of(member_id), group.assignment_epoch
-    if (
-        group_epoch > group.assignment_epoch
-        and settings.now_ms - group.assignment_timestamp_ms >= settings.assignment_interval_ms
+    if group_epoch > group.assignment_epoch and can_compute_next_target(
+        group.assignment_timestamp_ms, settings.assignment_interval_ms, settings.now_ms
     ):
         target = _update_target(group, group_epoch, updated, topics, records, settings.now_ms)
         target_epoch = group_epoch
@@ -145,6 +145,13 @@ def plan_heartbeat(
         reconciled.assigned if send else None,
     )  # fmt: skip
     return ShareHeartbeatPlan(records, answer, reconciled)
+
+
+def can_compute_next_target(assignment_timestamp_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """GroupMetadataManager.canComputeNextTargetAssignment (Kafka 4.3, share groups'
+    maybeUpdateTargetAssignment): a target never computed (timestamp 0) or an interval of 0 allows it at
+    once, else once the interval has passed since the last one. No timer: the heartbeat after it does."""
+    return assignment_timestamp_ms == 0 or interval_ms == 0 or now_ms >= assignment_timestamp_ms + interval_ms
 
 
 def _reconciled(
@@ -167,9 +174,11 @@ def _maybe_initializing(
     initialized are written as initializing; the service initializes them once this is durable."""
     to_initialize = _uninitialized(group, names, topics)
     if to_initialize:
-        initializing = tuple(merged(group.initializing, to_initialize).values())
+        combined = merged(group.initializing, to_initialize)
         initialized = tuple(group.initialized.values())
-        records.append(ShareStatePartitions(group.group_id, initialized, initializing, group.deleting))
+        # addInitializingTopicsRecords: a topic initializing again leaves deleting (Kafka warns of it)
+        deleting = tuple((t, name) for t, name in group.deleting if t not in combined)
+        records.append(ShareStatePartitions(group.group_id, initialized, tuple(combined.values()), deleting))
 
 
 def _uninitialized(

@@ -166,8 +166,16 @@ def _put(group: ShareGroup, record: ShareRecord) -> None:
             )
         case ShareStatePartitions(initialized=initialized) if initialized is not None:
             now_initialized = {info.topic_id: info for info in initialized}
-            if now_initialized != group.initialized:
+            if _grown(group.initialized, now_initialized):  # not when topics left (deleted, offsets deleted)
                 group.initialized_since_epoch = True
             group.initialized = now_initialized
             group.initializing = {info.topic_id: info for info in record.initializing}
             group.deleting = record.deleting
+
+
+def _grown(before: dict[uuid.UUID, TopicPartitionsInfo], after: dict[uuid.UUID, TopicPartitionsInfo]) -> bool:
+    """Some partition is initialized now that was not: the next heartbeat bumps the epoch to assign it."""
+    return any(
+        topic_id not in before or not info.partitions <= before[topic_id].partitions
+        for topic_id, info in after.items()
+    )

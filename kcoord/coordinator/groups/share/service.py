@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from kcoord.coordinator.groups.consumer.topics import TopicView
@@ -42,6 +42,12 @@ from kcoord.coordinator.groups.share.records import (
     ShareRecord,
     ShareStatePartitions,
     ShareTargetEpoch,
+)
+from kcoord.coordinator.groups.share.state_partitions import (
+    all_deleting,
+    cleanup_deleted_topics,
+    complete_offsets_deletion,
+    start_offsets_deletion,
 )
 
 __all__ = ["ShareGroupService", "ShareHeartbeatRespond", "ShareMemberListener", "share_session_key"]
@@ -227,6 +233,34 @@ class ShareGroupService:
         if self.listener is not None:
             self.listener.member_left(group_id, member_id)
 
+    # -- share-partition metadata: topics deleted, share state deleted ------------------------------
+    def topics_deleted(self, names: Iterable[str]) -> None:
+        """DeleteTopics, called while the topics still exist (their ids are looked up here): each share
+        group holding them forgets them (GroupCoordinatorService.onMetadataUpdate ->
+        GroupMetadataManager.maybeCleanupShareGroupState)."""
+        ids = {found[0] for name in names if (found := self.topics.describe(name)) is not None}
+        for group_id, group in list(self.rt.share_groups.items()):
+            record = cleanup_deleted_topics(group, ids) if ids else None
+            if record is not None and self.rt.phase_error(group_id) is None:
+                self._write(group_id, [record], _logged(group_id, "deleted topics not forgotten"))
+
+    def start_offsets_deletion(self, group_id: str, topic_ids: Collection[uuid.UUID]) -> None:
+        """DeleteShareGroupOffsets, before the share state goes: the initialized topics move to deleting
+        (sharePartitionsEligibleForOffsetDeletion); the log's order puts this before the state's
+        tombstones."""
+        group = self.rt.share_groups.get(group_id)
+        record = start_offsets_deletion(group, topic_ids)[0] if group is not None else None
+        if record is not None and self.rt.phase_error(group_id) is None:
+            self._write(group_id, [record], _logged(group_id, "offsets deletion not started"))
+
+    def complete_offsets_deletion(self, group_id: str, topic_ids: Collection[uuid.UUID]) -> None:
+        """The share state of these topics is deleted: they leave deleting
+        (completeDeleteShareGroupOffsets)."""
+        group = self.rt.share_groups.get(group_id)
+        record = complete_offsets_deletion(group, topic_ids) if group is not None else None
+        if record is not None and self.rt.phase_error(group_id) is None:
+            self._write(group_id, [record], _logged(group_id, "offsets deletion not completed"))
+
     # -- deletion (DeleteGroups, through the admin handler) -----------------------------------------
     def delete_error(self, group_id: str) -> ErrorCode | None:
         """ShareGroup.validateDeleteGroup: only an empty group (NON_EMPTY_GROUP otherwise)."""
@@ -234,20 +268,27 @@ class ShareGroupService:
         return None if group.state is ShareGroupState.EMPTY else ErrorCode.NON_EMPTY_GROUP
 
     def delete_now(self, group_id: str, undo: list[Undo]) -> list[LogRecord]:
-        """An empty share group's tombstones (ShareGroup.createGroupTombstoneRecords: the target's
-        epoch, the group epoch; then its state-partition metadata), applied now; `undo` puts the
-        group back if the write fails, unless another group took the id meanwhile."""
+        """An empty share group's deleting topics, then its tombstones
+        (ShareGroup.createGroupTombstoneRecords: the target's epoch, the group epoch; then its
+        state-partition metadata), applied now; `undo` puts the group back if the write fails, unless
+        another group took the id meanwhile."""
         groups = self.rt.share_groups
         group = groups[group_id]
+        # shareGroupBuildPartitionDeleteRequest first moves every topic to deleting (Kafka writes it, asks
+        # the share coordinator to delete the state, then writes the tombstones; one batch here).
+        deleting = all_deleting(group, self.topics)
         records: list[LogRecord] = [
+            *((deleting,) if deleting is not None else ()),
             ShareTargetEpoch(group_id, None),
             ShareGroupEpoch(group_id, None),
             ShareStatePartitions(group_id, None),
         ]
 
+        saved = group.copy()  # the deleting record below changes the group before it goes
+
         def restore() -> None:
             if group_id not in groups and group_id not in self.rt.groups:
-                groups[group_id] = group
+                groups[group_id] = saved
 
         undo.append(restore)
         for record in records:
@@ -323,3 +364,13 @@ class ShareGroupService:
             else:
                 out.append(describe_share_group(group, self.topics))
         return out
+
+
+def _logged(group_id: str, what: str) -> Callable[[BaseException | None], None]:
+    """A write nobody waits for: a failure is logged (the group was put back as it was)."""
+
+    def done(exc: BaseException | None) -> None:
+        if exc is not None:
+            log.error("group_id=%s %s: %s", group_id, what, exc)
+
+    return done
