@@ -48,7 +48,10 @@ REPLAY_SLICE = 1_000
 offsets takes about a second to replay here (several on a loaded machine); replayed in one go it
 held the loop past the lease TTL, so no lease of the node was renewed meanwhile: the node fenced
 itself off every shard it held, the new one included, as soon as the replay ended, and loaded it
-again, forever (bench/shard_failover.py found it). A slice is a few tens of milliseconds."""
+again, forever (bench/shard_failover.py found it). A slice is a few tens of milliseconds. Kafka loads
+on a thread of its own for the same reason (`CoordinatorLoaderImpl.doLoad`: the compacted partition
+from its log start, `offsets.load.buffer.size` bytes at a time, given up once the partition is no
+longer led); here the event loop is that thread's stand-in and a lost lease ends the load."""
 
 
 _SERVING = (Phase.LOADING, Phase.ACTIVE)
