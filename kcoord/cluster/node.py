@@ -32,6 +32,7 @@ import dataclasses
 import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kcoord import storage
@@ -129,11 +130,11 @@ class _Shards:
         n = self._app.num_shards
         return lambda key: shard_of(key, n) == shard
 
-    def load(self, shard: int, records: list[storage.Record]) -> None:
+    def replay(self, shard: int) -> Callable[[storage.Record], None]:
+        return self._app.replayer().apply
+
+    def loaded(self, shard: int) -> None:
         app = self._app
-        replayer = app.replayer()
-        for record in records:
-            replayer.apply(record)
         app.manager.shard_loaded(self._belongs(shard))
         app.transactions.shard_loaded(self._belongs(shard))
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from kcoord import storage
 from kcoord.broker.topics.offsets_topic import OffsetsTopic
 
-__all__ = ["OffsetsFeed"]
+__all__ = ["OffsetsFeed", "PartitionLoad"]
 
 # (lsn, timestamp in ms, record) as OffsetsTopic.load_partition takes them
 _Entry = tuple[int, int, storage.Record]
@@ -44,6 +44,21 @@ class _Unbuilt:
             self.next_offset = max(self.next_offset, lsn + 1)
 
 
+class PartitionLoad:
+    """A loading shard's partition, built a record at a time while the shard replays in slices
+    (kcoord/cluster/ownership.py) and handed to the feed at once by `OffsetsFeed.install`: the view
+    may be built by a reader between two slices, and never sees a partition half loaded."""
+
+    __slots__ = ("_now", "part")
+
+    def __init__(self, next_offset: int) -> None:
+        self.part = _Unbuilt(next_offset)
+        self._now = time.time_ns() // 1_000_000
+
+    def add(self, lsn: int, record: storage.Record) -> None:
+        self.part.newest[record.type, record.key] = (lsn, self._now, record)
+
+
 class OffsetsFeed:
     """The node's view of `num_partitions` (one per group shard), fed by the shards' logs."""
 
@@ -64,6 +79,13 @@ class OffsetsFeed:
         unbuilt = self._unbuilt[shard] = _Unbuilt(next_offset)
         for lsn, timestamp, record in records:
             unbuilt.newest[record.type, record.key] = (lsn, timestamp, record)
+
+    def install(self, shard: int, load: PartitionLoad) -> None:
+        """The shard was loaded here: its partition as `load` built it."""
+        if self._unbuilt is None:
+            self.view.load_partition(shard, load.part.newest.values(), load.part.next_offset)
+        else:
+            self._unbuilt[shard] = load.part
 
     def drop_partition(self, shard: int) -> None:
         if self._unbuilt is None:

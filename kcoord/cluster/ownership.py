@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -32,8 +33,8 @@ from kcoord import storage
 from kcoord.cluster.leases import ShardLeases
 from kcoord.cluster.membership import ClusterView
 from kcoord.cluster.node_writer import NodeWriter
-from kcoord.cluster.offsets_feed import OffsetsFeed
-from kcoord.cluster.shard_log import LSN_EPOCH_SHIFT, ShardRecordLog, load_shard
+from kcoord.cluster.offsets_feed import OffsetsFeed, PartitionLoad
+from kcoord.cluster.shard_log import LSN_EPOCH_SHIFT, ShardRecordLog, load_rows, row_record
 from kcoord.coordinator.runtime.phases import Phase, ShardPhases
 
 __all__ = ["Ownership", "ShardHost", "preferred_owner"]
@@ -42,15 +43,28 @@ log = logging.getLogger("kcoord.cluster")
 
 CLOSE_TIMEOUT_S = 5.0
 _PARALLEL_LOADS = 8
+REPLAY_SLICE = 1_000
+"""Records replayed between two yields to the event loop while a shard loads. A shard of 100,000
+offsets takes about a second to replay here (several on a loaded machine); replayed in one go it
+held the loop past the lease TTL, so no lease of the node was renewed meanwhile: the node fenced
+itself off every shard it held, the new one included, as soon as the replay ended, and loaded it
+again, forever (bench/shard_failover.py found it). A slice is a few tens of milliseconds. Kafka loads
+on a thread of its own for the same reason (`CoordinatorLoaderImpl.doLoad`: the compacted partition
+from its log start, `offsets.load.buffer.size` bytes at a time, given up once the partition is no
+longer led); here the event loop is that thread's stand-in and a lost lease ends the load."""
 
 
 _SERVING = (Phase.LOADING, Phase.ACTIVE)
 
 
 class ShardHost(Protocol):
-    """What loading and unloading a shard does to the node's coordinators."""
+    """What loading and unloading a shard does to the node's coordinators: `replay(shard)` applies
+    the shard's records one by one, `loaded(shard)` once they all were (session timers, markers of
+    prepared transactions), `unload(shard)` drops the shard's state again."""
 
-    def load(self, shard: int, records: list[storage.Record]) -> None: ...
+    def replay(self, shard: int) -> Callable[[storage.Record], None]: ...
+
+    def loaded(self, shard: int) -> None: ...
 
     def unload(self, shard: int) -> None: ...
 
@@ -197,34 +211,66 @@ class Ownership:
             if epoch is None:
                 self.phases.set(shard, Phase.NOT_OWNED)
                 return False
-            lsns: list[int] = []
-            records = await load_shard(self._pool, shard, lsns)
+            rows = await load_rows(self._pool, shard)
         except BaseException:
-            self.phases.set(shard, Phase.NOT_OWNED)
-            await self._give_back(shard)
+            if self._loading(shard, None):
+                self.phases.set(shard, Phase.NOT_OWNED)
+                await self._give_back(shard)
             raise
-        offsets = self.offsets
-        listener = None if offsets is None else offsets.listener(shard)
-        self._logs[shard] = ShardRecordLog(self._pool, shard, epoch, listener, self._writer)
         try:
-            self._host.load(shard, records)
-            if offsets is not None:  # positions from this epoch's on are above every earlier one
-                now = int(time.time() * 1000)
-                loaded = ((lsn, now, record) for lsn, record in zip(lsns, records, strict=True))
-                offsets.load_partition(shard, loaded, (epoch << LSN_EPOCH_SHIFT) + 1)
-        except Exception:  # a record this kcoord cannot replay: leave the shard to another node
-            self._logs.pop(shard, None)
-            self._host.unload(shard)
-            self.phases.set(shard, Phase.NOT_OWNED)
-            await self._give_back(shard)
+            # positions from this epoch's on are above every earlier one
+            offsets = None if self.offsets is None else PartitionLoad((epoch << LSN_EPOCH_SHIFT) + 1)
+            if not await self._replay(shard, epoch, rows, offsets):
+                log.info("shard %d: lost while loading at epoch %d; left to its unload", shard, epoch)
+                return False
+            self._serve(shard, epoch, offsets)
+        except BaseException:  # a record this kcoord cannot replay: leave the shard to another node
+            if self._loading(shard, epoch):  # else the shard's unload has cleaned up already
+                self._logs.pop(shard, None)
+                self._host.unload(shard)
+                self.phases.set(shard, Phase.NOT_OWNED)
+                await self._give_back(shard)
             raise
         self.phases.set(shard, Phase.ACTIVE)
         self.failovers += epoch > 1
         log.info(
-            "shard %d: loaded at epoch %d (%d records, %.3fs)", shard, epoch, len(records),
+            "shard %d: loaded at epoch %d (%d records, %.3fs)", shard, epoch, len(rows),
             time.monotonic() - started,
         )  # fmt: skip
         return True
+
+    def _loading(self, shard: int, epoch: int | None) -> bool:
+        """The shard is still loading here (at `epoch`, when given): no renewal found it lost and no
+        self-fence unloaded it while the load awaited."""
+        if self.phases.of(shard) is not Phase.LOADING:
+            return False
+        return epoch is None or self.leases.epoch(shard) == epoch
+
+    async def _replay(self, shard: int, epoch: int, rows: list[Any], offsets: PartitionLoad | None) -> bool:
+        """Replay the rows in slices, yielding between them so the node's renewals and requests run
+        (REPLAY_SLICE); False, with nothing more applied, once the shard stopped loading at `epoch`
+        (its unload dropped what the slices before had applied)."""
+        apply = self._host.replay(shard)
+        for start in range(0, len(rows), REPLAY_SLICE):
+            if not self._loading(shard, epoch):
+                return False
+            for row in itertools.islice(rows, start, start + REPLAY_SLICE):
+                record = row_record(row)
+                apply(record)
+                if offsets is not None:
+                    offsets.add(row[3], record)
+            await asyncio.sleep(0)
+        return self._loading(shard, epoch)
+
+    def _serve(self, shard: int, epoch: int, offsets: PartitionLoad | None) -> None:
+        """The replayed shard gets its log at `epoch`, its loaded hooks and its `__consumer_offsets`
+        partition, synchronously: nothing can unload it in between."""
+        feed = self.offsets
+        listener = None if feed is None else feed.listener(shard)
+        self._logs[shard] = ShardRecordLog(self._pool, shard, epoch, listener, self._writer)
+        self._host.loaded(shard)
+        if feed is not None and offsets is not None:
+            feed.install(shard, offsets)
 
     async def _give_back(self, shard: int) -> None:
         try:

@@ -59,7 +59,9 @@ __all__ = [
     "ShardLogError",
     "ShardLogFailed",
     "ShardRecordLog",
+    "load_rows",
     "load_shard",
+    "row_record",
     "shard_key",
 ]
 
@@ -251,12 +253,27 @@ class ShardRecordLog:
             loop.call_soon(on_done, error)
 
 
+async def load_rows(pool: Any, shard: int) -> list[Any]:
+    """The shard's rows as `(type, key, value, lsn)` in lsn order (asyncpg records; `row_record`
+    makes one a storage record). Call it after `ShardLeases.acquire`: the epoch bump committed
+    first, so every batch a previous owner had acknowledged is visible, and none it will ever try
+    again can commit.
+
+    The table holds only the newest record of each live key (an upsert replaces a key's row, a
+    tombstone deletes it), as a compacted `__consumer_offsets` partition does after its cleaner ran:
+    a load reads the shard's live state, however often its keys were written."""
+    rows: list[Any] = await pool.fetch(_LOAD, shard, timeout=LOAD_TIMEOUT_S)
+    return rows
+
+
+def row_record(row: Any) -> storage.Record:
+    return storage.Record(row[0], row[1], row[2])
+
+
 async def load_shard(pool: Any, shard: int, lsns: list[int] | None = None) -> list[storage.Record]:
     """The shard's records in lsn order, as the storage records a `Replayer` applies (their lsns
-    appended to `lsns` when given). Call it after `ShardLeases.acquire`: the epoch bump committed
-    first, so every batch a previous owner had acknowledged is visible, and none it will ever try
-    again can commit."""
-    rows = await pool.fetch(_LOAD, shard, timeout=LOAD_TIMEOUT_S)
+    appended to `lsns` when given); see `load_rows`."""
+    rows = await load_rows(pool, shard)
     if lsns is not None:
         lsns.extend(int(row[3]) for row in rows)
-    return [storage.Record(row[0], row[1], row[2]) for row in rows]
+    return [row_record(row) for row in rows]

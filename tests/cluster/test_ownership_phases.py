@@ -4,7 +4,7 @@ released; the edge's `state(shard)` reads the same table."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import asyncpg
@@ -44,7 +44,10 @@ class _Host:
         self.loading: dict[int, Phase] = {}
         self.unloaded: list[int] = []
 
-    def load(self, shard: int, records: list[storage.Record]) -> None:
+    def replay(self, shard: int) -> Callable[[storage.Record], None]:
+        return lambda record: None
+
+    def loaded(self, shard: int) -> None:
         self.loading[shard] = self.phases.of(shard)
 
     def unload(self, shard: int) -> None:
