@@ -233,6 +233,9 @@ class ClusterApp(App):
             asyncio.create_task(cluster.placement.run(), name="kcoord-cluster-partitions"),
             asyncio.create_task(self._sync.run(lambda: self._stopping), name="kcoord-cluster-metadata"),
         ]
+        if cluster.share_hosting is not None:  # share-partition state follows the partitions' leaders
+            hosting = cluster.share_hosting.run(lambda: self._stopping)
+            self._tasks.append(asyncio.create_task(hosting, name="kcoord-cluster-share-state"))
 
     def _metric_sources(self) -> ClusterSources:
         cluster = self.cluster.opened()

@@ -34,7 +34,7 @@ from kcoord.coordinator.share_partitions.records import ShareRecord, ShareTombst
 from kcoord.coordinator.share_partitions.window import ShareWindow
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT", "SharePartitions"]
+__all__ = ["SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT", "NotHosted", "SharePartitions"]
 
 log = logging.getLogger("kcoord.share_partitions")
 
@@ -42,6 +42,11 @@ SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT = 500
 """share.coordinator.snapshot.update.records.per.snapshot (ShareCoordinatorConfig)."""
 
 ChangeListener = Callable[[str, UUID, int], None]
+
+
+class NotHosted(Exception):
+    """A write the log refused because the share partition is no longer served here (cluster mode: its
+    partition's leader moved, the lease epoch fenced the write): NOT_LEADER_OR_FOLLOWER."""
 
 
 def lock_timer_key(key: ShareKey) -> str:
@@ -78,6 +83,7 @@ class SharePartitions:
         *,
         phases: ShardPhases | None = None,
         snapshot_every: int = SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT,
+        hosted_only: bool = False,
     ) -> None:
         self.runtime: CoordinatorRuntime[ShareRecord] = CoordinatorRuntime(log, phases)
         self.runtime.apply = self.apply
@@ -87,11 +93,16 @@ class SharePartitions:
         self._durable: dict[ShareKey, DurableState] = {}
         self._live: dict[ShareKey, _Live] = {}
         self._listeners: list[ChangeListener] = []
+        # Cluster mode (`hosted_only`): only the (topic id, partition)s `host` loaded are served, those
+        # of the partitions this node leads; None: a single node serves every one.
+        self._hosted: set[tuple[UUID, int]] | None = set() if hosted_only else None
         self.counts = TransitionCounts()  # records moved per transition, for the metrics
 
     # -- replay ----------------------------------------------------------------------------------------
     def apply(self, record: ShareRecord) -> None:
         """Replay one record into the durable state (recovery and every live write once durable)."""
+        if self._hosted is not None and (record.topic_id, record.partition) not in self._hosted:
+            return  # settled after its partition's leadership went: the next leader reads it
         state = advance(self._durable.get(record.key), record)
         if state is None:
             self._durable.pop(record.key, None)
@@ -112,7 +123,7 @@ class SharePartitions:
         `log_bounds`). None while the state loads or when the in-flight window is full
         (`partition_max_record_locks`): nothing may be acquired now."""
         key = (group_id, topic_id, partition)
-        if self.runtime.phase_error(_shard_key(key)) is not None:
+        if self.runtime.phase_error(_shard_key(key)) is not None or not self.hosts(topic_id, partition):
             return None
         live = self._load(key, settings, log_bounds)
         live.settings = settings
@@ -176,6 +187,9 @@ class SharePartitions:
         INVALID_RECORD_STATE (nothing changed) when a record is not ACQUIRED by `member_id`,
         INVALID_REQUEST for a malformed batch."""
         live = self._live.get((group_id, topic_id, partition))
+        if not self.hosts(topic_id, partition):
+            answer(ErrorCode.NOT_LEADER_OR_FOLLOWER)  # its leader moved (cluster mode)
+            return
         if live is None:
             answer(ErrorCode.INVALID_RECORD_STATE)  # nothing was ever acquired here
             return
@@ -226,6 +240,31 @@ class SharePartitions:
         for key, live in self._live.items():
             live.timer_deadline_ms = None
             self._timers.cancel(lock_timer_key(key))
+
+    # -- cluster mode: the share partitions of the partitions this node leads ------------------------
+    def host(self, topic_id: UUID, partition: int, records: Iterable[ShareRecord]) -> None:
+        """Serve every share partition of (topic id, partition) from `records`, its durable state as read
+        when this node took the partition's lead (Kafka's SharePartition.maybeInitialize reads the share
+        coordinator's state); whatever was held of it before is replaced."""
+        self.unhost(topic_id, partition)
+        if self._hosted is not None:
+            self._hosted.add((topic_id, partition))
+        for record in records:
+            self.apply(record)
+
+    def unhost(self, topic_id: UUID, partition: int) -> None:
+        """Stop serving (topic id, partition): its windows, lock timers and state go (acquisitions were
+        in memory only, as on a Kafka broker that stops leading: SharePartitionManager's
+        onLeadershipChange removes its share partitions)."""
+        if self._hosted is not None:
+            self._hosted.discard((topic_id, partition))
+        for key in [k for k in {*self._live, *self._durable} if k[1] == topic_id and k[2] == partition]:
+            self._forget_live(key)
+            self._durable.pop(key, None)
+
+    def hosts(self, topic_id: UUID, partition: int) -> bool:
+        """Whether this node serves the share partitions of (topic id, partition) (always on one node)."""
+        return self._hosted is None or (topic_id, partition) in self._hosted
 
     # -- describe and operate --------------------------------------------------------------------------
     def describe(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionView | None:
@@ -336,7 +375,7 @@ class SharePartitions:
             if available or moved:
                 self._changed(live.key)
             if answer is not None:
-                answer(ErrorCode.NONE if error is None else ErrorCode.UNKNOWN_SERVER_ERROR)
+                answer(_error_code(error))
 
         return done
 
@@ -347,7 +386,7 @@ class SharePartitions:
         group_id = records[0].group_id if records else ""
 
         def done(error: BaseException | None) -> None:
-            code = ErrorCode.NONE if error is None else ErrorCode.UNKNOWN_SERVER_ERROR
+            code = _error_code(error)
             for record in records:
                 self._live.pop(record.key, None)  # loaded meanwhile from the state before: load again
             for topic_id, partition in partitions:
@@ -382,6 +421,8 @@ class SharePartitions:
 
     def _arm(self, live: _Live) -> None:
         """Keep the share partition's lock timer at its earliest lock deadline."""
+        if self._live.get(live.key) is not live:
+            return  # dropped meanwhile (reset, delete, its leader moved): its timer key is another's now
         deadline = moves.next_lock_deadline(live.window)
         if deadline == live.timer_deadline_ms:
             return
@@ -402,3 +443,12 @@ class SharePartitions:
     def _changed(self, key: ShareKey) -> None:
         for listener in self._listeners:
             listener(*key)
+
+
+def _error_code(error: BaseException | None) -> ErrorCode:
+    """A write's answer: refused by the lease fence (cluster mode) or failed."""
+    if error is None:
+        return ErrorCode.NONE
+    if isinstance(error, NotHosted):
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.UNKNOWN_SERVER_ERROR
