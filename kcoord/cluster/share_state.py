@@ -13,6 +13,11 @@
   leadership change (`onLeadershipChange`) and the new leader's initialise from the share coordinator
   (`SharePartition.maybeInitialize`, ReadShareGroupState).
 
+The group's coordinator resets or deletes the state of share partitions it does not host (the group
+empty: AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups) with `kcoord_share_set`, which
+notifies the leader; `ShareHosting.on_notify` then reloads the partition, and a leader write made from
+the state before is refused by the state epoch (kcoord/cluster/share_migration.py).
+
 Loads and calls take turns (`ShareStateLog.lock`), and a record is sent only while the hosting it was
 made under is still current, so nothing built from an older copy of a partition's state ever
 overwrites what a load read.
@@ -33,7 +38,12 @@ from kcoord.coordinator.persistence.share_state_codec import (
     share_record_to_storage,
 )
 from kcoord.coordinator.runtime import OnDone
-from kcoord.coordinator.share_partitions import SharePartitions, ShareRecord
+from kcoord.coordinator.share_partitions import (
+    SharePartitions,
+    ShareRecord,
+    ShareSnapshot,
+    ShareTombstone,
+)
 from kcoord.coordinator.share_partitions.tenant import NotHosted
 
 __all__ = ["Hosting", "ShareHosting", "ShareStateLog"]
@@ -41,8 +51,10 @@ __all__ = ["Hosting", "ShareHosting", "ShareStateLog"]
 log = logging.getLogger("kcoord.cluster.share")
 
 Key = tuple[str, int]  # (topic, partition)
+Row = tuple[UUID, bytes, bytes | None, int]  # topic id, key, value (None: delete), state epoch
 
-_PUT = "SELECT fenced FROM kcoord_share_put($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+_PUT = "SELECT fenced FROM kcoord_share_put($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+_SET = "SELECT kcoord_share_set($1, $2, $3, $4, $5, $6, $7)"
 _LOAD = (
     "SELECT kind, key, value FROM kcoord_share_state WHERE topic = $1 AND partition = $2 AND topic_id = $3 "
     "ORDER BY group_id, kind"  # a snapshot (0x50) before its update (0x51)
@@ -59,6 +71,8 @@ class Hosting:
     topic_id: UUID
     epoch: int
     failed: bool = False
+    state_epochs: dict[str, int] = field(default_factory=dict)
+    """group -> the state epoch of its share partition's newest snapshot (what its updates carry)."""
 
 
 @dataclass(slots=True)
@@ -67,7 +81,8 @@ class _Append:
 
     records: list[tuple[ShareRecord, Hosting | None]]
     on_done: OnDone
-    fenced: bool = field(default=False)
+    fenced: bool = False
+    error: BaseException | None = None
 
 
 class ShareStateLog:
@@ -105,17 +120,28 @@ class ShareStateLog:
         return hosting is not None and self.hosted.get((hosting.topic, hosting.partition)) is hosting
 
     async def _call(self, appends: list[_Append]) -> None:
-        """One `kcoord_share_put` for every record still hosted; each append answered after it."""
+        """One `kcoord_share_put` for every record still hosted, a `kcoord_share_set` for each reset or
+        delete of a partition hosted elsewhere; each append answered after them."""
         partitions: dict[Hosting, int] = {}  # -> ord (1-based)
-        rows: dict[tuple[int, str, int], tuple[UUID, bytes, bytes | None]] = {}
+        rows: dict[tuple[int, str, int], Row] = {}
+        elsewhere: list[tuple[ShareRecord, _Append]] = []
         for append in appends:
             for record, hosting in append.records:
-                if hosting is None or not self._current(hosting):
+                if hosting is not None and self._current(hosting):
+                    ord_ = partitions.setdefault(hosting, len(partitions) + 1)
+                    stored = share_record_to_storage(record)
+                    epoch = _state_epoch(hosting, record)
+                    rows[(ord_, record.group_id, stored.type)] = (
+                        record.topic_id,
+                        stored.key,
+                        stored.value,
+                        epoch,
+                    )
+                elif hosting is None and (isinstance(record, ShareTombstone) or _initial(record)):
+                    elsewhere.append((record, append))
+                else:
                     append.fenced = True
-                    continue
-                ord_ = partitions.setdefault(hosting, len(partitions) + 1)
-                stored = share_record_to_storage(record)
-                rows[(ord_, record.group_id, stored.type)] = (record.topic_id, stored.key, stored.value)
+        await self._set_elsewhere(elsewhere)
         error: BaseException | None = None
         fenced: set[int] = set()
         if rows:
@@ -133,11 +159,30 @@ class ShareStateLog:
             hosting.failed = True
         for append in appends:
             refused = append.fenced or any(h in gone for _, h in append.records)
-            append.on_done(error if error is not None else NotHosted() if refused else None)
+            failed = error or append.error
+            append.on_done(failed if failed is not None else NotHosted() if refused else None)
 
-    async def _put(
-        self, partitions: list[Hosting], rows: dict[tuple[int, str, int], tuple[UUID, bytes, bytes | None]]
-    ) -> list[int]:
+    async def _set_elsewhere(self, writes: list[tuple[ShareRecord, _Append]]) -> None:
+        """The group coordinator's resets and deletes of partitions another node leads, one call each."""
+        for record, append in writes:
+            name = self._name_of(record.topic_id)
+            if name is None:
+                append.fenced = True
+                continue
+            stored = share_record_to_storage(record)
+            epoch = record.state_epoch if isinstance(record, ShareSnapshot) else 0
+            try:
+                done = await self._pool.fetchval(
+                    _SET, name, record.partition, record.group_id, record.topic_id, stored.key,
+                    stored.value, epoch,
+                )  # fmt: skip
+            except Exception as exc:
+                log.warning("share state reset of %s-%d failed: %s", name, record.partition, exc)
+                append.error = exc
+                continue
+            append.fenced = append.fenced or not done
+
+    async def _put(self, partitions: list[Hosting], rows: dict[tuple[int, str, int], Row]) -> list[int]:
         self.calls += 1
         keys = list(rows)
         values = [rows[k] for k in keys]
@@ -152,6 +197,7 @@ class ShareStateLog:
             [v[0] for v in values],
             [v[1] for v in values],
             [v[2] for v in values],
+            [v[3] for v in values],
         )
         return list(fenced or [])
 
@@ -160,6 +206,19 @@ class ShareStateLog:
         async with self.lock:
             rows = await self._pool.fetch(_LOAD, topic, partition, topic_id)
         return [share_record_from_storage(storage.Record(r["kind"], r["key"], r["value"])) for r in rows]
+
+
+def _initial(record: ShareRecord) -> bool:
+    return isinstance(record, ShareSnapshot) and record.initial
+
+
+def _state_epoch(hosting: Hosting, record: ShareRecord) -> int:
+    """The state epoch a leader's record is fenced by: a snapshot's own (remembered for the updates
+    that follow), else the group's newest snapshot's."""
+    if isinstance(record, ShareSnapshot):
+        hosting.state_epochs[record.group_id] = record.state_epoch
+        return record.state_epoch
+    return hosting.state_epochs.get(record.group_id, 0)
 
 
 class ShareHosting:
@@ -197,7 +256,11 @@ class ShareHosting:
         records = await self._log.load(*key, topic_id)
         if self._led().get(key) != epoch or key in self._log.hosted:
             return  # lost or taken meanwhile: the next round decides
-        self._log.hosted[key] = Hosting(key[0], key[1], topic_id, epoch)
+        hosting = Hosting(key[0], key[1], topic_id, epoch)
+        for record in records:
+            if isinstance(record, ShareSnapshot):
+                hosting.state_epochs[record.group_id] = record.state_epoch
+        self._log.hosted[key] = hosting
         self._tenant.host(topic_id, key[1], records)
         self.loads += 1
         log.info("share state of %s-%d loaded at epoch %d: %d records", *key, epoch, len(records))
@@ -206,6 +269,14 @@ class ShareHosting:
         hosting = self._log.hosted.pop(key)
         self._tenant.unhost(hosting.topic_id, hosting.partition)
         log.info("share state of %s-%d dropped (epoch %d)", *key, hosting.epoch)
+
+    def on_notify(self, *args: object) -> None:
+        """asyncpg's listener on SHARE_CHANNEL (payload `partition/topic`): the group's coordinator changed
+        the partition's state; if it is hosted here it is reloaded by the next reconcile."""
+        partition, _, topic = str(args[-1]).partition("/")
+        hosting = self._log.hosted.get((topic, int(partition)))
+        if hosting is not None:
+            hosting.failed = True
 
     def drop_all(self) -> None:
         for key in list(self._log.hosted):

@@ -142,3 +142,34 @@ async def test_snapshots_bound_the_rows_a_new_leader_loads(pools: list[Any]) -> 
     await new.lead()
     state = new.tenant.describe(GROUP, TOPIC_ID, 0)
     assert state is not None and state.start_offset == 10
+
+
+async def test_a_reset_by_the_groups_coordinator_fences_the_leader_which_reloads_it(pools: list[Any]) -> None:
+    """AlterShareGroupOffsets on the group's coordinator for a partition another node leads: a snapshot at
+    a higher state epoch (Kafka's InitializeShareGroupState); the leader's write from the state before
+    is refused by the state epoch (FENCED_STATE_EPOCH -> NOT_LEADER_OR_FOLLOWER), and it reloads."""
+    leader, coordinator = Node(pools[0], 1), Node(pools[1], 2)
+    await leader.lead()
+    assert leader.acquire("m1", 0, 9) == [(0, 9, 1)]
+    assert await leader.ack("m1", 0, 3, ACCEPT) is ErrorCode.NONE
+
+    coordinator.tenant.observe(GROUP, await coordinator.log.load(TOPIC, 0, TOPIC_ID))
+    observed = coordinator.tenant.describe(GROUP, TOPIC_ID, 0)
+    assert observed is not None and observed.start_offset == 4
+    assert coordinator.tenant.partitions(GROUP) == [(TOPIC_ID, 0)]
+    answered: asyncio.Future[dict[Any, ErrorCode]] = asyncio.get_running_loop().create_future()
+    coordinator.tenant.reset(GROUP, {(TOPIC_ID, 0): 50}, answered.set_result)
+    assert await asyncio.wait_for(answered, 10) == {(TOPIC_ID, 0): ErrorCode.NONE}
+
+    assert await leader.ack("m1", 4, 9, ACCEPT) is ErrorCode.NOT_LEADER_OR_FOLLOWER  # the old state epoch
+    await leader.hosting.reconcile()  # the refused write marked the partition: dropped and loaded again
+    reloaded = leader.tenant.describe(GROUP, TOPIC_ID, 0)
+    assert reloaded is not None and reloaded.start_offset == 50 and reloaded.state_epoch == 1
+    assert leader.acquire("m1", 50, 52) == [(50, 52, 1)]
+    assert await leader.ack("m1", 50, 52, ACCEPT) is ErrorCode.NONE  # the new state epoch is accepted
+
+    deleted: asyncio.Future[dict[Any, ErrorCode]] = asyncio.get_running_loop().create_future()
+    coordinator.tenant.observe(GROUP, await coordinator.log.load(TOPIC, 0, TOPIC_ID))
+    coordinator.tenant.delete(GROUP, None, deleted.set_result)
+    assert await asyncio.wait_for(deleted, 10) == {(TOPIC_ID, 0): ErrorCode.NONE}
+    assert await pools[0].fetchval("SELECT count(*) FROM kcoord_share_state") == 0

@@ -10,6 +10,7 @@ the tenant's `CoordinatorRuntime`, and replay of those records rebuilds the dura
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from kcoord.coordinator.share_partitions.model import (
     ShareSettings,
     StateBatch,
 )
-from kcoord.coordinator.share_partitions.records import ShareRecord, ShareTombstone
+from kcoord.coordinator.share_partitions.records import ShareRecord, ShareSnapshot, ShareTombstone
 from kcoord.coordinator.share_partitions.window import ShareWindow
 from kcoord.protocol.errors import ErrorCode
 
@@ -96,6 +97,7 @@ class SharePartitions:
         # Cluster mode (`hosted_only`): only the (topic id, partition)s `host` loaded are served, those
         # of the partitions this node leads; None: a single node serves every one.
         self._hosted: set[tuple[UUID, int]] | None = set() if hosted_only else None
+        self._remote: dict[ShareKey, DurableState] = {}  # `observe`: the state of partitions led elsewhere
         self.counts = TransitionCounts()  # records moved per transition, for the metrics
 
     # -- replay ----------------------------------------------------------------------------------------
@@ -262,6 +264,18 @@ class SharePartitions:
             self._forget_live(key)
             self._durable.pop(key, None)
 
+    def observe(self, group_id: str, records: Iterable[ShareRecord]) -> None:
+        """The group's state as stored for every partition, read by its coordinator (cluster mode) before
+        it describes, resets or deletes share partitions another node leads (Kafka's group coordinator
+        asks the share coordinator: ReadShareGroupStateSummary); replaces what was observed before."""
+        for key in [k for k in self._remote if k[0] == group_id]:
+            del self._remote[key]
+        for record in records:
+            if record.group_id != group_id or self.hosts(record.topic_id, record.partition):
+                continue
+            if (state := advance(self._remote.get(record.key), record)) is not None:
+                self._remote[record.key] = state
+
     def hosts(self, topic_id: UUID, partition: int) -> bool:
         """Whether this node serves the share partitions of (topic id, partition) (always on one node)."""
         return self._hosted is None or (topic_id, partition) in self._hosted
@@ -272,7 +286,7 @@ class SharePartitions:
         key = (group_id, topic_id, partition)
         if (live := self._live.get(key)) is not None:
             return loading.live_view(key, live.window, live.state_epoch)
-        durable = self._durable.get(key)
+        durable = self._durable.get(key) if self.hosts(topic_id, partition) else self._remote.get(key)
         return None if durable is None else loading.durable_view(key, durable)
 
     def start_offset(self, group_id: str, topic_id: UUID, partition: int) -> int | None:
@@ -283,7 +297,8 @@ class SharePartitions:
 
     def partitions(self, group_id: str) -> list[tuple[UUID, int]]:
         """The (topic id, partition) of every share partition of the group with state, sorted."""
-        keys = {k for k in (*self._live, *self._durable) if k[0] == group_id}
+        remote = (k for k in self._remote if not self.hosts(k[1], k[2]))
+        keys = {k for k in (*self._live, *self._durable, *remote) if k[0] == group_id}
         return sorted((k[1], k[2]) for k in keys)
 
     def reset(self, group_id: str, offsets: Mapping[tuple[UUID, int], int], answer: PartitionAnswer) -> None:
@@ -300,7 +315,8 @@ class SharePartitions:
                 issued, key, state_epoch=epoch, start_offset=offset, new_batches=(), now_ms=now_ms,
                 snapshot_every=self._snapshot_every,
             )  # fmt: skip
-            records.append(record)
+            assert isinstance(record, ShareSnapshot)  # a new state epoch: always a snapshot
+            records.append(dataclasses.replace(record, initial=True))
         self._write_all(list(offsets), records, answer)
 
     def delete(
@@ -313,7 +329,7 @@ class SharePartitions:
         records: list[ShareRecord] = []
         for topic_id, partition in wanted:
             key = (group_id, topic_id, partition)
-            if self._forget_live(key) is not None or key in self._durable:
+            if self._forget_live(key) is not None:
                 records += [ShareTombstone(*key), ShareTombstone(*key, update=True)]
         self._write_all(wanted, records, answer)
 
@@ -336,7 +352,7 @@ class SharePartitions:
         """Drop the share partition from memory (reset, delete); its state as issued so far."""
         live = self._live.pop(key, None)
         if live is None:
-            return self._durable.get(key)
+            return self._durable.get(key) if self.hosts(key[1], key[2]) else self._remote.get(key)
         self._timers.cancel(lock_timer_key(key))
         return live.issued
 
