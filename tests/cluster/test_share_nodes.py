@@ -165,3 +165,105 @@ def test_share_consumers_across_three_nodes_survive_kill_9_of_a_leader(
         assert moved, "nothing delivered from the victim's partition after the kill"
         log.warning("share failover: first record of the moved partition %.2f s after kill -9",
                     (min(e["ms"] for e in moved) - killed_at) / 1000)  # fmt: skip
+
+
+def _coordinator(cluster: list[Node], group: str) -> Node:
+    def found() -> Node | None:
+        answer = rpc(cluster[0].address, 10, 3, {"key": group, "key_type": 0})
+        return None if answer["error_code"] else next(n for n in cluster if n.node_id == answer["node_id"])
+
+    return until(found, 30, f"the coordinator of {group}")
+
+
+def _describe(node: Node, group: str) -> dict[str, Any]:
+    answer = rpc(node.address, 90, 1, {"groups": [{"group_id": group, "topics": None}]})
+    return answer["groups"][0]  # type: ignore[no-any-return]
+
+
+def _start_offsets(group_answer: dict[str, Any]) -> dict[int, tuple[int, int]]:
+    """partition -> (start offset, lag) of TOPIC."""
+    return {
+        int(p["partition_index"]): (int(p["start_offset"]), int(p["lag"]))
+        for t in group_answer["topics"]
+        if t["topic_name"] == TOPIC
+        for p in t["partitions"]
+    }
+
+
+def _consume_until(
+    cluster: list[Node], group: str, tmp_path: Path, name: str, done: Any, timeout: float = 90
+) -> list[dict[str, Any]]:
+    """One share worker on `group` until `done(records)` holds (bounded); the records it had."""
+    bootstrap = ",".join(f"{n.address[0]}:{n.address[1]}" for n in cluster)
+    stop = tmp_path / f"stop-{name}"
+    worker = start_worker("tests.cluster.share_worker", [bootstrap, group, TOPIC, "240", str(stop)],
+                          tmp_path, name)  # fmt: skip
+    try:
+        until(lambda: True if done(_delivered([worker])) else None, timeout, f"{name}: records", step=0.2)
+    finally:
+        stop.touch()
+        worker.events(timeout=60)
+    return _delivered([worker])
+
+
+def test_the_share_group_offset_apis_reach_partitions_led_by_other_nodes(
+    tmp_path: Path, cluster_dsn: str
+) -> None:
+    init_cluster(cluster_dsn)
+    with nodes(tmp_path, cluster_dsn, [1, 2, 3], TTL_MS) as cluster:
+        with connect(cluster[0].address) as sock:
+            assert create_topic(sock, TOPIC, PARTITIONS)["error_code"] == 0
+        led = agreed_leaders(cluster)
+        # a group whose coordinator does not lead partition 0: its state is another node's
+        group = next(
+            g for g in (f"offsets-{i}" for i in range(200)) if _coordinator(cluster, g).node_id != led[0]
+        )
+        coordinator = _coordinator(cluster, group)
+        other = next(n for n in cluster if n is not coordinator)
+        for p in range(PARTITIONS):  # the share partitions start at the end (latest): these are skipped
+            produce(cluster, p, f"before-{p}")
+        bootstrap = ",".join(f"{n.address[0]}:{n.address[1]}" for n in cluster)
+        stop = tmp_path / "stop-first"
+        worker = start_worker("tests.cluster.share_worker", [bootstrap, group, TOPIC, "240", str(stop)],
+                              tmp_path, "first")  # fmt: skip
+        try:
+            _warm_up(cluster, [worker])
+            for p in range(PARTITIONS):
+                for i in range(5):
+                    produce(cluster, p, f"v-{p}-{i}")
+            until(lambda: True if len(_acked([worker])) >= 15 + PARTITIONS else None, 60, "all acknowledged")
+        finally:
+            stop.touch()
+            worker.events(timeout=60)
+        ends = {p: max(e["offset"] for e in _delivered([worker]) if e["partition"] == p) + 1
+                for p in range(PARTITIONS)}  # fmt: skip
+
+        described = _describe(coordinator, group)
+        assert described["error_code"] == 0
+        assert _start_offsets(described) == {p: (end, 0) for p, end in ends.items()}
+        assert _describe(other, group)["error_code"] == 16  # NOT_COORDINATOR: not its group
+
+        def reset() -> dict[str, Any] | None:  # the members leave as their consumers close
+            body = {"group_id": group, "topics": [{"topic_name": TOPIC, "partitions": [
+                {"partition_index": 0, "start_offset": 0}]}]}  # fmt: skip
+            answer = rpc(coordinator.address, 91, 0, body)
+            return None if answer["error_code"] == 68 else answer  # NON_EMPTY_GROUP
+
+        answer = until(reset, 60, "the group empty")
+        assert answer["error_code"] == 0 and answer["responses"][0]["partitions"][0]["error_code"] == 0
+        assert _start_offsets(_describe(coordinator, group))[0] == (0, ends[0])
+
+        # the leader of partition 0 (another node) reloaded the reset: everything is delivered again
+        def all_of_0(records: list[dict[str, Any]]) -> bool:
+            return {r["offset"] for r in records if r["partition"] == 0} >= set(range(ends[0]))
+
+        again = _consume_until(cluster, group, tmp_path, "again", all_of_0)
+        assert all(r["delivery"] == 1 for r in again if r["partition"] == 0)
+
+        def delete() -> dict[str, Any] | None:
+            answer = rpc(coordinator.address, 92, 0, {"group_id": group, "topics": [{"topic_name": TOPIC}]})
+            return None if answer["error_code"] == 68 else answer
+
+        deleted = until(delete, 60, "the group empty again")
+        assert deleted["error_code"] == 0 and deleted["responses"][0]["error_code"] == 0
+        assert _start_offsets(_describe(coordinator, group)) == {}
