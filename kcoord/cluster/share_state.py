@@ -44,7 +44,7 @@ from kcoord.coordinator.share_partitions import (
     ShareSnapshot,
     ShareTombstone,
 )
-from kcoord.coordinator.share_partitions.tenant import NotHosted
+from kcoord.coordinator.share_partitions.durable import NotHosted
 
 __all__ = ["Hosting", "ShareHosting", "ShareStateLog"]
 

@@ -21,7 +21,13 @@ from kcoord.coordinator.share_partitions import acquire as acquisition
 from kcoord.coordinator.share_partitions import loading
 from kcoord.coordinator.share_partitions import transitions as moves
 from kcoord.coordinator.share_partitions.counts import TransitionCounts
-from kcoord.coordinator.share_partitions.durable import DurableState, advance, build_record
+from kcoord.coordinator.share_partitions.durable import (
+    DurableState,
+    NotHosted,
+    advance,
+    build_record,
+    write_error_code,
+)
 from kcoord.coordinator.share_partitions.model import (
     AcquiredRange,
     LogBounds,
@@ -43,11 +49,6 @@ SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT = 500
 """share.coordinator.snapshot.update.records.per.snapshot (ShareCoordinatorConfig)."""
 
 ChangeListener = Callable[[str, UUID, int], None]
-
-
-class NotHosted(Exception):
-    """A write the log refused because the share partition is no longer served here (cluster mode: its
-    partition's leader moved, the lease epoch fenced the write): NOT_LEADER_OR_FOLLOWER."""
 
 
 def lock_timer_key(key: ShareKey) -> str:
@@ -391,7 +392,7 @@ class SharePartitions:
             if available or moved:
                 self._changed(live.key)
             if answer is not None:
-                answer(_error_code(error))
+                answer(write_error_code(error))
 
         return done
 
@@ -402,7 +403,7 @@ class SharePartitions:
         group_id = records[0].group_id if records else ""
 
         def done(error: BaseException | None) -> None:
-            code = _error_code(error)
+            code = write_error_code(error)
             for record in records:
                 self._live.pop(record.key, None)  # loaded meanwhile from the state before: load again
             for topic_id, partition in partitions:
@@ -459,12 +460,3 @@ class SharePartitions:
     def _changed(self, key: ShareKey) -> None:
         for listener in self._listeners:
             listener(*key)
-
-
-def _error_code(error: BaseException | None) -> ErrorCode:
-    """A write's answer: refused by the lease fence (cluster mode) or failed."""
-    if error is None:
-        return ErrorCode.NONE
-    if isinstance(error, NotHosted):
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return ErrorCode.UNKNOWN_SERVER_ERROR
