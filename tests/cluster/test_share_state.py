@@ -16,7 +16,9 @@ import asyncpg
 import pytest
 
 from kcoord.cluster.leases import PartitionLeases
+from kcoord.cluster.shard_log import _GROUP_KEYED, shard_key
 from kcoord.cluster.share_state import ShareHosting, ShareStateLog
+from kcoord.coordinator.groups.share.records import SHARE_RECORD_CLASSES, ShareGroupEpoch
 from kcoord.coordinator.runtime.fake_time import FakeClock, FakeTimers
 from kcoord.coordinator.share_partitions import AcknowledgeType, LogBounds, SharePartitions, ShareSettings
 from kcoord.protocol.errors import ErrorCode
@@ -173,3 +175,10 @@ async def test_a_reset_by_the_groups_coordinator_fences_the_leader_which_reloads
     coordinator.tenant.delete(GROUP, None, deleted.set_result)
     assert await asyncio.wait_for(deleted, 10) == {(TOPIC_ID, 0): ErrorCode.NONE}
     assert await pools[0].fetchval("SELECT count(*) FROM kcoord_share_state") == 0
+
+
+def test_a_share_groups_records_belong_to_its_shard() -> None:
+    """Issue 34 item 1: a share group's records (Kafka's `__consumer_offsets` keys 10-15) are written to
+    its group's shard, as a consumer group's, so the shard's next owner loads the group."""
+    assert shard_key(ShareGroupEpoch("workers", 3)) == "workers"
+    assert all(cls in _GROUP_KEYED for cls in SHARE_RECORD_CLASSES)
