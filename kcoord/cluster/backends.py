@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from kcoord.broker.markers import TxnMarkers
 from kcoord.broker.topics.data import TopicData
@@ -229,7 +230,7 @@ class ClusterBackends:
         def led() -> dict[tuple[str, int], int]:
             return {key: epoch for key, epoch in partitions.held().items() if partitions.leads(key)}
 
-        def topic_id_of(topic: str) -> Any:
+        def topic_id_of(topic: str) -> UUID | None:
             found = topics.describe(topic)
             return None if found is None else found[0]
 
