@@ -7,6 +7,8 @@
 * producer-id blocks: allocated in PostgreSQL (`ClusterProducerIds`), never twice across nodes;
 * the partition stores: `ClusterPartitions`, the partitions this node leads by lease
   (`PartitionPlacement`), and their leaders for Metadata (`ClusterLeadership`);
+* share-partition state: in `kcoord_share_state`, following each partition's leader (`ShareStateLog`,
+  fenced by the leader's lease epoch; `ShareHosting` loads a partition's state as the node takes it);
 * markers: this node's transactions write theirs through the owner of each group shard and the
   leader of each data partition (`RemoteMarkers`).
 
@@ -20,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from kcoord.broker.markers import TxnMarkers
 from kcoord.broker.topics.data import TopicData
@@ -39,11 +42,13 @@ from kcoord.cluster.pg import create_pool
 from kcoord.cluster.placement import PartitionPlacement
 from kcoord.cluster.remote_markers import RemoteMarkers
 from kcoord.cluster.routing import RoutingRecordLog
+from kcoord.cluster.share_state import ShareHosting, ShareStateLog
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.metadata import TopicRegistry
 from kcoord.coordinator.metadata.producer_ids import ProducerIds
 from kcoord.coordinator.persistence import Replayer
-from kcoord.coordinator.runtime import Clock, Phase, ShardPhases
+from kcoord.coordinator.runtime import Clock, Phase, RecordLog, ShardPhases
+from kcoord.coordinator.share_partitions import ShareRecord
 from kcoord.storage.faults import FaultPolicy
 from kcoord.wiring.backends import CoordinatorLog, Coordinators, Recovered
 from kcoord.wiring.config import Config
@@ -89,6 +94,7 @@ class OpenCluster:
     follower: Replayer
     partitions: ClusterPartitions
     placement: PartitionPlacement
+    share_hosting: ShareHosting | None = None
 
 
 class _NoLog:
@@ -130,6 +136,8 @@ class ClusterBackends:
         self.partitions: ClusterPartitions | None = None
         self.placement: PartitionPlacement | None = None
         self._topics: TopicRegistry | None = None  # for the replication factors Metadata lists
+        self.share_state: ShareStateLog | None = None
+        self.share_hosting: ShareHosting | None = None
 
     def opened(self) -> OpenCluster:
         """The parts, once `open_state` has run through every step."""
@@ -137,7 +145,9 @@ class ClusterBackends:
         follower, partitions, placement = self.follower, self.partitions, self.placement
         assert metadata is not None and leases is not None and ownership is not None
         assert follower is not None and partitions is not None and placement is not None
-        return OpenCluster(self.pool, metadata, leases, ownership, follower, partitions, placement)
+        return OpenCluster(
+            self.pool, metadata, leases, ownership, follower, partitions, placement, self.share_hosting
+        )
 
     async def coordinator_log(self) -> CoordinatorLog:
         config = self._config
@@ -157,6 +167,11 @@ class ClusterBackends:
     def phases(self) -> ShardPhases:
         """One table of shard phases: ownership moves them, both coordinators answer from them."""
         return self._phases
+
+    def share_log(self, record_log: CoordinatorLog, topics: TopicRegistry) -> RecordLog[ShareRecord]:
+        """Share-partition state follows the partition's leader: `kcoord_share_state`, fenced by its lease."""
+        self.share_state = ShareStateLog(self.pool, topics.name_for_id)
+        return self.share_state
 
     def producer_ids(self, record_log: CoordinatorLog) -> ProducerIds:
         return ClusterProducerIds(self.pool)
@@ -199,6 +214,7 @@ class ClusterBackends:
         data.offsets.topic_ids = topic_ids_of(topics)
         assert self.ownership is not None
         self.ownership.offsets = feed
+        self.share_hosting = self._share_hosting(topics, partitions)
         self.placement = PartitionPlacement(
             pool,
             config.node_id,
@@ -207,6 +223,21 @@ class ClusterBackends:
             poll_ms=int(POLL_S * 1000),
         )
         return data
+
+    def _share_hosting(self, topics: TopicRegistry, partitions: ClusterPartitions) -> ShareHosting | None:
+        """The share partitions of the partitions this node leads, loaded as it takes them."""
+        shares = None if self.coordinators is None else self.coordinators.share_partitions
+        if shares is None or self.share_state is None:
+            return None
+
+        def led() -> dict[tuple[str, int], int]:
+            return {key: epoch for key, epoch in partitions.held().items() if partitions.leads(key)}
+
+        def topic_id_of(topic: str) -> UUID | None:
+            found = topics.describe(topic)
+            return None if found is None else found[0]
+
+        return ShareHosting(self.share_state, shares, led, topic_id_of)
 
     def marker_writer(self, data: TopicData, manager: GroupManager, local: TxnMarkers) -> TxnMarkers:
         """This node's transactions: a group shard owned elsewhere gets its markers there, a data

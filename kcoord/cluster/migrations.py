@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kcoord.cluster.migration_flush import FLUSH
+from kcoord.cluster.share_migration import SHARE_STATE
 
 __all__ = [
     "FENCED_SQLSTATE",
@@ -329,4 +330,5 @@ MIGRATIONS: tuple[Migration, ...] = (
         3, "partition leases, batches, producers, aborted transactions", _PARTITIONS + _PARTITION_APPEND
     ),
     Migration(4, "kcoord_flush: a node's writes in one fenced call; batches stored uncompressed", FLUSH),
+    Migration(5, "share_state: share-partition state fenced by the partition leader's lease", SHARE_STATE),
 )

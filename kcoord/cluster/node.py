@@ -47,6 +47,8 @@ from kcoord.cluster.metadata import METADATA_CHANNEL
 from kcoord.cluster.metadata_sync import ACK_CHANNEL, MetadataSync
 from kcoord.cluster.pg import COMMAND_TIMEOUT_S, CONNECT_ERRORS, connect, redact
 from kcoord.cluster.schema import SCHEMA_VERSION, read_cluster, schema_version
+from kcoord.cluster.share_migration import SHARE_CHANNEL
+from kcoord.cluster.share_offsets import ShareOffsetsView
 from kcoord.cluster.txn_verify import RemoteVerification
 from kcoord.coordinator.groups.manager import GroupManager
 from kcoord.coordinator.persistence import Replayer
@@ -204,8 +206,9 @@ class ClusterApp(App):
 
     def middlewares(self) -> list[Middleware]:
         """The coordinator APIs routed by shard, FindCoordinator from the view (kcoord/cluster/edge.py)."""
-        routing = ClusterRouting(self.cluster.opened().ownership.state, self._view, self.num_shards)
-        return [*super().middlewares(), routing]
+        cluster = self.cluster.opened()
+        routing = ClusterRouting(cluster.ownership.state, self._view, self.num_shards)
+        return [*super().middlewares(), routing, ShareOffsetsView(cluster.pool)]  # share state: PostgreSQL
 
     async def context_built(self, ctx: ServerContext) -> None:
         """Verify transactions with their owners, list the live nodes, register and start the loops."""
@@ -234,6 +237,9 @@ class ClusterApp(App):
             asyncio.create_task(cluster.placement.run(), name="kcoord-cluster-partitions"),
             asyncio.create_task(self._sync.run(lambda: self._stopping), name="kcoord-cluster-metadata"),
         ]
+        if cluster.share_hosting is not None:  # share-partition state follows the partitions' leaders
+            hosting = cluster.share_hosting.run(lambda: self._stopping)
+            self._tasks.append(asyncio.create_task(hosting, name="kcoord-cluster-share-state"))
 
     def _metric_sources(self) -> ClusterSources:
         cluster = self.cluster.opened()
@@ -265,6 +271,8 @@ class ClusterApp(App):
             if self._sync is not None:
                 await self._listen_conn.add_listener(METADATA_CHANNEL, self._sync.on_change)
                 await self._listen_conn.add_listener(ACK_CHANNEL, self._sync.on_ack)
+            if self.cluster.share_hosting is not None:  # a share partition reset by its group's coordinator
+                await self._listen_conn.add_listener(SHARE_CHANNEL, self.cluster.share_hosting.on_notify)
         except CONNECT_ERRORS as exc:  # the poll still sees every change, only later
             log.warning("LISTEN failed, polling only: %s", _one_line(exc))
             if self._listen_conn is not None:  # half set up: dropped, so the next poll tries again

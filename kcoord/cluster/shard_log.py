@@ -49,6 +49,7 @@ from kcoord.coordinator.groups.records import (
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
 )
+from kcoord.coordinator.groups.share.records import SHARE_RECORD_CLASSES
 from kcoord.coordinator.persistence.codec import AnyRecord, to_storage
 from kcoord.coordinator.runtime.ports import OnDone
 from kcoord.coordinator.transactions.records import TransactionRecord
@@ -88,6 +89,7 @@ _GROUP_KEYED = (
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
     GroupConfigRecord,  # a group's own configs move with the group (issue 33)
+    *SHARE_RECORD_CLASSES,  # a share group's membership and assignment too (issue 34), as Kafka's keys 10-15
 )
 
 

@@ -68,7 +68,8 @@ class State:
     leadership: PartitionLeadership
     summary: str
     share_partitions: SharePartitions | None = None
-    """The share partitions' state (KIP-932), replayed from the coordinator log; None in cluster mode."""
+    """The share partitions' state (KIP-932): replayed from the coordinator log on a single node; on a
+    cluster node loaded from PostgreSQL as it takes each partition's lead (kcoord/cluster/share_state.py)."""
 
 
 def share_edge(state: State, config: Config) -> ShareEdge | None:
@@ -139,9 +140,11 @@ def _coordinators(
     )
     acls = _acl_store(config, record_log)  # the authorizer (issue 25): only with --authorizer standard
     credentials = ScramCredentials(record_log)
-    # The share partitions (issue 34): a third tenant of the log, on a single node only (phases None);
-    # in cluster mode a share partition's state follows its partition's leader, not a group shard.
-    shares = SharePartitions(record_log, clock, timers) if phases is None else None
+    # The share partitions (issue 34): a third tenant of the log on a single node (phases None); in
+    # cluster mode a share partition's state follows its partition's leader, not a group shard: only the
+    # partitions this node leads are hosted, their state written fenced by the leader's lease.
+    share_log = backends.share_log(record_log, topics)
+    shares = SharePartitions(share_log, clock, timers, hosted_only=phases is not None)
     return Coordinators(manager, topics, producer_ids, transactions, acls, credentials, shares)
 
 

@@ -33,7 +33,7 @@ from kcoord.coordinator.metadata.scram_credentials import ScramCredentials
 from kcoord.coordinator.persistence import Replayer
 from kcoord.coordinator.persistence.codec import AnyRecord
 from kcoord.coordinator.runtime import Clock, RecordLog, ShardPhases
-from kcoord.coordinator.share_partitions import SharePartitions
+from kcoord.coordinator.share_partitions import SharePartitions, ShareRecord
 from kcoord.coordinator.transactions import TransactionCoordinator
 from kcoord.storage.faults import FaultPolicy, StorageFault
 from kcoord.wiring.metrics import MetricsSource
@@ -66,7 +66,8 @@ class Coordinators:
     acls: AclStore[StandardAuthorizer] | None
     credentials: ScramCredentials
     share_partitions: SharePartitions | None = None
-    """The share partitions (KIP-932): a single node's; cluster mode does not build them yet."""
+    """The share partitions (KIP-932): every one on a single node, those of the partitions it leads on a
+    cluster node."""
 
     def replayer(self) -> Replayer:
         """A replayer feeding each record to its owner (recovery; cluster mode's shards and metadata)."""
@@ -101,6 +102,11 @@ class StateBackends(Protocol):
         """The shard phases the coordinators answer from (kcoord/coordinator/runtime/phases.py): None for
         a node that serves every key (each tenant keeps its own one-shard table), or a table of every
         shard that cluster mode's ownership moves and both coordinators share."""
+        ...
+
+    def share_log(self, record_log: CoordinatorLog, topics: TopicRegistry) -> RecordLog[ShareRecord]:
+        """Where share-partition state is written: the coordinator log on a single node; in cluster
+        mode PostgreSQL, fenced by each partition's leader lease (kcoord/cluster/share_state.py)."""
         ...
 
     def producer_ids(self, record_log: CoordinatorLog) -> ProducerIds:

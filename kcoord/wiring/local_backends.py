@@ -60,6 +60,9 @@ class LocalBackends:
         """A single node serves every key: each coordinator keeps its one-shard table."""
         return None
 
+    def share_log(self, record_log: CoordinatorLog, topics: TopicRegistry) -> CoordinatorLog:
+        return record_log  # one node: a tenant of the coordinator log
+
     def producer_ids(self, record_log: CoordinatorLog) -> ProducerIds:
         return ProducerIds(record_log)
 

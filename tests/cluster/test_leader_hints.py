@@ -33,6 +33,17 @@ def _produce(node: Node, partition: int, version: int) -> dict[str, Any]:
     return rpc(node.address, 0, version, body)
 
 
+def _share_fetch(node: Node, partition: int, topic_id: object) -> dict[str, Any]:
+    """ShareFetch v1 opening a share session on one partition (no wait)."""
+    body = {
+        "group_id": "hints", "member_id": "m-1", "share_session_epoch": 0, "max_wait_ms": 0, "min_bytes": 1,
+        "max_bytes": 1 << 20, "max_records": 10, "batch_size": 10, "forgotten_topics_data": [],
+        "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": partition,
+                                                          "acknowledgement_batches": []}]}],
+    }  # fmt: skip
+    return rpc(node.address, 78, 1, body)
+
+
 def _fetch(node: Node, partition: int, version: int, topic_id: object) -> dict[str, Any]:
     body = {
         "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
@@ -74,10 +85,15 @@ def test_not_leader_answers_name_the_leader_and_its_endpoint(tmp_path: Path, clu
         old = _produce(other, partition, 9)["responses"][0]["partition_responses"][0]
         assert old["error_code"] == NOT_LEADER_OR_FOLLOWER
         assert old.get("current_leader") in (None, {"leader_id": -1, "leader_epoch": -1})
-        # Share groups are not served in cluster mode yet: not advertised, as Kafka without share.version.
+        # Share groups are served in cluster mode (issue 34): ShareFetch names the leader too.
         versions = rpc(other.address, 18, 3, {"client_software_name": "t", "client_software_version": "1"})
         advertised = {int(k["api_key"]) for k in versions["api_keys"]}
-        assert 1 in advertised and not advertised & {76, 77, 78, 79, 90, 91, 92}, sorted(advertised)
+        assert {1, 76, 77, 78, 79, 90, 91, 92} <= advertised, sorted(advertised)
+        shared = _share_fetch(other, partition, found["topic_id"])
+        answer = shared["responses"][0]["partitions"][0]
+        assert answer["error_code"] == NOT_LEADER_OR_FOLLOWER
+        assert answer["current_leader"] == expected_leader, answer
+        assert [{k: e[k] for k in endpoint} for e in shared["node_endpoints"]] == [endpoint]
         # The leader itself takes it, with no hint.
         ok = _produce(owner, partition, 10)
         assert ok["responses"][0]["partition_responses"][0]["error_code"] == 0

@@ -18,8 +18,24 @@ from kcoord.coordinator.share_partitions.records import (
     ShareTombstone,
     ShareUpdate,
 )
+from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["DurableState", "advance", "build_record", "combine_batches"]
+__all__ = ["DurableState", "NotHosted", "advance", "build_record", "combine_batches", "write_error_code"]
+
+
+class NotHosted(Exception):
+    """A write the log refused because the share partition is no longer served here (cluster mode: its
+    partition's leader moved or its state epoch was reset, the write fenced): NOT_LEADER_OR_FOLLOWER,
+    as SharePartitionManager answers FENCED_STATE_EPOCH / FENCED_LEADER_EPOCH from the persister."""
+
+
+def write_error_code(error: BaseException | None) -> ErrorCode:
+    """A write's answer: done, refused by a fence (cluster mode), or failed."""
+    if error is None:
+        return ErrorCode.NONE
+    if isinstance(error, NotHosted):
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ A tombstone forgets the share partition (DeleteShareGroupState).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from kcoord.coordinator.share_partitions.model import ShareKey, StateBatch
@@ -35,6 +35,9 @@ class ShareSnapshot:
     create_timestamp_ms: int = -1
     write_timestamp_ms: int = -1
     delivery_complete_count: int = -1
+    initial: bool = field(default=False, compare=False)
+    """Written by the group's coordinator (a reset: Kafka's InitializeShareGroupState), not by the
+    partition's leader: in cluster mode it may be another node's partition. Not stored."""
 
     @property
     def key(self) -> ShareKey:

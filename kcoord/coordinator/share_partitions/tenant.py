@@ -10,6 +10,7 @@ the tenant's `CoordinatorRuntime`, and replay of those records rebuilds the dura
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,13 @@ from kcoord.coordinator.share_partitions import acquire as acquisition
 from kcoord.coordinator.share_partitions import loading
 from kcoord.coordinator.share_partitions import transitions as moves
 from kcoord.coordinator.share_partitions.counts import TransitionCounts
-from kcoord.coordinator.share_partitions.durable import DurableState, advance, build_record
+from kcoord.coordinator.share_partitions.durable import (
+    DurableState,
+    NotHosted,
+    advance,
+    build_record,
+    write_error_code,
+)
 from kcoord.coordinator.share_partitions.model import (
     AcquiredRange,
     LogBounds,
@@ -30,11 +37,11 @@ from kcoord.coordinator.share_partitions.model import (
     ShareSettings,
     StateBatch,
 )
-from kcoord.coordinator.share_partitions.records import ShareRecord, ShareTombstone
+from kcoord.coordinator.share_partitions.records import ShareRecord, ShareSnapshot, ShareTombstone
 from kcoord.coordinator.share_partitions.window import ShareWindow
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT", "SharePartitions"]
+__all__ = ["SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT", "NotHosted", "SharePartitions"]
 
 log = logging.getLogger("kcoord.share_partitions")
 
@@ -78,6 +85,7 @@ class SharePartitions:
         *,
         phases: ShardPhases | None = None,
         snapshot_every: int = SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT,
+        hosted_only: bool = False,
     ) -> None:
         self.runtime: CoordinatorRuntime[ShareRecord] = CoordinatorRuntime(log, phases)
         self.runtime.apply = self.apply
@@ -87,11 +95,17 @@ class SharePartitions:
         self._durable: dict[ShareKey, DurableState] = {}
         self._live: dict[ShareKey, _Live] = {}
         self._listeners: list[ChangeListener] = []
+        # Cluster mode (`hosted_only`): only the (topic id, partition)s `host` loaded are served, those
+        # of the partitions this node leads; None: a single node serves every one.
+        self._hosted: set[tuple[UUID, int]] | None = set() if hosted_only else None
+        self._remote: dict[ShareKey, DurableState] = {}  # `observe`: the state of partitions led elsewhere
         self.counts = TransitionCounts()  # records moved per transition, for the metrics
 
     # -- replay ----------------------------------------------------------------------------------------
     def apply(self, record: ShareRecord) -> None:
         """Replay one record into the durable state (recovery and every live write once durable)."""
+        if self._hosted is not None and (record.topic_id, record.partition) not in self._hosted:
+            return  # settled after its partition's leadership went: the next leader reads it
         state = advance(self._durable.get(record.key), record)
         if state is None:
             self._durable.pop(record.key, None)
@@ -112,7 +126,7 @@ class SharePartitions:
         `log_bounds`). None while the state loads or when the in-flight window is full
         (`partition_max_record_locks`): nothing may be acquired now."""
         key = (group_id, topic_id, partition)
-        if self.runtime.phase_error(_shard_key(key)) is not None:
+        if self.runtime.phase_error(_shard_key(key)) is not None or not self.hosts(topic_id, partition):
             return None
         live = self._load(key, settings, log_bounds)
         live.settings = settings
@@ -187,6 +201,9 @@ class SharePartitions:
         INVALID_RECORD_STATE (nothing changed) when a record is not ACQUIRED by `member_id`,
         INVALID_REQUEST for a malformed batch."""
         live = self._live.get((group_id, topic_id, partition))
+        if not self.hosts(topic_id, partition):
+            answer(ErrorCode.NOT_LEADER_OR_FOLLOWER)  # its leader moved (cluster mode)
+            return
         if live is None:
             answer(ErrorCode.INVALID_RECORD_STATE)  # nothing was ever acquired here
             return
@@ -238,13 +255,50 @@ class SharePartitions:
             live.timer_deadline_ms = None
             self._timers.cancel(lock_timer_key(key))
 
+    # -- cluster mode: the share partitions of the partitions this node leads ------------------------
+    def host(self, topic_id: UUID, partition: int, records: Iterable[ShareRecord]) -> None:
+        """Serve every share partition of (topic id, partition) from `records`, its durable state as read
+        when this node took the partition's lead (Kafka's SharePartition.maybeInitialize reads the share
+        coordinator's state); whatever was held of it before is replaced."""
+        self.unhost(topic_id, partition)
+        if self._hosted is not None:
+            self._hosted.add((topic_id, partition))
+        for record in records:
+            self.apply(record)
+
+    def unhost(self, topic_id: UUID, partition: int) -> None:
+        """Stop serving (topic id, partition): its windows, lock timers and state go (acquisitions were
+        in memory only, as on a Kafka broker that stops leading: SharePartitionManager's
+        onLeadershipChange removes its share partitions)."""
+        if self._hosted is not None:
+            self._hosted.discard((topic_id, partition))
+        for key in [k for k in {*self._live, *self._durable} if k[1] == topic_id and k[2] == partition]:
+            self._forget_live(key)
+            self._durable.pop(key, None)
+
+    def observe(self, group_id: str, records: Iterable[ShareRecord]) -> None:
+        """The group's state as stored for every partition, read by its coordinator (cluster mode) before
+        it describes, resets or deletes share partitions another node leads (Kafka's group coordinator
+        asks the share coordinator: ReadShareGroupStateSummary); replaces what was observed before."""
+        for key in [k for k in self._remote if k[0] == group_id]:
+            del self._remote[key]
+        for record in records:
+            if record.group_id != group_id or self.hosts(record.topic_id, record.partition):
+                continue
+            if (state := advance(self._remote.get(record.key), record)) is not None:
+                self._remote[record.key] = state
+
+    def hosts(self, topic_id: UUID, partition: int) -> bool:
+        """Whether this node serves the share partitions of (topic id, partition) (always on one node)."""
+        return self._hosted is None or (topic_id, partition) in self._hosted
+
     # -- describe and operate --------------------------------------------------------------------------
     def describe(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionView | None:
         """The share partition as it is now, or None when it has no state."""
         key = (group_id, topic_id, partition)
         if (live := self._live.get(key)) is not None:
             return loading.live_view(key, live.window, live.state_epoch)
-        durable = self._durable.get(key)
+        durable = self._durable.get(key) if self.hosts(topic_id, partition) else self._remote.get(key)
         return None if durable is None else loading.durable_view(key, durable)
 
     def start_offset(self, group_id: str, topic_id: UUID, partition: int) -> int | None:
@@ -255,7 +309,8 @@ class SharePartitions:
 
     def partitions(self, group_id: str) -> list[tuple[UUID, int]]:
         """The (topic id, partition) of every share partition of the group with state, sorted."""
-        keys = {k for k in (*self._live, *self._durable) if k[0] == group_id}
+        remote = (k for k in self._remote if not self.hosts(k[1], k[2]))
+        keys = {k for k in (*self._live, *self._durable, *remote) if k[0] == group_id}
         return sorted((k[1], k[2]) for k in keys)
 
     def reset(self, group_id: str, offsets: Mapping[tuple[UUID, int], int], answer: PartitionAnswer) -> None:
@@ -272,7 +327,8 @@ class SharePartitions:
                 issued, key, state_epoch=epoch, start_offset=offset, new_batches=(), now_ms=now_ms,
                 snapshot_every=self._snapshot_every,
             )  # fmt: skip
-            records.append(record)
+            assert isinstance(record, ShareSnapshot)  # a new state epoch: always a snapshot
+            records.append(dataclasses.replace(record, initial=True))
         self._write_all(list(offsets), records, answer)
 
     def delete(
@@ -285,7 +341,7 @@ class SharePartitions:
         records: list[ShareRecord] = []
         for topic_id, partition in wanted:
             key = (group_id, topic_id, partition)
-            if self._forget_live(key) is not None or key in self._durable:
+            if self._forget_live(key) is not None:
                 records += [ShareTombstone(*key), ShareTombstone(*key, update=True)]
         self._write_all(wanted, records, answer)
 
@@ -308,7 +364,7 @@ class SharePartitions:
         """Drop the share partition from memory (reset, delete); its state as issued so far."""
         live = self._live.pop(key, None)
         if live is None:
-            return self._durable.get(key)
+            return self._durable.get(key) if self.hosts(key[1], key[2]) else self._remote.get(key)
         self._timers.cancel(lock_timer_key(key))
         return live.issued
 
@@ -347,7 +403,7 @@ class SharePartitions:
             if available or moved:
                 self._changed(live.key)
             if answer is not None:
-                answer(ErrorCode.NONE if error is None else ErrorCode.UNKNOWN_SERVER_ERROR)
+                answer(write_error_code(error))
 
         return done
 
@@ -358,7 +414,7 @@ class SharePartitions:
         group_id = records[0].group_id if records else ""
 
         def done(error: BaseException | None) -> None:
-            code = ErrorCode.NONE if error is None else ErrorCode.UNKNOWN_SERVER_ERROR
+            code = write_error_code(error)
             for record in records:
                 self._live.pop(record.key, None)  # loaded meanwhile from the state before: load again
             for topic_id, partition in partitions:
@@ -393,6 +449,8 @@ class SharePartitions:
 
     def _arm(self, live: _Live) -> None:
         """Keep the share partition's lock timer at its earliest lock deadline."""
+        if self._live.get(live.key) is not live:
+            return  # dropped meanwhile (reset, delete, its leader moved): its timer key is another's now
         deadline = moves.next_lock_deadline(live.window)
         if deadline == live.timer_deadline_ms:
             return
