@@ -11,7 +11,7 @@ from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from tests.cluster.nodes import Node, init_cluster, nodes, rpc
+from tests.cluster.nodes import Node, init_cluster, nodes, rpc, until
 from tests.cluster.test_partition_nodes import PARTITIONS, TOPIC, TTL_MS, agreed_leaders
 from tests.server.order_wire import metadata
 from tests.server.wire import connect, create_topic
@@ -64,8 +64,15 @@ def test_not_leader_answers_name_the_leader_and_its_endpoint(tmp_path: Path, clu
         partition, leader = next(iter(led.items()))
         owner = next(n for n in cluster if n.node_id == leader)
         other = next(n for n in cluster if n.node_id != leader)
-        (found,) = rpc(other.address, *metadata(TOPIC))["topics"]
-        epoch = next(p["leader_epoch"] for p in found["partitions"] if p["partition_index"] == partition)
+
+        def seen_epoch() -> tuple[dict[str, Any], int] | None:
+            # `other` names the leader as soon as placement does, its lease epoch once its poll has seen
+            # the lease row (-1 before: one poll stale, placement.leader_epoch); the hints carry the epoch
+            (found,) = rpc(other.address, *metadata(TOPIC))["topics"]
+            epoch = next(p["leader_epoch"] for p in found["partitions"] if p["partition_index"] == partition)
+            return (found, epoch) if epoch >= 0 else None
+
+        found, epoch = until(seen_epoch, 30, "the other node's Metadata has the leader's epoch", step=0.1)
         expected_leader = {"leader_id": leader, "leader_epoch": epoch}
         endpoint = {"node_id": leader, "host": owner.address[0], "port": owner.address[1]}
 

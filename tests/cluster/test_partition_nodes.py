@@ -38,7 +38,7 @@ NOT_LEADER_OR_FOLLOWER = 6
 RETRIABLE_PRODUCE = {NOT_LEADER_OR_FOLLOWER, 56, 19, 7}
 
 
-def leaders(node: Node, topic: str = TOPIC) -> dict[int, int] | None:
+def leaders(node: Node, topic: str = TOPIC, partitions: int = PARTITIONS) -> dict[int, int] | None:
     """partition -> leader id in `node`'s Metadata (v4, no auto-creation: a node that has not yet
     seen the topic must not create another); None if unreachable or not all led."""
     try:
@@ -47,16 +47,18 @@ def leaders(node: Node, topic: str = TOPIC) -> dict[int, int] | None:
         return None
     parts = answer["topics"][0].get("partitions") or []
     found = {int(p["partition_index"]): int(p["leader_id"]) for p in parts}
-    return found if len(found) == PARTITIONS and min(found.values()) >= 0 else None
+    return found if len(found) == partitions and min(found.values()) >= 0 else None
 
 
-def agreed_leaders(cluster: list[Node], timeout: float = 30) -> dict[int, int]:
+def agreed_leaders(
+    cluster: list[Node], timeout: float = 30, topic: str = TOPIC, partitions: int = PARTITIONS
+) -> dict[int, int]:
     """The leaders once every live node names the same live leader for every partition."""
     live = [n for n in cluster if n.alive()]
     ids = {n.node_id for n in live}
 
     def agreed() -> dict[int, int] | None:
-        seen = [leaders(n) for n in live]
+        seen = [leaders(n, topic, partitions) for n in live]
         first = seen[0]
         if first is None or any(s != first for s in seen) or not set(first.values()) <= ids:
             return None

@@ -17,6 +17,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from tests.cluster.events_worker import EventsWorker, start_worker
 from tests.cluster.nodes import Node, init_cluster, nodes, rpc, until
+from tests.cluster.test_partition_nodes import agreed_leaders as agreed_partition_leaders
+from tests.cluster.test_partition_nodes import leaders as partition_leaders
 from tests.kcoord_process import api_versions_round_trip
 from tests.server.wire import connect, create_topic
 
@@ -29,27 +31,11 @@ SHARE_APIS = {76, 77, 78, 79, 90, 91, 92}
 
 
 def leaders(node: Node) -> dict[int, int] | None:
-    """partition -> leader id in `node`'s Metadata; None if unreachable or not all led."""
-    try:
-        answer = rpc(node.address, 3, 4, {"topics": [{"name": TOPIC}], "allow_auto_topic_creation": False})
-    except OSError:
-        return None
-    parts = answer["topics"][0].get("partitions") or []
-    found = {int(p["partition_index"]): int(p["leader_id"]) for p in parts}
-    return found if len(found) == PARTITIONS and min(found.values()) >= 0 else None
+    return partition_leaders(node, TOPIC, PARTITIONS)
 
 
 def agreed_leaders(cluster: list[Node], timeout: float = 30) -> dict[int, int]:
-    live = [n for n in cluster if n.alive()]
-    ids = {n.node_id for n in live}
-
-    def agreed() -> dict[int, int] | None:
-        seen = [leaders(n) for n in live]
-        if seen[0] is None or any(s != seen[0] for s in seen) or not set(seen[0].values()) <= ids:
-            return None
-        return seen[0]
-
-    return until(agreed, timeout, "every live node names the same live leaders", step=0.1)
+    return agreed_partition_leaders(cluster, timeout, TOPIC, PARTITIONS)
 
 
 def _batch(value: str) -> bytes:
