@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kcoord.cluster.migration_flush import FLUSH
+from kcoord.cluster.migration_tail import TAIL
 
 __all__ = [
     "FENCED_SQLSTATE",
@@ -329,4 +330,5 @@ MIGRATIONS: tuple[Migration, ...] = (
         3, "partition leases, batches, producers, aborted transactions", _PARTITIONS + _PARTITION_APPEND
     ),
     Migration(4, "kcoord_flush: a node's writes in one fenced call; batches stored uncompressed", FLUSH),
+    Migration(5, "partition_tail: leader epoch rows; kcoord_flush on generic plans", TAIL),
 )
