@@ -3,7 +3,7 @@
 
     .venv/bin/python -m bench.cluster [--seconds 5] [--rounds 3] [--window 64] [--groups 100]
         [--partitions 6] [--message-bytes 1024] [--lease-ttl-ms 5000]
-        [--phases commits,produce,limit,heartbeats,failover] [--json out.json]
+        [--phases commits,produce,limit,heartbeats,failover] [--failover-mib 0] [--json out.json]
 
 It starts its own PostgreSQL (tests/postgres.py: Debian's binaries, defaults, fsync on, in the
 temp dir beside the single node's data directory), `kcoord cluster init`, three nodes and the single
@@ -22,7 +22,9 @@ to the next (interleaved) and the report gives the median of the rounds (every r
    heartbeats its own groups; a heartbeat writes nothing, so this is the nodes' CPU, not the database);
 5. failover: kill -9 of a node owning a group and leading a partition, then SIGTERM to another, each
    timed from the signal to the first successful commit and produce on a survivor
-   (bench/cluster_failover.py); the victim restarts before the next phase.
+   (bench/cluster_failover.py); the victim restarts before the next phase. With --failover-mib N, a
+   third kill -9, of a leader whose partition holds N MiB more (issue 35 item 2: bounded by the
+   lease TTL + 1 s, not by the data).
 Server CPU (/proc/PID/stat, the three nodes added up) and the database's CPU (the postmaster and its
 children) per request or per MiB are given beside every figure; the fsync latency of the temp dir's
 file system too. This one process drives the commit and heartbeat loads (the producer is its own
@@ -164,7 +166,7 @@ class Bench:
         return {"single": single, "cluster": cluster, **_ratio(cluster, single, "requests_per_s")}
 
     async def failover_phase(self) -> dict[str, Any]:
-        return await asyncio.to_thread(failovers, self.nodes, self.args.lease_ttl_ms)
+        return await asyncio.to_thread(failovers, self.nodes, self.args.lease_ttl_ms, self.args.failover_mib)
 
     async def one_round(self, index: int) -> dict[str, Any]:
         flip, phases, out = index % 2 == 1, self.args.phases, {}
@@ -249,10 +251,11 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         row = m["heartbeats"]
         print(f"heartbeats, {args.groups} groups x 10 members: one node {_load(row['single'])}")
         print(f"    shards over three nodes {_load(row['cluster'])}: {row['cluster_over_single']:.2f}x")
-    for kind, name in (("kill_9", "kill -9"), ("sigterm", "SIGTERM")):
-        if "failover" in m:
+    for kind, name in (("kill_9", "kill -9"), ("sigterm", "SIGTERM"), ("kill_9_filled", "kill -9")):
+        if kind in m.get("failover", {}):
             row = m["failover"][kind]
-            print(f"failover, {name} to the first commit on a survivor {_seconds(row['commit_s'])}, "
+            held = f" of a leader holding {row['partition_mib']:.0f} MiB more" if row["partition_mib"] else ""
+            print(f"failover, {name}{held} to the first commit on a survivor {_seconds(row['commit_s'])}, "
                   f"to the first produce {_seconds(row['produce_s'])} (the process exited after "
                   f"{row['exit_s']:.2f} s)")  # fmt: skip
 
@@ -268,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--message-bytes", type=int, default=1024)
     parser.add_argument("--lease-ttl-ms", type=int, default=5000, help="the nodes' lease TTL (default 5000)")
     parser.add_argument("--phases", default=",".join(PHASES))
+    parser.add_argument("--failover-mib", type=int, default=0,
+                        help="failover: also kill -9 a leader holding this many MiB more")  # fmt: skip
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     args.phases = set(args.phases.split(","))

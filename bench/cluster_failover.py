@@ -8,11 +8,17 @@ there only when the answer is a survivor (a write the victim takes while it drai
 failover). OffsetCommit v2 (a simple group) and Produce v8 with acks=-1 (answered once committed in
 PostgreSQL). Afterwards the victim is started again on the same port and the bench waits until it
 owns its groups and leads its partitions again, so the next phase starts from a settled cluster.
+
+With `fill_mib` (bench.cluster --failover-mib 1024, issue 35 item 2) a third kill -9 follows, of a
+leader whose partition first received that many MiB (Produce v8 of 512 KiB batches, acks=-1, four
+connections): the time to the first produce on its successor is then bounded by the lease TTL and
+the new leader's bounded load (the bytes of a tail, partition_batches.TAIL_BYTES), not by the data.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import signal
 import subprocess
 import time
@@ -46,6 +52,28 @@ def produce_error(node: Node, partition: int) -> int:
     except OSError:
         return -1
     return int(answer["responses"][0]["partition_responses"][0]["error_code"])
+
+
+def fill(node: Node, partition: int, fill_bytes: int, connections: int = 4) -> int:
+    """Produce `fill_bytes` to `partition` through its leader `node`; the bytes acknowledged."""
+    record = _batch(os.urandom(512 << 10))  # no producer id: the same batch may be sent again
+    body = {
+        "transactional_id": None, "acks": -1, "timeout_ms": 30000,
+        "topic_data": [{"name": FAILOVER_TOPIC,
+                        "partition_data": [{"index": partition, "records": record}]}],
+    }  # fmt: skip
+    each = -(-fill_bytes // len(record) // connections)
+
+    def send() -> int:
+        done = 0
+        for _ in range(each):
+            answer = rpc(node.address, 0, 8, body)
+            if int(answer["responses"][0]["partition_responses"][0]["error_code"]) == 0:
+                done += len(record)
+        return done
+
+    with concurrent.futures.ThreadPoolExecutor(connections) as pool:
+        return sum(pool.map(lambda _: send(), range(connections)))
 
 
 def _commit_probe(survivors: Sequence[Node], group: str) -> Callable[[], bool]:
@@ -95,13 +123,17 @@ def _victims_own(cluster: Sequence[Node], victim: Node, group: str, partition: i
     until(lambda: produce_error(victim, partition) == 0 or None, 30, "a produce on the victim")
 
 
-def failover(cluster: Sequence[Node], victim: Node, sig: int, timeout: float) -> dict[str, Any]:
-    """Signal `victim` (owner of a group, leader of a partition); the two probes' times."""
+def failover(
+    cluster: Sequence[Node], victim: Node, sig: int, timeout: float, fill_bytes: int = 0
+) -> dict[str, Any]:
+    """Signal `victim` (owner of a group, leader of a partition, holding `fill_bytes` more in that
+    partition); the two probes' times."""
     groups = [f"failover-{i}" for i in range(200)]
     group = next(g for g, owner in owners(cluster, groups).items() if owner is victim)
     led = agreed_leaders(cluster, FAILOVER_TOPIC, FAILOVER_PARTITIONS)
     partition = min(p for p, leader in led.items() if leader == victim.node_id)
     _victims_own(cluster, victim, group, partition)
+    filled = fill(victim, partition, fill_bytes) if fill_bytes else 0
     survivors = [n for n in cluster if n is not victim]
     assert victim.proc is not None
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
@@ -114,17 +146,22 @@ def failover(cluster: Sequence[Node], victim: Node, sig: int, timeout: float) ->
         except subprocess.TimeoutExpired:
             victim.kill()
         exited_s = time.monotonic() - since
-        result = {"commit_s": commit_s.result(), "produce_s": produce_s.result(), "exit_s": exited_s}
+        result = {"commit_s": commit_s.result(), "produce_s": produce_s.result(), "exit_s": exited_s,
+                  "partition_mib": filled / (1 << 20)}  # fmt: skip
     victim.start(60)
     owners(cluster, groups)  # the victim's groups are back on it
     _victims_own(cluster, victim, group, partition)
     return result
 
 
-def failovers(cluster: Sequence[Node], ttl_ms: int) -> dict[str, Any]:
-    """kill -9 of one node, then SIGTERM to another, each back before the next."""
+def failovers(cluster: Sequence[Node], ttl_ms: int, fill_mib: int = 0) -> dict[str, Any]:
+    """kill -9 of one node, then SIGTERM to another, each back before the next; with `fill_mib`, a
+    kill -9 of the third after its partition received that many MiB."""
     timeout = ttl_ms / 1000 * 3 + 30
-    return {
+    out = {
         "kill_9": failover(cluster, cluster[0], signal.SIGKILL, timeout),
         "sigterm": failover(cluster, cluster[1], signal.SIGTERM, timeout),
     }
+    if fill_mib:
+        out["kill_9_filled"] = failover(cluster, cluster[2], signal.SIGKILL, timeout, fill_mib << 20)
+    return out

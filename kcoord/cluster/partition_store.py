@@ -17,9 +17,10 @@ The pure parts are partition_log's own: the batch checks and producer checks (`c
   partition (at a new epoch) or gives it up. A fenced call is `PartitionFenced` (a `NotLeader`:
   NOT_LEADER_OR_FOLLOWER), anything else `PartitionWriteFailed` (KAFKA_STORAGE_ERROR, retriable).
 
-Reads are served from memory: `load_partition` (partition_load.py) reads every batch from the log
-start when the lease is taken (see docs/compat.md: a bounded tail with reads of older batches from
-PostgreSQL is left for later).
+Reads: `load_partition` (partition_load.py) reads the place of every batch but the bytes of a bounded
+tail only; older bytes are read from PostgreSQL when a read reaches them (`PartitionBatches`,
+partition_batches.py: a Fetch waits for them as for new records; a timestamp lookup that needs them
+answers KAFKA_STORAGE_ERROR, retriable, until they are in memory: docs/compat.md).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import asyncpg
 
 from kcoord.cluster.migrations import FENCED_SQLSTATE, OFFSET_MISMATCH_SQLSTATE
 from kcoord.cluster.node_writer import FlushCall, NodeWriter, Outcome, Refusal
+from kcoord.cluster.partition_batches import BatchMeta, PartitionBatches
 from kcoord.cluster.partition_rows import TRIM_SQL, StoredBatch
 from kcoord.partition_log import PartitionConfig, ProducerStateRow
 from kcoord.partition_log.epochs import EpochHistory
@@ -50,11 +52,16 @@ from kcoord.partition_log.validation import (
     check_append,
     marker_append,
 )
-from kcoord.protocol.record_batch import EndTransactionMarker, ProducedBatch, iter_records, read_header
+from kcoord.protocol.record_batch import EndTransactionMarker, ProducedBatch
 
 __all__ = ["PartitionFenced", "PartitionWriteFailed", "PgPartitionLog", "StoredBatch"]
 
 _UNKNOWN_OUTCOME = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError)
+
+_FETCH = (
+    "SELECT base_offset, batch FROM kcoord_partition_batch "
+    "WHERE topic = $1 AND partition = $2 AND base_offset >= $3 ORDER BY base_offset LIMIT $4"
+)
 
 
 class PartitionFenced(NotLeader):
@@ -107,8 +114,7 @@ class PgPartitionLog:
         self.high_watermark = 0
         self.log_end_offset = 0
         self.producers = ProducerStates()
-        self._batches: list[StoredBatch] = []
-        self._bases: list[int] = []  # base offsets of `_batches`, for bisect
+        self.batches = PartitionBatches(f"{topic}-{partition}", self._fetch, self.notify)
         self._aborted: list[AbortedTxn] = []  # in marker order, so by last offset
         self._listeners: list[Callable[[], None]] = []
         self._queue: list[_Pending] = []
@@ -122,25 +128,31 @@ class PgPartitionLog:
         self,
         log_start: int,
         log_end: int,
-        batches: list[StoredBatch],
+        metas: list[BatchMeta],
+        tail: list[StoredBatch],
         producers: dict[int, ProducerEntry],
         aborted: list[AbortedTxn],
+        epochs: list[tuple[int, int]],
     ) -> None:
-        """The state `load_partition` read from PostgreSQL; offsets continue from `log_end`."""
+        """The state `load_partition` read from PostgreSQL: every batch's place, the bytes of the
+        tail, the producers, aborted transactions and (epoch, start offset) rows; offsets continue
+        from `log_end`."""
         self.log_start_offset = log_start
         self.high_watermark = self.log_end_offset = log_end
-        self._batches = batches
-        self._bases = [b.base_offset for b in batches]
+        self.batches.restore(metas, tail)
         self.producers.load(producers)
         self.producers.remove_expired(time.time_ns() // 1_000_000, PRODUCER_ID_EXPIRATION_MS)
         self._aborted = aborted
-        # Kafka's leader rebuilds its epoch cache from the log, then starts its own epoch at the log end
-        # (Partition.makeLeader -> UnifiedLog.assignEpochStartOffset)
-        self._epochs = EpochHistory.from_batches(
-            (read_header(b.data).partition_leader_epoch, b.base_offset) for b in batches
-        )
+        # Kafka's leader reads its epoch cache (leader-epoch-checkpoint), then starts its own epoch at
+        # the log end (Partition.makeLeader -> UnifiedLog.assignEpochStartOffset)
+        self._epochs = EpochHistory.from_batches(epochs)
         self._epochs.truncate_from_start(log_start)
         self._epochs.assign(self.epoch, log_end)
+
+    async def _fetch(self, base_offset: int, rows: int) -> list[tuple[int, bytes]]:
+        """Batches from `base_offset` on, read back from PostgreSQL (committed: no fence needed)."""
+        found = await self._pool.fetch(_FETCH, self.topic, self.partition, base_offset, rows)
+        return [(int(r[0]), bytes(r[1])) for r in found]
 
     def epoch_history(self) -> list[tuple[int, int]]:
         return self._epochs.entries
@@ -235,8 +247,7 @@ class PgPartitionLog:
 
     def _written(self, pending: _Pending) -> None:
         batch = pending.batch
-        self._batches.append(batch)
-        self._bases.append(batch.base_offset)
+        self.batches.add(batch)
         self.high_watermark = batch.last_offset + 1
         if pending.entry is not None:
             self.producers.make_durable(pending.producer_id, pending.entry, pending.completed)
@@ -273,12 +284,14 @@ class PgPartitionLog:
         self._abandoned = self.failure
         self._queue.clear()
         self._writer.forget(self)
+        self.batches.close()
 
     async def close(self) -> None:
         """Refuse later appends; let those already made settle (the partition is handed over)."""
         if self.failure is None:
             self.failure = PartitionFenced(f"{self.topic}-{self.partition}: no longer led here")
         await self.flush()
+        self.batches.close()
 
     # -- reading ---------------------------------------------------------------------------------------
     def add_listener(self, callback: Callable[[], None]) -> None:
@@ -318,19 +331,11 @@ class PgPartitionLog:
         last_stable = self.last_stable_offset
         committed = isolation_level == READ_COMMITTED
         limit = last_stable if committed else high_watermark
-        index = bisect.bisect_right(self._bases, offset) - 1
+        index = self.batches.index_of(offset)
         if offset >= limit or index < 0:
             return ReadResult(b"", high_watermark, log_start, last_stable, [] if committed else None)
-        chunks: list[bytes] = []
-        total, end = 0, offset
-        for batch in self._batches[index:]:
-            if batch.base_offset >= limit or (
-                total
-                and (total + len(batch.data) > max_bytes or (max_offset is not None and end > max_offset))
-            ):
-                break
-            chunks.append(batch.data)
-            total, end = total + len(batch.data), batch.last_offset + 1
+        chunks, end = self.batches.chunks(index, limit, max_bytes, max_offset)
+        total = sum(len(c) for c in chunks)
         aborted = None
         if committed:
             first = bisect.bisect_left([t.last_offset for t in self._aborted], offset)
@@ -338,28 +343,14 @@ class PgPartitionLog:
         return ReadResult(b"".join(chunks), high_watermark, log_start, last_stable, aborted)
 
     def batch_max_timestamp(self, offset: int) -> int:
-        index = bisect.bisect_right(self._bases, offset) - 1
-        return self._batches[index].max_timestamp if index >= 0 else -1
+        index = self.batches.index_of(offset)
+        return self.batches.metas[index].max_timestamp if index >= 0 else -1
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """The first record at or after `timestamp` (LogSegment.findOffsetByTimestamp, batch by batch)."""
-        for batch in self._batches:
-            if batch.max_timestamp < timestamp or batch.last_offset < self.log_start_offset:
-                continue
-            for record in iter_records(batch.data):
-                if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
-                    return record.offset, record.timestamp
-        return None
+        return self.batches.offset_for_timestamp(timestamp, self.log_start_offset)
 
     def max_timestamp(self) -> tuple[int, int] | None:
-        live = [b for b in self._batches if b.last_offset >= self.log_start_offset]
-        if not live:
-            return None
-        best = max(live, key=lambda b: b.max_timestamp)  # the first batch holding the maximum
-        for record in iter_records(best.data):
-            if record.timestamp == best.max_timestamp and record.offset >= self.log_start_offset:
-                return record.offset, record.timestamp
-        return best.last_offset, best.max_timestamp
+        return self.batches.max_timestamp(self.log_start_offset)
 
     # -- transactions and producers --------------------------------------------------------------------
     def has_ongoing_transaction(self, producer_id: int) -> bool:
@@ -387,8 +378,7 @@ class PgPartitionLog:
             raise
         self.log_start_offset = max(self.log_start_offset, start)
         self._epochs.truncate_from_start(self.log_start_offset)  # UnifiedLog.maybeIncrementLogStartOffset
-        keep = bisect.bisect_left([b.last_offset for b in self._batches], self.log_start_offset)
-        del self._batches[:keep], self._bases[:keep]
+        self.batches.trim(self.log_start_offset)
         self._aborted = [t for t in self._aborted if t.last_offset >= self.log_start_offset]
         return self.log_start_offset
 
@@ -400,7 +390,7 @@ class PgPartitionLog:
     @property
     def size(self) -> int:
         """Bytes of the partition's batches held (DescribeLogDirs' partition_size)."""
-        return sum(len(b.data) for b in self._batches)
+        return self.batches.size
 
     def expired_start(self, now_ms: int) -> int | None:
         """The log start retention asks for (deleteRetentionMs/SizeBreachedSegments), batch by batch;
@@ -408,17 +398,15 @@ class PgPartitionLog:
         total = self.size
         bound = self.last_stable_offset
         start = None
-        for batch in self._batches[:-1]:  # Kafka never deletes the active segment: keep the newest batch
+        for batch in self.batches.metas[:-1]:  # Kafka never deletes the active segment: keep the newest
             if batch.last_offset + 1 > bound:
                 break
             by_time = (
                 self.config.retention_ms >= 0 and now_ms - batch.max_timestamp > self.config.retention_ms
             )
-            by_size = (
-                self.config.retention_bytes >= 0 and total - len(batch.data) >= self.config.retention_bytes
-            )
+            by_size = self.config.retention_bytes >= 0 and total - batch.size >= self.config.retention_bytes
             if not (by_time or by_size):
                 break
-            total -= len(batch.data)
+            total -= batch.size
             start = batch.last_offset + 1
         return start if start is not None and start > self.log_start_offset else None

@@ -45,6 +45,7 @@ _DELETE_TOPIC = (
     "DELETE FROM kcoord_partition_batch WHERE topic = $1",
     "DELETE FROM kcoord_partition_producer WHERE topic = $1",
     "DELETE FROM kcoord_partition_aborted WHERE topic = $1",
+    "DELETE FROM kcoord_partition_epoch WHERE topic = $1",
     "UPDATE kcoord_partition_lease SET leader = NULL, epoch = epoch + 1, expires_at = '-infinity', "
     "log_start_offset = 0, log_end_offset = 0 WHERE topic = $1",
 )
