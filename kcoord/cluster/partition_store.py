@@ -36,11 +36,19 @@ import asyncpg
 from kcoord.cluster.migrations import FENCED_SQLSTATE, OFFSET_MISMATCH_SQLSTATE
 from kcoord.cluster.node_writer import FlushCall, NodeWriter, Outcome, Refusal
 from kcoord.cluster.partition_rows import TRIM_SQL, StoredBatch
+from kcoord.cluster.write_outcome import outcome_unknown
 from kcoord.partition_log import PartitionConfig, ProducerStateRow
 from kcoord.partition_log.epochs import EpochHistory
 from kcoord.partition_log.log import PRODUCER_ID_EXPIRATION_MS
 from kcoord.partition_log.producers import CompletedTxn, ProducerEntry, ProducerStates
-from kcoord.partition_log.results import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, NotLeader, ReadResult
+from kcoord.partition_log.results import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    AppendResult,
+    NotLeader,
+    OutcomeUnknown,
+    ReadResult,
+)
 from kcoord.partition_log.stamp import stamp
 from kcoord.partition_log.txn_index import AbortedTxn, collect_aborted
 from kcoord.partition_log.validation import (
@@ -52,9 +60,17 @@ from kcoord.partition_log.validation import (
 )
 from kcoord.protocol.record_batch import EndTransactionMarker, ProducedBatch, iter_records, read_header
 
-__all__ = ["PartitionFenced", "PartitionWriteFailed", "PgPartitionLog", "StoredBatch"]
+RESOLVE_WITHIN_S = 15.0
+"""How long a batch of a call with an unknown outcome waits for the partition's reload to tell."""
 
-_UNKNOWN_OUTCOME = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError)
+__all__ = [
+    "RESOLVE_WITHIN_S",
+    "PartitionFenced",
+    "PartitionWriteFailed",
+    "PartitionWriteUnknown",
+    "PgPartitionLog",
+    "StoredBatch",
+]
 
 
 class PartitionFenced(NotLeader):
@@ -68,6 +84,12 @@ class PartitionWriteFailed(Exception):
         super().__init__(message)
         self.sqlstate = sqlstate
         """PostgreSQL's refusal (OFFSET_MISMATCH_SQLSTATE: memory and table disagree), None if unknown."""
+
+
+class PartitionWriteUnknown(PartitionWriteFailed, OutcomeUnknown):
+    """The call broke after it was sent (write_outcome.py): its batches may be in the table. Answered as
+    Kafka answers an acks=all wait that expired (REQUEST_TIMED_OUT: possibly persisted), and the
+    partition is reloaded (at a new epoch) before it takes a retry, so the retry meets the batch."""
 
 
 @dataclass(slots=True)
@@ -115,6 +137,8 @@ class PgPartitionLog:
         self._in_flight: list[_Pending] | None = None
         self._abandoned: BaseException | None = None
         self.failure: BaseException | None = None
+        self.unresolved: list[_Pending] = []
+        """The batches of a call whose outcome is unknown, unanswered until `resolve`."""
         self.calls = 0
         """Flushes that committed this partition's batches (group commit: fewer than appends under load)."""
 
@@ -212,7 +236,11 @@ class PgPartitionLog:
         if outcome is None and self._abandoned is not None:  # crashed meanwhile: never acknowledged
             outcome = self._abandoned
         if outcome is not None:
-            self._fail(batch, self._error(outcome))
+            error = self._error(outcome)
+            if isinstance(error, PartitionWriteUnknown):  # perhaps committed: answered once known
+                self.unresolved, batch = batch, []
+                asyncio.get_running_loop().call_later(RESOLVE_WITHIN_S, self.resolve, None)
+            self._fail(batch, error)
             return
         self.calls += 1
         for pending in batch:
@@ -227,10 +255,10 @@ class PgPartitionLog:
             return PartitionFenced(f"{name}: epoch {self.epoch} fenced: another node leads the partition")
         if outcome is Refusal.MOVED:
             return PartitionWriteFailed(f"{name}: the stored log end moved", OFFSET_MISMATCH_SQLSTATE)
+        if outcome_unknown(outcome):  # checked first: a lost connection is a PostgresError to asyncpg
+            return PartitionWriteUnknown(f"{name}: the batch's outcome is unknown: {outcome!r}")
         if isinstance(outcome, asyncpg.PostgresError):
             return PartitionWriteFailed(f"{name}: PostgreSQL refused the batch: {outcome}", outcome.sqlstate)
-        if isinstance(outcome, _UNKNOWN_OUTCOME):
-            return PartitionWriteFailed(f"{name}: outcome unknown: {outcome!r}")
         return PartitionWriteFailed(f"{name}: the writer stopped: {outcome!r}")
 
     def _written(self, pending: _Pending) -> None:
@@ -257,6 +285,29 @@ class PgPartitionLog:
                 pending.future.set_exception(error)
         if self._on_failed is not None:
             self._on_failed(self)
+
+    def resolve(self, stored_end: int | None) -> None:
+        """The verdict on the call whose outcome was unknown, read from the table by `ClusterPartitions
+        .reload` after it fenced this log's epoch (so the call can no longer commit, and nothing else
+        wrote since): a batch below the stored log end `stored_end` was committed and is acknowledged
+        at its offset, the others were not. None: not known (the lease moved on, or no reload within
+        RESOLVE_WITHIN_S), answered as Kafka answers an acks=all wait that expired (REQUEST_TIMED_OUT).
+        Answering a committed batch with an error instead let the client send it again under a new
+        producer epoch (librdkafka's epoch bump renumbers every unacknowledged batch): a duplicate."""
+        unresolved, self.unresolved = self.unresolved, []
+        for pending in unresolved:
+            if pending.future.done():
+                continue
+            batch = pending.batch
+            if stored_end is not None and batch.last_offset < stored_end:
+                result = AppendResult(batch.base_offset, pending.append_time_ms, self.log_start_offset)
+                pending.future.set_result(result)
+            elif stored_end is not None:  # known not written: the client's retry is appended
+                pending.future.set_exception(
+                    PartitionWriteFailed(f"{self.topic}-{self.partition}: not written")
+                )
+            else:
+                pending.future.set_exception(self.failure or PartitionWriteUnknown("outcome unknown"))
 
     @property
     def pending(self) -> bool:

@@ -72,6 +72,7 @@ class ClusterPartitions:
         self._config_of = config_of
         self._now_ms = now_ms
         self._logs: dict[Key, PgPartitionLog] = {}
+        self._unresolved: dict[Key, PgPartitionLog] = {}  # failed logs with a call of unknown outcome
         self._tasks: set[asyncio.Future[Any]] = set()
         self.failovers = 0
         """Partitions taken over from another leader or reloaded after a failure (for /metrics)."""
@@ -113,6 +114,8 @@ class ClusterPartitions:
         """Graceful stop: every partition handed over (released, so the next leader needs no TTL)."""
         for key in list(self._logs):
             await self.resign(key)
+        for key in list(self._unresolved):
+            self._resolve(key, None)
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
@@ -147,6 +150,7 @@ class ClusterPartitions:
     async def lead(self, key: Key) -> PgPartitionLog | None:
         """Take the partition if it is free or expired, and load it; None if another node holds it."""
         epoch = await self.leases.acquire(key)
+        self._resolve(key, None)  # the lease was not ours throughout: another node may have written
         if epoch is None:
             return None
         self.failovers += 1
@@ -159,9 +163,19 @@ class ClusterPartitions:
             await stale.close()
         epoch = await self.leases.refence(key)
         if epoch is None:
+            self._resolve(key, None)
             return None
         self.failovers += 1
-        return await self._load(key, epoch)
+        loaded = await self._load(key, epoch)
+        # Held throughout and fenced at our own new epoch: the table's log end is the verdict on the
+        # call whose outcome was unknown (no other node wrote, and that call can no longer commit).
+        self._resolve(key, None if loaded is None else loaded.log_end_offset)
+        return loaded
+
+    def _resolve(self, key: Key, stored_end: int | None) -> None:
+        stale = self._unresolved.pop(key, None)
+        if stale is not None:
+            stale.resolve(stored_end)
 
     async def _load(self, key: Key, epoch: int) -> PgPartitionLog | None:
         try:
@@ -186,6 +200,7 @@ class ClusterPartitions:
         """Renew every lease; the partitions lost are dropped (their writers refuse from now on)."""
         lost = await self.leases.renew()
         for key in lost:
+            self._resolve(key, None)
             plog = self._logs.pop(key, None)
             if plog is not None:
                 log.warning("lost the lease of %s-%d (epoch %d): another node leads it", *key, plog.epoch)
@@ -197,6 +212,9 @@ class ClusterPartitions:
         if self._logs.get(key) is plog:
             log.warning("partition %s-%d stopped at epoch %d: %s", *key, plog.epoch, plog.failure)
             del self._logs[key]  # the placement's next tick reloads it if the lease is still ours
+            if plog.unresolved:
+                self._resolve(key, None)  # an earlier one (its reload failed): unknown
+                self._unresolved[key] = plog
 
     def _background(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)

@@ -1,0 +1,177 @@
+"""The duplicates the chaos run found (issue 35 item 8): a `kcoord_flush` call that PostgreSQL committed
+but whose answer was lost (the connection closed in the middle of the call) was answered as refused,
+so the producer sent the batch again, under a new epoch after librdkafka's epoch bump, and it was
+appended twice. Now such a call is an unknown outcome (kcoord/cluster/write_outcome.py): its batches
+are answered only once the partition is reloaded at a fenced epoch and the table tells, so a committed
+batch is acknowledged at its offset and a batch never written is refused (the retry appended once).
+
+Deterministic, on a real PostgreSQL: a proxy (commit_drop_proxy.py) drops the pool's connection right
+after the call committed, or right before it reaches PostgreSQL. The classification is checked on
+errors a real server and a real broken connection raise."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from kcoord.cluster.leases import PartitionLeases
+from kcoord.cluster.partition_store import PartitionWriteFailed, PartitionWriteUnknown, PgPartitionLog
+from kcoord.cluster.partitions import ClusterPartitions
+from kcoord.cluster.write_outcome import outcome_unknown
+from kcoord.partition_log import AppendResult, DuplicateAppend, PartitionConfig, ValidatedAppend
+from kcoord.partition_log.results import OutcomeUnknown
+from tests.cluster.commit_drop_proxy import CommitDropProxy
+from tests.cluster.helpers import init
+from tests.postgres import PgServer
+
+NOW = time.time_ns() // 1_000_000
+CONFIG = PartitionConfig()
+KEY = ("t", 0)
+PRODUCER = 4242
+
+
+def batch(sequence: int, count: int = 3, epoch: int = 0) -> bytes:
+    builder = DefaultRecordBatchBuilder(2, 0, False, PRODUCER, epoch, sequence, batch_size=1 << 30)
+    for i in range(count):
+        builder.append(i, NOW + i, b"k", b"v%d" % (sequence + i), [])
+    return bytes(builder.build())
+
+
+@pytest.fixture
+async def proxy(pg_server: PgServer) -> AsyncIterator[CommitDropProxy]:
+    made = CommitDropProxy(pg_server.port)
+    await made.start()
+    try:
+        yield made
+    finally:
+        await made.close()
+
+
+@pytest.fixture
+async def partitions(
+    cluster_dsn: str, proxy: CommitDropProxy, tmp_path: Path
+) -> AsyncIterator[ClusterPartitions]:
+    await init(cluster_dsn, 4)
+    database = cluster_dsn.rsplit("/", 1)[1]
+    pool = await asyncpg.create_pool(proxy.dsn(database), ssl=False, min_size=1, max_size=4)
+    made = ClusterPartitions(pool, PartitionLeases(pool, 1, 60_000), tmp_path, lambda _: CONFIG, lambda: NOW)
+    try:
+        yield made
+    finally:
+        await made.close()
+        await pool.close()
+
+
+def append(plog: PgPartitionLog, records: bytes) -> asyncio.Future[AppendResult] | int:
+    """The append's future, or the offset a duplicate is answered with."""
+    checked = plog.validate(records, NOW)
+    if isinstance(checked, DuplicateAppend):
+        return checked.base_offset
+    assert isinstance(checked, ValidatedAppend), checked
+    return plog.append(checked, NOW)
+
+
+async def offset_of(plog: PgPartitionLog, records: bytes) -> int:
+    made = append(plog, records)
+    return made if isinstance(made, int) else (await made).base_offset
+
+
+async def failed_with_a_call_in_doubt(
+    partitions: ClusterPartitions, proxy: CommitDropProxy, *, after_commit: bool
+) -> tuple[PgPartitionLog, asyncio.Future[AppendResult]]:
+    """A led partition with one batch (offsets 0-2) durable, then the batch at 3-5 whose call's
+    connection the proxy drops: the log has failed and the batch is not answered yet."""
+    plog = await partitions.lead(KEY)
+    assert plog is not None
+    assert await offset_of(plog, batch(0)) == 0
+    proxy.arm(after_commit=after_commit)
+    doubtful = append(plog, batch(3))
+    assert isinstance(doubtful, asyncio.Future)
+    await asyncio.wait_for(proxy.dropped.wait(), 30)
+    for _ in range(200):  # bounded: the writer settles the call once asyncpg sees the closed connection
+        if plog.failure is not None:
+            break
+        await asyncio.sleep(0.01)
+    assert isinstance(plog.failure, PartitionWriteUnknown), plog.failure
+    assert partitions.get(*KEY) is None  # nothing more is taken until the reload
+    assert not doubtful.done()  # neither acknowledged nor refused while the outcome is unknown
+    return plog, doubtful
+
+
+async def stored(partitions: ClusterPartitions) -> list[tuple[int, int, int]]:
+    rows = await partitions._pool.fetch(
+        "SELECT base_offset, last_offset, base_sequence FROM kcoord_partition_batch ORDER BY 1"
+    )
+    return [(int(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+
+async def test_a_committed_call_whose_answer_was_lost_is_acknowledged_after_the_reload(
+    partitions: ClusterPartitions, proxy: CommitDropProxy
+) -> None:
+    _, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=True)
+    reloaded = await partitions.reload(KEY)
+    assert reloaded is not None and reloaded.log_end_offset == 6  # the call had committed
+    assert (await asyncio.wait_for(doubtful, 10)).base_offset == 3  # acknowledged where it is
+    assert append(reloaded, batch(3)) == 3  # a retry anyway: a duplicate, answered with its offset
+    assert await offset_of(reloaded, batch(6)) == 6
+    assert await stored(partitions) == [(0, 2, 0), (3, 5, 3), (6, 8, 6)]  # each batch once
+
+
+async def test_a_call_that_never_reached_postgresql_is_refused_after_the_reload(
+    partitions: ClusterPartitions, proxy: CommitDropProxy
+) -> None:
+    _, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=False)
+    reloaded = await partitions.reload(KEY)
+    assert reloaded is not None and reloaded.log_end_offset == 3  # nothing of the call was written
+    with pytest.raises(PartitionWriteFailed) as refused:
+        await asyncio.wait_for(doubtful, 10)
+    assert not isinstance(refused.value, OutcomeUnknown)  # known: not written (KAFKA_STORAGE_ERROR)
+    assert await offset_of(reloaded, batch(3)) == 3  # the client's retry, with the same sequence
+    assert await stored(partitions) == [(0, 2, 0), (3, 5, 3)]
+
+
+async def test_a_call_in_doubt_without_a_reload_is_answered_as_unknown(
+    partitions: ClusterPartitions, proxy: CommitDropProxy
+) -> None:
+    """The lease moved on (or no reload came): nobody knows, answered REQUEST_TIMED_OUT by Produce."""
+    plog, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=True)
+    await partitions.leases.release(KEY)
+    assert await partitions.lead(KEY) is not None  # taken as any node takes a free partition
+    with pytest.raises(OutcomeUnknown):
+        await asyncio.wait_for(doubtful, 10)
+    assert plog.unresolved == []
+
+
+async def test_errors_are_classified_by_whether_the_call_may_have_committed(cluster_dsn: str) -> None:
+    conn = await asyncpg.connect(cluster_dsn)
+    killer = await asyncpg.connect(cluster_dsn)
+    try:
+        with pytest.raises(asyncpg.PostgresError) as refused:
+            await conn.fetchval("SELECT 1 / 0")  # raised inside the transaction: rolled back
+        assert not outcome_unknown(refused.value)
+        pid = conn.get_server_pid()
+        call = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(30)"))
+        for _ in range(200):  # bounded: until the call is running on the server
+            if await killer.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND "
+                                     "query LIKE 'SELECT pg_sleep%'", pid):  # fmt: skip
+                break
+            await asyncio.sleep(0.01)
+        await killer.fetchval("SELECT pg_terminate_backend($1)", pid)  # what a restart does
+        with pytest.raises(Exception) as terminated:
+            await asyncio.wait_for(call, 10)
+        assert isinstance(terminated.value, asyncpg.PostgresError)  # asyncpg files it under PostgresError
+        assert outcome_unknown(terminated.value), repr(terminated.value)
+        with pytest.raises(Exception) as closed:
+            await conn.fetchval("SELECT 1")  # the connection it left behind
+        assert outcome_unknown(closed.value), repr(closed.value)
+    finally:
+        conn.terminate()
+        await killer.close()
+    assert outcome_unknown(asyncpg.exceptions.ConnectionDoesNotExistError("closed in the middle"))
+    assert outcome_unknown(TimeoutError()) and outcome_unknown(ConnectionResetError())
