@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,3 +178,27 @@ def check_transactions(
     leaked = sum(1 for value in aborted - unknown if seen[value] > 0)
     twice = sum(n - 1 for n in seen.values() if n > 1)
     return missing, leaked, twice
+
+
+_BATCH_OF = (
+    "SELECT partition, base_offset, last_offset, producer_id, producer_epoch, base_sequence "
+    "FROM kcoord_partition_batch WHERE topic = '{topic}' AND partition = {partition} "
+    "AND base_offset <= {offset} AND last_offset >= {offset}"
+)
+
+
+def duplicated_batches(
+    sql: Callable[[str], str], topic: str, where: dict[str, list[tuple[int, int]]]
+) -> list[dict[str, Any]]:
+    """The stored batch of every copy of a duplicated value, with its producer id, epoch and base
+    sequence (kcoord_partition_batch): the same id, epoch and sequence twice is a retry the partition's
+    producer state should have answered as a duplicate; a new epoch with new sequences is the client
+    re-sending after an epoch bump (librdkafka's drain and bump), as it would to Kafka."""
+    found: list[dict[str, Any]] = []
+    columns = ("partition", "base_offset", "last_offset", "producer_id", "producer_epoch", "base_sequence")
+    for value, copies in where.items():
+        for partition, offset in copies:
+            row = sql(_BATCH_OF.format(topic=topic, partition=partition, offset=offset)).strip()
+            fields = dict(zip(columns, map(int, row.split("|")), strict=True)) if row else {}
+            found.append({"value": value, "offset": offset, **fields})
+    return found
