@@ -115,7 +115,7 @@ class ClusterPartitions:
         for key in list(self._logs):
             await self.resign(key)
         for key in list(self._unresolved):
-            self._resolve(key, None)
+            self._resolve(key, None, None)
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
@@ -150,11 +150,13 @@ class ClusterPartitions:
     async def lead(self, key: Key) -> PgPartitionLog | None:
         """Take the partition if it is free or expired, and load it; None if another node holds it."""
         epoch = await self.leases.acquire(key)
-        self._resolve(key, None)  # the lease was not ours throughout: another node may have written
         if epoch is None:
+            self._resolve(key, None, None)
             return None
         self.failovers += 1
-        return await self._load(key, epoch)
+        loaded = await self._load(key, epoch)
+        self._resolve(key, epoch, loaded)
+        return loaded
 
     async def reload(self, key: Key) -> PgPartitionLog | None:
         """A held partition without a usable log: fence our own earlier epoch, then load again."""
@@ -163,19 +165,24 @@ class ClusterPartitions:
             await stale.close()
         epoch = await self.leases.refence(key)
         if epoch is None:
-            self._resolve(key, None)
+            self._resolve(key, None, None)
             return None
         self.failovers += 1
         loaded = await self._load(key, epoch)
-        # Held throughout and fenced at our own new epoch: the table's log end is the verdict on the
-        # call whose outcome was unknown (no other node wrote, and that call can no longer commit).
-        self._resolve(key, None if loaded is None else loaded.log_end_offset)
+        self._resolve(key, epoch, loaded)
         return loaded
 
-    def _resolve(self, key: Key, stored_end: int | None) -> None:
+    def _resolve(self, key: Key, epoch: int | None, loaded: PgPartitionLog | None) -> None:
+        """The verdict on a failed log's call of unknown outcome (`PgPartitionLog.resolve`). Every
+        acquire, refence or deletion adds one to the epoch, so `epoch` one above the failed log's means
+        the lease was ours throughout and this node's bump fenced that call (it committed before, or
+        never will): the stored log end just loaded tells which of its batches were written. Otherwise
+        another node may have written since, and nobody knows."""
         stale = self._unresolved.pop(key, None)
-        if stale is not None:
-            stale.resolve(stored_end)
+        if stale is None:
+            return
+        known = loaded is not None and epoch == stale.epoch + 1
+        stale.resolve(loaded.log_end_offset if known and loaded is not None else None)
 
     async def _load(self, key: Key, epoch: int) -> PgPartitionLog | None:
         try:
@@ -200,7 +207,7 @@ class ClusterPartitions:
         """Renew every lease; the partitions lost are dropped (their writers refuse from now on)."""
         lost = await self.leases.renew()
         for key in lost:
-            self._resolve(key, None)
+            self._resolve(key, None, None)
             plog = self._logs.pop(key, None)
             if plog is not None:
                 log.warning("lost the lease of %s-%d (epoch %d): another node leads it", *key, plog.epoch)
@@ -213,8 +220,10 @@ class ClusterPartitions:
             log.warning("partition %s-%d stopped at epoch %d: %s", *key, plog.epoch, plog.failure)
             del self._logs[key]  # the placement's next tick reloads it if the lease is still ours
             if plog.unresolved:
-                self._resolve(key, None)  # an earlier one (its reload failed): unknown
+                self._resolve(key, None, None)  # an earlier one (its reload failed): unknown
                 self._unresolved[key] = plog
+                if not self.leases.valid(key):  # run out already (a call that timed out against a
+                    self._resolve(key, None, None)  # silent database): another node may take it first
 
     def _background(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)

@@ -15,6 +15,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -54,18 +55,25 @@ async def proxy(pg_server: PgServer) -> AsyncIterator[CommitDropProxy]:
 
 
 @pytest.fixture
-async def partitions(
-    cluster_dsn: str, proxy: CommitDropProxy, tmp_path: Path
-) -> AsyncIterator[ClusterPartitions]:
+async def pool(cluster_dsn: str, proxy: CommitDropProxy) -> AsyncIterator[Any]:
+    """The node's pool, through the proxy (unencrypted, so the proxy can read the calls)."""
     await init(cluster_dsn, 4)
-    database = cluster_dsn.rsplit("/", 1)[1]
-    pool = await asyncpg.create_pool(proxy.dsn(database), ssl=False, min_size=1, max_size=4)
+    made = await asyncpg.create_pool(
+        proxy.dsn(cluster_dsn.rsplit("/", 1)[1]), ssl=False, min_size=1, max_size=4
+    )
+    try:
+        yield made
+    finally:
+        await made.close()
+
+
+@pytest.fixture
+async def partitions(pool: Any, tmp_path: Path) -> AsyncIterator[ClusterPartitions]:
     made = ClusterPartitions(pool, PartitionLeases(pool, 1, 60_000), tmp_path, lambda _: CONFIG, lambda: NOW)
     try:
         yield made
     finally:
         await made.close()
-        await pool.close()
 
 
 def append(plog: PgPartitionLog, records: bytes) -> asyncio.Future[AppendResult] | int:
@@ -104,15 +112,15 @@ async def failed_with_a_call_in_doubt(
     return plog, doubtful
 
 
-async def stored(partitions: ClusterPartitions) -> list[tuple[int, int, int]]:
-    rows = await partitions._pool.fetch(
+async def stored(pool: Any) -> list[tuple[int, int, int]]:
+    rows = await pool.fetch(
         "SELECT base_offset, last_offset, base_sequence FROM kcoord_partition_batch ORDER BY 1"
     )
     return [(int(r[0]), int(r[1]), int(r[2])) for r in rows]
 
 
 async def test_a_committed_call_whose_answer_was_lost_is_acknowledged_after_the_reload(
-    partitions: ClusterPartitions, proxy: CommitDropProxy
+    pool: Any, partitions: ClusterPartitions, proxy: CommitDropProxy
 ) -> None:
     _, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=True)
     reloaded = await partitions.reload(KEY)
@@ -120,11 +128,11 @@ async def test_a_committed_call_whose_answer_was_lost_is_acknowledged_after_the_
     assert (await asyncio.wait_for(doubtful, 10)).base_offset == 3  # acknowledged where it is
     assert append(reloaded, batch(3)) == 3  # a retry anyway: a duplicate, answered with its offset
     assert await offset_of(reloaded, batch(6)) == 6
-    assert await stored(partitions) == [(0, 2, 0), (3, 5, 3), (6, 8, 6)]  # each batch once
+    assert await stored(pool) == [(0, 2, 0), (3, 5, 3), (6, 8, 6)]  # each batch once
 
 
 async def test_a_call_that_never_reached_postgresql_is_refused_after_the_reload(
-    partitions: ClusterPartitions, proxy: CommitDropProxy
+    pool: Any, partitions: ClusterPartitions, proxy: CommitDropProxy
 ) -> None:
     _, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=False)
     reloaded = await partitions.reload(KEY)
@@ -133,16 +141,34 @@ async def test_a_call_that_never_reached_postgresql_is_refused_after_the_reload(
         await asyncio.wait_for(doubtful, 10)
     assert not isinstance(refused.value, OutcomeUnknown)  # known: not written (KAFKA_STORAGE_ERROR)
     assert await offset_of(reloaded, batch(3)) == 3  # the client's retry, with the same sequence
-    assert await stored(partitions) == [(0, 2, 0), (3, 5, 3)]
+    assert await stored(pool) == [(0, 2, 0), (3, 5, 3)]
 
 
-async def test_a_call_in_doubt_without_a_reload_is_answered_as_unknown(
-    partitions: ClusterPartitions, proxy: CommitDropProxy
+async def test_a_call_in_doubt_is_resolved_when_this_node_takes_its_expired_lease_again(
+    pool: Any, partitions: ClusterPartitions, proxy: CommitDropProxy
 ) -> None:
-    """The lease moved on (or no reload came): nobody knows, answered REQUEST_TIMED_OUT by Produce."""
+    """PostgreSQL restarted: the lease ran out meanwhile and the node acquires it again (one epoch up,
+    so nobody else held it): the stored log end is still the verdict."""
+    _, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=True)
+    await pool.execute(  # the lease runs out
+        "UPDATE kcoord_partition_lease SET expires_at = '-infinity' WHERE topic = $1 AND partition = $2", *KEY
+    )
+    again = await partitions.lead(KEY)
+    assert again is not None and again.log_end_offset == 6
+    assert (await asyncio.wait_for(doubtful, 10)).base_offset == 3
+
+
+async def test_a_call_in_doubt_is_answered_as_unknown_when_another_node_led_meanwhile(
+    pool: Any, partitions: ClusterPartitions, proxy: CommitDropProxy
+) -> None:
+    """Another node may have written at those offsets since: nobody knows, and Produce answers
+    REQUEST_TIMED_OUT (possibly persisted), as Kafka does when an acks=all wait expires."""
     plog, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=True)
     await partitions.leases.release(KEY)
-    assert await partitions.lead(KEY) is not None  # taken as any node takes a free partition
+    other = PartitionLeases(pool, 2, 60_000)  # a second node on the same database
+    assert await other.acquire(KEY) == plog.epoch + 1
+    await other.release(KEY)
+    assert await partitions.lead(KEY) is not None
     with pytest.raises(OutcomeUnknown):
         await asyncio.wait_for(doubtful, 10)
     assert plog.unresolved == []
