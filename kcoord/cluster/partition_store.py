@@ -323,6 +323,7 @@ class PgPartitionLog:
         self.failure = self.failure or PartitionFenced(f"{self.topic}-{self.partition}: abandoned")
         self._abandoned = self.failure
         self._queue.clear()
+        self.unresolved = []  # never answered, as nothing else after a crash
         self._writer.forget(self)
 
     async def close(self) -> None:

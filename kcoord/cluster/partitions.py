@@ -135,9 +135,10 @@ class ClusterPartitions:
             self.leases.forget(key)
 
     def abandon(self) -> None:
-        for plog in self._logs.values():
+        for plog in [*self._logs.values(), *self._unresolved.values()]:
             plog.abandon()
         self._logs.clear()
+        self._unresolved.clear()
 
     # -- leadership --------------------------------------------------------------------------------------
     def leads(self, key: Key) -> bool:

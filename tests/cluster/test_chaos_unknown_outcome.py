@@ -201,3 +201,14 @@ async def test_errors_are_classified_by_whether_the_call_may_have_committed(clus
         await killer.close()
     assert outcome_unknown(asyncpg.exceptions.ConnectionDoesNotExistError("closed in the middle"))
     assert outcome_unknown(TimeoutError()) and outcome_unknown(ConnectionResetError())
+
+
+async def test_a_crash_answers_nothing_of_a_call_in_doubt(
+    partitions: ClusterPartitions, proxy: CommitDropProxy
+) -> None:
+    """`abandon()` (the test controls' crash): as after kill -9, nothing more is answered."""
+    plog, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=True)
+    partitions.abandon()
+    assert plog.unresolved == []  # the resolve timer finds nothing to answer
+    assert await partitions.reload(KEY) is not None  # a new log (App.abandon makes a new App) ...
+    assert not doubtful.done()  # ... which never answers the crashed log's requests
