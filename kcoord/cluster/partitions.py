@@ -183,7 +183,11 @@ class ClusterPartitions:
         if stale is None:
             return
         known = loaded is not None and epoch == stale.epoch + 1
-        stale.resolve(loaded.log_end_offset if known and loaded is not None else None)
+        stored_end = loaded.log_end_offset if known and loaded is not None else None
+        verdict = "unknown" if stored_end is None else f"stored up to {stored_end}"
+        log.info("%s-%d: the call in doubt at epoch %d (from offset %d): %s", *key, stale.epoch,
+                 stale.high_watermark, verdict)  # fmt: skip
+        stale.resolve(stored_end)
 
     async def _load(self, key: Key, epoch: int) -> PgPartitionLog | None:
         try:
