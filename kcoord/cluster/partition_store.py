@@ -58,6 +58,7 @@ from kcoord.partition_log.validation import (
     check_append,
     marker_append,
 )
+from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import EndTransactionMarker, ProducedBatch, iter_records, read_header
 
 RESOLVE_WITHIN_S = 15.0
@@ -173,7 +174,15 @@ class PgPartitionLog:
     def validate(
         self, records: bytes | ProducedBatch, now_ms: int
     ) -> ValidatedAppend | DuplicateAppend | AppendError:
-        return check_append(records, self.config, self.producers, now_ms)
+        checked = check_append(records, self.config, self.producers, now_ms)
+        if isinstance(checked, DuplicateAppend) and checked.base_offset >= self.high_watermark:
+            # A retry of a batch whose call is still in flight: answered with its offset now, it was
+            # acknowledged before it was durable, and lost when that call failed (the chaos run).
+            # Kafka answers it once the high watermark passes it (UnifiedLog.append returns the
+            # duplicate's offsets, DelayedProduce waits); here the retry is refused, retriable and
+            # possibly persisted, and the client's next retry meets the durable copy (docs/compat.md).
+            return AppendError(ErrorCode.REQUEST_TIMED_OUT, "the first copy of this batch is not durable yet")
+        return checked
 
     def append(self, validated: ValidatedAppend, now_ms: int | None = None) -> asyncio.Future[AppendResult]:
         return self._append(validated, now_ms, None)

@@ -224,11 +224,11 @@ class ClusterPartitions:
         if self._logs.get(key) is plog:
             log.warning("partition %s-%d stopped at epoch %d: %s", *key, plog.epoch, plog.failure)
             del self._logs[key]  # the placement's next tick reloads it if the lease is still ours
-            if plog.unresolved:
-                self._resolve(key, None, None)  # an earlier one (its reload failed): unknown
-                self._unresolved[key] = plog
-                if not self.leases.valid(key):  # run out already (a call that timed out against a
-                    self._resolve(key, None, None)  # silent database): another node may take it first
+        if plog.unresolved:  # also a log `reload` or `resign` took out, its call settling meanwhile
+            self._resolve(key, None, None)  # an earlier one (its reload failed): unknown
+            self._unresolved[key] = plog
+            if not self.leases.valid(key):  # run out already (a call that timed out against a
+                self._resolve(key, None, None)  # silent database): another node may take it first
 
     def _background(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)

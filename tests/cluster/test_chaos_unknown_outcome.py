@@ -25,8 +25,9 @@ from kcoord.cluster.leases import PartitionLeases
 from kcoord.cluster.partition_store import PartitionWriteFailed, PartitionWriteUnknown, PgPartitionLog
 from kcoord.cluster.partitions import ClusterPartitions
 from kcoord.cluster.write_outcome import outcome_unknown
-from kcoord.partition_log import AppendResult, DuplicateAppend, PartitionConfig, ValidatedAppend
+from kcoord.partition_log import AppendError, AppendResult, DuplicateAppend, PartitionConfig, ValidatedAppend
 from kcoord.partition_log.results import OutcomeUnknown
+from kcoord.protocol.errors import ErrorCode
 from tests.cluster.commit_drop_proxy import CommitDropProxy
 from tests.cluster.helpers import init
 from tests.postgres import PgServer
@@ -212,3 +213,30 @@ async def test_a_crash_answers_nothing_of_a_call_in_doubt(
     assert plog.unresolved == []  # the resolve timer finds nothing to answer
     assert await partitions.reload(KEY) is not None  # a new log (App.abandon makes a new App) ...
     assert not doubtful.done()  # ... which never answers the crashed log's requests
+
+
+async def test_a_retry_of_a_batch_still_in_flight_is_not_acknowledged_before_it_is_durable(
+    pool: Any, partitions: ClusterPartitions, proxy: CommitDropProxy
+) -> None:
+    """The 1,000-fault run's loss: a retry (same producer, epoch, sequence) arrived while the first copy's
+    call was still in flight and was answered at once with the first copy's offset; that call then
+    failed, so an acknowledged batch was never stored. Kafka answers such a duplicate only once the
+    high watermark passes it (the produce waits in its purgatory); here it is refused, retriable and
+    possibly persisted (REQUEST_TIMED_OUT), so the client's next retry meets the durable copy."""
+    plog = await partitions.lead(KEY)
+    assert plog is not None
+    assert await offset_of(plog, batch(0)) == 0
+    proxy.arm(after_commit=False)  # the first copy's call never reaches PostgreSQL
+    first = append(plog, batch(3))
+    assert isinstance(first, asyncio.Future)
+    retry = plog.validate(batch(3), NOW)
+    assert not isinstance(retry, DuplicateAppend), "a duplicate of a batch not yet durable"
+    assert isinstance(retry, AppendError) and retry.error_code == ErrorCode.REQUEST_TIMED_OUT
+    await asyncio.wait_for(proxy.dropped.wait(), 30)
+    reloaded = await partitions.reload(KEY)
+    assert reloaded is not None
+    with pytest.raises(PartitionWriteFailed):
+        await asyncio.wait_for(first, 10)
+    assert await offset_of(reloaded, batch(3)) == 3  # the client's retry, appended once
+    assert append(reloaded, batch(3)) == 3  # and now a duplicate of a durable batch
+    assert await stored(pool) == [(0, 2, 0), (3, 5, 3)]
