@@ -15,7 +15,10 @@ The pure parts are partition_log's own: the batch checks and producer checks (`c
   the in-sync replica set: Kafka answers acks=all when the high watermark passes the batch);
 * fail-stop: after a refused or unknown call every later append is refused; the node reloads the
   partition (at a new epoch) or gives it up. A fenced call is `PartitionFenced` (a `NotLeader`:
-  NOT_LEADER_OR_FOLLOWER), anything else `PartitionWriteFailed` (KAFKA_STORAGE_ERROR, retriable).
+  NOT_LEADER_OR_FOLLOWER), anything else `PartitionWriteFailed` (KAFKA_STORAGE_ERROR, retriable);
+* a call of unknown outcome (write_outcome.py: it may have committed) answers nothing of its batches
+  until `resolve` gives the verdict the reload read (`ClusterPartitions._resolve`), and a retry of a
+  batch still in flight is refused rather than acknowledged before it is durable (`validate`).
 
 Reads are served from memory: `load_partition` (partition_load.py) reads every batch from the log
 start when the lease is taken (see docs/compat.md: a bounded tail with reads of older batches from
