@@ -229,6 +229,13 @@ class ClusterPartitions:
             self._unresolved[key] = plog
             if not self.leases.valid(key):  # run out already (a call that timed out against a
                 self._resolve(key, None, None)  # silent database): another node may take it first
+            else:  # at the latest when the lease clock runs out (the database may stay away)
+                ttl_s = self.leases.ttl_ms / 1000
+                asyncio.get_running_loop().call_later(ttl_s, self._doubt_expired, key, plog)
+
+    def _doubt_expired(self, key: Key, plog: PgPartitionLog) -> None:
+        if self._unresolved.get(key) is plog:
+            self._resolve(key, None, None)
 
     def _background(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)
