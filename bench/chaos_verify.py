@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,13 +31,34 @@ from tests.cluster.nodes import Node, fetch_offset, find_coordinator
 __all__ = ["Ledger", "Reader", "committed_offset"]
 
 
+class _Tail:
+    """A worker's event file read on from where the last read stopped: the checks after each fault
+    parsed every file from its start, which grew to most of a fault's time as the run went on."""
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.events: list[dict[str, Any]] = []
+
+    def read(self, path: Path) -> list[dict[str, Any]]:
+        if not path.exists():
+            return self.events
+        with path.open("rb") as file:
+            file.seek(self.position)
+            chunk = file.read()
+        complete = chunk[: chunk.rfind(b"\n") + 1]  # a torn last line waits for the next read
+        self.position += len(complete)
+        for line in complete.decode(errors="replace").splitlines():
+            if line.startswith("{") and line.endswith("}"):
+                self.events.append(json.loads(line))
+        return self.events
+
+
+_TAILS: dict[Path, _Tail] = {}
+
+
 def events(path: Path) -> Iterable[dict[str, Any]]:
     """The complete JSON lines a worker has written so far (a torn last line is skipped)."""
-    if not path.exists():
-        return
-    for line in path.read_text(errors="replace").splitlines():
-        if line.startswith("{") and line.endswith("}"):
-            yield json.loads(line)
+    return _TAILS.setdefault(path.resolve(), _Tail()).read(path)
 
 
 @dataclass
@@ -178,3 +199,27 @@ def check_transactions(
     leaked = sum(1 for value in aborted - unknown if seen[value] > 0)
     twice = sum(n - 1 for n in seen.values() if n > 1)
     return missing, leaked, twice
+
+
+_BATCH_OF = (
+    "SELECT partition, base_offset, last_offset, producer_id, producer_epoch, base_sequence "
+    "FROM kcoord_partition_batch WHERE topic = '{topic}' AND partition = {partition} "
+    "AND base_offset <= {offset} AND last_offset >= {offset}"
+)
+
+
+def duplicated_batches(
+    sql: Callable[[str], str], topic: str, where: dict[str, list[tuple[int, int]]]
+) -> list[dict[str, Any]]:
+    """The stored batch of every copy of a duplicated value, with its producer id, epoch and base
+    sequence (kcoord_partition_batch): the same id, epoch and sequence twice is a retry the partition's
+    producer state should have answered as a duplicate; a new epoch with new sequences is the client
+    re-sending after an epoch bump (librdkafka's drain and bump), as it would to Kafka."""
+    found: list[dict[str, Any]] = []
+    columns = ("partition", "base_offset", "last_offset", "producer_id", "producer_epoch", "base_sequence")
+    for value, copies in where.items():
+        for partition, offset in copies:
+            row = sql(_BATCH_OF.format(topic=topic, partition=partition, offset=offset)).strip()
+            fields = dict(zip(columns, map(int, row.split("|")), strict=True)) if row else {}
+            found.append({"value": value, "offset": offset, **fields})
+    return found

@@ -15,7 +15,10 @@ The pure parts are partition_log's own: the batch checks and producer checks (`c
   the in-sync replica set: Kafka answers acks=all when the high watermark passes the batch);
 * fail-stop: after a refused or unknown call every later append is refused; the node reloads the
   partition (at a new epoch) or gives it up. A fenced call is `PartitionFenced` (a `NotLeader`:
-  NOT_LEADER_OR_FOLLOWER), anything else `PartitionWriteFailed` (KAFKA_STORAGE_ERROR, retriable).
+  NOT_LEADER_OR_FOLLOWER), anything else `PartitionWriteFailed` (KAFKA_STORAGE_ERROR, retriable);
+* a call of unknown outcome (write_outcome.py: it may have committed) answers nothing of its batches
+  until `resolve` gives the verdict the reload read (`ClusterPartitions._resolve`), and a retry of a
+  batch still in flight is refused rather than acknowledged before it is durable (`validate`).
 
 Reads: `load_partition` (partition_load.py) reads the place of every batch but the bytes of a bounded
 tail only; older bytes are read from PostgreSQL when a read reaches them (`PartitionBatches`,
@@ -38,11 +41,19 @@ from kcoord.cluster.migrations import FENCED_SQLSTATE, OFFSET_MISMATCH_SQLSTATE
 from kcoord.cluster.node_writer import FlushCall, NodeWriter, Outcome, Refusal
 from kcoord.cluster.partition_batches import BatchMeta, PartitionBatches
 from kcoord.cluster.partition_rows import TRIM_SQL, StoredBatch
+from kcoord.cluster.write_outcome import outcome_unknown
 from kcoord.partition_log import PartitionConfig, ProducerStateRow
 from kcoord.partition_log.epochs import EpochHistory
 from kcoord.partition_log.log import PRODUCER_ID_EXPIRATION_MS
 from kcoord.partition_log.producers import CompletedTxn, ProducerEntry, ProducerStates
-from kcoord.partition_log.results import READ_COMMITTED, READ_UNCOMMITTED, AppendResult, NotLeader, ReadResult
+from kcoord.partition_log.results import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    AppendResult,
+    NotLeader,
+    OutcomeUnknown,
+    ReadResult,
+)
 from kcoord.partition_log.stamp import stamp
 from kcoord.partition_log.txn_index import AbortedTxn, collect_aborted
 from kcoord.partition_log.validation import (
@@ -52,11 +63,20 @@ from kcoord.partition_log.validation import (
     check_append,
     marker_append,
 )
+from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import EndTransactionMarker, ProducedBatch
 
-__all__ = ["PartitionFenced", "PartitionWriteFailed", "PgPartitionLog", "StoredBatch"]
+RESOLVE_WITHIN_S = 15.0
+"""How long a batch of a call with an unknown outcome waits for the partition's reload to tell."""
 
-_UNKNOWN_OUTCOME = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError)
+__all__ = [
+    "RESOLVE_WITHIN_S",
+    "PartitionFenced",
+    "PartitionWriteFailed",
+    "PartitionWriteUnknown",
+    "PgPartitionLog",
+    "StoredBatch",
+]
 
 _FETCH = (
     "SELECT base_offset, batch FROM kcoord_partition_batch "
@@ -75,6 +95,12 @@ class PartitionWriteFailed(Exception):
         super().__init__(message)
         self.sqlstate = sqlstate
         """PostgreSQL's refusal (OFFSET_MISMATCH_SQLSTATE: memory and table disagree), None if unknown."""
+
+
+class PartitionWriteUnknown(PartitionWriteFailed, OutcomeUnknown):
+    """The call broke after it was sent (write_outcome.py): its batches may be in the table. Answered as
+    Kafka answers an acks=all wait that expired (REQUEST_TIMED_OUT: possibly persisted), and the
+    partition is reloaded (at a new epoch) before it takes a retry, so the retry meets the batch."""
 
 
 @dataclass(slots=True)
@@ -121,6 +147,8 @@ class PgPartitionLog:
         self._in_flight: list[_Pending] | None = None
         self._abandoned: BaseException | None = None
         self.failure: BaseException | None = None
+        self.unresolved: list[_Pending] = []
+        """The batches of a call whose outcome is unknown, unanswered until `resolve`."""
         self.calls = 0
         """Flushes that committed this partition's batches (group commit: fewer than appends under load)."""
 
@@ -161,7 +189,15 @@ class PgPartitionLog:
     def validate(
         self, records: bytes | ProducedBatch, now_ms: int
     ) -> ValidatedAppend | DuplicateAppend | AppendError:
-        return check_append(records, self.config, self.producers, now_ms)
+        checked = check_append(records, self.config, self.producers, now_ms)
+        if isinstance(checked, DuplicateAppend) and checked.base_offset >= self.high_watermark:
+            # A retry of a batch whose call is still in flight: answered with its offset now, it was
+            # acknowledged before it was durable, and lost when that call failed (the chaos run).
+            # Kafka answers it once the high watermark passes it (UnifiedLog.append returns the
+            # duplicate's offsets, DelayedProduce waits); here the retry is refused, retriable and
+            # possibly persisted, and the client's next retry meets the durable copy (docs/compat.md).
+            return AppendError(ErrorCode.REQUEST_TIMED_OUT, "the first copy of this batch is not durable yet")
+        return checked
 
     def append(self, validated: ValidatedAppend, now_ms: int | None = None) -> asyncio.Future[AppendResult]:
         return self._append(validated, now_ms, None)
@@ -224,7 +260,11 @@ class PgPartitionLog:
         if outcome is None and self._abandoned is not None:  # crashed meanwhile: never acknowledged
             outcome = self._abandoned
         if outcome is not None:
-            self._fail(batch, self._error(outcome))
+            error = self._error(outcome)
+            if isinstance(error, PartitionWriteUnknown):  # perhaps committed: answered once known
+                self.unresolved, batch = batch, []
+                asyncio.get_running_loop().call_later(RESOLVE_WITHIN_S, self.resolve, None)
+            self._fail(batch, error)
             return
         self.calls += 1
         for pending in batch:
@@ -239,10 +279,10 @@ class PgPartitionLog:
             return PartitionFenced(f"{name}: epoch {self.epoch} fenced: another node leads the partition")
         if outcome is Refusal.MOVED:
             return PartitionWriteFailed(f"{name}: the stored log end moved", OFFSET_MISMATCH_SQLSTATE)
+        if outcome_unknown(outcome):  # checked first: a lost connection is a PostgresError to asyncpg
+            return PartitionWriteUnknown(f"{name}: the batch's outcome is unknown: {outcome!r}")
         if isinstance(outcome, asyncpg.PostgresError):
             return PartitionWriteFailed(f"{name}: PostgreSQL refused the batch: {outcome}", outcome.sqlstate)
-        if isinstance(outcome, _UNKNOWN_OUTCOME):
-            return PartitionWriteFailed(f"{name}: outcome unknown: {outcome!r}")
         return PartitionWriteFailed(f"{name}: the writer stopped: {outcome!r}")
 
     def _written(self, pending: _Pending) -> None:
@@ -269,6 +309,29 @@ class PgPartitionLog:
         if self._on_failed is not None:
             self._on_failed(self)
 
+    def resolve(self, stored_end: int | None) -> None:
+        """The verdict on the call whose outcome was unknown, read from the table by `ClusterPartitions
+        .reload` after it fenced this log's epoch (so the call can no longer commit, and nothing else
+        wrote since): a batch below the stored log end `stored_end` was committed and is acknowledged
+        at its offset, the others were not. None: not known (the lease moved on, or no reload within
+        RESOLVE_WITHIN_S), answered as Kafka answers an acks=all wait that expired (REQUEST_TIMED_OUT).
+        Answering a committed batch with an error instead let the client send it again under a new
+        producer epoch (librdkafka's epoch bump renumbers every unacknowledged batch): a duplicate."""
+        unresolved, self.unresolved = self.unresolved, []
+        for pending in unresolved:
+            if pending.future.done():
+                continue
+            batch = pending.batch
+            if stored_end is not None and batch.last_offset < stored_end:
+                result = AppendResult(batch.base_offset, pending.append_time_ms, self.log_start_offset)
+                pending.future.set_result(result)
+            elif stored_end is not None:  # known not written: the client's retry is appended
+                pending.future.set_exception(
+                    PartitionWriteFailed(f"{self.topic}-{self.partition}: not written")
+                )
+            else:
+                pending.future.set_exception(self.failure or PartitionWriteUnknown("outcome unknown"))
+
     @property
     def pending(self) -> bool:
         return bool(self._queue) or self._in_flight is not None
@@ -283,6 +346,7 @@ class PgPartitionLog:
         self.failure = self.failure or PartitionFenced(f"{self.topic}-{self.partition}: abandoned")
         self._abandoned = self.failure
         self._queue.clear()
+        self.unresolved = []  # never answered, as nothing else after a crash
         self._writer.forget(self)
         self.batches.close()
 

@@ -73,6 +73,7 @@ class ClusterPartitions:
         self._config_of = config_of
         self._now_ms = now_ms
         self._logs: dict[Key, PgPartitionLog] = {}
+        self._unresolved: dict[Key, PgPartitionLog] = {}  # failed logs with a call of unknown outcome
         self._tasks: set[asyncio.Future[Any]] = set()
         self.failovers = 0
         """Partitions taken over from another leader or reloaded after a failure (for /metrics)."""
@@ -114,6 +115,8 @@ class ClusterPartitions:
         """Graceful stop: every partition handed over (released, so the next leader needs no TTL)."""
         for key in list(self._logs):
             await self.resign(key)
+        for key in list(self._unresolved):
+            self._resolve(key, None, None)
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
@@ -133,9 +136,10 @@ class ClusterPartitions:
             self.leases.forget(key)
 
     def abandon(self) -> None:
-        for plog in self._logs.values():
+        for plog in [*self._logs.values(), *self._unresolved.values()]:
             plog.abandon()
         self._logs.clear()
+        self._unresolved.clear()
 
     # -- leadership --------------------------------------------------------------------------------------
     def leads(self, key: Key) -> bool:
@@ -149,9 +153,12 @@ class ClusterPartitions:
         """Take the partition if it is free or expired, and load it; None if another node holds it."""
         epoch = await self.leases.acquire(key)
         if epoch is None:
+            self._resolve(key, None, None)
             return None
         self.failovers += 1
-        return await self._load(key, epoch)
+        loaded = await self._load(key, epoch)
+        self._resolve(key, epoch, loaded)
+        return loaded
 
     async def reload(self, key: Key) -> PgPartitionLog | None:
         """A held partition without a usable log: fence our own earlier epoch, then load again."""
@@ -160,9 +167,28 @@ class ClusterPartitions:
             await stale.close()
         epoch = await self.leases.refence(key)
         if epoch is None:
+            self._resolve(key, None, None)
             return None
         self.failovers += 1
-        return await self._load(key, epoch)
+        loaded = await self._load(key, epoch)
+        self._resolve(key, epoch, loaded)
+        return loaded
+
+    def _resolve(self, key: Key, epoch: int | None, loaded: PgPartitionLog | None) -> None:
+        """The verdict on a failed log's call of unknown outcome (`PgPartitionLog.resolve`). Every
+        acquire, refence or deletion adds one to the epoch, so `epoch` one above the failed log's means
+        the lease was ours throughout and this node's bump fenced that call (it committed before, or
+        never will): the stored log end just loaded tells which of its batches were written. Otherwise
+        another node may have written since, and nobody knows."""
+        stale = self._unresolved.pop(key, None)
+        if stale is None:
+            return
+        known = loaded is not None and epoch == stale.epoch + 1
+        stored_end = loaded.log_end_offset if known and loaded is not None else None
+        verdict = "unknown" if stored_end is None else f"stored up to {stored_end}"
+        log.info("%s-%d: the call in doubt at epoch %d (from offset %d): %s", *key, stale.epoch,
+                 stale.high_watermark, verdict)  # fmt: skip
+        stale.resolve(stored_end)
 
     async def _load(self, key: Key, epoch: int) -> PgPartitionLog | None:
         try:
@@ -187,6 +213,7 @@ class ClusterPartitions:
         """Renew every lease; the partitions lost are dropped (their writers refuse from now on)."""
         lost = await self.leases.renew()
         for key in lost:
+            self._resolve(key, None, None)
             plog = self._logs.pop(key, None)
             if plog is not None:
                 log.warning("lost the lease of %s-%d (epoch %d): another node leads it", *key, plog.epoch)
@@ -198,6 +225,18 @@ class ClusterPartitions:
         if self._logs.get(key) is plog:
             log.warning("partition %s-%d stopped at epoch %d: %s", *key, plog.epoch, plog.failure)
             del self._logs[key]  # the placement's next tick reloads it if the lease is still ours
+        if plog.unresolved:  # also a log `reload` or `resign` took out, its call settling meanwhile
+            self._resolve(key, None, None)  # an earlier one (its reload failed): unknown
+            self._unresolved[key] = plog
+            if not self.leases.valid(key):  # run out already (a call that timed out against a
+                self._resolve(key, None, None)  # silent database): another node may take it first
+            else:  # at the latest when the lease clock runs out (the database may stay away)
+                ttl_s = self.leases.ttl_ms / 1000
+                asyncio.get_running_loop().call_later(ttl_s, self._doubt_expired, key, plog)
+
+    def _doubt_expired(self, key: Key, plog: PgPartitionLog) -> None:
+        if self._unresolved.get(key) is plog:
+            self._resolve(key, None, None)
 
     def _background(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)

@@ -33,6 +33,7 @@ import asyncpg
 from kcoord import storage
 from kcoord.cluster.node_writer import FlushCall, NodeWriter, Outcome, Refusal
 from kcoord.cluster.pg import LOAD_TIMEOUT_S
+from kcoord.cluster.write_outcome import outcome_unknown
 from kcoord.coordinator.groups.consumer.records import (
     ConsumerGroupEpoch,
     ConsumerMemberAssignment,
@@ -71,10 +72,6 @@ _MAX_EPOCH = (1 << (63 - LSN_EPOCH_SHIFT)) - 1
 _MAX_COUNTER = (1 << LSN_EPOCH_SHIFT) - 1
 
 _LOAD = "SELECT type, key, value, lsn FROM kcoord_record WHERE shard = $1 ORDER BY lsn"
-
-# What a call that did not reach a verdict raises: the connection broke or the pool could not
-# connect (OSError, asyncpg's InterfaceError family), or it timed out.
-_UNKNOWN_OUTCOME = (OSError, asyncio.TimeoutError, asyncpg.InterfaceError)
 
 _GROUP_KEYED = (
     ConsumerGroupEpoch,
@@ -224,10 +221,11 @@ class ShardRecordLog:
     def _error(self, outcome: Refusal | BaseException) -> ShardLogError:
         if outcome is Refusal.FENCED:
             return LeaseLost(self.shard, self.epoch)
+        if isinstance(outcome, BaseException) and outcome_unknown(outcome):
+            # before PostgresError: asyncpg files a lost connection under it (write_outcome.py)
+            return ShardLogFailed(self.shard, f"the batch's outcome is unknown: {outcome!r}", outcome)
         if isinstance(outcome, asyncpg.PostgresError):
             return ShardLogFailed(self.shard, f"PostgreSQL refused the batch: {outcome}", outcome)
-        if isinstance(outcome, _UNKNOWN_OUTCOME):
-            return ShardLogFailed(self.shard, f"the batch's outcome is unknown: {outcome!r}", outcome)
         cause = outcome if isinstance(outcome, BaseException) else None
         return ShardLogFailed(self.shard, f"the writer stopped: {outcome!r}", cause)
 

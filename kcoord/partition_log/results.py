@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppendResult", "NotLeader", "ReadResult"]
+__all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppendResult", "NotLeader", "OutcomeUnknown", "ReadResult"]
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Fetch's and ListOffsets' isolation_level
 
@@ -31,3 +31,10 @@ class NotLeader(Exception):
     """An append failed because this node no longer leads the partition (cluster mode: another node's
     lease fenced it). Produce answers NOT_LEADER_OR_FOLLOWER, so the client refreshes its metadata
     and follows the partition to its new leader (Kafka's NotLeaderOrFollowerException)."""
+
+
+class OutcomeUnknown(Exception):
+    """An append whose write may have been made durable or not, and nobody could tell in time (cluster
+    mode: the call to PostgreSQL broke and the partition was not reloaded to read the verdict). Produce
+    answers REQUEST_TIMED_OUT, as Kafka does when an acks=all wait expires (`DelayedProduce.onExpiration`):
+    clients count it as possibly persisted, never as refused."""

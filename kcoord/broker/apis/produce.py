@@ -15,7 +15,8 @@ invalid acks -> INVALID_REQUIRED_ACKS for every partition; unknown partitions
 UNKNOWN_TOPIC_OR_PARTITION, a partition another node leads (cluster mode) NOT_LEADER_OR_FOLLOWER, as is
 an append the lease fence refused (`partition_log.NotLeader`); acks=-1 to a topic whose
 min.insync.replicas exceeds our one replica NOT_ENOUGH_REPLICAS; then each partition's own
-validation. A failed write answers KAFKA_STORAGE_ERROR (retriable) and acknowledges nothing.
+validation. A failed write answers KAFKA_STORAGE_ERROR (retriable) and acknowledges nothing; a write
+whose outcome stayed unknown (cluster mode) REQUEST_TIMED_OUT, as an expired acks=all wait in Kafka.
 
 Transactional batches (v3+ carry the transactional id; a transactional batch without one is
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis refuses it) are verified against the transaction
@@ -47,6 +48,7 @@ from kcoord.broker.verification import TxnAnswers, TxnCheck
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.partition_log import AppendError, AppendResult, DuplicateAppend, NotLeader, ValidatedAppend
 from kcoord.partition_log.port import PartitionStore
+from kcoord.partition_log.results import OutcomeUnknown
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import ProducedBatch
 
@@ -334,6 +336,8 @@ class _Pending:
             error = None if future.cancelled() else future.exception()
             if isinstance(error, NotLeader):  # cluster mode: another node took the partition over
                 _fail(entry, ErrorCode.NOT_LEADER_OR_FOLLOWER, str(error), self._version)
+            elif isinstance(error, OutcomeUnknown):  # cluster mode: perhaps written (possibly persisted)
+                _fail(entry, ErrorCode.REQUEST_TIMED_OUT, str(error), self._version)
             elif future.cancelled() or error is not None:
                 message = f"storage failure: {error}" if isinstance(error, storage.StorageError) else None
                 _fail(entry, ErrorCode.KAFKA_STORAGE_ERROR, message, self._version)
