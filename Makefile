@@ -26,6 +26,10 @@ lint: $(STAMP)
 # passed in 9:54 on a shared 2-core machine); the longest tests (tests/durations.json) start first.
 # The slowest are listed at the end.
 TEST_WORKERS ?= 6
+# Bytecode caches are written: a shell that sets PYTHONDONTWRITEBYTECODE would make every one of the
+# suite's ~1,000 kcoord processes and every worker's collection (pytest's assertion rewriting) compile
+# from source again, about 0.2 CPU-s a process on this machine.
+unexport PYTHONDONTWRITEBYTECODE
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=30

@@ -23,6 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from tests.kcoord_fork import ForkedProcess, popen_kcoord
 from tests.ports import free_port
 
 __all__ = [
@@ -50,7 +51,7 @@ class ServerProcess:
         self.name = name
         self.host = "127.0.0.1"
         self.port = 0
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: subprocess.Popen[str] | ForkedProcess | None = None
         self.lines: list[str] = []
         self._cond = threading.Condition()
 
@@ -61,7 +62,7 @@ class ServerProcess:
         """Start the process and wait for its "listening on" line; returns the port."""
         with self._cond:
             self.lines = []
-        self.proc = subprocess.Popen(
+        self.proc = popen_kcoord(self.argv(), self.env) or subprocess.Popen(
             self.argv(),
             cwd=REPO,
             env=self.env,

@@ -3,7 +3,6 @@ wire calls the cluster tests make against them."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -11,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 from tests.ports import free_port as free_port  # re-exported: tests/cluster/test_operate.py
 from tests.server.wire import call, connect
@@ -22,7 +22,7 @@ RETRIABLE = {NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, LOAD_IN_PROGRESS}
 
 
 def init_cluster(dsn: str, num_shards: int = 50) -> None:
-    done = subprocess.run(
+    done = run_command(
         [sys.executable, "-m", "kcoord", "cluster", "init", "--cluster", dsn,
          "--num-shards", str(num_shards)],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=False,

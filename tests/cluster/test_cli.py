@@ -9,12 +9,13 @@ from pathlib import Path
 import asyncpg
 
 from tests.cluster.conftest import PgServer, free_port
+from tests.kcoord_fork import run_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def kcoord(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", *argv],
         cwd=ROOT,
         capture_output=True,

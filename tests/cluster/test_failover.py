@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
-import subprocess
 import sys
 import time
 import urllib.error
@@ -31,6 +30,7 @@ from tests.cluster.nodes import (
     rpc,
     until,
 )
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO
 from tests.server.wire import call, connect, create_topic, decode_response, read_frame, send
 
@@ -228,7 +228,7 @@ def test_metadata_and_describe_cluster_list_the_live_nodes_and_a_joining_node_ta
 
         until(spread, 20, "node 3 owns some of the groups")
         assert joiner.count("shard \\d+: loaded") > 0
-        status = subprocess.run(
+        status = run_command(
             [sys.executable, "-m", "kcoord", "cluster", "status", "--cluster", cluster_dsn],
             cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
         ).stdout.splitlines()  # fmt: skip

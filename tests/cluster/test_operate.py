@@ -17,6 +17,7 @@ from kcoord.coordinator.runtime.shards import shard_of
 from tests.cluster.nodes import commit, fetch_offset, free_port, init_cluster, nodes, owner_of, until
 from tests.cluster.test_partition_nodes import PARTITIONS as PARTITIONS_6
 from tests.cluster.test_partition_nodes import TOPIC, _produce, agreed_leaders
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO
 from tests.server.wire import connect, create_topic
 
@@ -26,7 +27,7 @@ PARTITIONS = 4
 
 
 def _status(dsn: str, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "cluster", "status", "--cluster", dsn, *flags],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import signal
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -24,6 +23,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from tests.cluster.conftest import PgServer
 from tests.cluster.events_worker import EventsWorker, start_worker
 from tests.cluster.nodes import Node, init_cluster, nodes, rpc, until
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO
 from tests.server.wire import connect, create_topic, decode_response, read_frame, send
 
@@ -169,7 +169,7 @@ def test_three_nodes_lead_partitions_and_stock_clients_follow_the_leaders(
         for event in acked:
             assert read[(event["p"], event["o"])] == str(event["acked"]).encode()
         assert len(read) == len(acked) + 1
-        status = subprocess.run(
+        status = run_command(
             [sys.executable, "-m", "kcoord", "cluster", "status", "--cluster", cluster_dsn],
             cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
         ).stdout.splitlines()  # fmt: skip

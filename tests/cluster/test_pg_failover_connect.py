@@ -5,7 +5,6 @@ none as `target_session_attrs` asks is a one-line failure, as an unreachable one
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ import pytest
 
 from kcoord.cluster.pg import connect, create_pool, hosts_of, redact
 from tests.cluster.pg_proxy import BlackHoleProxy
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO
 from tests.postgres import PgServer
 
@@ -86,7 +86,7 @@ async def test_a_pool_remembers_the_host_that_accepted(black_hole: BlackHoleProx
 def test_no_host_as_target_session_attrs_asks_is_one_line(cluster_dsn: str) -> None:
     """The only host is a primary and the DSN asks for a read-only session (as a standby not yet
     promoted answers a read-write one): refused in one line, exit 1, no traceback."""
-    done = subprocess.run(
+    done = run_command(
         [sys.executable, "-m", "kcoord", "cluster", "init", "--cluster",
          f"{cluster_dsn}?target_session_attrs=read-only"],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=False,

@@ -10,11 +10,12 @@ import sys
 import threading
 from pathlib import Path
 
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 
 
 def health(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "health", *args],
         cwd=REPO,
         env=env,

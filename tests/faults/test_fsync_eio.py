@@ -3,11 +3,11 @@ within 1 s, and a restart on the same directory has every acknowledged commit an
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 
 from tests.faults.conftest import EXIT_STORAGE_FATAL, NONE, NOT_COORDINATOR, FuseFs, commit, committed
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import connect, create_topic
 
@@ -43,7 +43,7 @@ def test_fsync_eio_exits_with_the_documented_code_and_loses_nothing(fusefs: Fuse
         with connect(server.address) as sock:
             assert committed(sock) == acked
         server.stop()
-        verify = subprocess.run(
+        verify = run_command(
             [sys.executable, "-m", "kcoord", "storage", "verify", "--data-dir", str(server.data_dir)],
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip

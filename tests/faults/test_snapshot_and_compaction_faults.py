@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults.conftest import NONE, Tmpfs, commit, committed
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 from tests.server.wire import connect, create_topic
 
@@ -25,7 +26,7 @@ def _digest(directory: Path) -> dict[str, str]:
 
 
 def _storage(command: str, data: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "storage", command, "--data-dir", str(data)],
         cwd=REPO,
         capture_output=True,

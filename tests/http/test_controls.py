@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from typing import Any
@@ -11,6 +10,7 @@ import pytest
 
 from tests.http.conftest import Http, sample
 from tests.integration.conftest import Workers, unique, wait_for_split, wait_until
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -203,7 +203,7 @@ def test_controls_are_forbidden_without_the_flag(http: Http) -> None:
 
 
 def test_test_controls_without_an_http_endpoint_is_a_one_line_error(tmp_path: Any) -> None:
-    done = subprocess.run(
+    done = run_command(
         [sys.executable, "-m", "kcoord", "serve", "--data-dir", str(tmp_path), "--enable-test-controls"],
         cwd=REPO,
         capture_output=True,

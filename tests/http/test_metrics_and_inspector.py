@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.http.conftest import Http, sample
 from tests.integration.conftest import Producers, Workers, unique, wait_for_split, wait_until
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import KcoordServer
 from tests.server.wire import call
 
@@ -146,7 +147,6 @@ def test_kcoord_groups_describe_shows_the_lag_the_metrics_show(
     topic_partitions: Any,
 ) -> None:
     import json
-    import subprocess
     import sys
 
     from tests.kcoord_process import REPO
@@ -156,7 +156,7 @@ def test_kcoord_groups_describe_shows_the_lag_the_metrics_show(
     member = workers.spawn("confluent-kafka", group, [topic])
     wait_for_split([member], topic_partitions)
     member.commit([(topic, p, p, "") for p in range(6)])  # lag = log end - p on partition p
-    described = subprocess.run(
+    described = run_command(
         [sys.executable, "-m", "kcoord", "groups", "--bootstrap-server", server.bootstrap,
          "--describe", "--group", group, "--output", "json"],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=True,

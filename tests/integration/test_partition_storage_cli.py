@@ -13,13 +13,14 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration.conftest import unique
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import KcoordServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
 def _storage(command: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "storage", command, "--data-dir", str(data_dir)],
         capture_output=True,
         text=True,

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 from tests.oracle.kafka import KafkaOracle, random_uuid
 from tests.oracle.scenario import unique
@@ -35,7 +36,7 @@ RECORDS = 5  # per partition
 
 
 def share_groups(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "share-groups", "--bootstrap-server", bootstrap, *args],
         cwd=REPO,
         capture_output=True,

@@ -30,6 +30,7 @@ from tests.integration.conftest import (
     wait_for_split,
     wait_until,
 )
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import KcoordServer
 
 pytest.importorskip("pyspark", reason="the pipeline extra is not installed")
@@ -217,12 +218,11 @@ STEADY_COMMITS = 15
 
 
 def _storage_cli(command: str, data: Path) -> None:
-    import subprocess
     import sys
 
     from tests.kcoord_process import REPO
 
-    done = subprocess.run(
+    done = run_command(
         [sys.executable, "-m", "kcoord", "storage", command, "--data-dir", str(data)],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip

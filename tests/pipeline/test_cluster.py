@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kcoord.pipeline import offsets
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO
 
 
@@ -82,7 +83,7 @@ def test_offsets_on_a_standalone_cluster_equal_local(
     spark: Any, recorded: dict[str, Any], standalone: str, spark_env: dict[str, str], tmp_path: Path
 ) -> None:
     local = sorted(tuple(r) for r in offsets.latest_offsets(spark, str(recorded["dir"])).collect())
-    done = subprocess.run(
+    done = run_command(
         [sys.executable, "-m", "kcoord", "pipeline", "offsets", "--data-dir", str(recorded["dir"]),
          "--out", str(tmp_path), "--master", standalone],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=spark_env,

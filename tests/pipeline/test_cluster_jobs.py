@@ -3,7 +3,6 @@ wrote to a data directory (conftest.pg_produced), compared with the same jobs ov
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ if not REQUIRED:
 from kcoord.pipeline import compact, lag, offsets, rebalances
 from kcoord.pipeline.inputs import CLUSTER_NOTE, Input
 from kcoord.pipeline.reader import COLUMNS, OFFSET_COMMIT_TYPE
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 from tests.pipeline import pg_cluster
 from tests.pipeline.conftest import offsets_of
@@ -116,7 +116,7 @@ def test_jobs_over_a_cluster_agree_with_the_data_directory(
 def test_the_command_line_runs_a_job_over_a_cluster(
     spark: Any, pg_produced: dict[str, Any], spark_env: dict[str, str], tmp_path: Path
 ) -> None:
-    done = subprocess.run(
+    done = run_command(
         [sys.executable, "-m", "kcoord", "pipeline", "offsets", "--cluster", pg_produced["dsn"],
          "--out", str(tmp_path), "--master", "local[1]"],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=spark_env,

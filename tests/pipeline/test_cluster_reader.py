@@ -35,6 +35,7 @@ from kcoord.partition_log import PartitionConfig, PartitionLogs, ValidatedAppend
 from kcoord.pipeline import cluster_reader, cluster_tables, reader, topic_reader
 from kcoord.pipeline.reader import PipelineError
 from kcoord.pipeline.topic_reader import Bounds
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO
 from tests.pipeline import pg_cluster
 
@@ -189,7 +190,7 @@ def test_redact_hides_every_form_of_password() -> None:
 
 
 def _pipeline(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "pipeline", *args],
         cwd=REPO,
         capture_output=True,

@@ -16,6 +16,7 @@ from kcoord.pipeline import compact, offsets, reader, rebalances
 from kcoord.protocol import consumer_protocol
 from kcoord.protocol.messages import records as schemas
 from kcoord.storage.files import base_of, encode_segment_header, segment_name
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 from tests.pipeline.conftest import offsets_of
 
@@ -114,7 +115,7 @@ def test_rebalances_match_a_plain_python_reference(
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "pipeline", *args],
         cwd=REPO, capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip

@@ -13,6 +13,7 @@ import pytest
 
 from kcoord.pipeline import lag
 from kcoord.storage.files import base_of, encode_segment_header, segment_name
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO
 
 
@@ -71,7 +72,7 @@ def test_lag_over_time_is_the_log_end_at_each_commit(
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "pipeline", *args, "--master", "local[1]"],
         cwd=REPO, capture_output=True, text=True, timeout=180, env=env,
     )  # fmt: skip

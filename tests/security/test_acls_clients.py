@@ -12,7 +12,6 @@ the coordinator log, and everything else is closed."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +43,7 @@ from kafka.admin import (
 from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 
 from tests.integration.conftest import wait_until
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import KcoordServer
 from tests.security.conftest import ALL, CLUSTER, TOPIC, binding, create_acls
 from tests.server.wire import connect, create_topic
@@ -98,7 +98,7 @@ def allow_group_with_kafka_python(server: KcoordServer, group: str) -> None:
 
 def allow_group_with_kcoord_acls(server: KcoordServer, group: str) -> None:
     """The `kcoord acls` command line, run as an operator would (from this checkout)."""
-    added = subprocess.run(
+    added = run_command(
         [
             sys.executable, "-m", "kcoord", "acls", "--bootstrap-server", server.bootstrap,
             "--add", "--allow-principal", ANONYMOUS, "--operation", "Read", "--group", group,

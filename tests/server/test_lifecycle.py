@@ -16,6 +16,7 @@ import pytest
 from kcoord import storage
 from kcoord.coordinator.groups.records import OffsetCommitRecord
 from kcoord.coordinator.persistence import to_storage
+from tests.kcoord_fork import DISABLE_ENV, ForkedProcess
 from tests.kcoord_process import REPO, KcoordServer
 from tests.server.wire import call, connect, create_topic, decode_response, is_closed, read_frame, send
 
@@ -33,9 +34,13 @@ def _topics(address: tuple[str, int]) -> dict[str, int]:
     return {t["name"]: len(t["partitions"]) for t in response["topics"]}
 
 
+@pytest.mark.parametrize("start", ["fresh-interpreter", "forked"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_shuts_down_cleanly_with_a_snapshot(tmp_path: Path, sig: int) -> None:
-    proc = KcoordServer(tmp_path / "data")
+def test_signal_shuts_down_cleanly_with_a_snapshot(tmp_path: Path, sig: int, start: str) -> None:
+    """Also the entry point itself, `python -m kcoord serve` in an interpreter of its own, as users start
+    it; the rest of the suite forks its servers from a warm interpreter (tests/kcoord_fork.py)."""
+    env = {DISABLE_ENV: "1"} if start == "fresh-interpreter" else {}
+    proc = KcoordServer(tmp_path / "data", env=env)
     proc.start()
     try:
         _create(proc.address, "snap", 2)
@@ -46,6 +51,7 @@ def test_signal_shuts_down_cleanly_with_a_snapshot(tmp_path: Path, sig: int) -> 
         proc.kill()
     assert list((tmp_path / "data").glob("*.snap")), "clean shutdown writes a snapshot"
     assert any("stopped" in line for line in proc.lines)
+    assert isinstance(proc.proc, ForkedProcess) == (start == "forked")
 
 
 async def _write_offsets(data_dir: Path, commits: int) -> None:

@@ -10,13 +10,13 @@ Without Java or Maven Central the Kafka runs skip, as tests/oracle's do (require
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 from tests.oracle.kafka import OracleUnavailable
 from tests.server.wire import call, connect
@@ -41,7 +41,7 @@ REQUIRED = _MODE == "required"
 
 def _kcoord_flags() -> list[str]:
     """SHARE_BROKER_SETTINGS as `kcoord serve` flags, those it has (h/share-ops adds them)."""
-    shown = subprocess.run([sys.executable, "-m", "kcoord", "serve", "--help"], cwd=REPO,
+    shown = run_command([sys.executable, "-m", "kcoord", "serve", "--help"], cwd=REPO,
                            capture_output=True, text=True, timeout=60, check=False).stdout  # fmt: skip
     flags: list[str] = []
     for setting in SHARE_BROKER_SETTINGS:

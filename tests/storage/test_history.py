@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kcoord.storage import Log, LogConfig, Record, history
 from kcoord.storage.files import FileOps, base_of, list_segments
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 from tests.storage.conftest import fold, replay
 
@@ -102,7 +103,7 @@ def test_no_history_is_kept_when_a_retention_is_zero(tmp_path: Path) -> None:
 
 
 def _storage(command: str, data: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "storage", command, "--data-dir", str(data)],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip

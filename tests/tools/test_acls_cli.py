@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -21,7 +22,7 @@ BOB_DENY = "(principal=User:bob, host=10.0.0.1, operation=ALL, permissionType=DE
 
 
 def acls(server: KcoordServer, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "acls", "--bootstrap-server", server.bootstrap, *args],
         cwd=REPO,
         input=stdin,

@@ -24,6 +24,7 @@ from tests.integration.conftest import (
     wait_for_split,
     wait_until,
 )
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -34,7 +35,7 @@ Offsets = dict[Partition, int]
 
 def groups(server: KcoordServer | str, *args: str) -> subprocess.CompletedProcess[str]:
     bootstrap = server if isinstance(server, str) else server.bootstrap
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "groups", "--bootstrap-server", bootstrap, *args],
         cwd=REPO,
         capture_output=True,

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import unique
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -82,7 +83,7 @@ def secure(certs: Path, issuer: tuple[Any, Path], tmp_path_factory: pytest.TempP
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", *args], cwd=REPO, capture_output=True, text=True, timeout=60
     )
 

@@ -25,6 +25,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kcoord.protocol.errors import ErrorCode
 from tests.integration.conftest import unique, wait_until
+from tests.kcoord_fork import run_command
 from tests.kcoord_process import REPO, KcoordServer
 from tests.server import wire
 from tests.server.wire import call, connect
@@ -41,7 +42,7 @@ RETRIABLE = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PR
 
 def transactions(server: KcoordServer | str, *args: str) -> subprocess.CompletedProcess[str]:
     bootstrap = server if isinstance(server, str) else server.bootstrap
-    return subprocess.run(
+    return run_command(
         [sys.executable, "-m", "kcoord", "transactions", "--bootstrap-server", bootstrap, *args],
         cwd=REPO,
         capture_output=True,
