@@ -15,9 +15,10 @@ work of the suite, and one worker would take longer than all the rest.
 
 `--dist loadgroup` would keep explicit `xdist_group` marks on one worker, but xdist 3.8 marks a grouped
 test by renaming `item._nodeid`, which pytest 9 no longer reads: with that pair every test is a unit of
-its own. So the one place that must share a worker says so here, by folder (`SHARED_FOLDERS`): the Kafka
-oracle's tests (tests/oracle) share one Apache Kafka broker per worker, a JVM that costs ~10 s of CPU to
-start, so they all run on one worker (about half a minute of work), not one broker per worker.
+its own. So the places that must share a worker say so here (`SHARED_UNITS`): the Kafka oracle's tests
+(tests/oracle) and the share groups' Kafka runs (tests/share, `[kafka...]`) each share one Apache Kafka
+broker per worker, a JVM that costs ~10 s of CPU to start, so each runs on one worker, not one broker
+per worker.
 
 `CostFirstScheduling` hands out the work longest first (longest processing time first, a classic
 approximation of the shortest schedule): a test costs what it took when `tests/durations.json` was last
@@ -36,7 +37,11 @@ import pytest
 DURATIONS = Path(__file__).with_name("durations.json")
 UNKNOWN_COST = 0.1  # seconds: most tests of the suite are unit tests, well under this
 KEEP_FROM = 0.2  # seconds: faster tests are left out of the file and cost UNKNOWN_COST
-SHARED_FOLDERS = ("tests/oracle/",)  # each folder's tests are one work unit: one worker, one fixture
+# Tests that share one expensive session fixture: each (folder, id marker) is one work unit, so one
+# worker and one fixture. The oracle's Kafka broker (tests/oracle); the share groups' Kafka broker
+# (tests/share's `[kafka...]` runs: spread over six workers they started six Kafka JVMs, ~10 CPU-s each
+# plus their idle threads, where one runs them all).
+SHARED_UNITS = (("tests/oracle/", ""), ("tests/share/", "[kafka"))
 
 
 def plain_id(nodeid: str) -> str:
@@ -80,9 +85,9 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
             super()._assign_work_unit(node)
 
         def _split_scope(self, nodeid: str) -> str:
-            for folder in SHARED_FOLDERS:
-                if nodeid.startswith(folder):
-                    return folder
+            for folder, marker in SHARED_UNITS:
+                if nodeid.startswith(folder) and marker in nodeid:
+                    return folder + marker
             return str(super()._split_scope(nodeid))
 
         def cost(self, unit: dict[str, bool]) -> float:
