@@ -3,7 +3,7 @@ and is_renew_ack (KIP-1222: acknowledgements that renew locks, nothing fetched).
 
 KafkaApis.handleShareFetchRequest: READ on the group, then the share session (epoch 0 opens, -1 closes,
 else the previous + 1; SharePartitionManager.newContext), READ on each topic; the piggy-backed
-acknowledgements, then the fetch (Kafka runs them side by side: docs/compat.md), and one answer carries
+acknowledgements and the fetch side by side (as Kafka runs them: docs/compat.md), and one answer carries
 both (acknowledge_error_code per partition). The fetch reads every partition of the session
 (kcoord/broker/share/fetch.py). Closing the session releases what the member still holds
 (SharePartitionManager.releaseSession).
@@ -72,7 +72,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
 
 
 class _ShareFetch:
-    """One ShareFetch in flight: its acknowledgements, then its fetch, then one answer for both."""
+    """One ShareFetch in flight: its acknowledgements and its fetch side by side, one answer for both."""
 
     __slots__ = (
         "_acks",
@@ -124,14 +124,18 @@ class _ShareFetch:
             self._ctx, self._edge, self._req["group_id"], self._req["member_id"], self._req["topics"],
             self._settings, renew, readable, self._acked,
         )  # fmt: skip
-
-    def _acked(self, results: AckResults) -> None:
-        """The acknowledgements are durable: now fetch. Kafka's SharePartition.acknowledge changes the
-        cached state before it persists, so a piggy-backed release is acquirable by the same request's
-        fetch; the tenant applies a change once durable, so the fetch starts after it."""
-        self._acks = results
+        # The fetch runs beside the acknowledgements' durable write, as in Kafka 4.3.1's
+        # SharePartitionManager (acknowledge and fetch of one request side by side): the records being
+        # acknowledged stay ACQUIRED by this member until their write is durable, so the fetch skips
+        # them as SharePartition.acquire skips a batch with an ongoing state transition
+        # (batchHasOngoingStateTransition); a released record comes back once the write completes.
         wait_ms = min(max(int(self._req["max_wait_ms"]), 0), MAX_WAIT_MS) if self._fetching else 0
         self._fetch.start(wait_ms, self._maybe_answer)
+
+    def _acked(self, results: AckResults) -> None:
+        """The acknowledgements are durable (or failed): the answer waits for both."""
+        self._acks = results
+        self._maybe_answer()
 
     def _resolve(self, key: tuple[uuid.UUID, int], readable: Callable[[str], bool]) -> None:
         """ShareSessionContext.getErroneousAndValidTopicIdPartitions, then KafkaApis' checks."""
