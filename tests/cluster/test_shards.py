@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kcoord.coordinator.runtime.shards import DEFAULT_NUM_SHARDS, java_string_hash, shard_of
+from tests import jvm
 
 HERE = Path(__file__).resolve().parent
 INT32_MIN = -(1 << 31)
@@ -24,8 +25,9 @@ class JavaHash:
 
     def __init__(self) -> None:
         self._proc = subprocess.Popen(
-            ["java", "Hash.java"], cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
+            ["java", *jvm.SHORT_FLAGS, "-cp", str(jvm.compiled(HERE / "Hash.java")), "Hash"],
+            cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
 
     def hash_code(self, s: str) -> int:
         assert self._proc.stdin is not None and self._proc.stdout is not None

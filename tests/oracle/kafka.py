@@ -32,6 +32,7 @@ from typing import Any
 
 from kcoord.coordinator.runtime.shards import shard_of
 from kcoord.protocol.frames import decode_response, encode_request
+from tests import jvm
 from tests.kcoord_process import recv_exactly
 
 __all__ = ["KAFKA_VERSION", "KafkaOracle", "OracleUnavailable", "fetch_jars", "start_kafka"]
@@ -42,9 +43,20 @@ ARTIFACTS = (
     ("org.apache.kafka", "kafka_2.13", KAFKA_VERSION),
     ("org.apache.logging.log4j", "log4j-slf4j-impl", "2.25.4"),
 )
-# Small and fast: C1 only (a short-lived test broker never profits from C2), class-data sharing, and
-# the serial collector (no parallel GC threads competing for two cores).
-JVM_FLAGS = ("-Xmx512m", "-Xms64m", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSerialGC")
+# Small and fast: C1 only (a short-lived test broker never profits from C2) on one compiler thread,
+# class-data sharing (the JDK's archive, and Kafka's own from tests/jvm.py), the serial collector (no
+# parallel GC threads competing for two cores), and no hsperfdata file sampled and written every tick.
+JVM_FLAGS = ("-Xmx512m", "-Xms64m", "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1", "-Xshare:auto",
+             "-XX:+UseSerialGC", "-XX:-UsePerfData")  # fmt: skip
+# What an idle test broker burns CPU on, turned down (measured on the 2-core machine: the ready broker's
+# idle CPU 1.32 -> 0.54 CPU-s a minute with JVM_FLAGS; start-up unchanged): the controller's no-op record
+# every 500 ms (KRaftConfigs.METADATA_MAX_IDLE_INTERVAL_MS_DOC: 0 writes none; the raft I/O, controller and
+# metadata publisher threads spent their idle time on it), and the threads that wake every 300 ms to poll
+# (SocketServer's processors, 3 a listener; KafkaRequestHandler's, 8). Pools whose threads sleep until
+# work comes (background.threads, group.coordinator.threads) keep Kafka's sizes: fewer of them would save
+# nothing idle and could only slow what the tests race against (a new topic reaching every coordinator
+# shard's metadata image). None of these is a config kcoord reports or a test reads.
+IDLE_SETTINGS = ("metadata.max.idle.interval.ms=0", "num.network.threads=1", "num.io.threads=2")
 NODE_ID = 1
 OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions
 
@@ -154,6 +166,7 @@ def _properties(broker_port: int, controller_port: int, log_dir: Path) -> str:
             "share.coordinator.state.topic.replication.factor=1",
             "share.coordinator.state.topic.min.isr=1",
             "group.initial.rebalance.delay.ms=0",
+            *IDLE_SETTINGS,
             "",
         )
     )
@@ -180,6 +193,7 @@ class KafkaOracle:
     workdir: Path
     startup_s: float = 0.0
     _log: Any = field(default=None, repr=False)
+    _archive: jvm.Archive | None = field(default=None, repr=False)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -202,14 +216,21 @@ class KafkaOracle:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+        if self._archive is not None:
+            self._archive.done(self.proc.returncode)
         if self._log is not None:
             self._log.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _java_cmd(libs: Path, workdir: Path, *args: str) -> list[str]:
+def archive(libs: Path, main: str) -> jvm.Archive:
+    """The class-data archive of `main` (kafka.Kafka, kafka.tools.StorageTool) on these jars."""
+    return jvm.archive(f"kafka-{main.rsplit('.', 1)[-1]}", java(), JVM_FLAGS, f"{libs}/*")
+
+
+def _java_cmd(libs: Path, workdir: Path, cds: jvm.Archive, *args: str) -> list[str]:
     log4j = f"-Dlog4j2.configurationFile={workdir / 'log4j2.properties'}"
-    return [java(), *JVM_FLAGS, log4j, "-cp", f"{libs}/*", *args]
+    return [java(), *JVM_FLAGS, *cds.flags, log4j, "-cp", f"{libs}/*", *args]
 
 
 def random_uuid() -> str:
@@ -222,9 +243,15 @@ def random_uuid() -> str:
 
 
 def _format(libs: Path, workdir: Path, props: Path) -> None:
-    argv = _java_cmd(libs, workdir, "kafka.tools.StorageTool", "format", "--standalone")
+    cds = archive(libs, "kafka.tools.StorageTool")
+    argv = _java_cmd(libs, workdir, cds, "kafka.tools.StorageTool", "format", "--standalone")
     argv += ["-t", random_uuid(), "-c", str(props)]
-    ran = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    try:
+        ran = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    except BaseException:
+        cds.done(None)  # a timed-out run was killed: its dump, if any, is not kept
+        raise
+    cds.done(ran.returncode)
     if ran.returncode != 0:
         raise OracleUnavailable(f"kafka-storage format failed: {(ran.stdout + ran.stderr)[-600:]}")
 
@@ -245,13 +272,14 @@ def start_kafka(timeout: float = 120.0) -> KafkaOracle:
     port = int(props.read_text().split("PLAINTEXT://127.0.0.1:")[1].split(",")[0])
     log = (workdir / "kafka.log").open("wb")
     began = time.monotonic()
+    cds = archive(libs, "kafka.Kafka")
     proc = subprocess.Popen(
-        _java_cmd(libs, workdir, "kafka.Kafka", str(props)),
+        _java_cmd(libs, workdir, cds, "kafka.Kafka", str(props)),
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    oracle = KafkaOracle(proc, port, workdir, _log=log)
+    oracle = KafkaOracle(proc, port, workdir, _log=log, _archive=cds)
     try:
         _wait_ready(oracle, began + timeout)
     except BaseException:

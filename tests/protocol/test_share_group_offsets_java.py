@@ -18,6 +18,7 @@ import pytest
 
 from kcoord.protocol.codecs import codec_for
 from kcoord.protocol.messages import REQUEST_SCHEMAS, RESPONSE_SCHEMAS
+from tests import jvm
 from tests.oracle.kafka import cache_dir
 
 TOPIC_ID = uuid.UUID("3f1c2a8e-5b7d-4e21-9a3c-0d4e5f6a7b8c")
@@ -174,15 +175,13 @@ def kafka_encoded(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     jar = cache_dir() / "libs" / "kafka-clients-4.3.1.jar"
     if shutil.which("javac") is None or not jar.exists():
         pytest.skip("no JDK or no cached Kafka 4.3.1 jar")
-    build = tmp_path_factory.mktemp("kafka_encode")
-    source = Path(__file__).parent / "java" / "KafkaEncode.java"
     classpath = f"{cache_dir() / 'libs'}/*"
-    subprocess.run(["javac", "-cp", classpath, "-d", str(build), str(source)], check=True, timeout=120)
+    build = jvm.compiled(Path(__file__).parent / "java" / "KafkaEncode.java", classpath)
     lines = "".join(
         f"{name} {version} {json.dumps(_kafka_json(message))}\n" for name, _, _, version, message in CASES
     )
     done = subprocess.run(
-        ["java", "-cp", f"{build}:{classpath}", "KafkaEncode"],
+        ["java", *jvm.SHORT_FLAGS, "-cp", f"{build}:{classpath}", "KafkaEncode"],
         input=lines,
         capture_output=True,
         text=True,

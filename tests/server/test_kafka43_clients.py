@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests import jvm
 from tests.kcoord_process import REPO, KcoordServer
 
 CLIENTS = Path(__file__).parent / "clients"
@@ -63,9 +64,10 @@ def test_the_kafka_4_3_java_client_produces_consumes_commits_and_administers(ser
     if shutil.which("java") is None or classpath is None:
         pytest.skip("needs a JDK and kafka-clients 4.3 in ~/.m2 (the Kafka oracle helper's cache)")
     log_dir = os.path.abspath(server.data_dir / "topics")  # as DescribeLogDirs reports it
-    program = str(CLIENTS / "Java43Client.java")
+    classes = jvm.compiled(CLIENTS / "Java43Client.java", classpath)
     out = subprocess.run(
-        ["java", "-cp", classpath, program, server.bootstrap, "j43", "j43g", log_dir],
+        ["java", *jvm.SHORT_FLAGS, "-cp", f"{classes}:{classpath}", "Java43Client", server.bootstrap, "j43",
+         "j43g", log_dir],
         cwd=REPO, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-4000:]

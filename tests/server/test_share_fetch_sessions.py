@@ -22,6 +22,7 @@ from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.messages.share_acknowledge import SHARE_ACKNOWLEDGE_REQUEST, SHARE_ACKNOWLEDGE_RESPONSE
 from kcoord.protocol.messages.share_fetch import SHARE_FETCH_REQUEST, SHARE_FETCH_RESPONSE
 from kcoord.protocol.record_batch import end_txn_marker_batch
+from tests import jvm
 
 T1, T2 = uuid.uuid4(), uuid.uuid4()
 
@@ -156,10 +157,12 @@ def kafka_bodies() -> dict[str, str]:
     slf4j = sorted((m2 / "org/slf4j/slf4j-api").glob("*/slf4j-api-*.jar"))
     if shutil.which("java") is None or not jars or not slf4j:
         pytest.skip("needs a JDK and kafka-clients 4.3 in ~/.m2 (the Kafka oracle helper's cache)")
-    program = str(REPO / "tests" / "server" / "clients" / "ShareWireCheck.java")
+    classpath = f"{jars[-1]}:{slf4j[-1]}"
+    classes = jvm.compiled(REPO / "tests" / "server" / "clients" / "ShareWireCheck.java", classpath)
     out = subprocess.run(
-        ["java", "-cp", f"{jars[-1]}:{slf4j[-1]}", program], capture_output=True, text=True, timeout=120
-    )
+        ["java", *jvm.SHORT_FLAGS, "-cp", f"{classes}:{classpath}", "ShareWireCheck"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr[-4000:]
     bodies: dict[str, str] = json.loads(out.stdout.strip().splitlines()[-1])
     return bodies

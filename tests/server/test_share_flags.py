@@ -17,6 +17,7 @@ import pytest
 from kcoord.protocol.errors import ErrorCode
 from kcoord.wiring.config import Config, parse_serve_argv
 from kcoord.wiring.share_flags import SHARE_DEFAULTS, SHARE_OPTIONS
+from tests import jvm
 from tests.kcoord_process import KcoordServer
 from tests.oracle.kafka import cache_dir
 from tests.server.test_group_configs_wire import SET, alter, configs
@@ -42,9 +43,8 @@ def test_defaults_and_ranges_are_kafka_4_3s(tmp_path: Path) -> None:
         pytest.skip("no JDK or no cached Kafka 4.3.1 jars")
     (tmp_path / "ShareDefs.java").write_text(_DUMP)
     classpath = f"{libs}/*"
-    subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(tmp_path / "ShareDefs.java")],
-                   check=True, timeout=120)  # fmt: skip
-    out = subprocess.run(["java", "-cp", f"{tmp_path}:{classpath}", "ShareDefs"],
+    classes = jvm.compiled(tmp_path / "ShareDefs.java", classpath)
+    out = subprocess.run(["java", *jvm.SHORT_FLAGS, "-cp", f"{classes}:{classpath}", "ShareDefs"],
                          capture_output=True, text=True, check=True, timeout=120).stdout  # fmt: skip
     rows = (line.split(" ", 2) for line in out.splitlines())
     kafka = {name: (default, validator) for name, default, validator in rows}

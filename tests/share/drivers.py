@@ -14,10 +14,12 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tests import jvm
 from tests.kcoord_process import REPO
 from tests.oracle.kafka import OracleUnavailable, cache_dir, fetch_jars
 
@@ -28,7 +30,10 @@ SOURCE = CLIENTS / "ShareDriver.java"
 # kafka-clients and what it loads at run time (slf4j without a binding: its warning goes to stderr).
 JARS = ("kafka-clients-4.3.1.jar", "slf4j-api-1.7.36.jar", "lz4-java-1.10.2.jar", "zstd-jni-1.5.6-10.jar",
         "snappy-java-1.1.10.7.jar")  # fmt: skip
-JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:+UseSerialGC", "-Xmx256m")
+# As tests/oracle/kafka.py's: C1 on one compiler thread, the serial collector, no hsperfdata file; and
+# a class-data archive per mode (tests/jvm.py: start to ready 0.51 -> 0.22 CPU-s for the Admin).
+JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1", "-Xshare:auto", "-XX:+UseSerialGC",
+             "-XX:-UsePerfData", "-Xmx256m")  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -43,28 +48,39 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def java_classpath() -> str:
-    """The compiled driver's directory and the client jars; javac runs once per version of the source."""
+    """The compiled driver's jar and the client jars; javac runs once per version of the source. A jar,
+    not the classes' directory: a class-data archive takes no class from a directory."""
     libs = fetch_jars()
     jars = [str(libs / name) for name in JARS]
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    out = cache_dir().parent / "share-driver" / digest
+    out = cache_dir().parent / "share-driver-jar" / digest
     with _locked(out.with_suffix(".lock")):
-        if not (out / "ShareDriver.class").exists():
-            javac = shutil.which("javac")
-            if javac is None:
-                raise OracleUnavailable("no `javac` on PATH to build the Java share driver")
+        if not (out / "ShareDriver.jar").exists():
             tmp = out.with_name(digest + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
-            argv = [javac, "-d", str(tmp), "-cp", ":".join(jars), str(SOURCE)]
-            built = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
-            if built.returncode != 0:
-                raise AssertionError(f"javac ShareDriver.java failed:\n{built.stderr[-3000:]}")
+            _compile(tmp, jars)
             tmp.rename(out)
-    return ":".join([str(out), *jars])
+    return ":".join([str(out / "ShareDriver.jar"), *jars])
 
 
-def _java_argv(*args: str) -> list[str]:
-    return ["java", *JVM_FLAGS, "-cp", java_classpath(), "ShareDriver", *args]
+def _compile(tmp: Path, jars: list[str]) -> None:
+    javac = shutil.which("javac")
+    if javac is None:
+        raise OracleUnavailable("no `javac` on PATH to build the Java share driver")
+    argv = [javac, "-d", str(tmp / "classes"), "-cp", ":".join(jars), str(SOURCE)]
+    built = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    if built.returncode != 0:
+        raise AssertionError(f"javac ShareDriver.java failed:\n{built.stderr[-3000:]}")
+    with zipfile.ZipFile(tmp / "ShareDriver.jar", "w") as jar:
+        for path in sorted((tmp / "classes").glob("*.class")):
+            jar.write(path, path.name)
+
+
+def _java_argv(mode: str, *args: str) -> tuple[list[str], jvm.Archive]:
+    """The driver's command line in `mode` (consume, admin), with the archive of that mode's classes."""
+    classpath = java_classpath()
+    cds = jvm.archive(f"share-driver-{mode}", "java", JVM_FLAGS, classpath)
+    return ["java", *JVM_FLAGS, *cds.flags, "-cp", classpath, "ShareDriver", mode, *args], cds
 
 
 class AdminSession:
@@ -73,7 +89,7 @@ class AdminSession:
 
     def __init__(self, bootstrap: str, log_path: Path) -> None:
         self._lock = threading.Lock()
-        self._process = ClientProcess("java-admin", _java_argv("admin", bootstrap), log_path)
+        self._process = ClientProcess("java-admin", *_java_argv("admin", bootstrap), log_path)
         self._process.wait(lambda events: bool(events), timeout=60)
 
     def call(self, *words: str, timeout: float = 60) -> dict[str, Any]:
@@ -104,8 +120,9 @@ def produce(bootstrap: str, topic: str, values: list[str], abort: list[str] | No
 class ClientProcess:
     """A share consumer's process: its events in order, each stamped with the monotonic time seen."""
 
-    def __init__(self, name: str, argv: list[str], log_path: Path) -> None:
+    def __init__(self, name: str, argv: list[str], cds: jvm.Archive | None, log_path: Path) -> None:
         self.name = name
+        self._cds = cds
         self.events: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self._log = log_path.open("w")
@@ -160,9 +177,13 @@ class ClientProcess:
             self.proc.kill()
         self.proc.wait(30)
         self._log.close()
+        if self._cds is not None:
+            self._cds.done(self.proc.returncode)  # an archive it dumped on a clean exit is kept
+            self._cds = None
 
     def stderr_tail(self, lines: int = 25) -> str:
-        self._log.flush()
+        if not self._log.closed:  # stop() reports a bad exit after kill() closed the log
+            self._log.flush()
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
@@ -170,8 +191,9 @@ def start_consumer(
     client: str, bootstrap: str, group: str, topic: str, policy: str, log_dir: Path, name: str
 ) -> ClientProcess:
     """A share consumer of `client` ("java" or "confluent"), subscribed before this returns."""
+    cds = None
     if client == "java":
-        argv = _java_argv("consume", bootstrap, group, topic, policy)
+        argv, cds = _java_argv("consume", bootstrap, group, topic, policy)
     else:
         options = {
             "mode": "consume",
@@ -181,6 +203,6 @@ def start_consumer(
             "policy": policy,
         }
         argv = [sys.executable, "-m", "tests.share.clients.confluent_share", json.dumps(options)]
-    process = ClientProcess(name, argv, log_dir / f"{name}.log")
+    process = ClientProcess(name, argv, cds, log_dir / f"{name}.log")
     process.wait(lambda events: any(e["event"] == "subscribed" for e in events), timeout=60)
     return process

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests import jvm
 from tests.oracle import kafka as oracle
 from tests.ports import free_port
 
@@ -47,6 +48,7 @@ class ShareKafka:
         oracle._format(self.libs, workdir, self.props)
         self.port = int(self.props.read_text().split("PLAINTEXT://127.0.0.1:")[1].split(",")[0])
         self.proc: subprocess.Popen[bytes] | None = None
+        self._archive: jvm.Archive | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -57,9 +59,10 @@ class ShareKafka:
         return ("127.0.0.1", self.port)
 
     def start(self, timeout: float = 120.0) -> None:
+        self._archive = oracle.archive(self.libs, "kafka.Kafka")
         with (self.workdir / "kafka.log").open("ab") as log:
             self.proc = subprocess.Popen(
-                oracle._java_cmd(self.libs, self.workdir, "kafka.Kafka", str(self.props)),
+                oracle._java_cmd(self.libs, self.workdir, self._archive, "kafka.Kafka", str(self.props)),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -77,6 +80,7 @@ class ShareKafka:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(30)
+        self._exited()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -85,6 +89,13 @@ class ShareKafka:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.kill()
+        self._exited()
+
+    def _exited(self) -> None:
+        """The class-data archive this JVM dumped on a clean exit (tests/jvm.py) is kept."""
+        if self._archive is not None and self.proc is not None and self.proc.poll() is not None:
+            self._archive.done(self.proc.returncode)
+            self._archive = None
 
     def restart(self, kill: bool, while_down: Callable[[], None] = lambda: None) -> None:
         self.kill() if kill else self.stop()

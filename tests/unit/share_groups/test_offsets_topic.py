@@ -13,6 +13,7 @@ from kcoord.coordinator.groups.share.model import TopicPartitionsInfo
 from kcoord.coordinator.groups.share.records import ShareStatePartitions
 from kcoord.coordinator.persistence import to_storage
 from kcoord.coordinator.persistence.offsets_topic_records import OffsetsRecord, offsets_records
+from tests import jvm
 from tests.oracle.kafka import cache_dir
 from tests.unit.share_groups.conftest import T1, T2, Node
 
@@ -56,9 +57,8 @@ def test_deleting_topics_are_kafka_4_3s_bytes(tmp_path: Path) -> None:
         pytest.skip("no JDK or no cached Kafka 4.3.1 jars")
     (tmp_path / "StateValue.java").write_text(_JAVA)
     classpath = f"{libs}/*"
-    subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(tmp_path / "StateValue.java")],
-                   check=True, timeout=120)  # fmt: skip
-    ran = subprocess.run(["java", "-cp", f"{tmp_path}:{classpath}", "StateValue"],
+    classes = jvm.compiled(tmp_path / "StateValue.java", classpath)
+    ran = subprocess.run(["java", *jvm.SHORT_FLAGS, "-cp", f"{classes}:{classpath}", "StateValue"],
                          capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
     kafka = ran.stdout.strip()
     record = ShareStatePartitions("g", (TopicPartitionsInfo(T2, "t2", frozenset({0, 1})),), (), ((T1, "t1"),))
