@@ -46,9 +46,16 @@ PARTITIONS = 4
 JVM_OPTIONS = (
     "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
 )
-# One task thread (a second only adds a second Python worker process on the same two cores) and one
-# shuffle partition (the jobs' aggregates are a few hundred rows).
-TEST_SPARK = {"spark.sql.shuffle.partitions": "1", "spark.driver.extraJavaOptions": JVM_OPTIONS}
+# Spark settings of the suite's sessions: one task thread (local[1]: a second only adds a second Python
+# worker process on the same two cores) and one shuffle partition (the jobs' aggregates are a few hundred
+# rows). Neither adaptive execution nor whole-stage code generation: on a few hundred rows re-planning
+# each stage after its shuffle, and compiling every stage's generated Java with Janino and then with C1,
+# cost more CPU than they save: a session's start and three jobs (offsets collected, offsets.run,
+# lag.run), four runs each taken in turn, the driver JVM 9.3-10.1 CPU-s (mean 9.6) instead of 9.7-11.8
+# (10.7), its C1 compiler threads 1.0 instead of 1.6-1.8. They change how Spark runs a plan, not what it
+# answers; users keep Spark's defaults.
+FAST_SQL = {"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"}
+TEST_SPARK = {"spark.sql.shuffle.partitions": "1", "spark.driver.extraJavaOptions": JVM_OPTIONS, **FAST_SQL}
 
 
 @pytest.fixture(scope="session")
@@ -66,12 +73,15 @@ def spark() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def spark_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment for `kcoord pipeline` subprocesses and standalone daemons: the same JVM options
-    through a spark-defaults.conf (the driver and a cluster's executors) and SPARK_DAEMON_JAVA_OPTS (a
-    standalone master and its workers)."""
+    and FAST_SQL through a spark-defaults.conf (the driver and a cluster's executors) and
+    SPARK_DAEMON_JAVA_OPTS (a standalone master and its workers)."""
     conf = tmp_path_factory.mktemp("spark-conf")
-    (conf / "spark-defaults.conf").write_text(
-        f"spark.driver.extraJavaOptions {JVM_OPTIONS}\nspark.executor.extraJavaOptions {JVM_OPTIONS}\n"
-    )
+    defaults = {
+        "spark.driver.extraJavaOptions": JVM_OPTIONS,
+        "spark.executor.extraJavaOptions": JVM_OPTIONS,
+        **FAST_SQL,
+    }
+    (conf / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in defaults.items()))
     return {**os.environ, "SPARK_CONF_DIR": str(conf), "SPARK_DAEMON_JAVA_OPTS": JVM_OPTIONS}
 
 
