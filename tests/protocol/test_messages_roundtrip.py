@@ -5,6 +5,7 @@ carries, nulls only where the version allows them, non-ASCII text, empty and mul
 The walker is reused by the consumer-protocol, records and kafka-python cross-check tests.
 """
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,6 +81,10 @@ def _non_null_strategy(kind: Any, version: int) -> st.SearchStrategy[Any]:
     return simple[id(kind)]
 
 
+# Cached per (schema, version): a strategy is built and validated once and reused by every example of
+# every test that draws it. Built per example, building and validating the nested fixed_dictionaries took
+# more CPU than drawing from them. Schemas hash by identity, and the shadows below are cached too.
+@functools.cache
 def struct_strategy(schema: Schema, version: int) -> st.SearchStrategy[dict[str, Any]]:
     """A full message dict: present fields random, absent fields at their default."""
     parts: dict[str, st.SearchStrategy[Any]] = {}
@@ -109,6 +114,9 @@ def assert_round_trip(schema: Schema, version: int, message: dict[str, Any]) -> 
     assert codec.build(decoded) == data
 
 
+# Cached so that each shadow is one Schema object: codec_for caches by identity, so a new shadow per
+# example generated and compiled its codec again every example.
+@functools.cache
 def with_unknown_tags(schema: Schema, flexible_since: int) -> Schema:
     """A copy of `schema` whose every struct carries one extra tagged field unknown to `schema`."""
     fields = [_shadow_field(field, flexible_since) for field in schema.fields]
