@@ -58,7 +58,9 @@ def _run(tmp: Path, fail_first: bool) -> tuple[str, list[str], list[tuple[str, s
     (tmp / "test_inner.py").write_text(INNER)
     logs = tmp / "logs"
     logs.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "BUILT_ONCE_LOGS": str(logs),
+    # not the outer run's PYTEST_ADDOPTS: its options (e.g. --update-durations) are our conftest's
+    outer = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env = {**outer, "PYTHONPATH": str(REPO), "BUILT_ONCE_LOGS": str(logs),
            "BUILT_ONCE_FAIL_FIRST": "1" if fail_first else "0"}  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
@@ -68,7 +70,7 @@ def _run(tmp: Path, fail_first: bool) -> tuple[str, list[str], list[tuple[str, s
     builds = (logs / "builds").read_text().split() if (logs / "builds").exists() else []
     lines = (logs / "seen").read_text().splitlines() if (logs / "seen").exists() else []
     seen = [(reader, builder) for reader, builder in (line.split() for line in lines)]
-    return done.stdout[-3000:], builds, seen
+    return done.stdout[-3000:] + done.stderr[-2000:], builds, seen
 
 
 def test_the_first_worker_builds_and_every_worker_reads_it(tmp_path: Path) -> None:
