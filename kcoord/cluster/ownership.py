@@ -211,6 +211,12 @@ class Ownership:
             if epoch is None:
                 self.phases.set(shard, Phase.NOT_OWNED)
                 return False
+            if not self._loading(shard, None):
+                # Unloaded while the acquire was in flight (a renewal reported an older epoch lost):
+                # that unload had no lease to forget yet, so give this one back, or the node would
+                # renew a lease for a shard it does not serve and no node would ever take it.
+                await self._give_back(shard)
+                return False
             rows = await load_rows(self._pool, shard)
         except BaseException:
             if self._loading(shard, None):

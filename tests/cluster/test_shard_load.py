@@ -160,3 +160,45 @@ async def test_a_shard_lost_while_it_loads_is_left_with_nothing_applied(pool: An
     assert ownership.state(SHARD) is Phase.NOT_OWNED and ownership.log(SHARD) is None
     owner = await pool.fetchval("SELECT owner FROM kcoord_shard_lease WHERE shard = $1", SHARD)
     assert owner is None, "released"
+
+
+class _SlowAcquire(ShardLeases):
+    """Leases whose acquire lets `meanwhile` run before the epoch is taken and stored: the window in
+    which the chaos run's renewal unloaded a reloading shard."""
+
+    def __init__(self, pool: Any, meanwhile: Callable[[], Any]) -> None:
+        super().__init__(pool, 1, 60_000)
+        self._meanwhile = meanwhile
+
+    async def acquire(self, key: int) -> int | None:
+        if key == SHARD:  # while the acquire is on its way to the database
+            await self._meanwhile()
+        return await super().acquire(key)
+
+
+async def test_a_shard_unloaded_while_its_lease_is_acquired_gives_the_lease_back(pool: Any) -> None:
+    """The chaos run at 611ff30: a renewal reported an older epoch of a shard lost while the node was
+    acquiring it again; the unload found no lease to forget, the acquire then stored the new epoch, and
+    the load stopped: a lease renewed for a shard nobody served. Now the load gives that lease back,
+    and the next reconcile loads the shard."""
+    await _write(pool, [commit(group_in(SHARD, SHARDS), 0, 1)])
+    ownership: Ownership | None = None
+    unloaded: list[bool] = []
+
+    async def renewal_finds_it_lost() -> None:
+        assert ownership is not None
+        if not unloaded:  # the first acquire only
+            unloaded.append(True)
+            await ownership._unload(SHARD, release=False)
+
+    host = _Host()
+    phases = ShardPhases(SHARDS, Phase.NOT_OWNED)
+    ownership = Ownership(pool, _SlowAcquire(pool, renewal_finds_it_lost), phases, host, _nothing)
+    await ownership.reconcile(ClusterView())
+    assert ownership.state(SHARD) is Phase.NOT_OWNED
+    assert SHARD not in ownership.leases.held(), "no lease kept for a shard this node does not serve"
+    owner = await pool.fetchval("SELECT owner FROM kcoord_shard_lease WHERE shard = $1", SHARD)
+    assert owner is None, "given back, so any node can take it now"
+    await ownership.reconcile(ClusterView())
+    assert ownership.state(SHARD) is Phase.ACTIVE and SHARD in ownership.leases.held()
+    await ownership.release_all()
