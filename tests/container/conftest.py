@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -76,6 +77,16 @@ def containers(kcoord_image: str) -> Iterator[Containers]:
         made.remove()
 
 
+def _accepting(sock: Path) -> bool:
+    """A Unix socket that takes a connection (its file alone may be there before the listen)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(sock))
+        except OSError:
+            return False
+    return True
+
+
 @pytest.fixture
 def podman_socket(container_tools: None, tmp_path: Path) -> Iterator[str]:
     """`podman system service` serving the Docker API on a socket of this test; runc, explicit ulimits and
@@ -95,7 +106,8 @@ def podman_socket(container_tools: None, tmp_path: Path) -> Iterator[str]:
     )
     try:
         deadline = time.monotonic() + 30
-        while not sock.exists():
+        # the socket file appears at bind(), before the service listens: wait for a connection
+        while not _accepting(sock):
             assert service.poll() is None, (tmp_path / "podman-service.log").read_text()
             assert time.monotonic() < deadline, "podman system service did not create its socket"
             time.sleep(0.05)
