@@ -21,6 +21,8 @@ the next leader's acquire bumps the epoch, fencing anything later, then loads af
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -40,6 +42,12 @@ from kcoord.cluster.placement import NO_LEADER, PartitionPlacement, preferred_le
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["ClusterLeadership"]
+
+log = logging.getLogger("kcoord.cluster")
+
+# How long CreateTopics / CreatePartitions wait for a manually assigned partition's first live replica
+# to take it (it does at its next placement poll, 500 ms): past it the answer goes out anyway.
+_ASSIGNED_WAIT_S = 3.0
 
 _FREE = (
     "UPDATE kcoord_partition_lease SET leader = NULL, expires_at = '-infinity' "
@@ -102,6 +110,48 @@ class ClusterLeadership:
 
     def reassignments(self) -> Mapping[TopicPartition, Reassignment]:
         return {}
+
+    def assign_created(
+        self, replicas: Mapping[TopicPartition, Sequence[int]], on_done: Callable[[], None]
+    ) -> None:
+        if not replicas:
+            on_done()
+            return
+        task = asyncio.ensure_future(self._assign_created(replicas))
+        self._tasks.add(task)
+
+        def finished(done: asyncio.Future[None]) -> None:
+            self._tasks.discard(done)
+            if not done.cancelled() and (error := done.exception()) is not None:
+                # The topic exists either way: its replicas stay the placement's (any node can lead it).
+                log.warning("the manual replica assignment of new partitions was not stored: %r", error)
+            on_done()
+
+        task.add_done_callback(finished)
+
+    async def _assign_created(self, replicas: Mapping[TopicPartition, Sequence[int]]) -> None:
+        """Store each list as the partition's assignment (the lease row may not exist yet: the
+        placement's first take honours it), hand a partition already taken to its first live replica,
+        then wait (bounded) until every one is led by it, so the answer's Metadata names that leader
+        as Kafka's does (ReplicationControlManager.createTopic: the PartitionRecord's leader is the
+        first live replica)."""
+        placement = self._placement
+        for tp, nodes in replicas.items():
+            await self._pool.execute(_ASSIGN, tp.topic, tp.partition, list(nodes))
+        deadline = time.monotonic() + _ASSIGNED_WAIT_S
+        while True:
+            await placement.refresh()
+            waiting = False
+            for tp, nodes in replicas.items():
+                key = (tp.topic, tp.partition)
+                row = placement.rows.get(key)
+                target = preferred_leader(key, nodes, placement.live)
+                if row is not None and not row.free and row.leader != target:
+                    await self._pool.execute(_FREE, *key)
+                waiting = waiting or row is None or row.free or row.leader != target
+            if not waiting or time.monotonic() >= deadline:
+                return
+            await asyncio.sleep(placement.poll_ms / 4000)
 
     async def _elect(
         self, election_type: ElectionType, partitions: Sequence[TopicPartition], on_done: Done

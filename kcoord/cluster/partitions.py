@@ -37,7 +37,8 @@ log = logging.getLogger("kcoord.cluster.partitions")
 Key = tuple[str, int]
 
 # A deleted topic: its rows go, and its lease rows stay with a higher epoch (and no leader), so a
-# leader still appending is fenced and a topic created again under the name starts at offset 0.
+# leader still appending is fenced and a topic created again under the name starts at offset 0, with
+# no replica assignment (Kafka removes the deleted topic's PartitionRecords with it).
 # The lease rows are locked first, in key order as `kcoord_flush` locks them: a flush of another
 # node's partition of the topic holds its lease row while it upserts producer rows this deletes.
 _DELETE_TOPIC = (
@@ -47,7 +48,7 @@ _DELETE_TOPIC = (
     "DELETE FROM kcoord_partition_aborted WHERE topic = $1",
     "DELETE FROM kcoord_partition_epoch WHERE topic = $1",
     "UPDATE kcoord_partition_lease SET leader = NULL, epoch = epoch + 1, expires_at = '-infinity', "
-    "log_start_offset = 0, log_end_offset = 0 WHERE topic = $1",
+    "log_start_offset = 0, log_end_offset = 0, replicas = NULL WHERE topic = $1",
 )
 
 

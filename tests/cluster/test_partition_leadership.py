@@ -212,7 +212,8 @@ async def test_a_failed_log_is_reloaded_at_a_new_epoch(pools: list[Any]) -> None
 
 # -- several nodes ---------------------------------------------------------------------------------------
 async def test_three_nodes_spread_the_partitions_and_take_over_a_dead_ones(pools: list[Any]) -> None:
-    nodes = [Node(pool, i + 1, 800) for i, pool in enumerate(pools)]
+    # A lease of 2 s: at 800 ms a loaded machine let leases run out between the settle and the check.
+    nodes = [Node(pool, i + 1, 2000) for i, pool in enumerate(pools)]
     for node in nodes:
         await node.register()
     await settle(nodes)
@@ -228,7 +229,7 @@ async def test_three_nodes_spread_the_partitions_and_take_over_a_dead_ones(pools
     await victim.pool.execute(
         "UPDATE kcoord_node SET expires_at = now() - interval '1 second' WHERE node_id = 1"
     )
-    deadline = time.monotonic() + 10  # node 1 is gone (no renewals): its leases expire after 800 ms
+    deadline = time.monotonic() + 10  # node 1 is gone (no renewals): its leases expire after 2 s
     while any(nodes[1].placement.leader(*key) in (1, NO_LEADER) for key in owned):
         assert time.monotonic() < deadline, "node 1's partitions were never taken over"
         await settle(nodes[1:], rounds=1)

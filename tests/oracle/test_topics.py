@@ -75,6 +75,16 @@ REFUSED: list[tuple[str, dict[str, Any]]] = [
         "assignments-and-count",
         topic("oracle-a1", 2, assignments=[{"partition_index": 0, "broker_ids": [1]}]),
     ),
+    # validateManualPartitionAssignment: the two sides' node ids differ (1 and 0), so only lists that
+    # neither registers compare.
+    (
+        "assignment-unknown-broker",
+        topic("oracle-a2", -1, -1, assignments=[{"partition_index": 0, "broker_ids": [7]}]),
+    ),
+    (
+        "assignment-empty-list",
+        topic("oracle-a3", -1, -1, assignments=[{"partition_index": 0, "broker_ids": []}]),
+    ),
 ]
 # Seen against Kafka 4.3.1: case -> the finding (none open).
 FINDINGS: dict[str, str] = {}

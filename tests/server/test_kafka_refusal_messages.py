@@ -67,3 +67,37 @@ def test_find_coordinator_error_messages_as_kafka_sends_them(server: KcoordServe
         assert (refused["error_code"], refused["error_message"]) == (ErrorCode.INVALID_REQUEST, "")
         (group,) = call(sock, FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g"]})["coordinators"]
         assert (group["error_code"], group["error_message"]) == (0, "")
+
+
+_INCLUDES = "The manual partition assignment includes"
+
+
+def test_manual_assignments_are_checked_as_kafkas_controller(server: KcoordServer) -> None:
+    # ReplicationControlManager.createTopic / createPartitions -> validateManualPartitionAssignment: each
+    # partition once, each list non-empty, of registered brokers (this node alone) named once, all as long
+    # as the first (CreatePartitions: as the topic's factor), then the indexes consecutive from 0.
+    def manual(name: str, *lists: tuple[int, list[int]]) -> tuple[int, str | None]:
+        assignments = [{"partition_index": p, "broker_ids": b} for p, b in lists]
+        return _refusal(create_topic(sock, name, -1, replication_factor=-1, assignments=assignments))
+
+    invalid = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    with connect(server.address) as sock:
+        assert manual("m-twice", (0, [0]), (0, [0])) == (
+            invalid, "Found multiple manual partition assignments for partition 0"
+        )  # fmt: skip
+        assert manual("m-empty", (0, [0]), (1, [])) == (invalid, f"{_INCLUDES} an empty replica list.")
+        assert manual("m-unknown", (0, [7])) == (
+            invalid, f"{_INCLUDES} broker 7, but no such broker is registered."
+        )  # fmt: skip
+        assert manual("m-repeated", (0, [0, 0])) == (invalid, f"{_INCLUDES} the broker 0 more than once.")
+        assert manual("m-gap", (0, [0]), (2, [0])) == (
+            invalid, "partitions should be a consecutive 0-based integer sequence"
+        )  # fmt: skip
+        assert manual("m-good", (1, [0]), (0, [0])) == (0, None)
+        grow = {"name": "m-good", "count": 4, "assignments": [{"broker_ids": [0]}, {"broker_ids": [0, 7]}]}
+        body = {"topics": [grow], "timeout_ms": 5000, "validate_only": False}
+        (grown,) = call(sock, CREATE_PARTITIONS, 3, body)["results"]
+        assert _refusal(grown) == (invalid, f"{_INCLUDES} broker 7, but no such broker is registered.")
+        grow["assignments"] = [{"broker_ids": [0]}, {"broker_ids": [0]}]
+        (grown,) = call(sock, CREATE_PARTITIONS, 3, body)["results"]
+        assert _refusal(grown) == (0, None)

@@ -12,8 +12,9 @@ from collections import Counter
 from typing import Any
 
 from kcoord.broker import authz
-from kcoord.broker.apis.topic_checks import check_assignments
+from kcoord.broker.apis.topic_checks import check_assignments, registered_broker_ids
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.broker.topics.leadership import TopicPartition
 from kcoord.broker.topics.offsets_topic import internal_topic
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
@@ -28,7 +29,10 @@ Topic = dict[str, Any]
 def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond) -> None:
     topics: list[Topic] = req["topics"]
     counts = Counter(str(t["name"]) for t in topics)
-    outcome: dict[str, Outcome] = {str(t["name"]): _check(ctx, t, counts[str(t["name"])] > 1) for t in topics}
+    registered = registered_broker_ids(ctx, meta)
+    outcome: dict[str, Outcome] = {
+        str(t["name"]): _check(ctx, t, counts[str(t["name"])] > 1, registered) for t in topics
+    }
     if ctx.authorizer is not None:  # ControllerApis.createPartitions: ALTER on each (non-duplicate) topic
         names = [name for name, n in counts.items() if n == 1]
         alterable = authz.filter_allowed(ctx, meta, 37, AclOperation.ALTER, ResourceType.TOPIC, names)
@@ -40,16 +44,32 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         respond(_response(outcome))
         return
 
+    first_new = {name: _partition_count(ctx, name) for name, _ in changes}  # the new ones' first index
+
     def durable(error: BaseException | None) -> None:
         if error is not None:
             for name, _ in changes:
                 outcome[name] = (ErrorCode.KAFKA_STORAGE_ERROR, f"storage failure: {error}")
-        respond(_response(outcome))
+            respond(_response(outcome))
+            return
+        assigned = {
+            TopicPartition(str(t["name"]), first_new[str(t["name"])] + i): [int(b) for b in a["broker_ids"]]
+            for t in topics
+            if str(t["name"]) in first_new and t["assignments"]
+            for i, a in enumerate(t["assignments"])
+        }
+        # A manual assignment's replica lists, as the controller's new PartitionRecords carry them.
+        ctx.leadership.assign_created(assigned, lambda: respond(_response(outcome)))
 
     ctx.topics.set_partition_count(changes, durable)
 
 
-def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Outcome:
+def _partition_count(ctx: ServerContext, name: str) -> int:
+    existing = ctx.topics.get(name)
+    return 0 if existing is None else existing.num_partitions
+
+
+def _check(ctx: ServerContext, topic: Topic, duplicate: bool, registered: frozenset[int]) -> Outcome:
     name = str(topic["name"])
     if duplicate:  # ControllerApis.createPartitions
         return ErrorCode.INVALID_REQUEST, "Duplicate topic name."
@@ -76,7 +96,7 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool) -> Outcome:
                 f"Attempted to add {count - current} additional partition(s), but only "
                 f"{len(assignments)} assignment(s) were specified."
             )
-        failure = check_assignments(ctx, assignments, first_index=0)
+        failure = check_assignments(assignments, registered, existing.replication_factor)
         if not isinstance(failure, int):
             return failure
     return count

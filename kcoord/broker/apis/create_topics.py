@@ -23,11 +23,12 @@ from kcoord.broker.apis.topic_checks import (
     Failure,
     check_assignments,
     check_replication,
-    registered_brokers,
+    registered_broker_ids,
     replication_factor_invalid,
 )
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.configs import InvalidConfig, describe_topic, validate_topic_configs
+from kcoord.broker.topics.leadership import TopicPartition
 from kcoord.broker.topics.offsets_topic import create_internal
 from kcoord.coordinator.metadata import TopicExists, validate_topic_name
 from kcoord.coordinator.metadata.acl_model import CLUSTER_NAME, AclOperation, ResourceType
@@ -52,31 +53,51 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     describable: set[str] | None = None
     if ctx.authorizer is not None:
         creatable, describable = _authorized(ctx, meta, set(counts))
+    registered = registered_broker_ids(ctx, meta)
     for topic in topics:
         name = str(topic["name"])
         if creatable is not None and name not in creatable and counts[name] == 1:
             outcome[name] = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
             continue
-        outcome[name] = _check(ctx, topic, counts[name] > 1, registered_brokers(ctx, meta))
+        outcome[name] = _check(ctx, topic, counts[name] > 1, registered)
         if isinstance(outcome[name], int):
             try:
                 configs[name] = validate_topic_configs({c["name"]: c["value"] for c in topic["configs"]})
             except InvalidConfig as exc:
                 outcome[name] = ErrorCode.INVALID_CONFIG, str(exc)
     to_create = [(n, c, configs[n]) for n, c in outcome.items() if isinstance(c, int)]
-    # -1 (v4+) takes default.replication.factor, 1 (describe_configs.py); a manual assignment's lists
-    # name this node alone (topic_checks.check_assignments).
-    replication = {str(t["name"]): max(1, int(t["replication_factor"])) for t in topics}
+    replication = {str(t["name"]): _factor(t) for t in topics}
     if not to_create or req["validate_only"]:
         respond(_response(ctx, topics, outcome, version, configs, describable))
         return
 
+    def answer() -> None:
+        respond(_response(ctx, topics, outcome, version, configs, describable))
+
     def durable(error: BaseException | None) -> None:
         if error is not None:
             _not_created(outcome, [name for name, _, _ in to_create], error)
-        respond(_response(ctx, topics, outcome, version, configs, describable))
+        # A manual assignment's replica lists, as the controller's PartitionRecords carry them.
+        created = {n for n, result in outcome.items() if isinstance(result, int)}
+        ctx.leadership.assign_created(_assigned(topics, created), answer)
 
     ctx.topics.create(to_create, durable, replication)
+
+
+def _factor(topic: Topic) -> int:
+    """The replication factor stored and answered: a manual assignment's list length (all equal, as
+    checked), else the request's (-1, v4+: default.replication.factor, 1: describe_configs.py)."""
+    assignments = topic["assignments"]
+    return len(assignments[0]["broker_ids"]) if assignments else max(1, int(topic["replication_factor"]))
+
+
+def _assigned(topics: list[Topic], created: set[str]) -> dict[TopicPartition, list[int]]:
+    return {
+        TopicPartition(str(t["name"]), int(a["partition_index"])): [int(b) for b in a["broker_ids"]]
+        for t in topics
+        if str(t["name"]) in created
+        for a in t["assignments"]
+    }
 
 
 def _not_created(outcome: dict[str, Failure | int], names: list[str], error: BaseException) -> None:
@@ -105,7 +126,7 @@ def _authorized(ctx: ServerContext, meta: RequestMeta, names: set[str]) -> tuple
     }
 
 
-def _check(ctx: ServerContext, topic: Topic, duplicate: bool, registered: int) -> Failure | int:
+def _check(ctx: ServerContext, topic: Topic, duplicate: bool, registered: frozenset[int]) -> Failure | int:
     """The partition count to create, or (error, message)."""
     name = str(topic["name"])
     if duplicate:  # ControllerApis.createTopics, before the controller sees the request
@@ -120,7 +141,7 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool, registered: int) -
     num_partitions = int(topic["num_partitions"])
     replication = int(topic["replication_factor"])
     if assignments:
-        return _check_manual(ctx, assignments, num_partitions, replication)
+        return _check_manual(assignments, num_partitions, replication, registered)
     # ReplicationControlManager.createTopic: replication factor, partition count, then placement.
     if (failure := replication_factor_invalid(replication)) is not None:
         return failure
@@ -128,12 +149,12 @@ def _check(ctx: ServerContext, topic: Topic, duplicate: bool, registered: int) -
         num_partitions = ctx.config.num_partitions
     if num_partitions <= 0:
         return ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
-    failure = check_replication(replication, registered)
+    failure = check_replication(replication, len(registered))
     return failure if failure is not None else num_partitions
 
 
 def _check_manual(
-    ctx: ServerContext, assignments: list[dict[str, Any]], num_partitions: int, replication: int
+    assignments: list[dict[str, Any]], num_partitions: int, replication: int, registered: frozenset[int]
 ) -> Failure | int:
     """ReplicationControlManager.createTopic with assignments: both counts must be left at -1
     (replication factor checked first), then the assignments themselves."""
@@ -145,7 +166,7 @@ def _check_manual(
         return ErrorCode.INVALID_REQUEST, (
             "A manual partition assignment was specified, but numPartitions was not set to -1."
         )
-    return check_assignments(ctx, assignments, first_index=0)
+    return check_assignments(assignments, registered)
 
 
 def _response(
@@ -163,8 +184,7 @@ def _response(
         if name in seen:  # one result per distinct name, as Kafka answers duplicates
             continue
         seen.add(name)
-        factor = max(1, int(topic["replication_factor"]))  # -1: default.replication.factor, 1
-        result = _result(ctx, name, outcome[name], version, configs.get(name, {}), factor)
+        result = _result(ctx, name, outcome[name], version, configs.get(name, {}), _factor(topic))
         if describable is not None and name not in describable and result["error_code"] == ErrorCode.NONE:
             _hide_configs(result, version)
         results.append(result)

@@ -119,6 +119,15 @@ class PartitionLeadership(Protocol):
         """Every ongoing reassignment (ReplicationControlManager.listPartitionReassignments)."""
         ...
 
+    def assign_created(
+        self, replicas: Mapping[TopicPartition, Sequence[int]], on_done: Callable[[], None]
+    ) -> None:
+        """The replica lists a manual assignment gave partitions CreateTopics / CreatePartitions has just
+        created (checked by `validate_replicas`; Kafka's controller writes them in the PartitionRecords,
+        the first live replica leading): stored as the partitions' assignment, then `on_done` once each
+        is led by its first live replica, or after a bound."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Replicas:
@@ -211,3 +220,8 @@ class SingleNodeLeadership:
 
     def reassignments(self) -> Mapping[TopicPartition, Reassignment]:
         return {}
+
+    def assign_created(
+        self, replicas: Mapping[TopicPartition, Sequence[int]], on_done: Callable[[], None]
+    ) -> None:
+        on_done()  # the only valid list is [node_id]: nothing to store
