@@ -4,8 +4,9 @@ through GroupConfigManager).
 
 Read on every ShareFetch, so from memory only. In cluster mode a partition's leader is often not the
 group's coordinator: it reads the configs every node follows (`own_configs`: cluster-wide records,
-kcoord/cluster/metadata_sync.py), as a Kafka broker's GroupConfigManager holds every group's configs
-from the metadata log (BrokerMetadataPublisher -> DynamicConfigPublisher -> updateGroupConfig)."""
+kcoord/cluster/metadata_sync.py), as every Kafka broker's GroupConfigManager holds every group's
+configs from the metadata log (DynamicConfigPublisher, resource type GROUP ->
+GroupConfigHandler.processConfigChanges -> GroupCoordinatorService.updateGroupConfig)."""
 
 from __future__ import annotations
 
