@@ -9,7 +9,9 @@ other nodes answered NOT_COORDINATOR."""
 
 from __future__ import annotations
 
+import logging
 import socket
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,8 @@ from tests.cluster.test_failover import _by_id, _settled
 from tests.cluster.test_share_nodes import PARTITIONS, TOPIC, agreed_leaders, produce
 from tests.server.test_share_fetch_wire import RELEASE, acks, fetch_body, offsets, share_ack, topic_id
 from tests.server.wire import call, connect, create_topic
+
+log = logging.getLogger(__name__)
 
 TTL_MS = 1500
 GROUP_RESOURCE, GROUP_CONFIG_SOURCE = 32, 8
@@ -107,7 +111,10 @@ def test_the_leader_of_a_partition_applies_the_configs_of_a_group_another_node_c
         for i in range(3):  # before the group's first fetch: only `earliest` delivers them
             produce(cluster, 0, f"early-{i}")
         # through the coordinator (the one node that took it before), then the leader applies it
+        started = time.monotonic()
         assert alter(coordinator, group, CONFIGS) == 0
+        took_ms = (time.monotonic() - started) * 1000
+        log.warning("group config alter on three nodes answered in %.1f ms", took_ms)
         with connect(leader.address) as sock:
             tid = topic_id(sock, TOPIC)
             first, epoch = _first_delivery(sock, tid, group)
@@ -137,6 +144,22 @@ def test_the_leader_of_a_partition_applies_the_configs_of_a_group_another_node_c
             tid = topic_id(sock, TOPIC)
             answer = call(sock, SHARE_FETCH, 1, fetch_body(tid, 0, "n", group=group, wait_ms=0))
             assert answer["acquisition_lock_timeout_ms"] == 19000
+        _read_your_writes(cluster, group)
+
+
+def _read_your_writes(cluster: list[Node], group: str) -> None:
+    """Alters through each node in turn: each answered one is what every node describes at once; the
+    time an alter took is logged (docs/cluster.md)."""
+    took = []
+    for i in range(9):
+        value = str(20000 + i)
+        started = time.monotonic()
+        assert alter(cluster[i % 3], group, {"share.record.lock.duration.ms": value}) == 0
+        took.append((time.monotonic() - started) * 1000)
+        for node in cluster:
+            seen = described(node, group, ["share.record.lock.duration.ms"])
+            assert seen == {"share.record.lock.duration.ms": (value, GROUP_CONFIG_SOURCE)}, node.name
+    log.warning("group config alters on three nodes: %s ms", " ".join(f"{t:.0f}" for t in sorted(took)))
 
 
 def _next_delivery(sock: socket.socket, tid: uuid.UUID, group: str, epoch: int) -> tuple[dict[str, Any], int]:
