@@ -179,8 +179,9 @@ def _next_delivery(sock: socket.socket, tid: uuid.UUID, group: str, epoch: int) 
 def test_a_group_config_survives_a_shard_move_a_restart_and_goes_with_the_group(
     tmp_path: Path, cluster_dsn: str
 ) -> None:
-    """Kill -9 of the group's coordinator (its shard moves: the configs were never its), a node started
-    afterwards (it replays them at start), then DeleteGroups removes them on every node, as on one."""
+    """Every node lists the group's configs (ListConfigResources); kill -9 of the group's coordinator
+    (its shard moves: the configs were never its), a node started afterwards (it replays them at
+    start), then DeleteGroups removes them on every node, as on one."""
     init_cluster(cluster_dsn)
     with nodes(tmp_path, cluster_dsn, [1, 2, 3], TTL_MS) as cluster:
         group = "configured"
@@ -191,6 +192,9 @@ def test_a_group_config_survives_a_shard_move_a_restart_and_goes_with_the_group(
         key = "consumer.heartbeat.interval.ms"
         assert alter(survivors[0], group, {key: "7000"}) == 0
         assert all(described(n, group, [key]) == {key: ("7000", GROUP_CONFIG_SOURCE)} for n in cluster)
+        for node in cluster:  # ListConfigResources: every node lists it, as every Kafka broker
+            listed = rpc(node.address, 74, 1, {"resource_types": [GROUP_RESOURCE]})["config_resources"]
+            assert [(r["resource_name"], r["resource_type"]) for r in listed] == [(group, GROUP_RESOURCE)]
         owner.kill()
         until(lambda: owner_of(survivors[0], group) in {n.node_id for n in survivors} or None, 20, "moved")
         assert all(described(n, group, [key]) == {key: ("7000", GROUP_CONFIG_SOURCE)} for n in survivors)
