@@ -101,3 +101,33 @@ async def test_the_writers_own_row_stays_when_nothing_newer_was_followed(pool: A
     for _ in range(10):
         await asyncio.sleep(0)
     assert configs == {"h": {LIMIT: "5"}}  # B's row is older than A's: A's stands
+
+
+async def test_a_writers_apply_later_than_the_answer_is_undone_at_the_next_poll(pool: Any) -> None:
+    """A DeleteGroups is applied once its shard's write settled too, which may come after the metadata
+    write's answer and its callback: the next catch_up (a poll, nothing new to read) applies the newer
+    row followed meanwhile again."""
+    configs: dict[str, dict[str, str]] = {}
+
+    def follow(record: storage.Record) -> None:
+        apply_group_config(configs, group_config_from_storage(record))
+
+    node_b = MetadataLog(pool)
+    theirs = GroupConfigRecord("g", ((LIMIT, "4"),))
+
+    async def settle(seq: int) -> None:
+        await _written(node_b, theirs)
+        await node_a.catch_up(follow)
+
+    node_a = MetadataLog(pool, settle)
+    tombstone = GroupConfigRecord("g", ())
+    answered = asyncio.get_running_loop().create_future()
+    node_a.append([tombstone], answered.set_result)  # the metadata part settled; the shard's not yet
+    assert await answered is None
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert configs == {"g": {LIMIT: "4"}}
+    apply_group_config(configs, tombstone)  # the runtime's apply, once the shard's part settled
+    assert configs == {}
+    assert await node_a.catch_up(follow) == 0  # the next poll
+    assert configs == {"g": {LIMIT: "4"}}
