@@ -8,7 +8,11 @@
   a poll. Before the writer answers, `settle(seq)` waits until every live node has applied the
   change (kcoord/cluster/metadata_sync.py: read-your-writes across nodes, bounded by the lease TTL).
   The writer applies its own change when it is durable, as on a single node, and also when it reads
-  it back: the owners' `apply` keep the newest value, so that is harmless.
+  it back: the owners' `apply` keep the newest value, so that is harmless. A group's configs are the
+  exception (the group coordinator's `apply` keeps the last one applied): when another node's newer
+  row of the same group was followed here before the writer's own apply, that row is applied again
+  after it (`_reapply_newer`, and at the following catch_ups for a while: `_recheck`), so every node
+  ends with the row of the highest `seq`.
 * A topic record carries its topic id as the row's identity: PostgreSQL refuses it when the name is
   another topic's (IDENTITY_TAKEN_SQLSTATE), and the append fails with `TopicExists`, nothing
   written. So of two nodes creating one name at once the second loses, as Kafka's controller
@@ -22,14 +26,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kcoord import storage
 from kcoord.cluster.migrations import IDENTITY_TAKEN_SQLSTATE
+from kcoord.coordinator.groups.group_configs import GroupConfigRecord
 from kcoord.coordinator.metadata import TopicExists, TopicRecord
 from kcoord.coordinator.metadata.producer_ids import BLOCK_SIZE, ProducerIdBlock, ProducerIds
 from kcoord.coordinator.persistence.codec import AnyRecord, to_storage
+from kcoord.coordinator.persistence.group_config_codec import GROUP_CONFIG_RECORD_TYPE
 from kcoord.coordinator.runtime.ports import OnDone
 
 __all__ = ["METADATA_CHANNEL", "ClusterProducerIds", "MetadataLog"]
@@ -40,6 +47,9 @@ METADATA_CHANNEL = "kcoord_metadata"
 _PUT = "SELECT kcoord_metadata_put($1::smallint[], $2::bytea[], $3::bytea[], $4::bytea[])"
 _SINCE = "SELECT type, key, value, seq FROM kcoord_metadata WHERE seq > $1 ORDER BY seq"
 _NEXT_BLOCK = "SELECT nextval('kcoord_producer_id_block')"
+# How long a group config this node wrote is checked against newer rows at each catch_up: past any
+# write of the same request (a shard's: the 5 s statement timeout, then its cancel's)
+_RECHECK_S = 30.0
 
 
 class MetadataLog:
@@ -52,6 +62,9 @@ class MetadataLog:
         self._task: asyncio.Task[None] | None = None
         self.last_seq = 0
         self._reading = asyncio.Lock()
+        self._apply: Callable[[storage.Record], None] | None = None  # the follower's, from catch_up
+        self._group_configs: dict[bytes, tuple[int, storage.Record]] = {}  # key -> newest (seq, row) followed
+        self._written: dict[bytes, tuple[int, float]] = {}  # group configs written here: key -> (seq, until)
 
     def append(self, records: Sequence[AnyRecord], on_done: OnDone) -> None:
         self._pending.append((records, on_done))
@@ -70,6 +83,8 @@ class MetadataLog:
                     except Exception as exc:  # durable already: answered, the followers' poll catches up
                         log.warning("cluster metadata seq %d: waiting for the nodes failed: %r", seq, exc)
                 on_done(error)
+                if error is None:
+                    self._reapply_newer(records, seq)
         finally:
             self._task = None
 
@@ -98,11 +113,50 @@ class MetadataLog:
     async def catch_up(self, apply: Callable[[storage.Record], None]) -> int:
         """Apply every row written since the last call, in sequence order; how many."""
         async with self._reading:
+            self._apply = apply
             rows = await self._pool.fetch(_SINCE, self.last_seq)
             for row in rows:
-                apply(storage.Record(int(row["type"]), bytes(row["key"]), _bytes(row["value"])))
-                self.last_seq = max(self.last_seq, int(row["seq"]))
+                record = storage.Record(int(row["type"]), bytes(row["key"]), _bytes(row["value"]))
+                apply(record)
+                seq = int(row["seq"])
+                self.last_seq = max(self.last_seq, seq)
+                if record.type == GROUP_CONFIG_RECORD_TYPE:
+                    self._group_configs[record.key] = (seq, record)
+            self._recheck(apply)
             return len(rows)
+
+    def _reapply_newer(self, records: Sequence[AnyRecord], seq: int) -> None:
+        """After the writer's own apply of its group configs (the runtime's write path, in `on_done` or
+        a callback it schedules): a newer row of the same group that this node followed meanwhile (an
+        alter or a deletion through another node, `seq` after ours) wins again. Looked up when it
+        runs, so a row followed in between counts too."""
+        keys = [to_storage(r).key for r in records if isinstance(r, GroupConfigRecord)]
+        until = time.monotonic() + _RECHECK_S
+        self._written.update((key, (seq, until)) for key in keys)
+        if not keys or self._apply is None:
+            return
+        apply, followed = self._apply, self._group_configs
+
+        def reapply() -> None:
+            for key in keys:
+                newest = followed.get(key)
+                if newest is not None and newest[0] > seq:
+                    apply(newest[1])
+
+        asyncio.get_running_loop().call_soon(reapply)
+
+    def _recheck(self, apply: Callable[[storage.Record], None]) -> None:
+        """At every catch_up (a poll at least every 500 ms), for `_RECHECK_S` after this node wrote a
+        group's configs: a newer row followed wins again. It covers the writer's apply coming later
+        than `_reapply_newer`'s callback: a DeleteGroups is applied once its shard's write settled too,
+        which may be after the metadata write (bounded by the statement timeout)."""
+        now = time.monotonic()
+        for key, (seq, until) in list(self._written.items()):
+            newest = self._group_configs.get(key)
+            if newest is not None and newest[0] > seq:
+                apply(newest[1])
+            if now >= until:
+                del self._written[key]
 
 
 def _bytes(value: Any) -> bytes | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kcoord.cluster.migration_flush import FLUSH
+from kcoord.cluster.migration_group_configs import GROUP_CONFIGS
 from kcoord.cluster.migration_tail import TAIL
 from kcoord.cluster.share_migration import SHARE_STATE
 
@@ -333,4 +334,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "kcoord_flush: a node's writes in one fenced call; batches stored uncompressed", FLUSH),
     Migration(5, "share_state: share-partition state fenced by the partition leader's lease", SHARE_STATE),
     Migration(6, "partition_tail: leader epoch rows; kcoord_flush on generic plans", TAIL),
+    Migration(7, "group_configs: a group's own configs are cluster-wide records", GROUP_CONFIGS),
 )

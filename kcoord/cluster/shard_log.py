@@ -42,7 +42,6 @@ from kcoord.coordinator.groups.consumer.records import (
     ConsumerTargetMember,
 )
 from kcoord.coordinator.groups.records import (
-    GroupConfigRecord,
     GroupMetadataRecord,
     GroupTombstone,
     OffsetCommitRecord,
@@ -85,7 +84,6 @@ _GROUP_KEYED = (
     GroupTombstone,
     TxnOffsetCommitRecord,
     TxnOffsetTombstone,
-    GroupConfigRecord,  # a group's own configs move with the group (issue 33)
     *SHARE_RECORD_CLASSES,  # a share group's membership and assignment too (issue 34), as Kafka's keys 10-15
 )
 
@@ -94,7 +92,9 @@ def shard_key(record: AnyRecord) -> str | None:
     """The id whose shard holds `record` (`shards.shard_of`): the group id of group and offset
     records (a pending transactional offset belongs to its group, as in Kafka), the transactional
     id of a transaction's record; None for cluster-wide metadata (topics, producer id blocks, ACLs,
-    SCRAM credentials), which no shard holds."""
+    SCRAM credentials, and a group's own configs: Kafka keeps them as ConfigRecords of the metadata log,
+    which every broker applies, so a share partition's leader reads them wherever the group's shard
+    is, issue 34), which no shard holds."""
     if isinstance(record, _GROUP_KEYED):
         return record.group_id
     if isinstance(record, TransactionRecord):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kcoord import storage
+from kcoord.coordinator.groups.errors import ErrorCode
 from kcoord.coordinator.groups.group_configs import (
     GROUP_CONFIGS,
     GroupConfigBounds,
@@ -15,6 +16,8 @@ from kcoord.coordinator.groups.group_configs import (
     validate_group_configs,
 )
 from kcoord.coordinator.persistence.codec import from_storage, render, to_storage
+from kcoord.coordinator.runtime.phases import Phase, ShardPhases
+from kcoord.coordinator.runtime.shards import shard_of
 from tests.unit.conftest import Harness
 
 DAY = 86_400_000
@@ -142,3 +145,30 @@ def test_configs_apply_once_durable_and_go_with_an_expired_group() -> None:
     assert h.mgr.group("g") is None
     assert GroupConfigRecord("g", ()) in h.log.records
     assert h.mgr.group_configs.of("g") == {} and h.mgr.group_configs.configured() == []
+
+
+def test_cluster_mode_every_node_holds_and_writes_every_groups_configs() -> None:
+    """Cluster mode (group_config_api.py): a group's configs are cluster-wide records, so a node that
+    does not coordinate the group still holds them (`known`, read by a share partition's leader), lists
+    them (`configured(anywhere=True)`) and writes them (`alter(anywhere=True)`); the shard's phase
+    refuses only the plain calls, which one node uses. A shard moving away (`unload`) leaves them."""
+    phases = ShardPhases(4, Phase.NOT_OWNED)
+    phases.loaded()
+    h = Harness(phases=phases)
+    group = "g"  # its shard (of 4) is not served here
+    assert h.mgr.group_configs.error(group) is ErrorCode.NOT_COORDINATOR
+    done: list[object] = []
+    h.mgr.group_configs.alter(group, {"share.delivery.count.limit": "3"}, lambda e, x: done.append((e, x)))
+    assert done == [(ErrorCode.NOT_COORDINATOR, None)] and not h.log.records
+    h.mgr.group_configs.alter(
+        group, {"share.delivery.count.limit": "3"}, lambda e, x: done.append((e, x)), anywhere=True
+    )
+    record = GroupConfigRecord(group, (("share.delivery.count.limit", "3"),))
+    assert done[1:] == [(None, None)] and record in h.log.records
+    assert h.mgr.group_configs.of(group) is None  # the plain read: refused by the phase
+    assert dict(h.mgr.group_configs.known(group)) == {"share.delivery.count.limit": "3"}
+    assert h.mgr.group_configs.configured() == [] and h.mgr.group_configs.configured(anywhere=True) == [group]
+    phases.set(shard_of(group, 4), Phase.ACTIVE)
+    h.mgr.unload(lambda g: g == group)  # the shard moves on: the configs are not the shard's
+    assert dict(h.mgr.group_configs.known(group)) == {"share.delivery.count.limit": "3"}
+    assert dict(h.mgr.group_configs.known("other")) == {}

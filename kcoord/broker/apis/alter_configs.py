@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kcoord.broker.apis.describe_configs import BROKER, TOPIC, config_refusal
-from kcoord.broker.apis.group_config_resources import GROUP, new_group_configs
+from kcoord.broker.apis.group_config_resources import GROUP, cluster_wide, new_group_configs
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.configs import TOPIC_CONFIGS, ConfigType, InvalidConfig, validate_topic_configs
 from kcoord.coordinator.metadata import validate_topic_name
@@ -88,9 +88,13 @@ def _write(
         ctx.topics.set_configs(
             [(str(resources[i]["resource_name"]), _configs(outcomes[i])) for i in topics], topics_written
         )
+    anywhere = cluster_wide(ctx)  # cluster mode: any node writes a group's configs (group_config_resources)
     for i in groups:
         ctx.manager.group_configs.alter(
-            str(resources[i]["resource_name"]), _configs(outcomes[i]), _group_written(i, failed, settled)
+            str(resources[i]["resource_name"]),
+            _configs(outcomes[i]),
+            _group_written(i, failed, settled),
+            anywhere=anywhere,
         )
 
 

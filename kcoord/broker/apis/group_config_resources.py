@@ -13,10 +13,16 @@ that does not exist describes the defaults, as Kafka does (its configs are not t
 existence there). Alter: the group's
 complete new set (ControllerConfigurationValidator, GroupConfigManager.validate), written to the group's
 log, then in force for its next heartbeat.
+
+Cluster mode: the configs are cluster-wide records every node follows (`cluster_wide`; Kafka's
+ConfigRecords of GROUP resources, which every broker applies), so any node describes and alters any
+group's, as any Kafka broker does (KafkaAdminClient sends GROUP resources to the least loaded node);
+an alter is answered once every live node applied it (kcoord/cluster/metadata_sync.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kcoord.broker.context import ServerContext
@@ -31,7 +37,7 @@ from kcoord.coordinator.groups.group_configs import (
 )
 from kcoord.protocol.errors import ErrorCode
 
-__all__ = ["GROUP", "bounds", "describe_group", "new_group_configs"]
+__all__ = ["GROUP", "bounds", "cluster_wide", "describe_group", "new_group_configs", "own_configs"]
 
 GROUP = 32  # ConfigResource.Type
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -59,13 +65,23 @@ def bounds(ctx: ServerContext) -> GroupConfigBounds:
     )
 
 
+def cluster_wide(ctx: ServerContext) -> bool:
+    """Whether a group's configs are cluster-wide records every node holds (cluster mode), rather than
+    records of the group's own log that only its coordinator reads (one node, where it is the same)."""
+    return ctx.config.cluster is not None
+
+
+def own_configs(ctx: ServerContext, group_id: str) -> Mapping[str, str] | None:
+    """The group's own configs as this node answers them: in cluster mode whatever its shard's phase
+    here (every node follows them), on one node once its log is loaded; None = refused (`_not_here`)."""
+    if cluster_wide(ctx):
+        return ctx.manager.group_configs.known(group_id)
+    return ctx.manager.group_configs.of(group_id)
+
+
 def _not_here(ctx: ServerContext, name: str) -> Failure:
-    """The shard's refusal: cluster mode's NOT_COORDINATOR when another node coordinates the group (its
-    configs live in the group's shard, docs/compat.md), or loading / shut down."""
-    error = ctx.manager.group_configs.error(name) or ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error is ErrorCode.NOT_COORDINATOR:
-        return error, f"This node is not the coordinator of group {name}."
-    return error, None
+    """The log's refusal on one node: loading or shut down (cluster mode does not refuse, above)."""
+    return ctx.manager.group_configs.error(name) or ErrorCode.COORDINATOR_NOT_AVAILABLE, None
 
 
 def describe_group(
@@ -73,7 +89,7 @@ def describe_group(
 ) -> list[ConfigEntry] | tuple[ErrorCode, str | None]:
     if not name:
         return ErrorCode.INVALID_REQUEST, "Group name must not be empty"
-    own = ctx.manager.group_configs.of(name)
+    own = own_configs(ctx, name)
     if own is None:
         return _not_here(ctx, name)
     defaults = bounds(ctx)
@@ -90,7 +106,7 @@ def describe_group(
     return entries
 
 
-def _synonyms(key: str, own: dict[str, str], defaults: GroupConfigBounds) -> list[Synonym]:
+def _synonyms(key: str, own: Mapping[str, str], defaults: GroupConfigBounds) -> list[Synonym]:
     """ConfigHelper.createGroupConfigEntry's synonyms of `key`: the group's own value, then the broker
     setting's chain (kcoord's flags are its static settings, the rest Kafka's defaults)."""
     broker = GROUP_CONFIGS[key].broker
@@ -105,7 +121,7 @@ def new_group_configs(
     name = str(resource["resource_name"])
     if not name:
         return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
-    current = ctx.manager.group_configs.of(name)
+    current = own_configs(ctx, name)
     if current is None:
         return _not_here(ctx, name)
     entries: list[dict[str, Any]] = resource["configs"]
@@ -128,7 +144,7 @@ def new_group_configs(
 
 
 def _apply_operations(
-    current: dict[str, str], entries: list[dict[str, Any]]
+    current: Mapping[str, str], entries: list[dict[str, Any]]
 ) -> Failure | dict[str, str | None]:
     """ConfigurationControlManager.incrementalAlterConfigResource on the group's own configs: every
     group config is a single value, so APPEND and SUBTRACT are refused."""

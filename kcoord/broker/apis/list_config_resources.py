@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcoord.broker import authz
+from kcoord.broker.apis.group_config_resources import cluster_wide
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.coordinator.metadata.acl_model import AclOperation
 from kcoord.protocol.errors import ErrorCode
@@ -37,7 +38,8 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         return
     listed: list[tuple[str, int]] = []
     if GROUP in wanted:
-        listed += [(group, GROUP) for group in sorted(ctx.manager.group_configs.configured())]
+        configured = ctx.manager.group_configs.configured(anywhere=cluster_wide(ctx))  # cluster: every node's
+        listed += [(group, GROUP) for group in sorted(configured)]
     if BROKER in wanted:
         nodes = (
             [ctx.node_id] if ctx.brokers is None else [b[0] for b in ctx.brokers.brokers(meta.listener_name)]

@@ -5,10 +5,11 @@ Kafka keeps a group's configs in the cluster metadata (ConfigRecord) and hands t
 coordinator (`GroupConfigManager`); the consumer group uses them at once: the next heartbeat answers
 with the group's `consumer.heartbeat.interval.ms` and member sessions are scheduled with its
 `consumer.session.timeout.ms` (GroupMetadataManager.consumerGroupHeartbeatIntervalMs /
-consumerGroupSessionTimeoutMs). kcoord has no metadata quorum: a group's configs are a record in the
-group's own log (its shard in cluster mode), written through the runtime's one write path, applied once
-durable, replayed on restart or takeover, and tombstoned with the group (DeleteGroups, offset expiry of
-an empty group).
+consumerGroupSessionTimeoutMs). kcoord has no metadata quorum: a group's configs are a record written
+through the runtime's one write path, applied once durable, replayed on restart, and tombstoned with the
+group (DeleteGroups, offset expiry of an empty group); on one node in the node's log, in cluster mode a
+cluster-wide record every node follows (`kcoord_metadata`, group_config_api.py), as Kafka's brokers all
+apply a GROUP resource's ConfigRecords.
 
 The keys, types, defaults and checks are those of Kafka 4.3.1's `GroupConfig` (its CONFIG_DEF: the
 consumer.*, share.* and streams.* keys, 4.3's three assignment intervals among them); a default is the

@@ -215,8 +215,8 @@ class GroupManager:
         self.consumer.unload(gone)
         self.share.unload(gone)
         rt.offsets.unload(gone)
-        for group_id in [g for g in rt.group_configs if gone(g)]:
-            del rt.group_configs[group_id]
+        # rt.group_configs stay: in cluster mode they are cluster-wide records every node follows
+        # (group_config_api.py), not the shard's, so a node keeps them for the partitions it leads
 
     def shutdown(self) -> None:
         """Cancel every timer; answer parked JoinGroup/SyncGroup with NOT_COORDINATOR (retriable,

@@ -2,8 +2,8 @@
 records: storage type 11, key GroupConfigKey v0 (the group id), value GroupConfigValue v0 (the configs,
 sorted by name). A None value is a tombstone: the group has no configs left, or was deleted.
 
-Kafka stores group configs as ConfigRecords of its metadata log; kcoord keeps them in the group's own
-log (its shard in cluster mode), so they move with the group (docs/compat.md)."""
+Kafka stores group configs as ConfigRecords of its metadata log; kcoord keeps them in the node's log,
+and in cluster mode in `kcoord_metadata`, which every node follows (docs/compat.md)."""
 
 from __future__ import annotations
 
