@@ -227,8 +227,8 @@ async def test_migration_7_moves_the_shards_group_config_rows_to_the_cluster_wid
     await conn.execute(insert, 9, kept.type, kept.key, kept.value, 2)
     await conn.execute("SELECT kcoord_metadata_put($1::smallint[], $2::bytea[], $3::bytea[])",
                        [newer.type], [newer.key], [newer.value])  # fmt: skip
-    await conn.execute("DELETE FROM kcoord_schema_version WHERE version = 9")
-    assert await migrate(conn) == [9]
+    await conn.execute("DELETE FROM kcoord_schema_version WHERE version = 7")
+    assert await migrate(conn) == [7]
     rows = await conn.fetch("SELECT key, value FROM kcoord_metadata WHERE type = $1 ORDER BY seq", old.type)
     assert [(bytes(r["key"]), bytes(r["value"])) for r in rows] == [
         (newer.key, newer.value),
