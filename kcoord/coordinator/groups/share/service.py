@@ -18,7 +18,11 @@ from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from kcoord.coordinator.groups.group_configs import effective_int
 from kcoord.coordinator.groups.records import LogRecord
 from kcoord.coordinator.groups.runtime import Phase, Runtime, Undo, Write
-from kcoord.coordinator.groups.share.describe import ShareGroupDescription, describe_share_group
+from kcoord.coordinator.groups.share.describe import (
+    ShareGroupDescription,
+    describe_share_groups,
+    not_a_share_group,
+)
 from kcoord.coordinator.groups.share.heartbeat import (
     Refused,
     ShareHeartbeatAnswer,
@@ -361,13 +365,8 @@ class ShareGroupService:
         return sorted((t, p) for t, info in group.initialized.items() for p in info.partitions)
 
     def other_type(self, group_id: str) -> str | None:
-        """GROUP_ID_NOT_FOUND's message when the id holds a classic or consumer group (Kafka's
-        getOrMaybeCreateShareGroup and shareGroup: "Group g is not a share group."), else None."""
-        if group_id in self.rt.share_groups:
-            return None
-        if group_id in self.rt.consumer_groups or self.rt.groups.get(group_id) is not None:
-            return f"Group {group_id} is not a share group."
-        return None
+        """GROUP_ID_NOT_FOUND's message for an id holding a classic or consumer group, else None."""
+        return not_a_share_group(self.rt, group_id)
 
     # -- timers and lifecycle ---------------------------------------------------------------------
     def _schedule_session(self, group_id: str, member_id: str) -> None:
@@ -403,18 +402,7 @@ class ShareGroupService:
     # -- ShareGroupDescribe -----------------------------------------------------------------------
     def describe(self, group_ids: Sequence[str]) -> list[ShareGroupDescription]:
         """One description per id, in order (GroupMetadataManager.shareGroupDescribe)."""
-        out = []
-        for group_id in group_ids:
-            group = self.rt.share_groups.get(group_id)
-            error = self.rt.phase_error(group_id)
-            if error is not None:
-                out.append(ShareGroupDescription(group_id, error))
-            elif group is None:
-                message = self.other_type(group_id) or f"Group {group_id} not found."
-                out.append(ShareGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
-            else:
-                out.append(describe_share_group(group, self.topics))
-        return out
+        return describe_share_groups(self.rt, self.topics, group_ids)
 
 
 def _logged(group_id: str, what: str) -> Callable[[BaseException | None], None]:
