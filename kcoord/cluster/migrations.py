@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from kcoord.cluster.migration_flush import FLUSH
 from kcoord.cluster.migration_group_configs import GROUP_CONFIGS
 from kcoord.cluster.migration_tail import TAIL
+from kcoord.cluster.share_fence_migration import SHARE_DELETE_FENCE
 from kcoord.cluster.share_migration import SHARE_STATE
 
 __all__ = [
@@ -335,4 +336,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "share_state: share-partition state fenced by the partition leader's lease", SHARE_STATE),
     Migration(6, "partition_tail: leader epoch rows; kcoord_flush on generic plans", TAIL),
     Migration(7, "group_configs: a group's own configs are cluster-wide records", GROUP_CONFIGS),
+    Migration(
+        8,
+        "share_delete_fence: a deleted share partition fences its leader's older writes",
+        SHARE_DELETE_FENCE,
+    ),
 )

@@ -47,6 +47,9 @@ _DELETE_TOPIC = (
     "DELETE FROM kcoord_partition_producer WHERE topic = $1",
     "DELETE FROM kcoord_partition_aborted WHERE topic = $1",
     "DELETE FROM kcoord_partition_epoch WHERE topic = $1",
+    # its share state too (ShareCoordinatorService.onTopicsDeleted): a topic created again under the
+    # name starts fresh, not fenced by the old share partitions' state epochs
+    "DELETE FROM kcoord_share_state WHERE topic = $1",
     "UPDATE kcoord_partition_lease SET leader = NULL, epoch = epoch + 1, expires_at = '-infinity', "
     "log_start_offset = 0, log_end_offset = 0, replicas = NULL WHERE topic = $1",
 )

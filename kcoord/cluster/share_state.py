@@ -16,7 +16,9 @@
 The group's coordinator resets or deletes the state of share partitions it does not host (the group
 empty: AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups) with `kcoord_share_set`, which
 notifies the leader; `ShareHosting.on_notify` then reloads the partition, and a leader write made from
-the state before is refused by the state epoch (kcoord/cluster/share_migration.py).
+the state before is refused by the state epoch (kcoord/cluster/share_migration.py) or, after a delete,
+by the delete's marker: the leader sends with each record the delete generation it loaded
+(kcoord/cluster/share_fence_migration.py).
 
 Loads and calls take turns (`ShareStateLog.lock`), and a record is sent only while the hosting it was
 made under is still current, so nothing built from an older copy of a partition's state ever
@@ -51,10 +53,12 @@ __all__ = ["Hosting", "ShareHosting", "ShareStateLog"]
 log = logging.getLogger("kcoord.cluster.share")
 
 Key = tuple[str, int]  # (topic, partition)
-Row = tuple[UUID, bytes, bytes | None, int]  # topic id, key, value (None: delete), state epoch
+# topic id, key, value (None: delete), state epoch, the group's delete generation as loaded
+Row = tuple[UUID, bytes, bytes | None, int, int]
 
-_PUT = "SELECT fenced FROM kcoord_share_put($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+_PUT = "SELECT fenced FROM kcoord_share_put($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
 _SET = "SELECT kcoord_share_set($1, $2, $3, $4, $5, $6, $7)"
+_GENERATIONS = "SELECT group_id, generation FROM kcoord_share_deleted WHERE topic = $1 AND partition = $2"
 _LOAD = (
     "SELECT kind, key, value FROM kcoord_share_state WHERE topic = $1 AND partition = $2 AND topic_id = $3 "
     "ORDER BY group_id, kind"  # a snapshot (0x50) before its update (0x51)
@@ -73,6 +77,9 @@ class Hosting:
     failed: bool = False
     state_epochs: dict[str, int] = field(default_factory=dict)
     """group -> the state epoch of its share partition's newest snapshot (what its updates carry)."""
+    generations: dict[str, int] = field(default_factory=dict)
+    """group -> how many times its share partition's state was deleted when this load read it (what
+    every record carries: a delete since fences them, kcoord/cluster/share_fence_migration.py)."""
 
 
 @dataclass(slots=True)
@@ -136,6 +143,7 @@ class ShareStateLog:
                         stored.key,
                         stored.value,
                         epoch,
+                        hosting.generations.get(record.group_id, 0),
                     )
                 elif hosting is None and (isinstance(record, ShareTombstone) or _initial(record)):
                     elsewhere.append((record, append))
@@ -198,14 +206,26 @@ class ShareStateLog:
             [v[1] for v in values],
             [v[2] for v in values],
             [v[3] for v in values],
+            [v[4] for v in values],
         )
         return list(fenced or [])
 
     async def load(self, topic: str, partition: int, topic_id: UUID) -> list[ShareRecord]:
         """The partition's share state as stored, after every call before it settled."""
+        return (await self.load_fenced(topic, partition, topic_id))[0]
+
+    async def load_fenced(
+        self, topic: str, partition: int, topic_id: UUID
+    ) -> tuple[list[ShareRecord], dict[str, int]]:
+        """The partition's share state and its groups' delete generations. The generations are read
+        first: a delete between the two reads leaves this load's generation behind it, so the writes
+        made from it are refused and the partition is loaded again (never a stale state passing for new)."""
         async with self.lock:
+            generations = {r["group_id"]: r["generation"] for r in await self._pool.fetch(
+                _GENERATIONS, topic, partition)}  # fmt: skip
             rows = await self._pool.fetch(_LOAD, topic, partition, topic_id)
-        return [share_record_from_storage(storage.Record(r["kind"], r["key"], r["value"])) for r in rows]
+        records = [share_record_from_storage(storage.Record(r["kind"], r["key"], r["value"])) for r in rows]
+        return records, generations
 
 
 def _initial(record: ShareRecord) -> bool:
@@ -253,10 +273,10 @@ class ShareHosting:
         topic_id = self._topic_id_of(key[0])
         if topic_id is None:
             return
-        records = await self._log.load(*key, topic_id)
+        records, generations = await self._log.load_fenced(*key, topic_id)
         if self._led().get(key) != epoch or key in self._log.hosted:
             return  # lost or taken meanwhile: the next round decides
-        hosting = Hosting(key[0], key[1], topic_id, epoch)
+        hosting = Hosting(key[0], key[1], topic_id, epoch, generations=generations)
         for record in records:
             if isinstance(record, ShareSnapshot):
                 hosting.state_epochs[record.group_id] = record.state_epoch

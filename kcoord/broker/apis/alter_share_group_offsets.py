@@ -5,10 +5,12 @@ alterShareGroupOffsets, GroupMetadataManager.completeAlterShareGroupOffsets; pro
 READ on the group (GROUP_AUTHORIZATION_FAILED, top level) and on each topic (TOPIC_AUTHORIZATION_FAILED
 per partition); an empty group id INVALID_GROUP_ID; a share group with members NON_EMPTY_GROUP ("The
 group is not empty.") at the top level with no topics; topics and partitions this broker does not know
-UNKNOWN_TOPIC_OR_PARTITION, listed first; the rest start again at the given offset with a new state
-epoch and no in-flight records (the tenant's `reset`, answered once durable). Kafka takes any offset,
-negative ones too, and so does kcoord. Kafka creates an empty share group for an id it does not know;
-kcoord sets the share partitions' state only (docs/compat.md).
+UNKNOWN_TOPIC_OR_PARTITION, listed first; a classic or consumer group under the id GROUP_ID_NOT_FOUND
+("Group g is not a share group.") at the top level. The group side writes the altered partitions as
+initializing first (GroupMetadataManager.alterShareGroupOffsets: an id nobody holds becomes an empty
+share group), then they start again at the given offset with a new state epoch and no in-flight
+records (the tenant's `reset`, answered once durable). Kafka takes any offset, negative ones too, and
+so does kcoord.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from kcoord.broker import authz
 from kcoord.broker.apis.share_offsets_common import NOT_HOSTED, refusal, tenant, topic_of
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
+from kcoord.coordinator.groups.share.model import TopicPartitionsInfo
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.types import ZERO_UUID
@@ -107,5 +110,16 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         ]
         respond({"error_code": 0, "error_message": None, "responses": answered + reset})
 
-    assert partitions is not None
-    partitions.reset(group_id, offsets, done)
+    def reset(error: ErrorCode | None) -> None:
+        if error is not None:  # the group side's write failed: nothing was reset
+            respond({"error_code": int(error), "error_message": None, "responses": []})
+            return
+        assert partitions is not None
+        partitions.reset(group_id, offsets, done)
+
+    altered = {
+        topic_id: TopicPartitionsInfo(topic_id, name, frozenset(p for p in parts if p < count))
+        for name, topic_id, count, parts in known
+        if any(p < count for p in parts)
+    }
+    ctx.manager.share.alter_offsets(group_id, altered, reset)

@@ -3,10 +3,11 @@
 As Kafka 4.3.1 answers (KafkaApis.handleDescribeShareGroupOffsetsRequest, GroupCoordinatorService.
 describeShareGroupOffsets / describeShareGroupAllOffsets, probed on the broker): DESCRIBE on each group
 (GROUP_AUTHORIZATION_FAILED for the group alone) and on each topic (TOPIC_AUTHORIZATION_FAILED per
-partition); `topics` null describes every share partition of the group with state; a group that does
-not exist is no error (its partitions answer -1); a partition without state answers start offset -1 and
-lag -1, and a topic this broker does not know the zero topic id with the same; leader_epoch is 0 as
-Kafka's answer (the share state's leader epoch, never set on one node).
+partition); `topics` null describes every partition the group side initialized (a classic or consumer
+group has none), with state or not; a group that does not exist is no error (its partitions answer
+-1); a partition without state answers start offset -1 and lag -1, and a topic this broker does not
+know the zero topic id with the same; leader_epoch is 0 as Kafka's answer (the share state's leader
+epoch, never set on one node).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections import defaultdict
 from typing import Any
 
 from kcoord.broker import authz
-from kcoord.broker.apis.share_offsets_common import lag, share_partitions_of, topic_of
+from kcoord.broker.apis.share_offsets_common import lag, topic_of
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.coordinator.metadata.acl_model import AclOperation, ResourceType
 from kcoord.protocol.errors import ErrorCode
@@ -46,7 +47,10 @@ def _topic(
 
 def _all_topics(ctx: ServerContext, group_id: str) -> list[tuple[str, list[int]]]:
     by_topic: dict[uuid.UUID, list[int]] = defaultdict(list)
-    for topic_id, partition in share_partitions_of(ctx, group_id):
+    # GroupCoordinatorService.describeShareGroupAllOffsets: the group side's initialized partitions
+    # (GroupMetadataManager.initializedShareGroupPartitions), then their state; one without state
+    # (initialized, never fetched) answers -1 until DeleteShareGroupOffsets removes it.
+    for topic_id, partition in ctx.manager.share.initialized_partitions(group_id):
         by_topic[topic_id].append(partition)
     named = [(ctx.topics.name_for_id(topic_id), parts) for topic_id, parts in by_topic.items()]
     return sorted((name, sorted(parts)) for name, parts in named if name is not None)

@@ -35,14 +35,18 @@ def tenant(ctx: ServerContext) -> SharePartitions | None:
 
 def refusal(ctx: ServerContext, group_id: str, *, must_exist: bool, must_be_empty: bool) -> Refusal | None:
     """The group-level error, or None to go on, as Kafka 4.3.1 answers (probed): an empty id
-    (INVALID_GROUP_ID), the group's shard not serving, a group that does not exist (Delete only:
-    GROUP_ID_NOT_FOUND), a share group with members (Alter and Delete: NON_EMPTY_GROUP,
-    GroupMetadataManager's checks before the share coordinator is asked)."""
+    (INVALID_GROUP_ID), the group's shard not serving, a classic or consumer group under the id
+    (GROUP_ID_NOT_FOUND "Group g is not a share group.": GroupMetadataManager.getOrMaybeCreateShareGroup
+    for Alter, shareGroup for Delete), a group that does not exist (Delete only: GROUP_ID_NOT_FOUND), a
+    share group with members (NON_EMPTY_GROUP, throwIfShareGroupIsNotEmpty), all before the share
+    coordinator is asked."""
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID, "The group id is invalid."
     phase = ctx.manager.group_configs.error(group_id)
     if phase is not None:
         return phase, None
+    if (other := ctx.manager.share.other_type(group_id)) is not None:
+        return ErrorCode.GROUP_ID_NOT_FOUND, other
     group = ctx.manager.share.group(group_id)
     if group is None and must_exist:
         partitions = tenant(ctx)
@@ -59,10 +63,8 @@ def topic_of(ctx: ServerContext, name: str) -> tuple[uuid.UUID, int] | None:
 
 
 def share_partitions_of(ctx: ServerContext, group_id: str) -> list[tuple[uuid.UUID, int]]:
-    """The group's share partitions with state, sorted. Kafka also lists the partitions the group side
-    counts as initialized (ShareGroupStatePartitionMetadata) at -1 before any fetch, and forgets them on
-    DeleteShareGroupOffsets; the group side offers no way to forget them yet, so only the tenant's state
-    counts here (docs/compat.md)."""
+    """The group's share partitions with state, sorted: what DeleteShareGroupOffsets tombstones
+    (DescribeShareGroupOffsets of the whole group lists the group side's initialized partitions)."""
     partitions = tenant(ctx)
     return [] if partitions is None else partitions.partitions(group_id)
 

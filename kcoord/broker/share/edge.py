@@ -4,7 +4,7 @@ tenant, the share sessions, and the parked fetches waiting for records to become
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from uuid import UUID
 
 from kcoord.broker.share.sessions import MAX_SHARE_SESSIONS, ShareSessionCache
@@ -79,6 +79,9 @@ class ShareEdge:
     def group_deleted(self, group_id: str) -> None:
         self.sessions.remove_group(group_id)
         self.partitions.delete(group_id, None, _ignore)
+
+    def topics_deleted(self, topic_ids: Collection[UUID]) -> None:
+        self.partitions.delete_topics(topic_ids)
 
 
 def _ignore(_answers: object) -> None:

@@ -345,6 +345,26 @@ class SharePartitions:
                 records += [ShareTombstone(*key), ShareTombstone(*key, update=True)]
         self._write_all(wanted, records, answer)
 
+    def delete_topics(self, topic_ids: Iterable[UUID]) -> None:
+        """The topics were deleted: the state of every share partition of theirs, of every group, goes
+        with tombstones (ShareCoordinatorService.onTopicsDeleted -> ShareCoordinatorShard.
+        maybeCleanupShareState); a topic created again has another id and starts fresh. Nobody waits."""
+        ids = set(topic_ids)
+        keys = sorted(k for k in {*self._live, *self._durable, *self._remote} if k[1] in ids)
+        records: list[ShareRecord] = []
+        for key in keys:
+            if self._forget_live(key) is not None:
+                records += [ShareTombstone(*key), ShareTombstone(*key, update=True)]
+
+        def done(error: BaseException | None) -> None:
+            for record in records:
+                self._live.pop(record.key, None)  # loaded meanwhile from the state before: gone too
+            if error is not None:
+                log.error("share state of deleted topics %s not deleted: %s", sorted(map(str, ids)), error)
+
+        if records:
+            self.runtime.run(Write(records, done))
+
     # -- internals -------------------------------------------------------------------------------------
     def _load(self, key: ShareKey, settings: ShareSettings, bounds: LogBounds) -> _Live:
         """The share partition in memory, initialised from its durable state or from the auto offset

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 import pytest
@@ -26,12 +27,16 @@ class Listener:
     def __init__(self) -> None:
         self.left: list[tuple[str, str]] = []
         self.deleted: list[str] = []
+        self.topics_gone: list[set[uuid.UUID]] = []
 
     def member_left(self, group_id: str, member_id: str) -> None:
         self.left.append((group_id, member_id))
 
     def group_deleted(self, group_id: str) -> None:
         self.deleted.append(group_id)
+
+    def topics_deleted(self, topic_ids: Collection[uuid.UUID]) -> None:
+        self.topics_gone.append(set(topic_ids))
 
 
 class Node:

@@ -18,7 +18,11 @@ from kcoord.coordinator.groups.errors import APPEND_FAILED, ErrorCode
 from kcoord.coordinator.groups.group_configs import effective_int
 from kcoord.coordinator.groups.records import LogRecord
 from kcoord.coordinator.groups.runtime import Phase, Runtime, Undo, Write
-from kcoord.coordinator.groups.share.describe import ShareGroupDescription, describe_share_group
+from kcoord.coordinator.groups.share.describe import (
+    ShareGroupDescription,
+    describe_share_groups,
+    not_a_share_group,
+)
 from kcoord.coordinator.groups.share.heartbeat import (
     Refused,
     ShareHeartbeatAnswer,
@@ -47,6 +51,7 @@ from kcoord.coordinator.groups.share.state_partitions import (
     all_deleting,
     cleanup_deleted_topics,
     complete_offsets_deletion,
+    offsets_altered,
     start_offsets_deletion,
 )
 
@@ -66,6 +71,11 @@ class ShareMemberListener(Protocol):
 
     def group_deleted(self, group_id: str) -> None:
         """The group was deleted: its share partitions' state goes too."""
+        ...
+
+    def topics_deleted(self, topic_ids: Collection[uuid.UUID]) -> None:
+        """The topics are being deleted: every group's share state of them goes (Kafka's share
+        coordinator hears of it on its own: ShareCoordinatorService.onTopicsDeleted)."""
         ...
 
 
@@ -133,8 +143,8 @@ class ShareGroupService:
         group = self.rt.share_groups.get(group_id)
         if group is not None:
             return group
-        if group_id in self.rt.consumer_groups or self.rt.groups.get(group_id) is not None:
-            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        if (other := self.other_type(group_id)) is not None:
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, other)
         if request.member_epoch < 0:  # shareGroupLeave looks the group up with group(groupId)
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         if request.member_epoch != 0:  # getOrMaybeCreateShareGroup(groupId, false)
@@ -204,11 +214,15 @@ class ShareGroupService:
         if group is not None and group.initializing and group_id not in self._initializing:
             self._initialize(group_id, dict(group.initializing))
 
-    def _initialize(self, group_id: str, partitions: Mapping[uuid.UUID, TopicPartitionsInfo]) -> None:
+    def _initialize(
+        self, group_id: str, partitions: Mapping[uuid.UUID, TopicPartitionsInfo], bump: bool = True
+    ) -> None:
         """The share partitions' state is initialized (Kafka: the persister's InitializeShareGroupState
         answered, then GroupMetadataManager.initializeShareGroupState): they move from initializing to
         initialized and the group epoch is bumped, so that the next heartbeat assigns them. On one node
-        the share-partition tenant initializes a partition on its first use, so nothing is asked."""
+        the share-partition tenant initializes a partition on its first use, so nothing is asked.
+        Without `bump` (AlterShareGroupOffsets: Kafka's initializeShareGroupState writes the state
+        record alone) the group epoch stays and the next heartbeat bumps it (initialized_since_epoch)."""
         group = self.rt.share_groups.get(group_id)
         if group is None or self.rt.phase_error(group_id) is not None:
             return
@@ -218,8 +232,9 @@ class ShareGroupService:
             ShareStatePartitions(
                 group_id, tuple(initialized.values()), tuple(initializing.values()), group.deleting
             ),
-            ShareGroupEpoch(group_id, group.group_epoch + 1, group.metadata_hash),
         ]
+        if bump:
+            records.append(ShareGroupEpoch(group_id, group.group_epoch + 1, group.metadata_hash))
 
         def done(exc: BaseException | None) -> None:
             self._initializing.discard(group_id)
@@ -235,10 +250,12 @@ class ShareGroupService:
 
     # -- share-partition metadata: topics deleted, share state deleted ------------------------------
     def topics_deleted(self, names: Iterable[str]) -> None:
-        """DeleteTopics, called while the topics still exist (their ids are looked up here): each share
-        group holding them forgets them (GroupCoordinatorService.onMetadataUpdate ->
-        GroupMetadataManager.maybeCleanupShareGroupState)."""
+        """DeleteTopics, called while the topics still exist (their ids are looked up here): the data side
+        deletes their share state, and each share group holding them forgets them
+        (GroupCoordinatorService.onMetadataUpdate -> GroupMetadataManager.maybeCleanupShareGroupState)."""
         ids = {found[0] for name in names if (found := self.topics.describe(name)) is not None}
+        if ids and self.listener is not None:
+            self.listener.topics_deleted(ids)
         for group_id, group in list(self.rt.share_groups.items()):
             record = cleanup_deleted_topics(group, ids) if ids else None
             if record is not None and self.rt.phase_error(group_id) is None:
@@ -252,6 +269,29 @@ class ShareGroupService:
         record = start_offsets_deletion(group, topic_ids)[0] if group is not None else None
         if record is not None and self.rt.phase_error(group_id) is None:
             self._write(group_id, [record], _logged(group_id, "offsets deletion not started"))
+
+    def alter_offsets(
+        self,
+        group_id: str,
+        altered: Mapping[uuid.UUID, TopicPartitionsInfo],
+        done: Callable[[ErrorCode | None], None],
+    ) -> None:
+        """AlterShareGroupOffsets' group-side write (GroupMetadataManager.alterShareGroupOffsets:
+        getOrMaybeCreateShareGroup(groupId, true), then addInitializingTopicsRecords), before the share
+        state is reset: a group id nobody holds becomes an empty share group, listed and described.
+        `done(None)` once durable (the caller checked the id and that the group is empty), then the
+        partitions are initialized as after a heartbeat; `done(error)` if the write failed."""
+        record = offsets_altered(self.rt.share_groups.get(group_id), group_id, altered)
+        if record is None:
+            done(None)
+            return
+
+        def written(exc: BaseException | None) -> None:
+            done(None if exc is None else APPEND_FAILED)
+            if exc is None:  # its own partitions, even while a heartbeat's initialization is in flight
+                self._initialize(group_id, altered, bump=False)
+
+        self._write(group_id, [record], written)
 
     def complete_offsets_deletion(self, group_id: str, topic_ids: Collection[uuid.UUID]) -> None:
         """The share state of these topics is deleted: they leave deleting
@@ -315,6 +355,19 @@ class ShareGroupService:
         """The live share group (read it, never mutate it)."""
         return self.rt.share_groups.get(group_id)
 
+    def initialized_partitions(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
+        """The (topic id, partition)s the group side counts as initialized, sorted (Kafka's
+        GroupMetadataManager.initializedShareGroupPartitions: what DescribeShareGroupOffsets of the
+        whole group lists, initializing and deleting ones left out); [] for no share group."""
+        group = self.rt.share_groups.get(group_id)
+        if group is None:
+            return []
+        return sorted((t, p) for t, info in group.initialized.items() for p in info.partitions)
+
+    def other_type(self, group_id: str) -> str | None:
+        """GROUP_ID_NOT_FOUND's message for an id holding a classic or consumer group, else None."""
+        return not_a_share_group(self.rt, group_id)
+
     # -- timers and lifecycle ---------------------------------------------------------------------
     def _schedule_session(self, group_id: str, member_id: str) -> None:
         """The group's share.session.timeout.ms, else group.share.session.timeout.ms."""
@@ -349,21 +402,7 @@ class ShareGroupService:
     # -- ShareGroupDescribe -----------------------------------------------------------------------
     def describe(self, group_ids: Sequence[str]) -> list[ShareGroupDescription]:
         """One description per id, in order (GroupMetadataManager.shareGroupDescribe)."""
-        out = []
-        for group_id in group_ids:
-            group = self.rt.share_groups.get(group_id)
-            error = self.rt.phase_error(group_id)
-            if error is not None:
-                out.append(ShareGroupDescription(group_id, error))
-            elif group is None:
-                other = group_id in self.rt.consumer_groups or self.rt.groups.get(group_id) is not None
-                message = (
-                    f"Group {group_id} is not a share group." if other else f"Group {group_id} not found."
-                )
-                out.append(ShareGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message))
-            else:
-                out.append(describe_share_group(group, self.topics))
-        return out
+        return describe_share_groups(self.rt, self.topics, group_ids)
 
 
 def _logged(group_id: str, what: str) -> Callable[[BaseException | None], None]:

@@ -8,6 +8,10 @@ GroupMetadataManager writes them (read from the 4.3.1 jar's bytecode):
 - DeleteShareGroupOffsets (`sharePartitionsEligibleForOffsetDeletion`): each requested topic that is
   initialized (or already deleting) moves to deleting; once its state is deleted
   (`completeDeleteShareGroupOffsets`) it leaves deleting.
+- AlterShareGroupOffsets (`alterShareGroupOffsets` -> `addInitializingTopicsRecords`): the altered
+  partitions of known topics join the initializing ones (a group that does not exist is created by the
+  record's replay, empty); a topic initializing again leaves deleting. The service then initializes
+  them as after a heartbeat.
 - A topic deleted (`maybeCleanupShareGroupState`, from GroupCoordinatorService.onMetadataUpdate): it
   leaves the initialized, initializing and deleting topics of every share group holding it; a group
   holding none of the deleted topics writes nothing.
@@ -21,10 +25,16 @@ import uuid
 from collections.abc import Collection, Mapping
 
 from kcoord.coordinator.groups.consumer.topics import TopicView
-from kcoord.coordinator.groups.share.model import ShareGroup, TopicPartitionsInfo
+from kcoord.coordinator.groups.share.model import ShareGroup, TopicPartitionsInfo, merged
 from kcoord.coordinator.groups.share.records import ShareStatePartitions
 
-__all__ = ["all_deleting", "cleanup_deleted_topics", "complete_offsets_deletion", "start_offsets_deletion"]
+__all__ = [
+    "all_deleting",
+    "cleanup_deleted_topics",
+    "complete_offsets_deletion",
+    "offsets_altered",
+    "start_offsets_deletion",
+]
 
 Deleting = tuple[tuple[uuid.UUID, str], ...]
 
@@ -89,3 +99,18 @@ def complete_offsets_deletion(
         return None
     deleting = tuple((t, name) for t, name in group.deleting if t not in topic_ids)
     return _record(group, group.initialized, group.initializing, deleting)
+
+
+def offsets_altered(
+    group: ShareGroup | None, group_id: str, altered: Mapping[uuid.UUID, TopicPartitionsInfo]
+) -> ShareStatePartitions | None:
+    """addInitializingTopicsRecords for AlterShareGroupOffsets: the altered partitions join the
+    initializing ones (a group without share-partition metadata gets a record of them alone); a topic
+    initializing again leaves deleting. None when nothing is altered."""
+    if not altered:
+        return None
+    if group is None:
+        return ShareStatePartitions(group_id, (), tuple(altered.values()), ())
+    initializing = merged(group.initializing, altered)
+    deleting = tuple((t, name) for t, name in group.deleting if t not in initializing)
+    return _record(group, group.initialized, initializing, deleting)
