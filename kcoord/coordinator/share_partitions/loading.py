@@ -60,9 +60,8 @@ def window_from(durable: DurableState) -> ShareWindow:
     expected = start
     for batch in durable.batches:
         if batch.first_offset > expected:
-            window.put(
-                InFlightBatch(expected, batch.first_offset - 1, InFlightState(RecordState.AVAILABLE, 0))
-            )
+            gap = InFlightState(RecordState.AVAILABLE, 0)
+            window.put(InFlightBatch(expected, batch.first_offset - 1, gap, gap=True))
         state = InFlightState(RecordState(batch.delivery_state), batch.delivery_count)
         window.put(InFlightBatch(batch.first_offset, batch.last_offset, state))
         expected = batch.last_offset + 1
