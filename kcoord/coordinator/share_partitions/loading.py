@@ -112,8 +112,16 @@ def _ranges(window: ShareWindow) -> list[InFlightRange]:
 
 def delivery_complete_count(window: ShareWindow) -> int:
     """KIP-1226's DeliveryCompleteCount: records at or past the start offset already ACKNOWLEDGED or
-    ARCHIVED."""
-    return sum(r.last_offset - r.first_offset + 1 for r in _ranges(window) if is_terminal(r.state))
+    ARCHIVED. Counted over the states, without the views `_ranges` builds: every acknowledgement's
+    write asks for it."""
+    start, count = window.start_offset, 0
+    for batch in window.batches.values():
+        if batch.last_offset < start:
+            continue
+        for first, last, state in batch.states():
+            if last >= start and is_terminal(state.state):
+                count += last - max(first, start) + 1
+    return count
 
 
 def live_view(key: tuple[str, UUID, int], window: ShareWindow, state_epoch: int) -> SharePartitionView:
