@@ -10,7 +10,7 @@ writes: the writes (acknowledge, release, lock expiry, reset, delete) are `Share
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from kcoord.coordinator.runtime import Clock, KeyedTimers
@@ -39,6 +39,11 @@ class Live:
     issued: DurableState | None
     settings: ShareSettings
     timer_deadline_ms: int | None = None
+    timer_key: str = field(init=False)
+    """lock_timer_key(key), made once: the lock timer moves with every fetch."""
+
+    def __post_init__(self) -> None:
+        self.timer_key = lock_timer_key(self.key)
 
 
 class ShareHoldings:
@@ -148,5 +153,5 @@ class ShareHoldings:
         live = self._live.pop(key, None)
         if live is None:
             return self._durable.get(key) if self.hosts(key[1], key[2]) else self._remote.get(key)
-        self._timers.cancel(lock_timer_key(key))
+        self._timers.cancel(live.timer_key)
         return live.issued

@@ -325,18 +325,20 @@ class SharePartitions(ShareHoldings):
         return sum(b.last_offset - b.first_offset + 1 for b in released)
 
     def _arm(self, live: Live) -> None:
-        """Keep the share partition's lock timer at its earliest lock deadline."""
+        """Keep the share partition's lock timer due no later than its earliest lock deadline.
+
+        With no lock left the armed timer stays: it fires, finds nothing due and re-arms for what is held
+        then. A consumer's acknowledgements free every lock it holds just before the fetch riding with
+        them takes new ones; cancelling the timer there and creating it again a moment later cost a
+        timer handle per poll (bench/share_groups.py, docs/benchmarks.md)."""
         if self._live.get(live.key) is not live:
             return  # dropped meanwhile (reset, delete, its leader moved): its timer key is another's now
         deadline = moves.next_lock_deadline(live.window)
-        if deadline == live.timer_deadline_ms:
+        if deadline is None or deadline == live.timer_deadline_ms:
             return
         live.timer_deadline_ms = deadline
-        key = lock_timer_key(live.key)
-        if deadline is None:
-            self._timers.cancel(key)
-            return
-        self._timers.schedule(key, max(0, deadline - self._clock.now_ms()), lambda: self._on_lock_timer(live))
+        delay_ms = max(0, deadline - self._clock.now_ms())
+        self._timers.schedule(live.timer_key, delay_ms, lambda: self._on_lock_timer(live))
 
     def _on_lock_timer(self, live: Live) -> None:
         if self._live.get(live.key) is not live:
