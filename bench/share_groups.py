@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.share_groups [--records 200000] [--message-bytes 100] [--rounds 3]
         [--consumers 1,4,16] [--ack-samples 2000] [--storm-records 5000] [--storm-holders 10]
-        [--storm-takers 4] [--layouts 1,6] [--read-timeout 120] [--fsync always|never] [--json out.json]
+        [--storm-takers 4] [--layouts 1,6] [--max-poll-records 10000] [--read-timeout 120]
+        [--fsync always|never] [--json out.json]
 
 One `kcoord serve` (--fsync always unless asked: acknowledgements are durable writes), all traffic on
 127.0.0.1, every client a librdkafka 2.16 process of its own (bench/share_clients.py). --records records
@@ -17,7 +18,10 @@ alike); the report gives each figure's median over the rounds (every round is in
    from the moment ShareGroupDescribe shows every member assigned (the consumers wait for it after
    subscribing), the member's from its first poll (that poll's records left out of the rate); server CPU
    per record (user + system, /proc) over the same stretch. Records received again (delivery count > 1)
-   are counted and reported: a healthy run has none.
+   are counted and reported: a healthy run has none. A second share scenario beside the default one:
+   1 `ShareConsumer` with max.poll.records=--max-poll-records (librdkafka 2.16 sends max.poll.records as
+   the ShareFetch's max_records and batch_size, default 500, and fetches again only when the previous
+   poll's records are handed out; 10,000 records of 100 bytes are about the member's 1 MiB fetch).
 2. acknowledgement latency: one `ShareConsumer` in explicit mode acknowledges --ack-samples records one at
    a time; each sample is acknowledge(ACCEPT) + commit_sync(), i.e. the ShareAcknowledge round trip,
    which kcoord answers once the acknowledgement is durable. p50 and p99.
@@ -52,14 +56,17 @@ from tests.server.wire import create_topic
 
 
 def read_scenario(
-    server: KcoordServer, topic: str, records: int, role: str, consumers: int, args: argparse.Namespace
-) -> dict[str, Any]:
-    """`consumers` processes of `role` in a fresh group read `topic`'s `records` records."""
+    server: KcoordServer, topic: str, records: int, role: str, consumers: int, args: argparse.Namespace,
+    client_config: dict[str, str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """`consumers` processes of `role` in a fresh group read `topic`'s `records` records; `client_config`
+    adds to each client's configuration."""
     group = f"{role}-{consumers}-{time.monotonic_ns()}"
     if role == "share":
         with admin_socket(server) as sock:
             set_group_configs(sock, group, share_auto_offset_reset="earliest")
-    opts = {"bootstrap": server.bootstrap, "topic": topic, "group": group}
+    opts: dict[str, Any] = {"bootstrap": server.bootstrap, "topic": topic, "group": group}
+    opts["client_config"] = client_config or {}
     formed = True
     with Fleet(server, role, opts, consumers, Path(args.tmp)) as fleet:
         if role == "share":  # timed once every member is assigned (the member times from its first poll)
@@ -87,6 +94,10 @@ def read_round(server: KcoordServer, topics: dict[int, str], args: argparse.Name
         for consumers in args.consumers:
             key = f"share{consumers}_p{partitions}"
             row[key] = read_scenario(server, topic, args.records, "share", consumers, args)
+        if args.max_poll_records:  # a second scenario beside the default one, never instead of it
+            config = {"max.poll.records": str(args.max_poll_records)}
+            key = f"share1_mpr_p{partitions}"
+            row[key] = read_scenario(server, topic, args.records, "share", 1, args, config)
     return row
 
 
@@ -170,6 +181,13 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
             print(f"  {consumers:2} share consumer(s): {row['records_s']:,.0f} records/s "
                   f"({row['records_s'] / base['records_s']:.2f}x the member), "
                   f"{row['cpu_us_per_record']:.1f} us server CPU/record{notes}")  # fmt: skip
+        if args.max_poll_records:
+            row = m[f"share1_mpr_p{p}"]
+            notes = _redelivered(row) + _incomplete(row)
+            print(f"   1 share consumer, max.poll.records={args.max_poll_records}: "
+                  f"{row['records_s']:,.0f} records/s "
+                  f"({row['records_s'] / base['records_s']:.2f}x the member), "
+                  f"{row['cpu_us_per_record']:.1f} us server CPU/record{notes}")  # fmt: skip
     ack, st = m["ack_latency"], m["storm"]
     print(f"explicit acknowledgement (acknowledge + commit_sync): p50 {ack['p50_ms']:.2f} ms, "
           f"p99 {ack['p99_ms']:.2f} ms ({ack['samples']:.0f} samples)")  # fmt: skip
@@ -219,6 +237,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median is reported")
     parser.add_argument("--consumers", type=_ints, default=[1, 4, 16], help="share consumers per read")
     parser.add_argument("--layouts", type=_ints, default=[1, 6], help="partitions of the topics read")
+    parser.add_argument(
+        "--max-poll-records", type=int, default=10_000,
+        help="a second scenario: 1 share consumer with this max.poll.records (librdkafka sends it as the "
+        "ShareFetch's max_records and batch_size; 10,000 records of 100 bytes are about the member's "
+        "1 MiB fetch); 0 leaves it out",
+    )  # fmt: skip
     parser.add_argument("--ack-samples", type=int, default=2000)
     parser.add_argument("--storm-records", type=int, default=5000)
     parser.add_argument("--storm-holders", type=int, default=10)

@@ -96,6 +96,9 @@ def _acquire_over(
     for batch in cached:
         if count >= max_records:
             break
+        if batch.gap and batch.offsets is None:
+            count += _acquire_gap(window, req, batch, first_fetched, last, max_records - count, result)
+            continue
         throttled = _should_throttle(batch, first_fetched, last, throttle_limit(req.max_delivery_count))
         if throttled and count > 0:  # the much-redelivered records go out on their own, next time
             return result
@@ -196,6 +199,39 @@ def _last_of_batch_containing(batches: Sequence[tuple[int, int]], offset: int) -
             break
         found = batch
     return found[1] if found is not None and offset <= found[1] else offset
+
+
+def _acquire_gap(
+    window: ShareWindow,
+    req: AcquireRequest,
+    gap: InFlightBatch,
+    first: int,
+    last: int,
+    remaining: int,
+    out: list[AcquiredRange],
+) -> int:
+    """A gap of the durable state is acquired as new records are: SharePartition.acquire, while the
+    persister read gap window is active, hands the offsets between cached batches to
+    acquireNewBatchRecords, so at most `remaining` records rounded up to a log batch's end, yet never
+    past the gap. What is left of the gap stays a gap, for the next fetch."""
+    low, high = max(gap.first_offset, first), min(gap.last_offset, last)
+    if high < low or gap.batch is None or gap.batch.state is not _AVAILABLE:
+        return 0
+    if remaining < high - low + 1:
+        high = min(high, _last_of_batch_containing(req.batches, low + remaining - 1))
+    if low > gap.first_offset:
+        window.put(InFlightBatch(gap.first_offset, low - 1, InFlightState(_AVAILABLE, 0), gap=True))
+    if high < gap.last_offset:
+        window.put(InFlightBatch(high + 1, gap.last_offset, InFlightState(_AVAILABLE, 0), gap=True))
+    if req.strict and high - low + 1 > remaining:
+        out.append(_put_strict(window, req, low, high, remaining))
+        return remaining
+    ranges = _split_by_batch_size(req, low, high)
+    for r in ranges:
+        state = InFlightState(_ACQUIRED, 1, req.member_id, req.lock_deadline_ms)
+        window.put(InFlightBatch(r.first_offset, r.last_offset, state))
+    out.extend(ranges)
+    return high - low + 1
 
 
 def _acquire_new(

@@ -6,6 +6,10 @@ coordinator (durable state; `share-coordinator/.../ShareCoordinatorShard.java`).
 one tenant of the coordinator log: acquisition stays in memory (as Kafka: acquire persists nothing),
 acknowledge, release, lock expiry, reset and delete write ShareSnapshot/ShareUpdate records through
 the tenant's `CoordinatorRuntime`, and replay of those records rebuilds the durable state.
+
+What the node holds (the durable states, the windows in memory, cluster mode's hosting) and the answers
+made from it alone are `ShareHoldings` (holdings.py); this module is what changes them: the data path,
+the writes and the lock timers.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from uuid import UUID
 
 from kcoord.coordinator.runtime import Clock, CoordinatorRuntime, KeyedTimers, RecordLog, ShardPhases, Write
@@ -21,24 +24,17 @@ from kcoord.coordinator.share_partitions import acquire as acquisition
 from kcoord.coordinator.share_partitions import loading
 from kcoord.coordinator.share_partitions import transitions as moves
 from kcoord.coordinator.share_partitions.counts import TransitionCounts
-from kcoord.coordinator.share_partitions.durable import (
-    DurableState,
-    NotHosted,
-    advance,
-    build_record,
-    write_error_code,
-)
+from kcoord.coordinator.share_partitions.durable import NotHosted, advance, build_record, write_error_code
+from kcoord.coordinator.share_partitions.holdings import Live, ShareHoldings, lock_timer_key
 from kcoord.coordinator.share_partitions.model import (
     AcquiredRange,
     LogBounds,
     PartitionAnswer,
     ShareKey,
-    SharePartitionView,
     ShareSettings,
     StateBatch,
 )
 from kcoord.coordinator.share_partitions.records import ShareRecord, ShareSnapshot, ShareTombstone
-from kcoord.coordinator.share_partitions.window import ShareWindow
 from kcoord.protocol.errors import ErrorCode
 
 __all__ = ["SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT", "NotHosted", "SharePartitions"]
@@ -51,29 +47,11 @@ SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT = 500
 ChangeListener = Callable[[str, UUID, int], None]
 
 
-def lock_timer_key(key: ShareKey) -> str:
-    """The one acquisition-lock timer of a share partition, due at its earliest lock deadline."""
-    return f"share-lock:{key[0]}:{key[1]}:{key[2]}"
-
-
 def _shard_key(key: ShareKey) -> str:
     return f"{key[0]}:{key[1]}:{key[2]}"  # Kafka's SharePartitionKey.asCoordinatorKey
 
 
-@dataclass(slots=True)
-class _Live:
-    """One share partition in memory: its window, the state epoch, the durable state as of the records
-    issued (what the next record lays over), the settings last seen, the lock timer's deadline."""
-
-    key: ShareKey
-    window: ShareWindow
-    state_epoch: int
-    issued: DurableState | None
-    settings: ShareSettings
-    timer_deadline_ms: int | None = None
-
-
-class SharePartitions:
+class SharePartitions(ShareHoldings):
     """The share partitions of a node. Pure: time is the `Clock`, lock timers the `KeyedTimers`,
     every durable change a `Write` through `runtime` (whose `apply` is the replay path)."""
 
@@ -87,34 +65,12 @@ class SharePartitions:
         snapshot_every: int = SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT,
         hosted_only: bool = False,
     ) -> None:
+        super().__init__(clock, timers, hosted_only=hosted_only)
         self.runtime: CoordinatorRuntime[ShareRecord] = CoordinatorRuntime(log, phases)
         self.runtime.apply = self.apply
-        self._clock = clock
-        self._timers = timers
         self._snapshot_every = snapshot_every
-        self._durable: dict[ShareKey, DurableState] = {}
-        self._live: dict[ShareKey, _Live] = {}
         self._listeners: list[ChangeListener] = []
-        # Cluster mode (`hosted_only`): only the (topic id, partition)s `host` loaded are served, those
-        # of the partitions this node leads; None: a single node serves every one.
-        self._hosted: set[tuple[UUID, int]] | None = set() if hosted_only else None
-        self._remote: dict[ShareKey, DurableState] = {}  # `observe`: the state of partitions led elsewhere
         self.counts = TransitionCounts()  # records moved per transition, for the metrics
-
-    # -- replay ----------------------------------------------------------------------------------------
-    def apply(self, record: ShareRecord) -> None:
-        """Replay one record into the durable state (recovery and every live write once durable)."""
-        if self._hosted is not None and (record.topic_id, record.partition) not in self._hosted:
-            return  # settled after its partition's leadership went: the next leader reads it
-        state = advance(self._durable.get(record.key), record)
-        if state is None:
-            self._durable.pop(record.key, None)
-        else:
-            self._durable[record.key] = state
-
-    def durable(self, group_id: str, topic_id: UUID, partition: int) -> DurableState | None:
-        """The share partition's state as its durable records say (tests, the inspector)."""
-        return self._durable.get((group_id, topic_id, partition))
 
     # -- the data path ---------------------------------------------------------------------------------
     def next_fetch_offset(
@@ -255,64 +211,7 @@ class SharePartitions:
             live.timer_deadline_ms = None
             self._timers.cancel(lock_timer_key(key))
 
-    # -- cluster mode: the share partitions of the partitions this node leads ------------------------
-    def host(self, topic_id: UUID, partition: int, records: Iterable[ShareRecord]) -> None:
-        """Serve every share partition of (topic id, partition) from `records`, its durable state as read
-        when this node took the partition's lead (Kafka's SharePartition.maybeInitialize reads the share
-        coordinator's state); whatever was held of it before is replaced."""
-        self.unhost(topic_id, partition)
-        if self._hosted is not None:
-            self._hosted.add((topic_id, partition))
-        for record in records:
-            self.apply(record)
-
-    def unhost(self, topic_id: UUID, partition: int) -> None:
-        """Stop serving (topic id, partition): its windows, lock timers and state go (acquisitions were
-        in memory only, as on a Kafka broker that stops leading: SharePartitionManager's
-        onLeadershipChange removes its share partitions)."""
-        if self._hosted is not None:
-            self._hosted.discard((topic_id, partition))
-        for key in [k for k in {*self._live, *self._durable} if k[1] == topic_id and k[2] == partition]:
-            self._forget_live(key)
-            self._durable.pop(key, None)
-
-    def observe(self, group_id: str, records: Iterable[ShareRecord]) -> None:
-        """The group's state as stored for every partition, read by its coordinator (cluster mode) before
-        it describes, resets or deletes share partitions another node leads (Kafka's group coordinator
-        asks the share coordinator: ReadShareGroupStateSummary); replaces what was observed before."""
-        for key in [k for k in self._remote if k[0] == group_id]:
-            del self._remote[key]
-        for record in records:
-            if record.group_id != group_id or self.hosts(record.topic_id, record.partition):
-                continue
-            if (state := advance(self._remote.get(record.key), record)) is not None:
-                self._remote[record.key] = state
-
-    def hosts(self, topic_id: UUID, partition: int) -> bool:
-        """Whether this node serves the share partitions of (topic id, partition) (always on one node)."""
-        return self._hosted is None or (topic_id, partition) in self._hosted
-
-    # -- describe and operate --------------------------------------------------------------------------
-    def describe(self, group_id: str, topic_id: UUID, partition: int) -> SharePartitionView | None:
-        """The share partition as it is now, or None when it has no state."""
-        key = (group_id, topic_id, partition)
-        if (live := self._live.get(key)) is not None:
-            return loading.live_view(key, live.window, live.state_epoch)
-        durable = self._durable.get(key) if self.hosts(topic_id, partition) else self._remote.get(key)
-        return None if durable is None else loading.durable_view(key, durable)
-
-    def start_offset(self, group_id: str, topic_id: UUID, partition: int) -> int | None:
-        """The share partition's start offset (SPSO), None when it has no state
-        (DescribeShareGroupOffsets answers -1 for that)."""
-        view = self.describe(group_id, topic_id, partition)
-        return None if view is None else view.start_offset
-
-    def partitions(self, group_id: str) -> list[tuple[UUID, int]]:
-        """The (topic id, partition) of every share partition of the group with state, sorted."""
-        remote = (k for k in self._remote if not self.hosts(k[1], k[2]))
-        keys = {k for k in (*self._live, *self._durable, *remote) if k[0] == group_id}
-        return sorted((k[1], k[2]) for k in keys)
-
+    # -- operate: AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups -------------------------
     def reset(self, group_id: str, offsets: Mapping[tuple[UUID, int], int], answer: PartitionAnswer) -> None:
         """AlterShareGroupOffsets: each (topic id, partition) starts again at its offset with a new state
         epoch and no in-flight records (the caller checked the group is empty; Kafka's
@@ -366,30 +265,8 @@ class SharePartitions:
             self.runtime.run(Write(records, done))
 
     # -- internals -------------------------------------------------------------------------------------
-    def _load(self, key: ShareKey, settings: ShareSettings, bounds: LogBounds) -> _Live:
-        """The share partition in memory, initialised from its durable state or from the auto offset
-        reset strategy (SharePartition.maybeInitialize)."""
-        if (live := self._live.get(key)) is not None:
-            return live
-        durable = self._durable.get(key)
-        if durable is None:
-            start = loading.auto_reset_offset(settings.auto_offset_reset, bounds, self._clock.now_ms())
-            live = _Live(key, ShareWindow(start, start), 0, None, settings)
-        else:
-            live = _Live(key, loading.window_from(durable), durable.state_epoch, durable, settings)
-        self._live[key] = live
-        return live
-
-    def _forget_live(self, key: ShareKey) -> DurableState | None:
-        """Drop the share partition from memory (reset, delete); its state as issued so far."""
-        live = self._live.pop(key, None)
-        if live is None:
-            return self._durable.get(key) if self.hosts(key[1], key[2]) else self._remote.get(key)
-        self._timers.cancel(lock_timer_key(key))
-        return live.issued
-
     def _write(
-        self, live: _Live, batches: list[StateBatch], done: Callable[[BaseException | None], None]
+        self, live: Live, batches: list[StateBatch], done: Callable[[BaseException | None], None]
     ) -> None:
         """One write of changed state batches with the current start offset (writeShareGroupState)."""
         record = build_record(
@@ -402,7 +279,7 @@ class SharePartitions:
 
     def _settled(
         self,
-        live: _Live,
+        live: Live,
         changed: Sequence[moves.Transition] | None,
         answer: Callable[[ErrorCode], None] | None = None,
     ) -> Callable[[BaseException | None], None]:
@@ -447,7 +324,7 @@ class SharePartitions:
             return
         self.runtime.run(Write(records, done))
 
-    def _expire(self, live: _Live, now_ms: int | None) -> int:
+    def _expire(self, live: Live, now_ms: int | None) -> int:
         """Release the acquisition locks due by `now_ms` (None: all) and write what changed; even if the
         write fails the change stands and the start offset moves (releaseAcquisitionLockOnTimeout)."""
         released = moves.expire_locks(live.window, now_ms, live.settings.delivery_count_limit)
@@ -467,21 +344,23 @@ class SharePartitions:
         self._changed(live.key)
         return sum(b.last_offset - b.first_offset + 1 for b in released)
 
-    def _arm(self, live: _Live) -> None:
-        """Keep the share partition's lock timer at its earliest lock deadline."""
+    def _arm(self, live: Live) -> None:
+        """Keep the share partition's lock timer due no later than its earliest lock deadline.
+
+        With no lock left the armed timer stays: it fires, finds nothing due and re-arms for what is held
+        then. A consumer's acknowledgements free every lock it holds just before the fetch riding with
+        them takes new ones; cancelling the timer there and creating it again a moment later cost a
+        timer handle per poll (bench/share_groups.py, docs/benchmarks.md)."""
         if self._live.get(live.key) is not live:
             return  # dropped meanwhile (reset, delete, its leader moved): its timer key is another's now
         deadline = moves.next_lock_deadline(live.window)
-        if deadline == live.timer_deadline_ms:
+        if deadline is None or deadline == live.timer_deadline_ms:
             return
         live.timer_deadline_ms = deadline
-        key = lock_timer_key(live.key)
-        if deadline is None:
-            self._timers.cancel(key)
-            return
-        self._timers.schedule(key, max(0, deadline - self._clock.now_ms()), lambda: self._on_lock_timer(live))
+        delay_ms = max(0, deadline - self._clock.now_ms())
+        self._timers.schedule(live.timer_key, delay_ms, lambda: self._on_lock_timer(live))
 
-    def _on_lock_timer(self, live: _Live) -> None:
+    def _on_lock_timer(self, live: Live) -> None:
         if self._live.get(live.key) is not live:
             return
         live.timer_deadline_ms = None

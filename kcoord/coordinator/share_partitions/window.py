@@ -128,6 +128,9 @@ class InFlightBatch:
     last_offset: int
     batch: InFlightState | None
     offsets: dict[int, InFlightState] | None = None
+    gap: bool = False
+    """Offsets between the durable state's batches (fetched, never settled): no records are cached there
+    yet, so acquisition takes them as new records (Kafka's persister read gap window)."""
 
     def split(self) -> dict[int, InFlightState]:
         """InFlightBatch.maybeInitializeOffsetStateUpdate: one state per offset from now on."""
