@@ -99,7 +99,13 @@ class Broker:
         deadline = time.monotonic() + timeout
         seen: dict[str, Any] = {}
         while time.monotonic() < deadline:
-            seen = self.describe(group)
+            try:
+                seen = self.describe(group)
+            except AssertionError as error:  # no member has joined yet (a JVM client starting slowly)
+                if "GroupIdNotFoundException" not in str(error):
+                    raise
+                time.sleep(0.1)
+                continue
             assigned = [sorted(m["partitions"]) for m in seen["members"]]
             if seen["state"] == "Stable" and assigned == [sorted(partitions)] * members:
                 return
