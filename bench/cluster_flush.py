@@ -3,12 +3,12 @@ producers, so layouts and settings can be compared in seconds (bench.cluster's p
 figures of record).
 
     .venv/bin/python -m bench.cluster_flush [--seconds 10] [--writers 3] [--partitions 2]
-        [--batch-kib 384] [--settings default|write-heavy] [--perf perf.data] [--json out.json]
+        [--batches 1] [--batch-kib 384] [--settings default|write-heavy] [--perf perf.data] [--json out.json]
 
 It starts its own PostgreSQL (tests/postgres.py), migrates a database, and runs `--writers` writers
 at once, as many nodes' `NodeWriter`s: each holds one connection and calls `kcoord_flush` back to back
-with one batch of `--batch-kib` random bytes (incompressible, as bench.dataplane's records) for each
-of its `--partitions` partitions, whose leases it holds. The database's CPU (by process role,
+with `--batches` batches of `--batch-kib` random bytes (incompressible, as bench.dataplane's records)
+for each of its `--partitions` partitions, whose leases it holds. The database's CPU (by process role,
 bench/cluster_pg.py) and WAL (records, full-page images, bytes) are reported per MiB stored.
 `--perf FILE` records the backends with `perf record -g` while the load runs.
 """
@@ -57,9 +57,10 @@ class _Writer:
         self.ends = dict.fromkeys(epochs, 0)
         self.bytes = 0
         self.size = 0
+        self.batches = 1
 
-    async def run(self, deadline: float, size: int) -> None:
-        self.size = size
+    async def run(self, deadline: float, size: int, batches: int) -> None:
+        self.size, self.batches = size, batches
         while time.monotonic() < deadline:
             call = FlushCall()
             self.take(call)
@@ -69,11 +70,13 @@ class _Writer:
     # node_writer.Writes, as a log hands its queue to the node's writer
     def take(self, call: FlushCall) -> None:
         for partition, epoch in self.epochs.items():
-            batch = make_batch(self.ends[partition], self.size, epoch)
-            rows: list[Row] = [(batch, -1, None, None)]
+            rows: list[Row] = []
+            for _ in range(self.batches):
+                batch = make_batch(self.ends[partition], self.size, epoch)
+                rows.append((batch, -1, None, None))
+                self.ends[partition] = batch.last_offset + 1
+                self.bytes += len(batch.data)
             call.add_partition(self, TOPIC, partition, epoch, rows)
-            self.ends[partition] = batch.last_offset + 1
-            self.bytes += len(batch.data)
 
     def settle(self, outcome: Outcome) -> None:
         if outcome is not None:
@@ -143,11 +146,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         pool, writers = await _writers(pg, args)
         size = args.batch_kib * 1024
         # a warm-up second, not counted: the tables' first pages, the plans
-        await asyncio.gather(*(w.run(time.monotonic() + 1.0, size) for w in writers))
+        await asyncio.gather(*(w.run(time.monotonic() + 1.0, size, args.batches) for w in writers))
         stored0 = sum(w.bytes for w in writers)
         wal0, cpu0, started = await wal_counters(pg.dsn("kcoord")), pg_cpu(pg), time.monotonic()
         perf = _perf(args.perf, pg, args.seconds) if args.perf else None
-        await asyncio.gather(*(w.run(started + args.seconds, size) for w in writers))
+        await asyncio.gather(*(w.run(started + args.seconds, size, args.batches) for w in writers))
         elapsed, cpu = time.monotonic() - started, pg_cpu_delta(cpu0, pg_cpu(pg))
         if perf is not None:
             perf.wait(60)
@@ -159,6 +162,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "settings": args.settings,
         "batch_kib": args.batch_kib,
+        "batches": args.batches,
         "mib_s": mib / elapsed,
         "db_cpu_ms_per_mib": sum(cpu.values()) * 1000 / mib,
         "db_cpu_ms_per_mib_by_role": {role: s * 1000 / mib for role, s in cpu.items()},
@@ -174,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--writers", type=int, default=3, help="nodes' writers at once (default 3)")
     parser.add_argument("--partitions", type=int, default=2, help="partitions per writer (default 2)")
+    parser.add_argument("--batches", type=int, default=1, help="batches per partition per call (default 1)")
     parser.add_argument("--batch-kib", type=int, default=384, help="bytes of each batch (default 384 KiB)")
     parser.add_argument("--settings", choices=("default", "write-heavy"), default="default")
     parser.add_argument("--perf", default=None, help="perf record -g the server's processes into this file")
@@ -181,7 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = asyncio.run(run(args))
     by_role = ", ".join(f"{r} {v:.2f}" for r, v in result["db_cpu_ms_per_mib_by_role"].items() if v)
-    print(f"kcoord_flush, {args.writers} writers x {args.partitions} partitions x {args.batch_kib} KiB, "
+    print(f"kcoord_flush, {args.writers} writers x {args.partitions} partitions x {args.batches} x "
+          f"{args.batch_kib} KiB a call, "
           f"settings {args.settings}: {result['mib_s']:.1f} MiB/s, database "
           f"{result['db_cpu_ms_per_mib']:.2f} ms CPU/MiB ({by_role}); WAL per MiB "
           f"{result['wal_mib_per_mib']:.3f} MiB, {result['wal_records_per_mib']:.0f} records, "
