@@ -209,10 +209,16 @@ class PgPartitionLog(PartitionReads):
 
     # -- the node writer's side (`node_writer.Writes`) ----------------------------------------------------
     def take(self, call: FlushCall) -> None:
-        """Every batch queued since the last call goes into `call` (in offset order)."""
+        """The batches queued since the last call go into `call` in offset order, as many as it has
+        room for (at least one: `node_writer.CALL_BYTES`); the rest wait for the next call."""
         if self._in_flight is not None or not self._queue:
             return
-        self._in_flight, self._queue = self._queue, []
+        count, room = 0, call.room
+        for pending in self._queue:
+            if count and len(pending.batch.data) > room:
+                break
+            count, room = count + 1, room - len(pending.batch.data)
+        self._in_flight, self._queue = self._queue[:count], self._queue[count:]
         rows = [(p.batch, p.producer_id, p.entry, p.aborted) for p in self._in_flight]
         call.add_partition(self, self.topic, self.partition, self.epoch, rows)
 
@@ -230,6 +236,8 @@ class PgPartitionLog(PartitionReads):
         self.calls += 1
         for pending in batch:
             self._written(pending)
+        if self._queue:  # what did not fit into the call goes into the next
+            self._writer.wake(self)
         self.notify()
 
     def _written(self, pending: _Pending) -> None:
