@@ -3,12 +3,14 @@
 
     .venv/bin/python -m bench.cluster [--seconds 5] [--rounds 3] [--window 64] [--groups 100]
         [--partitions 6] [--message-bytes 1024] [--lease-ttl-ms 5000]
-        [--phases commits,produce,limit,heartbeats,failover] [--failover-mib 0] [--json out.json]
+        [--phases commits,produce,limit,heartbeats,failover] [--failover-mib 0]
+        [--pg-settings default|write-heavy] [--json out.json]
 
-It starts its own PostgreSQL (tests/postgres.py: Debian's binaries, defaults, fsync on, in the
-temp dir beside the single node's data directory), `kcoord cluster init`, three nodes and the single
-server, and stops them all. Every round runs the phases below; each pair's order flips from one round
-to the next (interleaved) and the report gives the median of the rounds (every round is in --json):
+It starts its own PostgreSQL (tests/postgres.py: Debian's binaries, defaults, fsync on, in the temp
+dir beside the single node's data directory; pg_stat_statements loaded to count the statements),
+`kcoord cluster init`, three nodes and the single server, and stops them all. Every round runs the
+phases below; each pair's order flips from one round to the next (interleaved) and the report gives
+the median of the rounds (every round is in --json):
 1. commits: durable OffsetCommit/s (simple groups, one partition each, 100 groups) pipelined over 15
    connections x `--window` in flight: to the single server, and to the cluster's nodes at once, each
    group's commits on connections to its owner (5 per node);
@@ -16,7 +18,8 @@ to the next (interleaved) and the report gives the median of the rounds (every r
    partitions: to the single server, and bootstrapping from the three nodes (leaders spread);
 3. limit: PostgreSQL's own rate on this machine: batched INSERTs through asyncpg (autocommit,
    synchronous_commit on, 8 connections) of rows as large as the cluster's commit rows (64 a
-   statement) and its produced batch rows (4 a statement), sizes read from the cluster's tables;
+   statement) and its produced batch rows (4 a statement: random bytes in a column stored EXTERNAL
+   as kcoord_partition_batch.batch is), sizes read from the cluster's tables;
 4. heartbeats/s of `--groups` groups of 10 members formed in this round, 15 connections x `--window`:
    all on the single server, and with the groups' shards spread over the three nodes (each node
    heartbeats its own groups; a heartbeat writes nothing, so this is the nodes' CPU, not the database);
@@ -26,10 +29,11 @@ to the next (interleaved) and the report gives the median of the rounds (every r
    third kill -9, of a leader whose partition holds N MiB more (issue 35 item 2: bounded by the
    lease TTL + 1 s, not by the data).
 Server CPU (/proc/PID/stat, the three nodes added up) and the database's CPU (the postmaster and its
-children) per request or per MiB are given beside every figure; the fsync latency of the temp dir's
-file system too. This one process drives the commit and heartbeat loads (the producer is its own
-process): on a small machine they share the cores with the servers and PostgreSQL, so compare figures
-only within a run.
+children, exited ones included; for produce by process role, with the WAL and the statements that
+took the time: bench/cluster_pg.py) per request or per MiB are given beside every figure; the fsync
+latency of the temp dir's file system too. This one process drives the commit and heartbeat loads
+(the producer is its own process): on a small machine they share the cores with the servers and
+PostgreSQL, so compare figures only within a run.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from typing import Any
 
 from bench import cluster_loads as loads
 from bench.cluster_failover import FAILOVER_PARTITIONS, FAILOVER_TOPIC, failovers
+from bench.cluster_pg import WRITE_HEAVY, apply_settings
 from bench.coordinator import commit_errors, create_topic, git_commit, heartbeat_error, raise_open_files_limit
 from bench.dataplane import fsync_latency_ms
 from bench.transactions import medians
@@ -87,6 +92,7 @@ class Bench:
         import asyncpg
 
         self.pg = await asyncio.to_thread(start_postgres)
+        await apply_settings(self.pg, WRITE_HEAVY if self.args.pg_settings == "write-heavy" else {})
         admin = await asyncpg.connect(self.pg.dsn())
         try:
             await admin.execute('CREATE DATABASE "kcoord"')
@@ -232,7 +238,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"PostgreSQL's own batched INSERTs (asyncpg, 8 connections, synchronous_commit on): "
               f"{c['rows_per_s']:,.0f} rows/s of {c['row_bytes']:.0f} bytes ({c['rows_per_statement']:.0f} a "
               f"statement, database {c['db_cpu_us_per_row']:.1f} us CPU/row); {b['mib_s']:.1f} MiB/s of "
-              f"{b['row_bytes']:,.0f}-byte rows ({b['rows_per_statement']:.0f} a statement)")  # fmt: skip
+              f"{b['row_bytes']:,.0f}-byte random rows stored EXTERNAL ({b['rows_per_statement']:.0f} a "
+              f"statement, database {b['db_cpu_ms_per_mib']:.1f} ms CPU/MiB)")  # fmt: skip
     if "commits" in m:
         row = m["commits"]
         print(f"durable commits, {loads.CONNECTIONS} connections x {args.window} in flight: "
@@ -247,6 +254,15 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
               f"three nodes {three['mib_s']:.1f} MiB/s "
               f"({_cpu(three, 'ms CPU/MiB', 'server_cpu_ms_per_mib', 'db_cpu_ms_per_mib')}): "
               f"{row['cluster_over_single']:.2f}x")  # fmt: skip
+        roles = three.get("db_cpu_ms_per_mib_by_role", {})
+        if roles:
+            by_role = ", ".join(f"{r} {v:.2f}" for r, v in roles.items() if abs(v) >= 0.005)
+            idle = three["db_idle_cpu_ms_per_mib"]
+            print(f"    the database's ms CPU/MiB by process: {by_role} (of which {idle:.2f} its rate "
+                  f"while idle); WAL {three['wal_mib_per_mib']:.2f} MiB and "
+                  f"{three['wal_fpi_per_mib']:.1f} full-page images per MiB")  # fmt: skip
+            for row in three.get("statements", []):
+                print(f"    {row['calls']:8.0f} calls {row['ms_per_mib']:6.2f} ms/MiB  {row['query']!r}")
     if "heartbeats" in m:
         row = m["heartbeats"]
         print(f"heartbeats, {args.groups} groups x 10 members: one node {_load(row['single'])}")
@@ -273,6 +289,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--phases", default=",".join(PHASES))
     parser.add_argument("--failover-mib", type=int, default=0,
                         help="failover: also kill -9 a leader holding this many MiB more")  # fmt: skip
+    parser.add_argument(
+        "--pg-settings",
+        choices=("default", "write-heavy"),
+        default="default",
+        help="PostgreSQL's defaults, or bench/cluster_pg.py WRITE_HEAVY (tried: no gain)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     args.phases = set(args.phases.split(","))

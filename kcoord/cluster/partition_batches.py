@@ -166,6 +166,23 @@ class PartitionBatches:
             )
         return data
 
+    def expired_start(
+        self, now_ms: int, bound: int, log_start: int, retention_ms: int, retention_bytes: int
+    ) -> int | None:
+        """The log start retention asks for (UnifiedLog.deleteRetentionMsBreachedSegments and
+        deleteRetentionSizeBreachedSegments), batch by batch, never past offset `bound`; None: none."""
+        total, start = self.size, None
+        for batch in self.metas[:-1]:  # Kafka never deletes the active segment: keep the newest
+            if batch.last_offset + 1 > bound:
+                break
+            by_time = retention_ms >= 0 and now_ms - batch.max_timestamp > retention_ms
+            by_size = retention_bytes >= 0 and total - batch.size >= retention_bytes
+            if not (by_time or by_size):
+                break
+            total -= batch.size
+            start = batch.last_offset + 1
+        return start if start is not None and start > log_start else None
+
     def trim(self, log_start: int) -> None:
         """Forget the batches wholly below the new log start."""
         keep = bisect.bisect_left([m.last_offset for m in self.metas], log_start)

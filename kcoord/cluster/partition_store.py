@@ -14,13 +14,13 @@ The pure parts are partition_log's own: the batch checks and producer checks (`c
 * the high watermark moves, and acks=1/all are answered, only once that call committed (PostgreSQL is
   the in-sync replica set: Kafka answers acks=all when the high watermark passes the batch);
 * fail-stop: after a refused or unknown call every later append is refused; the node reloads the
-  partition (at a new epoch) or gives it up. A fenced call is `PartitionFenced` (a `NotLeader`:
-  NOT_LEADER_OR_FOLLOWER), anything else `PartitionWriteFailed` (KAFKA_STORAGE_ERROR, retriable);
+  partition (at a new epoch) or gives it up (the errors: partition_errors.py);
 * a call of unknown outcome (write_outcome.py: it may have committed) answers nothing of its batches
   until `resolve` gives the verdict the reload read (`ClusterPartitions._resolve`), and a retry of a
   batch still in flight is refused rather than acknowledged before it is durable (`validate`).
 
-Reads: `load_partition` (partition_load.py) reads the place of every batch but the bytes of a bounded
+Reads are answered from memory by the base class (partition_reads.py); `load_partition`
+(partition_load.py) reads the place of every batch but the bytes of a bounded
 tail only; older bytes are read from PostgreSQL when a read reaches them (`PartitionBatches`,
 partition_batches.py: a Fetch waits for them as for new records; a timestamp lookup that needs them
 answers KAFKA_STORAGE_ERROR, retriable, until they are in memory: docs/compat.md).
@@ -29,7 +29,6 @@ answers KAFKA_STORAGE_ERROR, retriable, until they are in memory: docs/compat.md
 from __future__ import annotations
 
 import asyncio
-import bisect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,25 +36,24 @@ from typing import Any
 
 import asyncpg
 
-from kcoord.cluster.migrations import FENCED_SQLSTATE, OFFSET_MISMATCH_SQLSTATE
-from kcoord.cluster.node_writer import FlushCall, NodeWriter, Outcome, Refusal
-from kcoord.cluster.partition_batches import BatchMeta, PartitionBatches
+from kcoord.cluster.migrations import FENCED_SQLSTATE
+from kcoord.cluster.node_writer import FlushCall, NodeWriter, Outcome
+from kcoord.cluster.partition_batches import BatchMeta
+from kcoord.cluster.partition_errors import (
+    PartitionFenced,
+    PartitionWriteFailed,
+    PartitionWriteUnknown,
+    write_error,
+)
+from kcoord.cluster.partition_reads import PartitionReads
 from kcoord.cluster.partition_rows import TRIM_SQL, StoredBatch
-from kcoord.cluster.write_outcome import outcome_unknown
-from kcoord.partition_log import PartitionConfig, ProducerStateRow
+from kcoord.partition_log import PartitionConfig
 from kcoord.partition_log.epochs import EpochHistory
 from kcoord.partition_log.log import PRODUCER_ID_EXPIRATION_MS
-from kcoord.partition_log.producers import CompletedTxn, ProducerEntry, ProducerStates
-from kcoord.partition_log.results import (
-    READ_COMMITTED,
-    READ_UNCOMMITTED,
-    AppendResult,
-    NotLeader,
-    OutcomeUnknown,
-    ReadResult,
-)
+from kcoord.partition_log.producers import CompletedTxn, ProducerEntry
+from kcoord.partition_log.results import AppendResult
 from kcoord.partition_log.stamp import stamp
-from kcoord.partition_log.txn_index import AbortedTxn, collect_aborted
+from kcoord.partition_log.txn_index import AbortedTxn
 from kcoord.partition_log.validation import (
     AppendError,
     DuplicateAppend,
@@ -78,30 +76,6 @@ __all__ = [
     "StoredBatch",
 ]
 
-_FETCH = (
-    "SELECT base_offset, batch FROM kcoord_partition_batch "
-    "WHERE topic = $1 AND partition = $2 AND base_offset >= $3 ORDER BY base_offset LIMIT $4"
-)
-
-
-class PartitionFenced(NotLeader):
-    """PostgreSQL refused the write: another node leads the partition (or this log was closed)."""
-
-
-class PartitionWriteFailed(Exception):
-    """A write PostgreSQL did not commit for another reason (its outcome may be unknown)."""
-
-    def __init__(self, message: str, sqlstate: str | None = None) -> None:
-        super().__init__(message)
-        self.sqlstate = sqlstate
-        """PostgreSQL's refusal (OFFSET_MISMATCH_SQLSTATE: memory and table disagree), None if unknown."""
-
-
-class PartitionWriteUnknown(PartitionWriteFailed, OutcomeUnknown):
-    """The call broke after it was sent (write_outcome.py): its batches may be in the table. Answered as
-    Kafka answers an acks=all wait that expired (REQUEST_TIMED_OUT: possibly persisted), and the
-    partition is reloaded (at a new epoch) before it takes a retry, so the retry meets the batch."""
-
 
 @dataclass(slots=True)
 class _Pending:
@@ -114,7 +88,7 @@ class _Pending:
     future: asyncio.Future[AppendResult]
 
 
-class PgPartitionLog:
+class PgPartitionLog(PartitionReads):
     """A partition this node leads at lease `epoch`; `pool` is the node's asyncpg pool."""
 
     def __init__(
@@ -127,22 +101,14 @@ class PgPartitionLog:
         on_failed: Callable[[PgPartitionLog], None] | None = None,
         writer: NodeWriter | None = None,
     ) -> None:
-        self._pool = pool
+        super().__init__(pool, topic, partition)
         self._writer = NodeWriter(pool) if writer is None else writer
-        self.topic = topic
-        self.partition = partition
         self.epoch = epoch
         self.leader_epoch = epoch  # the lease epoch is the partition's leader epoch (KIP-320)
         self._epochs = EpochHistory([(epoch, 0)])  # `restore` rebuilds it
         self.config = config
         self._on_failed = on_failed
-        self.log_start_offset = 0
-        self.high_watermark = 0
         self.log_end_offset = 0
-        self.producers = ProducerStates()
-        self.batches = PartitionBatches(f"{topic}-{partition}", self._fetch, self.notify)
-        self._aborted: list[AbortedTxn] = []  # in marker order, so by last offset
-        self._listeners: list[Callable[[], None]] = []
         self._queue: list[_Pending] = []
         self._in_flight: list[_Pending] | None = None
         self._abandoned: BaseException | None = None
@@ -176,11 +142,6 @@ class PgPartitionLog:
         self._epochs = EpochHistory.from_batches(epochs)
         self._epochs.truncate_from_start(log_start)
         self._epochs.assign(self.epoch, log_end)
-
-    async def _fetch(self, base_offset: int, rows: int) -> list[tuple[int, bytes]]:
-        """Batches from `base_offset` on, read back from PostgreSQL (committed: no fence needed)."""
-        found = await self._pool.fetch(_FETCH, self.topic, self.partition, base_offset, rows)
-        return [(int(r[0]), bytes(r[1])) for r in found]
 
     def epoch_history(self) -> list[tuple[int, int]]:
         return self._epochs.entries
@@ -248,10 +209,16 @@ class PgPartitionLog:
 
     # -- the node writer's side (`node_writer.Writes`) ----------------------------------------------------
     def take(self, call: FlushCall) -> None:
-        """Every batch queued since the last call goes into `call` (in offset order)."""
+        """The batches queued since the last call go into `call` in offset order, as many as it has
+        room for (at least one: `node_writer.CALL_BYTES`); the rest wait for the next call."""
         if self._in_flight is not None or not self._queue:
             return
-        self._in_flight, self._queue = self._queue, []
+        count, room = 0, call.room
+        for pending in self._queue:
+            if count and len(pending.batch.data) > room:
+                break
+            count, room = count + 1, room - len(pending.batch.data)
+        self._in_flight, self._queue = self._queue[:count], self._queue[count:]
         rows = [(p.batch, p.producer_id, p.entry, p.aborted) for p in self._in_flight]
         call.add_partition(self, self.topic, self.partition, self.epoch, rows)
 
@@ -260,7 +227,7 @@ class PgPartitionLog:
         if outcome is None and self._abandoned is not None:  # crashed meanwhile: never acknowledged
             outcome = self._abandoned
         if outcome is not None:
-            error = self._error(outcome)
+            error = write_error(f"{self.topic}-{self.partition}", self.epoch, outcome)
             if isinstance(error, PartitionWriteUnknown):  # perhaps committed: answered once known
                 self.unresolved, batch = batch, []
                 asyncio.get_running_loop().call_later(RESOLVE_WITHIN_S, self.resolve, None)
@@ -269,21 +236,9 @@ class PgPartitionLog:
         self.calls += 1
         for pending in batch:
             self._written(pending)
+        if self._queue:  # what did not fit into the call goes into the next
+            self._writer.wake(self)
         self.notify()
-
-    def _error(self, outcome: Refusal | BaseException) -> BaseException:
-        name = f"{self.topic}-{self.partition}"
-        if isinstance(outcome, (PartitionFenced, PartitionWriteFailed)):
-            return outcome
-        if outcome is Refusal.FENCED:
-            return PartitionFenced(f"{name}: epoch {self.epoch} fenced: another node leads the partition")
-        if outcome is Refusal.MOVED:
-            return PartitionWriteFailed(f"{name}: the stored log end moved", OFFSET_MISMATCH_SQLSTATE)
-        if outcome_unknown(outcome):  # checked first: a lost connection is a PostgresError to asyncpg
-            return PartitionWriteUnknown(f"{name}: the batch's outcome is unknown: {outcome!r}")
-        if isinstance(outcome, asyncpg.PostgresError):
-            return PartitionWriteFailed(f"{name}: PostgreSQL refused the batch: {outcome}", outcome.sqlstate)
-        return PartitionWriteFailed(f"{name}: the writer stopped: {outcome!r}")
 
     def _written(self, pending: _Pending) -> None:
         batch = pending.batch
@@ -357,75 +312,6 @@ class PgPartitionLog:
         await self.flush()
         self.batches.close()
 
-    # -- reading ---------------------------------------------------------------------------------------
-    def add_listener(self, callback: Callable[[], None]) -> None:
-        self._listeners.append(callback)
-
-    def remove_listener(self, callback: Callable[[], None]) -> None:
-        if callback in self._listeners:
-            self._listeners.remove(callback)
-
-    def notify(self) -> None:
-        for listener in list(self._listeners):
-            listener()
-
-    @property
-    def first_unstable_offset(self) -> int | None:
-        return self.producers.first_unstable_offset
-
-    @property
-    def last_stable_offset(self) -> int:
-        """As PartitionLog.last_stable_offset (UnifiedLog.lastStableOffset)."""
-        first_unstable = self.producers.first_unstable_offset
-        if first_unstable is None or first_unstable >= self.high_watermark:
-            return self.high_watermark
-        return max(first_unstable, self.log_start_offset)
-
-    def read(
-        self,
-        offset: int,
-        max_bytes: int,
-        isolation_level: int = READ_UNCOMMITTED,
-        max_offset: int | None = None,
-    ) -> ReadResult | None:
-        """As PartitionLog.read: whole batches from the one holding `offset`, at least one (KIP-74)."""
-        high_watermark, log_start = self.high_watermark, self.log_start_offset
-        if offset < log_start or offset > high_watermark:
-            return None
-        last_stable = self.last_stable_offset
-        committed = isolation_level == READ_COMMITTED
-        limit = last_stable if committed else high_watermark
-        index = self.batches.index_of(offset)
-        if offset >= limit or index < 0:
-            return ReadResult(b"", high_watermark, log_start, last_stable, [] if committed else None)
-        chunks, end = self.batches.chunks(index, limit, max_bytes, max_offset)
-        total = sum(len(c) for c in chunks)
-        aborted = None
-        if committed:
-            first = bisect.bisect_left([t.last_offset for t in self._aborted], offset)
-            aborted = collect_aborted([self._aborted[first:]], offset, end) if total else []
-        return ReadResult(b"".join(chunks), high_watermark, log_start, last_stable, aborted)
-
-    def batch_max_timestamp(self, offset: int) -> int:
-        index = self.batches.index_of(offset)
-        return self.batches.metas[index].max_timestamp if index >= 0 else -1
-
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        return self.batches.offset_for_timestamp(timestamp, self.log_start_offset)
-
-    def max_timestamp(self) -> tuple[int, int] | None:
-        return self.batches.max_timestamp(self.log_start_offset)
-
-    # -- transactions and producers --------------------------------------------------------------------
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
-        return self.producers.has_ongoing_transaction(producer_id)
-
-    def producer_states(self) -> list[ProducerStateRow]:
-        return self.producers.rows()
-
-    def remove_expired_producers(self, now_ms: int) -> None:
-        self.producers.remove_expired(now_ms, PRODUCER_ID_EXPIRATION_MS)
-
     # -- log start and retention -----------------------------------------------------------------------
     async def move_log_start(self, offset: int) -> int:
         """As PartitionLog.move_log_start, fenced by the lease epoch (`kcoord_partition_trim`)."""
@@ -451,26 +337,14 @@ class PgPartitionLog:
             raise ValueError(f"offset {before_offset} is above the high watermark {self.high_watermark}")
         return asyncio.ensure_future(self.move_log_start(before_offset))
 
-    @property
-    def size(self) -> int:
-        """Bytes of the partition's batches held (DescribeLogDirs' partition_size)."""
-        return self.batches.size
-
     def expired_start(self, now_ms: int) -> int | None:
-        """The log start retention asks for (deleteRetentionMs/SizeBreachedSegments), batch by batch;
-        never past the last stable offset (an open transaction or a write in flight)."""
-        total = self.size
-        bound = self.last_stable_offset
-        start = None
-        for batch in self.batches.metas[:-1]:  # Kafka never deletes the active segment: keep the newest
-            if batch.last_offset + 1 > bound:
-                break
-            by_time = (
-                self.config.retention_ms >= 0 and now_ms - batch.max_timestamp > self.config.retention_ms
-            )
-            by_size = self.config.retention_bytes >= 0 and total - batch.size >= self.config.retention_bytes
-            if not (by_time or by_size):
-                break
-            total -= batch.size
-            start = batch.last_offset + 1
-        return start if start is not None and start > self.log_start_offset else None
+        """The log start retention asks for, never past the last stable offset (an open transaction
+        or a write in flight): `PartitionBatches.expired_start`."""
+        config = self.config
+        return self.batches.expired_start(
+            now_ms,
+            self.last_stable_offset,
+            self.log_start_offset,
+            config.retention_ms,
+            config.retention_bytes,
+        )

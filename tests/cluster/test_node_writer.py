@@ -7,6 +7,7 @@ acknowledges none; a node's renewals and flushes over the same lease rows never 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,7 +18,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kcoord.cluster.leases import PartitionLeases, ShardLeases
 from kcoord.cluster.migrations import OFFSET_MISMATCH_SQLSTATE
-from kcoord.cluster.node_writer import NodeWriter
+from kcoord.cluster.node_writer import CALL_BYTES, NodeWriter
 from kcoord.cluster.partition_load import load_partition
 from kcoord.cluster.partition_store import PartitionFenced, PartitionWriteFailed, PgPartitionLog
 from kcoord.cluster.shard_log import LeaseLost, ShardLogFailed, ShardRecordLog
@@ -39,10 +40,10 @@ async def pool(cluster_dsn: str) -> AsyncIterator[Any]:
         await made.close()
 
 
-def batch(count: int = 1) -> bytes:
+def batch(count: int = 1, value_bytes: int = 0) -> bytes:
     builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 30)
     for i in range(count):
-        builder.append(i, NOW + i, b"k", b"v%d" % i, [])
+        builder.append(i, NOW + i, b"k", os.urandom(value_bytes) if value_bytes else b"v%d" % i, [])
     return bytes(builder.build())
 
 
@@ -66,8 +67,8 @@ class Node:
         return await load_partition(self.pool, topic, partition, epoch, PartitionConfig(), writer=self.writer)
 
 
-def produce(log: PgPartitionLog, count: int = 1) -> asyncio.Future[Any]:
-    checked = log.validate(batch(count), NOW)
+def produce(log: PgPartitionLog, count: int = 1, value_bytes: int = 0) -> asyncio.Future[Any]:
+    checked = log.validate(batch(count, value_bytes), NOW)
     assert isinstance(checked, ValidatedAppend), checked
     return log.append(checked, NOW)
 
@@ -122,6 +123,27 @@ async def test_a_fenced_shard_and_partition_among_live_ones_refuse_only_their_ow
     assert isinstance(await appended(fenced, "x", 8), LeaseLost)
     assert await asyncio.wait_for(appended(live_a, group_in(1, NUM_SHARDS), 8), DEADLINE_S) is None
     assert (await asyncio.wait_for(produce(led), DEADLINE_S)).base_offset == 2
+
+
+async def test_a_call_carries_at_most_call_bytes_and_the_rest_follows_in_order(pool: Any) -> None:
+    node = Node(pool, 1)
+    first, second = await node.partition("t", 0), await node.partition("t", 1)
+    shard = await node.shard(5)
+    # queued with no await between them: 2.5 calls' worth of 200 KiB batches on each partition
+    count = (5 * CALL_BYTES // 2) // (200 << 10)
+    produced = [produce(log, 1, 200 << 10) for log in (first, second) for _ in range(count)]
+    done = appended(shard, group_in(5, NUM_SHARDS), 3)
+    answers = await asyncio.wait_for(asyncio.gather(*produced), DEADLINE_S)
+    assert await asyncio.wait_for(done, DEADLINE_S) is None
+    # every batch acknowledged at its offset, in order, on each partition
+    assert [a.base_offset for a in answers] == [*range(count), *range(count)]
+    assert await batches(pool, "t", 0) == list(range(count)) == await batches(pool, "t", 1)
+    # no call carried more than CALL_BYTES plus one batch: at least 2 * 2.5 calls' bytes went in 5 calls
+    assert node.writer.calls >= 5 and first.calls >= 3 and second.calls >= 3
+    stored = await pool.fetchval("SELECT max(octet_length(batch)) FROM kcoord_partition_batch")
+    assert node.writer.calls >= (2 * count * stored) // (CALL_BYTES + stored)
+    ends = await pool.fetch("SELECT log_end_offset FROM kcoord_partition_lease WHERE topic = 't' ORDER BY 1")
+    assert [int(r[0]) for r in ends] == [count, count]  # the fence's stored end followed every call
 
 
 async def test_a_partition_whose_stored_end_moved_fails_alone(pool: Any) -> None:

@@ -68,6 +68,13 @@ def test_a_short_run_reports_every_phase(tmp_path: Path) -> None:
     assert m["commits"]["cluster"]["db_cpu_us_per_request"] > 0  # durable in PostgreSQL
     assert m["produce"]["single"]["mib_s"] > 0 and m["produce"]["cluster"]["mib_s"] > 0
     assert m["limit"]["commit_rows"]["rows_per_s"] > 0 and m["limit"]["batch_rows"]["mib_s"] > 0
+    assert m["limit"]["batch_rows"]["db_cpu_ms_per_mib"] > 0
+    # the database's CPU per produced MiB by process adds up to its total; the WAL and the statements
+    three = m["produce"]["cluster"]
+    roles = three["db_cpu_ms_per_mib_by_role"]
+    assert roles["backend"] > 0 and sum(roles.values()) == pytest.approx(three["db_cpu_ms_per_mib"])
+    assert three["wal_mib_per_mib"] > 0.5  # incompressible batches go to the WAL whole
+    assert any("kcoord_flush" in row["query"] for row in three["statements"])
     # the limit inserts rows as large as the ones the cluster wrote (not the fallback sizes)
     assert m["limit"]["commit_rows"]["row_bytes"] != 64 and m["limit"]["batch_rows"]["row_bytes"] != 16 * 1024
     for kind in ("kill_9", "sigterm"):
@@ -75,3 +82,38 @@ def test_a_short_run_reports_every_phase(tmp_path: Path) -> None:
             assert math.isfinite(m["failover"][kind][what]) and m["failover"][kind][what] > 0, (kind, what)
     assert "failover, SIGTERM to the first commit on a survivor" in proc.stdout
     assert "python -m bench.cluster --seconds 0.3" in proc.stdout
+
+
+@pytest.mark.integration
+def test_the_flush_bench_stores_batches_and_reports_the_database_cost(tmp_path: Path) -> None:
+    try:
+        ensure_postgresql()
+    except PostgresUnavailable as exc:
+        if REQUIRED:
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    out = tmp_path / "flush.json"
+    argv = [
+        "--seconds",
+        "0.5",
+        "--writers",
+        "2",
+        "--partitions",
+        "1",
+        "--batch-kib",
+        "64",
+        "--json",
+        str(out),
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.cluster_flush", *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["mib_s"] > 0 and result["db_cpu_ms_per_mib_by_role"]["backend"] > 0
+    # a batch of 64 KiB is stored out of line in ~2 KB TOAST chunks: a heap and an index record each
+    assert result["wal_mib_per_mib"] > 0.9 and result["wal_records_per_mib"] > 500
