@@ -40,7 +40,7 @@ from typing import Any
 from bench.chaos_verify import (
     Ledger,
     Reader,
-    check_records,
+    RecordCheck,
     check_transactions,
     committed_offset,
     duplicated_batches,
@@ -175,18 +175,20 @@ def settle(cluster: Cluster, timeout: float = 60) -> float:
     return time.monotonic() - started
 
 
-def verify(cluster: Cluster, ledger: Ledger, readers: tuple[Reader, Reader]) -> dict[str, int]:
+def verify(
+    cluster: Cluster, ledger: Ledger, readers: tuple[Reader, Reader], records: RecordCheck
+) -> dict[str, int]:
     live = cluster.live()
     lost_commits = 0
     last = ledger.last_commits()
     for (group, topic, partition), acked in last.items():
         if committed_offset(live, group, topic, partition) < acked:
             lost_commits += 1
-    acked_records = ledger.produced()
+    acked_records, new_acked = ledger.produced(), ledger.take_new_acked()
     committed, aborted, unknown = ledger.transactions()
     plain, transactional = readers
     read = plain.read_to_end()
-    lost, duplicated = check_records(acked_records, read)
+    lost, duplicated = records.update(acked_records, new_acked, read, plain.take_changes())
     if duplicated:  # where, for the investigation (the producer's events and eos log are beside it)
         where = duplicates(read)
         found = {"where": where, "batches": duplicated_batches(cluster.sql, TOPIC, where)}
@@ -258,6 +260,7 @@ def run(
         start_load(cluster, ledger)
         boot = cluster.bootstrap.split(",")
         readers = (Reader(boot, TOPIC, PARTITIONS, False), Reader(boot, TXN_TOPIC, PARTITIONS, True))
+        records = RecordCheck()
         try:
             time.sleep(5)  # the clients join and start acknowledging before the first fault
             for number in range(1, faults + 1):
@@ -266,7 +269,7 @@ def run(
                 kind = rng.choice(kinds)
                 target = inject(kind, cluster, rng)
                 settled = settle(cluster)
-                checked = verify(cluster, ledger, readers)
+                checked = verify(cluster, ledger, readers, records)
                 totals[kind] += 1
                 for key in BAD:  # each check covers everything acknowledged so far: the worst one
                     totals[key] = max(totals[key], checked[key])
@@ -274,7 +277,7 @@ def run(
                     {"fault": number, "kind": kind, "target": target, "settle_s": round(settled, 2)} | checked
                 )
             cluster.stop_workers()  # then one last check of everything they were acknowledged
-            final = verify(cluster, ledger, readers)
+            final = verify(cluster, ledger, readers, records)
         finally:
             cluster.stop_workers()
             for reader in readers:
