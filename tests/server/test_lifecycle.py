@@ -227,6 +227,8 @@ def test_sigterm_answers_a_parked_join_then_exits_0(tmp_path: Path) -> None:
             correlation_id, body = decode_response(JOIN_GROUP, 3, read_frame(sock))
             assert (correlation_id, body["error_code"]) == (9, 16)  # NOT_COORDINATOR: rediscover, retry
             assert is_closed(sock)
-        assert proc.stop() == 0
+        # The first SIGTERM's exit: stop() would send another if the shutdown were still running (a
+        # loaded machine), and a second SIGTERM during shutdown is not this test's question.
+        assert proc.proc.wait(30) == 0
     finally:
         proc.kill()
