@@ -6,7 +6,9 @@ The load, stock clients in their own processes for the whole run (their events i
   with a committing member (tests/cluster/commit_worker.py) and a member restarted now and then so the
   group rebalances (bench/chaos_member.py);
 * idempotent produce, acks=all (bench/chaos_producer.py, confluent-kafka, with its `eos` debug log);
-* transactional produce (bench/chaos_txn_worker.py, confluent-kafka) on a topic of its own.
+* transactional produce (bench/chaos_txn_worker.py, confluent-kafka) on a topic of its own; a fatal
+  error ends that producer, as librdkafka requires, and a new one with the same transactional id
+  takes over after the fault (`txn_worker_restarts` in each line).
 
 The faults, drawn with `random.Random(seed)`, each followed by the cluster settling (every node answers,
 every partition led) and the checks:
@@ -130,8 +132,24 @@ def start_load(cluster: Cluster, ledger: Ledger) -> None:
         cluster.spawn(f"member-{protocol}", ["bench.chaos_member", boot, TOPIC, group, protocol, FOREVER])
     cluster.spawn("producer", ["bench.chaos_producer", boot, TOPIC, FOREVER])
     ledger.produce_files.append(cluster.root / "producer.jsonl")
-    cluster.spawn("txn", ["bench.chaos_txn_worker", boot, TXN_TOPIC, "chaos-txn-1", FOREVER])
+    cluster.spawn("txn", _txn_worker(boot, 0))
     ledger.txn_files.append(cluster.root / "txn.jsonl")
+
+
+def _txn_worker(boot: str, generation: int) -> list[str]:
+    """The transactional worker's argv; each generation's values start 10**8 above the last's."""
+    return ["bench.chaos_txn_worker", boot, TXN_TOPIC, "chaos-txn-1", FOREVER, str(generation * 10**8)]
+
+
+def revive_txn_worker(cluster: Cluster, generation: int) -> bool:
+    """Start the transactional worker again if a fatal error ended it (a fatal error ends a producer:
+    an application creates a new one with the same transactional id, whose InitProducerId fences the
+    old producer and completes or aborts its transaction). Its events go on in txn.jsonl."""
+    _, proc = cluster.workers["txn"]
+    if proc.poll() is None:
+        return False
+    cluster.spawn("txn", _txn_worker(cluster.bootstrap, generation))
+    return True
 
 
 def inject(kind: str, cluster: Cluster, rng: random.Random) -> str:
@@ -270,6 +288,9 @@ def run(
                 target = inject(kind, cluster, rng)
                 settled = settle(cluster)
                 checked = verify(cluster, ledger, readers, records)
+                if revive_txn_worker(cluster, totals["txn_worker_restarts"] + 1):
+                    totals["txn_worker_restarts"] += 1
+                checked["txn_worker_restarts"] = totals["txn_worker_restarts"]
                 totals[kind] += 1
                 for key in BAD:  # each check covers everything acknowledged so far: the worst one
                     totals[key] = max(totals[key], checked[key])
@@ -286,7 +307,8 @@ def run(
         totals[key] = max(totals[key], final[key])
     by_kind = {k: totals[k] for k in FAULTS}
     return {"faults": sum(by_kind.values()), "seed": seed, "ttl_ms": ttl_ms, "by_kind": by_kind,
-            **{k: totals[k] for k in BAD}, "last_check": final,
+            **{k: totals[k] for k in BAD}, "txn_worker_restarts": totals["txn_worker_restarts"],
+            "last_check": final,
             "client_errors": ledger.count_errors()}  # fmt: skip
 
 

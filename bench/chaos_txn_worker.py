@@ -7,7 +7,10 @@ finally {"done": transactions}.
 A transaction whose commit raised without a clear abort is reported as {"unknown": [values...]}:
 it may have committed or not (the client cannot tell), so the verifier allows both.
 
-usage: python -m bench.chaos_txn_worker BOOTSTRAP TOPIC TXN_ID SECONDS
+A fatal error ends the worker, as it ends a producer (librdkafka: the instance must be recreated);
+bench.chaos then starts a new one with the same transactional id (InitProducerId fences the old one
+and finishes its transaction) whose values start at FIRST, so no value is ever produced twice.
+usage: python -m bench.chaos_txn_worker BOOTSTRAP TOPIC TXN_ID SECONDS [FIRST]
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ def emit(**event: Any) -> None:
     print(json.dumps(event), flush=True)
 
 
-def main(bootstrap: str, topic: str, txn_id: str, seconds: float) -> None:
+def main(bootstrap: str, topic: str, txn_id: str, seconds: float, first: int = 0) -> None:
     from confluent_kafka import KafkaException, Producer
 
     producer = Producer(
@@ -38,7 +41,7 @@ def main(bootstrap: str, topic: str, txn_id: str, seconds: float) -> None:
         }
     )
     producer.init_transactions(60)
-    end, number, done = time.monotonic() + seconds, 0, 0
+    end, number, done = time.monotonic() + seconds, first, 0
     while time.monotonic() < end:
         values = [f"{txn_id}:{number + i}" for i in range(RECORDS_PER_TXN)]
         number += RECORDS_PER_TXN
@@ -80,4 +83,5 @@ def _commit(producer: Any) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    first = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+    main(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), first)

@@ -113,6 +113,11 @@ class Brokers(Protocol):
         """(node id, host, port, rack) of every live node, as listener `listener` advertises it."""
         ...
 
+    def listed(self, listener: str) -> list[tuple[int, str, int, str | None]]:
+        """The brokers Metadata lists: the live ones and those whose lease lapsed a short while ago
+        without a graceful stop (kcoord/cluster/membership.py LAPSED_LISTED_S), never as leaders."""
+        ...
+
     def controller_id(self) -> int: ...
 
     def ready(self) -> tuple[bool, str]:

@@ -5,6 +5,8 @@
   heartbeat the controller and are fenced after `broker.session.timeout.ms` (KRaftConfigs.java).
 * `refresh()`: one read of the live nodes and of every shard's live owner into `ClusterView`,
   which Metadata, DescribeCluster and FindCoordinator answer from without a database round trip.
+  It also reads the nodes whose lease lapsed less than `LAPSED_LISTED_S` ago without a graceful
+  stop, which Metadata keeps listing (never as a leader): see `ClusterView.lapsed`.
   The node's loop calls it every poll (500 ms) and at once on a notification on channel
   `kcoord_cluster`, which `notify()` sends after every change of a node row or a lease.
 """
@@ -18,11 +20,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CHANNEL", "ClusterView", "DuplicateNode", "Membership", "NodeInfo"]
+__all__ = ["CHANNEL", "LAPSED_LISTED_S", "ClusterView", "DuplicateNode", "Membership", "NodeInfo"]
 
 log = logging.getLogger("kcoord.cluster")
 
 CHANNEL = "kcoord_cluster"
+
+# How long Metadata keeps listing a node whose lease lapsed (killed, paused or cut off) when it did
+# not stop gracefully. librdkafka decommissions a broker that leaves Metadata and fails the requests
+# in flight to it as not persisted (rdkafka_request.c, rd_kafka_err_action: _DESTROY_BROKER ->
+# MSG_NOT_PERSISTED); an idempotent producer then bumps its epoch and sends again what a paused node
+# had already stored, a duplicate (chaos run, stop 42). Listed, the broker stays: the request is
+# answered when the node resumes, or times out after the client's request.timeout.ms (30 s by
+# default) as possibly persisted and is retried with its sequence, which the new leader recognises.
+# Kafka lists only unfenced brokers (KRaftMetadataCache.getAliveBrokerNodes): docs/compat.md.
+LAPSED_LISTED_S = 60
 
 _REGISTER = """
 INSERT INTO kcoord_node (node_id, host, port, rack, endpoints, expires_at)
@@ -36,11 +48,14 @@ ON CONFLICT (node_id) DO UPDATE
 _RENEW = """
 UPDATE kcoord_node SET expires_at = now() + $2::integer * interval '1 millisecond' WHERE node_id = $1
 """
-# A graceful stop: the row expires now, so no node routes to this one any more.
-_LEAVE = "UPDATE kcoord_node SET expires_at = now() WHERE node_id = $1"
-_NODES = """
-SELECT node_id, host, port, rack, endpoints::text AS endpoints FROM kcoord_node
- WHERE expires_at > now() ORDER BY node_id
+# A graceful stop: the row expires before the lapsed-listing window, so no node routes to this one
+# any more and Metadata stops listing it at once.
+_LEAVE = f"""
+UPDATE kcoord_node SET expires_at = now() - interval '{LAPSED_LISTED_S + 1} seconds' WHERE node_id = $1
+"""
+_NODES = f"""
+SELECT node_id, host, port, rack, endpoints::text AS endpoints, expires_at > now() AS live
+  FROM kcoord_node WHERE expires_at > now() - interval '{LAPSED_LISTED_S} seconds' ORDER BY node_id
 """
 _OWNERS = """
 SELECT shard, CASE WHEN owner IS NOT NULL AND expires_at > now() THEN owner END AS owner
@@ -66,10 +81,12 @@ class NodeInfo:
 
 @dataclass(slots=True)
 class ClusterView:
-    """The live nodes and each shard's live owner, as of the last refresh."""
+    """The live nodes and each shard's live owner, as of the last refresh; `lapsed` the nodes whose
+    lease ran out less than LAPSED_LISTED_S ago without a graceful stop (listed by Metadata only)."""
 
     nodes: dict[int, NodeInfo] = field(default_factory=dict)
     owners: dict[int, int | None] = field(default_factory=dict)
+    lapsed: dict[int, NodeInfo] = field(default_factory=dict)
 
     def live(self) -> list[NodeInfo]:
         return [self.nodes[n] for n in sorted(self.nodes)]
@@ -155,8 +172,9 @@ class Membership:
             nodes = await conn.fetch(_NODES)
             owners = await conn.fetch(_OWNERS)
         view = ClusterView(
-            nodes={int(r["node_id"]): _node(r) for r in nodes},
+            nodes={int(r["node_id"]): _node(r) for r in nodes if r["live"]},
             owners={int(r["shard"]): None if r["owner"] is None else int(r["owner"]) for r in owners},
+            lapsed={int(r["node_id"]): _node(r) for r in nodes if not r["live"]},
         )
         if set(view.nodes) != set(self.view.nodes):
             log.info("live nodes: %s", ",".join(str(n) for n in sorted(view.nodes)) or "-")

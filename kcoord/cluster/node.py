@@ -152,7 +152,14 @@ class _Brokers:
         self._membership = membership
 
     def brokers(self, listener: str) -> list[tuple[int, str, int, str | None]]:
-        nodes = dict(self._membership.view.nodes)
+        return self._entries(self._membership.view.nodes, listener)
+
+    def listed(self, listener: str) -> list[tuple[int, str, int, str | None]]:
+        view = self._membership.view
+        return self._entries({**view.lapsed, **view.nodes}, listener)
+
+    def _entries(self, found: dict[int, NodeInfo], listener: str) -> list[tuple[int, str, int, str | None]]:
+        nodes = dict(found)
         me = self._membership.node
         nodes.setdefault(me.node_id, me)
         return [(n.node_id, *n.endpoint(listener), n.rack) for _, n in sorted(nodes.items())]

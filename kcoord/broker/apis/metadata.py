@@ -120,12 +120,13 @@ def _response(
 ) -> dict[str, Any]:
     version = meta.api_version
     brokers = broker_entries(ctx, meta)
-    listed = {int(b["node_id"]) for b in brokers}
+    # Leaders and in-sync replicas only among the live brokers; a lapsed one is listed, never led by.
+    live = {ctx.node_id} if ctx.brokers is None else {b[0] for b in ctx.brokers.brokers(meta.listener_name)}
     if wanted is None:
-        topics = [_topic_entry(ctx, t.name, t, version, listed) for t in _visible(ctx, meta)]
+        topics = [_topic_entry(ctx, t.name, t, version, live) for t in _visible(ctx, meta)]
     else:
         topics = [
-            _topic_entry(ctx, name, _lookup(ctx, name), version, listed)
+            _topic_entry(ctx, name, _lookup(ctx, name), version, live)
             if name is not None and name not in refused
             else _refused_entry(name, topic_id, refused)
             for name, topic_id in wanted
@@ -190,12 +191,13 @@ def _operations_from_acls(
 
 
 def broker_entries(ctx: ServerContext, meta: RequestMeta) -> list[dict[str, Any]]:
-    """This broker alone, or in cluster mode every live node (their endpoints on this listener)."""
+    """This broker alone, or in cluster mode every listed node (their endpoints on this listener): the
+    live ones, and for a while those whose lease lapsed (`Brokers.listed`, docs/compat.md)."""
     if ctx.brokers is None:
         return [broker_entry(ctx, meta)]
     return [
         {"node_id": node_id, "host": host, "port": port, "rack": rack}
-        for node_id, host, port, rack in ctx.brokers.brokers(meta.listener_name)
+        for node_id, host, port, rack in ctx.brokers.listed(meta.listener_name)
     ]
 
 
@@ -206,14 +208,14 @@ def broker_entry(ctx: ServerContext, meta: RequestMeta) -> dict[str, Any]:
 
 
 def _topic_entry(
-    ctx: ServerContext, name: str, topic: TopicRecord | None, version: int, listed: set[int]
+    ctx: ServerContext, name: str, topic: TopicRecord | None, version: int, live: set[int]
 ) -> dict[str, Any]:
     if topic is None:
         return {"error_code": _missing_error(ctx, name), "name": name}
     entry: dict[str, Any] = {
         "error_code": ErrorCode.NONE,
         "name": name,
-        "partitions": [_partition_entry(ctx, name, p, version, listed) for p in range(topic.num_partitions)],
+        "partitions": [_partition_entry(ctx, name, p, version, live) for p in range(topic.num_partitions)],
     }
     if version >= 10:
         entry["topic_id"] = topic.topic_id
@@ -231,7 +233,7 @@ def _missing_error(ctx: ServerContext, name: str) -> ErrorCode:
 
 
 def _partition_entry(
-    ctx: ServerContext, name: str, index: int, version: int, listed: set[int]
+    ctx: ServerContext, name: str, index: int, version: int, live: set[int]
 ) -> dict[str, Any]:
     """The leader from `ctx.leadership` (this node on a single node; the lease holder in a cluster,
     whose data every node could read, so the leader is the one replica listed). Without a leader:
@@ -239,7 +241,7 @@ def _partition_entry(
     partition (MetadataCache: a leader that is not alive). A leader whose lease has not expired yet
     but who is no longer a live broker (killed) is no leader: clients must never be sent to a broker
     the same response does not list (kafka-python raises UnknownBrokerIdError)."""
-    replicas = partition_replicas(ctx.leadership, name, index, listed)
+    replicas = partition_replicas(ctx.leadership, name, index, live)
     entry: dict[str, Any] = {
         "error_code": ErrorCode.NONE if replicas.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
         "partition_index": index,
