@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
+from kcoord.cluster.doubt import StoredIdentity, same_batch
 from kcoord.cluster.migrations import FENCED_SQLSTATE
 from kcoord.cluster.node_writer import FlushCall, NodeWriter, Outcome
 from kcoord.cluster.partition_batches import BatchMeta
@@ -286,6 +287,26 @@ class PgPartitionLog(PartitionReads):
                 )
             else:
                 pending.future.set_exception(self.failure or PartitionWriteUnknown("outcome unknown"))
+
+    def unresolved_offsets(self) -> list[int]:
+        return [p.batch.base_offset for p in self.unresolved]
+
+    def resolve_stored(self, stored: Mapping[int, StoredIdentity]) -> None:
+        """The verdict read from the table after another epoch fenced the call (kcoord/cluster/doubt.py):
+        a batch found at its base offset was stored and is acknowledged there; the others never will be
+        and are answered NOT_LEADER_OR_FOLLOWER (not persisted: the client retries with its sequence)."""
+        unresolved, self.unresolved = self.unresolved, []
+        for pending in unresolved:
+            if pending.future.done():
+                continue
+            batch = pending.batch
+            if same_batch(stored.get(batch.base_offset), batch.base_offset, batch.last_offset, batch.data):
+                result = AppendResult(batch.base_offset, pending.append_time_ms, self.log_start_offset)
+                pending.future.set_result(result)
+            else:
+                pending.future.set_exception(
+                    PartitionFenced(f"{self.topic}-{self.partition}: not written; another epoch leads")
+                )
 
     @property
     def pending(self) -> bool:

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kcoord.cluster.doubt import read_stored
 from kcoord.cluster.leases import PartitionLeases
 from kcoord.cluster.node_writer import NodeWriter
 from kcoord.cluster.partition_load import load_partition
@@ -79,6 +80,7 @@ class ClusterPartitions:
         self._logs: dict[Key, PgPartitionLog] = {}
         self._unresolved: dict[Key, PgPartitionLog] = {}  # failed logs with a call of unknown outcome
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._closing = False
         self.failovers = 0
         """Partitions taken over from another leader or reloaded after a failure (for /metrics)."""
 
@@ -117,6 +119,7 @@ class ClusterPartitions:
 
     async def close(self) -> None:
         """Graceful stop: every partition handed over (released, so the next leader needs no TTL)."""
+        self._closing = True  # a call still in doubt is answered unknown, not read back
         for key in list(self._logs):
             await self.resign(key)
         for key in list(self._unresolved):
@@ -188,11 +191,27 @@ class ClusterPartitions:
         if stale is None:
             return
         known = loaded is not None and epoch == stale.epoch + 1
+        if not known and not self._closing:  # read it back once another epoch fenced it (doubt.py)
+            self._background(self._read_verdict(key, stale))
+            return
         stored_end = loaded.log_end_offset if known and loaded is not None else None
         verdict = "unknown" if stored_end is None else f"stored up to {stored_end}"
         log.info("%s-%d: the call in doubt at epoch %d (from offset %d): %s", *key, stale.epoch,
                  stale.high_watermark, verdict)  # fmt: skip
         stale.resolve(stored_end)
+
+    async def _read_verdict(self, key: Key, stale: PgPartitionLog) -> None:
+        """The call's verdict from the table once another epoch fenced it, while its requests wait
+        (until `PgPartitionLog.settle`'s RESOLVE_WITHIN_S bound answers them unknown)."""
+        offsets = stale.unresolved_offsets()
+        stored = await read_stored(self._pool, *key, stale.epoch, offsets, lambda: bool(stale.unresolved))
+        if stored is None:
+            return  # answered meanwhile (the bound ran out, or a crash dropped them)
+        found = sum(1 for o in offsets if o in stored)
+        log.info("%s-%d: the call in doubt at epoch %d (from offset %d), read back after another epoch: "
+                 "%d of %d batches stored", *key, stale.epoch, stale.high_watermark, found,
+                 len(offsets))  # fmt: skip
+        stale.resolve_stored(stored)
 
     async def _load(self, key: Key, epoch: int) -> PgPartitionLog | None:
         try:

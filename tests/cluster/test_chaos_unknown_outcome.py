@@ -4,6 +4,9 @@ so the producer sent the batch again, under a new epoch after librdkafka's epoch
 appended twice. Now such a call is an unknown outcome (kcoord/cluster/write_outcome.py): its batches
 are answered only once the partition is reloaded at a fenced epoch and the table tells, so a committed
 batch is acknowledged at its offset and a batch never written is refused (the retry appended once).
+When another node took the lease, the table is read back once its epoch fenced the call
+(kcoord/cluster/doubt.py): answering REQUEST_TIMED_OUT there duplicated a stored batch in the stop 43
+chaos run, librdkafka renumbering it under a bumped epoch.
 
 Deterministic, on a real PostgreSQL: a proxy (commit_drop_proxy.py) drops the pool's connection right
 after the call committed, or right before it reaches PostgreSQL. The classification is checked on
@@ -22,7 +25,12 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kcoord.cluster.leases import PartitionLeases
-from kcoord.cluster.partition_store import PartitionWriteFailed, PartitionWriteUnknown, PgPartitionLog
+from kcoord.cluster.partition_store import (
+    PartitionFenced,
+    PartitionWriteFailed,
+    PartitionWriteUnknown,
+    PgPartitionLog,
+)
 from kcoord.cluster.partitions import ClusterPartitions
 from kcoord.cluster.write_outcome import outcome_unknown
 from kcoord.partition_log import AppendError, AppendResult, DuplicateAppend, PartitionConfig, ValidatedAppend
@@ -159,17 +167,84 @@ async def test_a_call_in_doubt_is_resolved_when_this_node_takes_its_expired_leas
     assert (await asyncio.wait_for(doubtful, 10)).base_offset == 3
 
 
-async def test_a_call_in_doubt_is_answered_as_unknown_when_another_node_led_meanwhile(
+async def _another_node_leads(
+    partitions: ClusterPartitions, pool: Any, plog: PgPartitionLog
+) -> PartitionLeases:
+    """This node's lease runs out, a second node on the same database takes it (one epoch up) and keeps
+    it, and this node's next renewal finds it lost."""
+    await _lease_runs_out(pool)
+    other = PartitionLeases(pool, 2, 60_000)
+    assert await other.acquire(KEY) == plog.epoch + 1
+    assert KEY in await partitions.renew()
+    return other
+
+
+async def _lease_runs_out(pool: Any) -> None:
+    await pool.execute(
+        "UPDATE kcoord_partition_lease SET expires_at = '-infinity' WHERE topic = $1 AND partition = $2", *KEY
+    )
+
+
+async def test_a_committed_call_in_doubt_is_acknowledged_when_another_node_took_the_lease(
     pool: Any, partitions: ClusterPartitions, proxy: CommitDropProxy
 ) -> None:
-    """Another node may have written at those offsets since: nobody knows, and Produce answers
-    REQUEST_TIMED_OUT (possibly persisted), as Kafka does when an acks=all wait expires."""
+    """Another node's acquire fenced the call (it waits for the flush's lock on the lease row), so the
+    table is the verdict: the batch found at its offset with its producer id, epoch and sequence is
+    acknowledged there. Answered unknown instead, librdkafka's next epoch bump sent it again under a
+    new epoch: the duplicate of the stop 43 chaos run (kcoord/cluster/doubt.py)."""
     plog, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=True)
-    await partitions.leases.release(KEY)
-    other = PartitionLeases(pool, 2, 60_000)  # a second node on the same database
-    assert await other.acquire(KEY) == plog.epoch + 1
-    await other.release(KEY)
-    assert await partitions.lead(KEY) is not None
+    await _another_node_leads(partitions, pool, plog)
+    assert (await asyncio.wait_for(doubtful, 10)).base_offset == 3
+    assert plog.unresolved == []
+    assert await stored(pool) == [(0, 2, 0), (3, 5, 3)]
+
+
+async def test_a_call_in_doubt_that_never_committed_is_refused_not_leader_when_another_node_leads(
+    pool: Any, partitions: ClusterPartitions, proxy: CommitDropProxy
+) -> None:
+    """Not in the table once another epoch fenced the call: never written, and answered as the fenced
+    write it is (NOT_LEADER_OR_FOLLOWER: not persisted, the client retries with its sequence)."""
+    plog, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=False)
+    await _another_node_leads(partitions, pool, plog)
+    with pytest.raises(PartitionFenced):
+        await asyncio.wait_for(doubtful, 10)
+    assert await stored(pool) == [(0, 2, 0)]
+
+
+async def test_another_batch_at_the_offsets_of_a_call_in_doubt_is_not_taken_for_it(
+    pool: Any, partitions: ClusterPartitions, proxy: CommitDropProxy, tmp_path: Path
+) -> None:
+    """The next leader stored another producer's batch at offset 3 (the call had not committed): the
+    call in doubt is refused, not acknowledged with the other batch's offset."""
+    _, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=False)
+    await _lease_runs_out(pool)
+    other = ClusterPartitions(pool, PartitionLeases(pool, 2, 60_000), tmp_path / "2", lambda _: CONFIG,
+                              lambda: NOW)  # fmt: skip
+    try:
+        theirs = await other.lead(KEY)
+        assert theirs is not None and theirs.log_end_offset == 3
+        builder = DefaultRecordBatchBuilder(2, 0, False, PRODUCER + 1, 0, 0, batch_size=1 << 30)
+        for i in range(3):
+            builder.append(i, NOW + i, b"k", b"theirs", [])
+        assert await offset_of(theirs, bytes(builder.build())) == 3
+        assert KEY in await partitions.renew()
+        with pytest.raises(PartitionFenced):
+            await asyncio.wait_for(doubtful, 10)
+    finally:
+        await other.close()
+
+
+async def test_a_call_in_doubt_is_answered_as_unknown_while_the_lease_is_not_fenced_by_then(
+    pool: Any, partitions: ClusterPartitions, proxy: CommitDropProxy
+) -> None:
+    """Nobody fences the call before the bound (`partition_store.RESOLVE_WITHIN_S`, shortened here):
+    Produce answers REQUEST_TIMED_OUT (possibly persisted), as Kafka does when an acks=all wait expires."""
+    plog, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=True)
+    partitions.leases.forget(KEY)  # this node lets go, the lease row stays at the call's epoch
+    partitions._resolve(KEY, None, None)  # as the lease clock running out does (`_doubt_expired`)
+    await asyncio.sleep(0.5)
+    assert not doubtful.done()  # still waiting for another epoch to fence the call
+    plog.resolve(None)  # the bound
     with pytest.raises(OutcomeUnknown):
         await asyncio.wait_for(doubtful, 10)
     assert plog.unresolved == []

@@ -16,7 +16,8 @@ UNKNOWN_TOPIC_OR_PARTITION, a partition another node leads (cluster mode) NOT_LE
 an append the lease fence refused (`partition_log.NotLeader`); acks=-1 to a topic whose
 min.insync.replicas exceeds our one replica NOT_ENOUGH_REPLICAS; then each partition's own
 validation. A failed write answers KAFKA_STORAGE_ERROR (retriable) and acknowledges nothing; a write
-whose outcome stayed unknown (cluster mode) REQUEST_TIMED_OUT, as an expired acks=all wait in Kafka.
+whose outcome stayed unknown (cluster mode) REQUEST_TIMED_OUT, as an expired acks=all wait in Kafka,
+and so does an append still not durable when the request's timeout_ms runs out (DelayedProduce).
 
 Transactional batches (v3+ carry the transactional id; a transactional batch without one is
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis refuses it) are verified against the transaction
@@ -82,7 +83,7 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
         respond(_all(req, ErrorCode.INVALID_REQUIRED_ACKS, version))
         return
     check = _txn_check(ctx, req, batches, transactional_id, version)
-    write = _Write(ctx, _Pending(version, respond, acks), transactional_id)
+    write = _Write(ctx, _Pending(version, respond, acks, int(req["timeout_ms"])), transactional_id)
     if check is None:
         write.serve(req, batches, writable, ctx.transactions)
         return
@@ -315,24 +316,42 @@ def _all(req: Request, error: ErrorCode, version: int) -> dict[str, Any]:
 
 
 class _Pending:
-    """The response, sent once every partition's append is durable (or failed)."""
+    """The response, sent once every partition's append is durable (or failed), or when the request's
+    timeout_ms runs out first: the appends still waiting then answer REQUEST_TIMED_OUT, as Kafka's
+    DelayedProduce.onExpiration does (in cluster mode a write of unknown outcome waits for its verdict,
+    kcoord/cluster/doubt.py; the append itself goes on either way)."""
 
-    __slots__ = ("_armed", "_outstanding", "_respond", "_version", "acks", "topics")
+    __slots__ = ("_armed", "_expiry", "_outstanding", "_respond", "_timeout_ms", "_version", "_waiting",
+                 "acks", "topics")  # fmt: skip
 
-    def __init__(self, version: int, respond: Respond, acks: int) -> None:
+    def __init__(self, version: int, respond: Respond, acks: int, timeout_ms: int = 0) -> None:
         self._version = version
         self.acks = acks
         self._respond = respond
+        self._timeout_ms = timeout_ms
         self._outstanding = 0
         self._armed = False
+        self._waiting: dict[int, Entry] = {}  # id(entry) -> entry, of appends not answered yet
+        self._expiry: asyncio.TimerHandle | None = None
         self.topics: list[Entry] = []
 
     def wait(self, future: asyncio.Future[AppendResult], entry: Entry) -> None:
         self._outstanding += 1
+        self._waiting[id(entry)] = entry
         future.add_done_callback(self._on_done(entry))
+
+    def _expire(self) -> None:
+        self._expiry = None
+        waiting, self._waiting = self._waiting, {}
+        for entry in waiting.values():
+            _fail(entry, ErrorCode.REQUEST_TIMED_OUT, "the request's timeout ran out", self._version)
+        self._outstanding -= len(waiting)
+        self._maybe_respond()
 
     def _on_done(self, entry: Entry) -> Callable[[asyncio.Future[AppendResult]], None]:
         def done(future: asyncio.Future[AppendResult]) -> None:
+            if self._waiting.pop(id(entry), None) is None:
+                return  # answered REQUEST_TIMED_OUT already (`_expire`)
             error = None if future.cancelled() else future.exception()
             if isinstance(error, NotLeader):  # cluster mode: another node took the partition over
                 _fail(entry, ErrorCode.NOT_LEADER_OR_FOLLOWER, str(error), self._version)
@@ -371,7 +390,12 @@ class _Pending:
     def arm(self) -> None:
         self._armed = True
         self._maybe_respond()
+        if self._outstanding and self._waiting and self._timeout_ms > 0:
+            self._expiry = asyncio.get_running_loop().call_later(self._timeout_ms / 1000, self._expire)
 
     def _maybe_respond(self) -> None:
         if self._armed and self._outstanding == 0:
+            if self._expiry is not None:
+                self._expiry.cancel()
+                self._expiry = None
             self._respond({"responses": self.topics})
