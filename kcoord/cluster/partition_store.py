@@ -156,10 +156,20 @@ class PgPartitionLog(PartitionReads):
             # A retry of a batch whose call is still in flight: answered with its offset now, it was
             # acknowledged before it was durable, and lost when that call failed (the chaos run).
             # Kafka answers it once the high watermark passes it (UnifiedLog.append returns the
-            # duplicate's offsets, DelayedProduce waits); here the retry is refused, retriable and
-            # possibly persisted, and the client's next retry meets the durable copy (docs/compat.md).
+            # duplicate's offsets, DelayedProduce waits): so does this, with the first copy's answer.
+            first = self._not_durable(checked.base_offset)
+            if first is not None:
+                return DuplicateAppend(checked.base_offset, first)
             return AppendError(ErrorCode.REQUEST_TIMED_OUT, "the first copy of this batch is not durable yet")
         return checked
+
+    def _not_durable(self, base_offset: int) -> asyncio.Future[AppendResult] | None:
+        """The append future of the batch at `base_offset` queued, in flight or in doubt here."""
+        in_flight: list[_Pending] = self._in_flight or []
+        for pending in (*self._queue, *in_flight, *self.unresolved):
+            if pending.batch.base_offset == base_offset:
+                return pending.future
+        return None
 
     def append(self, validated: ValidatedAppend, now_ms: int | None = None) -> asyncio.Future[AppendResult]:
         return self._append(validated, now_ms, None)

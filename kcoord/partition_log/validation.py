@@ -21,11 +21,13 @@ segment.bytes -> RECORD_LIST_TOO_LARGE), before the producer checks, in Kafka's 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from kcoord.partition_log.config import PartitionConfig
 from kcoord.partition_log.producers import ProducerStates
 from kcoord.partition_log.recompression import recompressed
+from kcoord.partition_log.results import AppendResult
 from kcoord.protocol.errors import ErrorCode
 from kcoord.protocol.record_batch import (
     BATCH_HEADER,
@@ -63,9 +65,12 @@ class ValidatedAppend:
 
 @dataclass(frozen=True, slots=True)
 class DuplicateAppend:
-    """An idempotent producer's retry of a batch already in the log: answer with its offset."""
+    """An idempotent producer's retry of a batch already in the log: answer with its offset; or, when
+    the first copy is not durable yet (cluster mode), with what its append answers (`durable`), as
+    Kafka's duplicate waits in the produce purgatory until the high watermark passes it."""
 
     base_offset: int
+    durable: asyncio.Future[AppendResult] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,9 +33,8 @@ from kcoord.cluster.partition_store import (
 )
 from kcoord.cluster.partitions import ClusterPartitions
 from kcoord.cluster.write_outcome import outcome_unknown
-from kcoord.partition_log import AppendError, AppendResult, DuplicateAppend, PartitionConfig, ValidatedAppend
+from kcoord.partition_log import AppendResult, DuplicateAppend, PartitionConfig, ValidatedAppend
 from kcoord.partition_log.results import OutcomeUnknown
-from kcoord.protocol.errors import ErrorCode
 from tests.cluster.commit_drop_proxy import CommitDropProxy
 from tests.cluster.helpers import init
 from tests.postgres import PgServer
@@ -296,8 +295,8 @@ async def test_a_retry_of_a_batch_still_in_flight_is_not_acknowledged_before_it_
     """The 1,000-fault run's loss: a retry (same producer, epoch, sequence) arrived while the first copy's
     call was still in flight and was answered at once with the first copy's offset; that call then
     failed, so an acknowledged batch was never stored. Kafka answers such a duplicate only once the
-    high watermark passes it (the produce waits in its purgatory); here it is refused, retriable and
-    possibly persisted (REQUEST_TIMED_OUT), so the client's next retry meets the durable copy."""
+    high watermark passes it (the produce waits in its purgatory): here the retry is answered as the
+    first copy is, so a call that never reached PostgreSQL fails both."""
     plog = await partitions.lead(KEY)
     assert plog is not None
     assert await offset_of(plog, batch(0)) == 0
@@ -305,13 +304,31 @@ async def test_a_retry_of_a_batch_still_in_flight_is_not_acknowledged_before_it_
     first = append(plog, batch(3))
     assert isinstance(first, asyncio.Future)
     retry = plog.validate(batch(3), NOW)
-    assert not isinstance(retry, DuplicateAppend), "a duplicate of a batch not yet durable"
-    assert isinstance(retry, AppendError) and retry.error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert isinstance(retry, DuplicateAppend) and retry.durable is not None
+    assert not retry.durable.done(), "a duplicate of a batch not yet durable, answered"
     await asyncio.wait_for(proxy.dropped.wait(), 30)
     reloaded = await partitions.reload(KEY)
     assert reloaded is not None
-    with pytest.raises(PartitionWriteFailed):
-        await asyncio.wait_for(first, 10)
+    for copy in (first, retry.durable):
+        with pytest.raises(PartitionWriteFailed):
+            await asyncio.wait_for(copy, 10)
     assert await offset_of(reloaded, batch(3)) == 3  # the client's retry, appended once
     assert append(reloaded, batch(3)) == 3  # and now a duplicate of a durable batch
+    assert await stored(pool) == [(0, 2, 0), (3, 5, 3)]
+
+
+async def test_a_retry_of_a_batch_whose_call_commits_is_acknowledged_at_its_offset(
+    pool: Any, partitions: ClusterPartitions
+) -> None:
+    """Refused instead (REQUEST_TIMED_OUT, possibly persisted), the retry was renumbered by librdkafka's
+    next epoch bump and stored again: it waits for the first copy and gets its offset."""
+    plog = await partitions.lead(KEY)
+    assert plog is not None
+    assert await offset_of(plog, batch(0)) == 0
+    first = append(plog, batch(3))
+    assert isinstance(first, asyncio.Future)
+    retry = plog.validate(batch(3), NOW)
+    assert isinstance(retry, DuplicateAppend) and retry.durable is not None
+    assert (await asyncio.wait_for(retry.durable, 10)).base_offset == 3
+    assert (await first).base_offset == 3
     assert await stored(pool) == [(0, 2, 0), (3, 5, 3)]

@@ -222,6 +222,9 @@ class _Write:
                 ]
             return
         if isinstance(checked, DuplicateAppend):
+            if checked.durable is not None:  # cluster mode: answered as the first copy is
+                pending.wait(checked.durable, entry)
+                return
             _succeed(entry, checked.base_offset, -1, plog.log_start_offset, version)
             return
         if checked.is_transactional:
@@ -267,6 +270,8 @@ class _Write:
         again = plog.validate(ProducedBatch(checked.data, checked.header), self.ctx.data.now_ms())
         if isinstance(again, ValidatedAppend):
             pending.wait(plog.append(again), entry)
+        elif isinstance(again, DuplicateAppend) and again.durable is not None:
+            pending.wait(again.durable, entry)
         elif isinstance(again, DuplicateAppend):
             _succeed(entry, again.base_offset, -1, plog.log_start_offset, version)
         else:
