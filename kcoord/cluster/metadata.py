@@ -31,8 +31,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kcoord import storage
-from kcoord.cluster.migrations import IDENTITY_TAKEN_SQLSTATE
-from kcoord.coordinator.groups.group_configs import GroupConfigRecord
+from kcoord.cluster.migrations import IDENTITY_TAKEN_SQLSTATE, STALE_METADATA_SQLSTATE
+from kcoord.coordinator.groups.group_configs import GroupConfigRecord, GroupConfigsChanged
 from kcoord.coordinator.metadata import TopicExists, TopicRecord
 from kcoord.coordinator.metadata.producer_ids import BLOCK_SIZE, ProducerIdBlock, ProducerIds
 from kcoord.coordinator.persistence.codec import AnyRecord, to_storage
@@ -44,7 +44,7 @@ __all__ = ["METADATA_CHANNEL", "ClusterProducerIds", "MetadataLog"]
 log = logging.getLogger("kcoord.cluster")
 
 METADATA_CHANNEL = "kcoord_metadata"
-_PUT = "SELECT kcoord_metadata_put($1::smallint[], $2::bytea[], $3::bytea[], $4::bytea[])"
+_PUT = "SELECT kcoord_metadata_put($1::smallint[], $2::bytea[], $3::bytea[], $4::bytea[], $5::bigint[])"
 _SINCE = "SELECT type, key, value, seq FROM kcoord_metadata WHERE seq > $1 ORDER BY seq"
 _NEXT_BLOCK = "SELECT nextval('kcoord_producer_id_block')"
 # How long a group config this node wrote is checked against newer rows at each catch_up: past any
@@ -58,7 +58,7 @@ class MetadataLog:
     def __init__(self, pool: Any, settle: Callable[[int], Awaitable[object]] | None = None) -> None:
         self._pool = pool
         self._settle = settle  # after a put, before the caller hears: wait for the other nodes
-        self._pending: list[tuple[Sequence[AnyRecord], OnDone]] = []
+        self._pending: list[tuple[Sequence[AnyRecord], OnDone, list[int | None] | None]] = []
         self._task: asyncio.Task[None] | None = None
         self.last_seq = 0
         self._reading = asyncio.Lock()
@@ -67,16 +67,16 @@ class MetadataLog:
         self._written: dict[bytes, tuple[int, float]] = {}  # group configs written here: key -> (seq, until)
 
     def append(self, records: Sequence[AnyRecord], on_done: OnDone) -> None:
-        self._pending.append((records, on_done))
+        self._pending.append((records, on_done, self._expected(records)))
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._write(), name="kcoord-metadata-writer")
 
     async def _write(self) -> None:
         try:
             while self._pending:
-                (records, on_done), *rest = self._pending
+                (records, on_done, expected), *rest = self._pending
                 self._pending = rest
-                error, seq = await self._put(records)
+                error, seq = await self._put(records, expected)
                 if error is None and self._settle is not None:
                     try:
                         await self._settle(seq)
@@ -88,15 +88,37 @@ class MetadataLog:
         finally:
             self._task = None
 
-    async def _put(self, records: Sequence[AnyRecord]) -> tuple[BaseException | None, int]:
+    def _expected(self, records: Sequence[AnyRecord]) -> list[int | None] | None:
+        """Per record, the sequence number of the row of its key this node holds (0: none) when the
+        record is conditional (a group's configs computed from this node's copy), else None. Taken
+        when the write is asked for, in the same step as the caller read the copy."""
+        if not any(isinstance(r, GroupConfigRecord) and r.conditional for r in records):
+            return None
+        expected: list[int | None] = []
+        for record in records:
+            if isinstance(record, GroupConfigRecord) and record.conditional:
+                key = to_storage(record).key
+                followed, written = self._group_configs.get(key), self._written.get(key)
+                expected.append(max(followed[0] if followed else 0, written[0] if written else 0))
+            else:
+                expected.append(None)
+        return expected
+
+    async def _put(
+        self, records: Sequence[AnyRecord], expected: list[int | None] | None = None
+    ) -> tuple[BaseException | None, int]:
         """Write `records`: (None, the sequence number written), or (the caller's error, 0)."""
         rows = [to_storage(r) for r in records]
         identities = [r.topic_id.bytes if isinstance(r, TopicRecord) else None for r in records]
         try:
             seq = await self._pool.fetchval(
-                _PUT, [r.type for r in rows], [r.key for r in rows], [r.value for r in rows], identities
-            )
+                _PUT, [r.type for r in rows], [r.key for r in rows], [r.value for r in rows], identities,
+                expected,
+            )  # fmt: skip
         except Exception as exc:  # the database refused or is unreachable: the caller's error
+            if getattr(exc, "sqlstate", None) == STALE_METADATA_SQLSTATE:
+                log.info("cluster metadata: a group's configs were written by another node meanwhile")
+                return GroupConfigsChanged("another node wrote the group's configs meanwhile"), 0
             if getattr(exc, "sqlstate", None) == IDENTITY_TAKEN_SQLSTATE:
                 taken = set(str(getattr(exc, "detail", "") or "").split(","))
                 names = [

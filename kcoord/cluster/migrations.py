@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kcoord.cluster.migration_flush import FLUSH
 from kcoord.cluster.migration_group_configs import GROUP_CONFIGS
+from kcoord.cluster.migration_metadata_expect import METADATA_EXPECT, STALE_METADATA_SQLSTATE
 from kcoord.cluster.migration_tail import TAIL
 from kcoord.cluster.share_fence_migration import SHARE_DELETE_FENCE
 from kcoord.cluster.share_migration import SHARE_STATE
@@ -22,6 +23,7 @@ __all__ = [
     "IDENTITY_TAKEN_SQLSTATE",
     "MIGRATIONS",
     "OFFSET_MISMATCH_SQLSTATE",
+    "STALE_METADATA_SQLSTATE",
     "Migration",
 ]
 
@@ -341,4 +343,5 @@ MIGRATIONS: tuple[Migration, ...] = (
         "share_delete_fence: a deleted share partition fences its leader's older writes",
         SHARE_DELETE_FENCE,
     ),
+    Migration(9, "metadata_expect: a metadata write based on a stale row is refused", METADATA_EXPECT),
 )

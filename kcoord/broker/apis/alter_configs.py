@@ -16,6 +16,7 @@ and are read-only at run time; docs/compat.md); any other resource type INVALID_
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ from kcoord.broker.apis.describe_configs import BROKER, TOPIC, config_refusal
 from kcoord.broker.apis.group_config_resources import GROUP, cluster_wide, new_group_configs
 from kcoord.broker.context import Request, RequestMeta, Respond, ServerContext
 from kcoord.broker.topics.configs import TOPIC_CONFIGS, ConfigType, InvalidConfig, validate_topic_configs
+from kcoord.coordinator.groups.group_configs import GroupConfigsChanged
 from kcoord.coordinator.metadata import validate_topic_name
 from kcoord.coordinator.metadata.acl_model import AclOperation
 from kcoord.protocol.errors import ErrorCode
@@ -54,7 +56,7 @@ def _handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respon
     if not changed or req["validate_only"]:
         respond({"responses": _responses(resources, outcomes, {})})
         return
-    _write(ctx, resources, outcomes, changed, respond)
+    _write(ctx, resources, outcomes, changed, respond, incremental)
 
 
 def _write(
@@ -63,6 +65,7 @@ def _write(
     outcomes: list[Failure | dict[str, str]],
     changed: list[int],
     respond: Respond,
+    incremental: bool,
 ) -> None:
     """The topics' new configs in one write, each group's in its own (its group's log); answered once
     every write settled."""
@@ -88,14 +91,8 @@ def _write(
         ctx.topics.set_configs(
             [(str(resources[i]["resource_name"]), _configs(outcomes[i])) for i in topics], topics_written
         )
-    anywhere = cluster_wide(ctx)  # cluster mode: any node writes a group's configs (group_config_resources)
     for i in groups:
-        ctx.manager.group_configs.alter(
-            str(resources[i]["resource_name"]),
-            _configs(outcomes[i]),
-            _group_written(i, failed, settled),
-            anywhere=anywhere,
-        )
+        _GroupAlter(ctx, resources[i], incremental, i, failed, settled).write(_configs(outcomes[i]))
 
 
 def _configs(outcome: Failure | dict[str, str]) -> dict[str, str]:
@@ -103,17 +100,52 @@ def _configs(outcome: Failure | dict[str, str]) -> dict[str, str]:
     return outcome
 
 
-def _group_written(
-    i: int, failed: dict[int, Failure], settled: Callable[[], None]
-) -> Callable[[ErrorCode | None, BaseException | None], None]:
-    def written(refused: ErrorCode | None, error: BaseException | None) -> None:
-        if refused is not None:
-            failed[i] = (refused, None)
-        elif error is not None:
-            failed[i] = _storage_failure(error)
-        settled()
+class _GroupAlter:
+    """One group's new configs, written; computed again and written again when another node wrote the
+    group's configs in between (cluster mode: GroupConfigsChanged), as Kafka's controller applies
+    concurrent alters one after the other. The node follows the other write within milliseconds
+    (kcoord/cluster/metadata_sync.py), so a few tries with a short backoff are enough."""
 
-    return written
+    TRIES = 8
+    BACKOFF_S = 0.05
+
+    def __init__(
+        self,
+        ctx: ServerContext,
+        resource: dict[str, Any],
+        incremental: bool,
+        index: int,
+        failed: dict[int, Failure],
+        settled: Callable[[], None],
+    ) -> None:
+        self.ctx, self.resource, self.incremental = ctx, resource, incremental
+        self.index, self.failed, self.settled = index, failed, settled
+        self.tries = 0
+
+    def write(self, configs: dict[str, str]) -> None:
+        self.tries += 1
+        anywhere = cluster_wide(self.ctx)  # cluster mode: any node writes a group's configs
+        name = str(self.resource["resource_name"])
+        self.ctx.manager.group_configs.alter(name, configs, self._written, anywhere=anywhere)
+
+    def _written(self, refused: ErrorCode | None, error: BaseException | None) -> None:
+        if isinstance(error, GroupConfigsChanged) and self.tries < self.TRIES:
+            delay = self.BACKOFF_S * self.tries
+            asyncio.get_running_loop().call_later(delay, self._again)
+            return
+        if refused is not None:
+            self.failed[self.index] = (refused, None)
+        elif error is not None:
+            self.failed[self.index] = _storage_failure(error)
+        self.settled()
+
+    def _again(self) -> None:
+        outcome = new_group_configs(self.ctx, self.resource, self.incremental)
+        if isinstance(outcome, tuple):  # no longer valid on top of the other node's change
+            self.failed[self.index] = outcome
+            self.settled()
+            return
+        self.write(outcome)
 
 
 def _storage_failure(error: BaseException) -> Failure:

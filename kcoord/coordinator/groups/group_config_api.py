@@ -65,7 +65,9 @@ class GroupConfigApi:
         if error is not None:
             done(error, None)
             return
-        record = GroupConfigRecord(group_id, tuple(sorted(configs.items())))
+        # conditional: computed from the configs held here (a cluster's log refuses it when another
+        # node wrote the group's since: GroupConfigsChanged, and the caller computes them again)
+        record = GroupConfigRecord(group_id, tuple(sorted(configs.items())), conditional=True)
         self.rt.run(Write([record], lambda exc: done(None, exc)))
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "GroupConfigBounds",
     "GroupConfigDef",
     "GroupConfigRecord",
+    "GroupConfigsChanged",
     "InvalidGroupConfig",
     "config_tombstones",
     "effective_int",
@@ -40,10 +41,21 @@ LONG_MAX = (1 << 63) - 1
 
 @dataclass(frozen=True, slots=True)
 class GroupConfigRecord:
-    """Key (group) -> the group's own configs, sorted by name; () = none left (a tombstone in the log)."""
+    """Key (group) -> the group's own configs, sorted by name; () = none left (a tombstone in the log).
+
+    `conditional` (not stored): the configs were computed from the ones this node holds, so a log
+    shared by several writers (cluster mode) writes them only over those, and fails the write with
+    `GroupConfigsChanged` when another writer's came in between; a deletion's tombstone is not."""
 
     group_id: str
     configs: tuple[tuple[str, str], ...]
+    conditional: bool = field(default=False, compare=False)
+
+
+class GroupConfigsChanged(Exception):
+    """A conditional GroupConfigRecord was not written: another node wrote the group's configs since
+    this node's copy was read. Compute them again from the newer copy (Kafka's controller applies
+    concurrent alters in turn)."""
 
 
 class InvalidGroupConfig(ValueError):
