@@ -129,7 +129,7 @@ class CoordinatorMarkers:
 
         def answered(results: Results) -> None:
             nonlocal attempt
-            retry = []
+            retry, why = [], set()
             for partition, error in results.items():
                 if error in _STALE:
                     log.warning(
@@ -142,14 +142,16 @@ class CoordinatorMarkers:
                     )
                 elif error not in _SETTLED:
                     retry.append(partition)
+                    why.add(error.name)
             if not retry:
                 done(None)
                 return
             delay = _RETRY_S[min(attempt, len(_RETRY_S) - 1)]
             attempt += 1
             log.warning(
-                "retrying markers producer_id=%d partitions=%d in %.2fs", producer_id, len(retry), delay
-            )
+                "retrying markers producer_id=%d partitions=%d in %.2fs (%s)",
+                producer_id, len(retry), delay, ", ".join(sorted(why)),
+            )  # fmt: skip
             self._loop.call_later(delay, send, retry)
 
         send(partitions)
