@@ -17,7 +17,7 @@ an append the lease fence refused (`partition_log.NotLeader`); acks=-1 to a topi
 min.insync.replicas exceeds our one replica NOT_ENOUGH_REPLICAS; then each partition's own
 validation. A failed write answers KAFKA_STORAGE_ERROR (retriable) and acknowledges nothing; a write
 whose outcome stayed unknown (cluster mode) REQUEST_TIMED_OUT, as an expired acks=all wait in Kafka,
-and so does an append still not durable when the request's timeout_ms runs out (DelayedProduce).
+and so does an acks=all append still not durable when the request's timeout_ms runs out (DelayedProduce).
 
 Transactional batches (v3+ carry the transactional id; a transactional batch without one is
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as KafkaApis refuses it) are verified against the transaction
@@ -321,10 +321,10 @@ def _all(req: Request, error: ErrorCode, version: int) -> dict[str, Any]:
 
 
 class _Pending:
-    """The response, sent once every partition's append is durable (or failed), or when the request's
-    timeout_ms runs out first: the appends still waiting then answer REQUEST_TIMED_OUT, as Kafka's
-    DelayedProduce.onExpiration does (in cluster mode a write of unknown outcome waits for its verdict,
-    kcoord/cluster/doubt.py; the append itself goes on either way)."""
+    """The response, sent once every partition's append is durable (or failed), or with acks=all when
+    the request's timeout_ms runs out first: the appends still waiting then answer REQUEST_TIMED_OUT,
+    as Kafka's DelayedProduce.onExpiration does (in cluster mode a write of unknown outcome waits for
+    its verdict, kcoord/cluster/doubt.py; the append itself goes on either way)."""
 
     __slots__ = ("_armed", "_expiry", "_outstanding", "_respond", "_timeout_ms", "_version", "_waiting",
                  "acks", "topics")  # fmt: skip
@@ -395,7 +395,7 @@ class _Pending:
     def arm(self) -> None:
         self._armed = True
         self._maybe_respond()
-        if self._outstanding and self._waiting and self._timeout_ms > 0:
+        if self.acks == -1 and self._outstanding and self._waiting and self._timeout_ms > 0:
             self._expiry = asyncio.get_running_loop().call_later(self._timeout_ms / 1000, self._expire)
 
     def _maybe_respond(self) -> None:
