@@ -77,8 +77,10 @@ def _batch(value: bytes) -> bytes:
 
 
 def _produce(node: Node, partition: int, value: bytes) -> dict[str, Any]:
+    # timeout_ms below rpc's 5 s socket timeout: a write in doubt waits for its verdict until the
+    # request's timeout_ms runs out (then REQUEST_TIMED_OUT, as Kafka's DelayedProduce)
     body = {
-        "transactional_id": None, "acks": -1, "timeout_ms": 5000,
+        "transactional_id": None, "acks": -1, "timeout_ms": 3000,
         "topic_data": [{"name": TOPIC, "partition_data": [{"index": partition, "records": _batch(value)}]}],
     }  # fmt: skip
     return rpc(node.address, 0, 8, body)["responses"][0]["partition_responses"][0]  # type: ignore[no-any-return]
