@@ -81,6 +81,7 @@ class ClusterPartitions:
         self._unresolved: dict[Key, PgPartitionLog] = {}  # failed logs with a call of unknown outcome
         self._tasks: set[asyncio.Future[Any]] = set()
         self._closing = False
+        self._reading: set[PgPartitionLog] = set()  # failed logs whose call's verdict is being read back
         self.failovers = 0
         """Partitions taken over from another leader or reloaded after a failure (for /metrics)."""
 
@@ -124,6 +125,8 @@ class ClusterPartitions:
             await self.resign(key)
         for key in list(self._unresolved):
             self._resolve(key, None, None)
+        for stale in list(self._reading):  # its read ends at its next poll
+            stale.resolve(None)
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
@@ -143,8 +146,8 @@ class ClusterPartitions:
             self.leases.forget(key)
 
     def abandon(self) -> None:
-        for plog in [*self._logs.values(), *self._unresolved.values()]:
-            plog.abandon()
+        for plog in [*self._logs.values(), *self._unresolved.values(), *self._reading]:
+            plog.abandon()  # a call in doubt, read back or not, is never answered after a crash
         self._logs.clear()
         self._unresolved.clear()
 
@@ -204,7 +207,11 @@ class ClusterPartitions:
         """The call's verdict from the table once another epoch fenced it, while its requests wait
         (until `PgPartitionLog.settle`'s RESOLVE_WITHIN_S bound answers them unknown)."""
         offsets = stale.unresolved_offsets()
-        stored = await read_stored(self._pool, *key, stale.epoch, offsets, lambda: bool(stale.unresolved))
+        self._reading.add(stale)
+        try:
+            stored = await read_stored(self._pool, *key, stale.epoch, offsets, lambda: bool(stale.unresolved))
+        finally:
+            self._reading.discard(stale)
         if stored is None:
             return  # answered meanwhile (the bound ran out, or a crash dropped them)
         found = sum(1 for o in offsets if o in stored)

@@ -249,6 +249,22 @@ async def test_a_call_in_doubt_is_answered_as_unknown_while_the_lease_is_not_fen
     assert plog.unresolved == []
 
 
+async def test_a_graceful_stop_answers_a_call_whose_verdict_is_still_being_read_back(
+    pool: Any, partitions: ClusterPartitions, proxy: CommitDropProxy
+) -> None:
+    """SIGTERM while a call in doubt waits for another epoch to fence it: the stop answers it unknown
+    (REQUEST_TIMED_OUT) at once instead of waiting out the 15 s bound."""
+    plog, doubtful = await failed_with_a_call_in_doubt(partitions, proxy, after_commit=True)
+    partitions.leases.forget(KEY)
+    partitions._resolve(KEY, None, None)  # as the lease clock running out does: the read-back starts
+    await asyncio.sleep(0.3)
+    assert not doubtful.done()
+    await asyncio.wait_for(partitions.close(), 5)
+    with pytest.raises(OutcomeUnknown):
+        await asyncio.wait_for(doubtful, 1)
+    assert plog.unresolved == []
+
+
 async def test_errors_are_classified_by_whether_the_call_may_have_committed(cluster_dsn: str) -> None:
     conn = await asyncpg.connect(cluster_dsn)
     killer = await asyncpg.connect(cluster_dsn)
