@@ -3,7 +3,8 @@
 Metadata and fails the produce requests in flight to it as not persisted, and an idempotent producer
 then sends again, under a bumped epoch, what a paused node had already stored (the duplicate of the
 stop 42 chaos run). DescribeCluster, replica placement and the leaders keep to the live nodes, and a
-node that stops gracefully leaves Metadata at once."""
+node that stops gracefully leaves Metadata at once. DescribeCluster v2 lists a lapsed node fenced when
+asked to (KIP-1073 include_fenced_brokers)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,14 @@ DESCRIBE_CLUSTER = 60
 def _described(address: tuple[str, int]) -> set[int]:
     answer = rpc(address, DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False})
     return {int(b["broker_id"]) for b in answer["brokers"]}
+
+
+def _fenced(address: tuple[str, int]) -> dict[int, bool]:
+    """DescribeCluster v2 with include_fenced_brokers (KIP-1073): broker id -> is_fenced."""
+    body = {"include_cluster_authorized_operations": False, "endpoint_type": 1,
+            "include_fenced_brokers": True}  # fmt: skip
+    answer = rpc(address, DESCRIBE_CLUSTER, 2, body)
+    return {int(b["broker_id"]): bool(b["is_fenced"]) for b in answer["brokers"]}
 
 
 def _metadata(address: tuple[str, int]) -> tuple[set[int], dict[int, int]]:
@@ -64,9 +73,11 @@ def test_a_paused_node_stays_listed_but_leads_nothing_and_a_graceful_stop_leaves
             # and Metadata still lists it, so a client keeps the requests in flight to it.
             assert listed == {1, 2}
             assert _metadata(first.address)[0] == {1, 2}
+            assert _fenced(first.address) == {1: False, 2: True}  # a fenced broker, as Kafka's
         finally:
             second.proc.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
         until(lambda: _described(first.address) == {1, 2} or None, 30, "node 2 is live again")
         assert second.stop() == 0  # graceful: the row expires past the listing window
         until(lambda: _metadata(first.address)[0] == {1} or None, 10, "Metadata drops a node that left")
         assert _described(first.address) == {1}
+        assert _fenced(first.address) == {1: False}

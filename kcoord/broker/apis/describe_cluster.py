@@ -1,5 +1,7 @@
 """DescribeCluster (60), v0-2 (flexible). v1: endpoint_type (KIP-919); v2: include_fenced_brokers and
-each broker's is_fenced (KIP-1073): kcoord lists live nodes only, none of them fenced.
+each broker's is_fenced (KIP-1073): the live nodes, and with include_fenced_brokers (cluster mode) the
+nodes whose lease lapsed a short while ago without a graceful stop, fenced (those Metadata still lists,
+kcoord/cluster/membership.py LAPSED_LISTED_S), as a Kafka controller keeps a fenced broker registered.
 
 One broker, this node, which is also the controller. Asking for the controllers' endpoints (type 2)
 gets UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker answers a request meant for a controller.
@@ -35,10 +37,18 @@ def handle(ctx: ServerContext, req: Request, meta: RequestMeta, respond: Respond
     endpoint = ctx.endpoint(meta)  # the listener the request arrived on (issue 25)
     body["brokers"] = [{"broker_id": ctx.node_id, "host": endpoint.host, "port": endpoint.port, "rack": None}]
     if ctx.brokers is not None:  # cluster mode: every live node
+        live = ctx.brokers.brokers(meta.listener_name)
         body["brokers"] = [
             {"broker_id": node_id, "host": host, "port": port, "rack": rack}
-            for node_id, host, port, rack in ctx.brokers.brokers(meta.listener_name)
+            for node_id, host, port, rack in live
         ]
+        if meta.api_version >= 2 and req["include_fenced_brokers"]:  # KIP-1073: the lapsed ones, fenced
+            ids = {b[0] for b in live}
+            body["brokers"] += [
+                {"broker_id": node_id, "host": host, "port": port, "rack": rack, "is_fenced": True}
+                for node_id, host, port, rack in ctx.brokers.listed(meta.listener_name)
+                if node_id not in ids
+            ]
     if req["include_cluster_authorized_operations"]:
         ops = CLUSTER_AUTHORIZED_OPERATIONS  # no authorizer: all
         if ctx.authorizer is not None:  # AuthHelper.computeDescribeClusterResponse: 0 without DESCRIBE
